@@ -1,0 +1,130 @@
+"""User profiles: one LLM-written text per (group, user) from the user's pre-query history.
+
+The paper wrote one profile per user from an unspecified slice of history. Here a profile belongs to a
+(group, user) pair and sees only reviews strictly before the query review (no leak). Long histories are cut
+to the most recent items whose rendered text fits a character budget (default 40 items and 8,000
+characters, roughly 2,000 tokens), kept in chronological order: recent taste is what the query is about,
+and a fixed budget keeps every model's profile prompt comparable.
+
+Profiles are saved as JSONL (one object per line: group_id, user_id, profile, and provenance), which loads
+with `datasets.load_dataset("json", data_files=PATH)` and can be pushed to the Hub next to the benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perrec_eval import prompts
+from perrec_eval.engines.base import Engine
+from perrec_eval.types import ChatRequest, GenParams
+
+logger = logging.getLogger(__name__)
+
+ProfileKey = tuple[str, str]  # (group_id, user_id)
+PROFILE_PARAMS = GenParams(temperature=0.1, top_p=1.0, max_tokens=512, n=1, seed=0)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryBudget:
+    """How much of a long history a profile request shows: the most recent items that fit."""
+
+    max_items: int = 40
+    max_chars: int = 8000
+
+    def select(self, history: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The most recent items (chronological order kept) within both limits; always at least one.
+
+        >>> HistoryBudget(max_items=2).select([{"title": "a", "rating": 1.0}, {"title": "b", "rating": 2.0},
+        ...                                    {"title": "c", "rating": 3.0}])
+        [{'title': 'b', 'rating': 2.0}, {'title': 'c', 'rating': 3.0}]
+        """
+        chosen: list[Mapping[str, Any]] = []
+        used = 0
+        for item in reversed(history[-self.max_items :]):
+            size = len(item.get("title") or "") + len(item.get("author") or "") + 48
+            if chosen and used + size > self.max_chars:
+                break
+            chosen.append(item)
+            used += size
+        return chosen[::-1]
+
+
+def profile_requests(
+    rows: Iterable[Mapping[str, Any]], budget: HistoryBudget = HistoryBudget()
+) -> dict[ProfileKey, ChatRequest]:
+    """One profile request per distinct (group_id, user_id) across the given rows."""
+    requests: dict[ProfileKey, ChatRequest] = {}
+    for row in rows:
+        for user in row["users"]:
+            key = (row["group_id"], user["user_id"])
+            if key not in requests:
+                messages = prompts.render_profile(budget.select(user["history"]))
+                requests[key] = ChatRequest(tuple(messages))
+    return requests
+
+
+def generate_profiles(
+    engine: Engine,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    budget: HistoryBudget = HistoryBudget(),
+    params: GenParams = PROFILE_PARAMS,
+    known: Mapping[ProfileKey, str] | None = None,
+) -> tuple[dict[ProfileKey, str], dict[ProfileKey, str]]:
+    """Write the missing profiles with `engine` in one call.
+
+    Returns:
+        (profiles, failures): profile text per key, and the failure reason for keys without one.
+    """
+    known = dict(known or {})
+    requests = {key: req for key, req in profile_requests(rows, budget).items() if key not in known}
+    if not requests:
+        return known, {}
+    logger.info("writing %d profiles with %s:%s", len(requests), engine.name, engine.model)
+    completions = engine.generate(list(requests.values()), params)
+    failures: dict[ProfileKey, str] = {}
+    for key, completion in zip(requests, completions, strict=True):
+        text = completion.texts[0].strip() if completion.ok and completion.texts else ""
+        if text:
+            known[key] = text
+        else:
+            failures[key] = completion.error or "empty profile"
+    return known, failures
+
+
+def save_profiles(path: str | os.PathLike, profiles: Mapping[ProfileKey, str], provenance: Mapping[str, Any]) -> None:
+    """Write profiles as JSONL atomically (temp file + rename), sorted by key for stable output."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for (group_id, user_id), text in sorted(profiles.items()):
+            record = {"group_id": group_id, "user_id": user_id, "profile": text, **provenance}
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load_profiles(path: str | os.PathLike) -> dict[ProfileKey, str]:
+    """Read a profiles JSONL file written by `perrecbench profiles`."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no profiles file at {path}: write one with `perrecbench profiles --out {path}`")
+    profiles: dict[ProfileKey, str] = {}
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            try:
+                record = json.loads(line)
+                profiles[(record["group_id"], record["user_id"])] = record["profile"]
+            except (json.JSONDecodeError, KeyError, TypeError) as err:
+                raise ValueError(
+                    f"{path}:{lineno}: not a profile record ({err}); each line needs group_id, user_id, profile"
+                ) from err
+    return profiles

@@ -1,0 +1,232 @@
+"""The three ranking methods as per-group state machines driven in lockstep.
+
+Every ranker asks for a batch of comparisons or ratings (`pending()`), receives the parsed answers
+(`feed()`), and when `done` yields a prediction for the PTC metric. The driver (`perrec_eval.run`) collects
+the pending requests of *all* groups of a level into one engine call per step, so pointwise, listwise and
+all-pairs take exactly one call and heapsort takes one call per lockstep round.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Generator, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PairwiseStrategy = Literal["allpairs", "heapsort"]
+PredictionFormat = Literal["scores", "ranking"]
+
+# A slot names one request inside a group: ("user", i) for pointwise, ("pair", a, b) for pairwise with
+# user a shown as [User A] and b as [User B], ("list",) for listwise. Indices are 0-based positions.
+Slot = tuple[Hashable, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A group's prediction in the metric's input format; `value` is None when the group is invalid."""
+
+    format: PredictionFormat
+    value: list[float] | list[int] | None
+    predicted_ratings: list[float | None] | None = None
+
+
+class Ranker:
+    """Base protocol: `pending()` slots, `feed({slot: parsed or None})`, then `prediction()` once done."""
+
+    n_users: int
+
+    def pending(self) -> list[Slot]:
+        raise NotImplementedError
+
+    def feed(self, answers: Mapping[Slot, Any]) -> None:
+        raise NotImplementedError
+
+    @property
+    def done(self) -> bool:
+        raise NotImplementedError
+
+    def prediction(self) -> Prediction:
+        raise NotImplementedError
+
+
+class _OneShot(Ranker):
+    def __init__(self, n_users: int) -> None:
+        self.n_users = n_users
+        self._answers: dict[Slot, Any] | None = None
+
+    def slots(self) -> list[Slot]:
+        raise NotImplementedError
+
+    def pending(self) -> list[Slot]:
+        return [] if self._answers is not None else self.slots()
+
+    def feed(self, answers: Mapping[Slot, Any]) -> None:
+        self._answers = {slot: answers.get(slot) for slot in self.slots()}
+
+    @property
+    def done(self) -> bool:
+        return self._answers is not None
+
+
+class PointwiseRanker(_OneShot):
+    """Predict each user's rating; rank by predicted − the user's average (the relative rating).
+
+    A group with any unusable rating is invalid: imputing one would invent a ranking.
+
+    >>> r = PointwiseRanker([4.0, 3.0])
+    >>> r.feed({("user", 0): 4.5, ("user", 1): 4.5})
+    >>> r.prediction().value
+    [0.5, 1.5]
+    """
+
+    def __init__(self, avg_ratings: Sequence[float]) -> None:
+        super().__init__(len(avg_ratings))
+        self.avg_ratings = list(avg_ratings)
+
+    def slots(self) -> list[Slot]:
+        return [("user", i) for i in range(self.n_users)]
+
+    def prediction(self) -> Prediction:
+        ratings = [self._answers[("user", i)] for i in range(self.n_users)]
+        if any(r is None for r in ratings):
+            return Prediction("scores", None, ratings)
+        return Prediction("scores", [r - a for r, a in zip(ratings, self.avg_ratings, strict=True)], ratings)
+
+
+class ListwiseRanker(_OneShot):
+    """One request per group; the parsed answer is already a best-first permutation of 1..n."""
+
+    def slots(self) -> list[Slot]:
+        return [("list",)]
+
+    def prediction(self) -> Prediction:
+        ranking = self._answers[("list",)]
+        return Prediction("ranking", list(ranking) if ranking is not None else None)
+
+
+class AllPairsRanker(_OneShot):
+    """Every pair asked in both orders; a consistent win scores 1, a disagreement or failure 0.5 each.
+
+    Users are ranked by total score: symmetric in presentation order and fully batchable. A group where
+    every answer failed is invalid.
+
+    >>> r = AllPairsRanker(2)
+    >>> r.feed({("pair", 0, 1): "B", ("pair", 1, 0): "A"})
+    >>> r.prediction().value
+    [0.0, 1.0]
+    """
+
+    def slots(self) -> list[Slot]:
+        return [("pair", a, b) for a, b in itertools.permutations(range(self.n_users), 2)]
+
+    def prediction(self) -> Prediction:
+        scores = [0.0] * self.n_users
+        for a, b in itertools.combinations(range(self.n_users), 2):
+            winner = consistent_winner(self._answers[("pair", a, b)], self._answers[("pair", b, a)], a, b)
+            if winner is None:
+                scores[a] += 0.5
+                scores[b] += 0.5
+            else:
+                scores[winner] += 1.0
+        if all(value is None for value in self._answers.values()):
+            return Prediction("scores", None)
+        return Prediction("scores", scores)
+
+
+def consistent_winner(ab: str | None, ba: str | None, a: int, b: int) -> int | None:
+    """The user both orders agree on, or None on disagreement or failure.
+
+    `ab` is the answer with `a` shown as [User A]; `ba` with `b` shown as [User A].
+
+    >>> consistent_winner("A", "B", 0, 1), consistent_winner("A", "A", 0, 1), consistent_winner(None, "A", 0, 1)
+    (0, None, None)
+    """
+    if ab == "A" and ba == "B":
+        return a
+    if ab == "B" and ba == "A":
+        return b
+    return None
+
+
+class HeapsortRanker(Ranker):
+    """The paper's pairwise heapsort: a max-heap where a child is asked as candidate against the current
+    largest; any disagreement or failure means "candidate not better"; the sorted list is reversed to
+    best-first. With a model that always answers "[User A]" this yields [1, 2], [1, 3, 2], [1, 4, 3, 2].
+
+    >>> r = HeapsortRanker(3)
+    >>> while not r.done:
+    ...     r.feed({slot: "A" for slot in r.pending()})
+    >>> r.prediction().value
+    [1, 3, 2]
+    """
+
+    def __init__(self, n_users: int) -> None:
+        self.n_users = n_users
+        self._order = list(range(n_users))
+        self._steps = self._sort()
+        self._current: tuple[int, int] | None = next(self._steps, None)
+
+    def _sort(self) -> Generator[tuple[int, int], bool, None]:
+        arr, n = self._order, self.n_users
+        for i in range(n // 2 - 1, -1, -1):
+            yield from self._heapify(arr, n, i)
+        for end in range(n - 1, 0, -1):
+            arr[0], arr[end] = arr[end], arr[0]
+            yield from self._heapify(arr, end, 0)
+
+    def _heapify(self, arr: list[int], n: int, i: int) -> Generator[tuple[int, int], bool, None]:
+        while True:
+            largest = i
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < n:
+                    better = yield (arr[child], arr[largest])
+                    if better:
+                        largest = child
+            if largest == i:
+                return
+            arr[i], arr[largest] = arr[largest], arr[i]
+            i = largest
+
+    def pending(self) -> list[Slot]:
+        if self._current is None:
+            return []
+        candidate, largest = self._current
+        return [("pair", candidate, largest), ("pair", largest, candidate)]
+
+    def feed(self, answers: Mapping[Slot, Any]) -> None:
+        candidate, largest = self._current
+        winner = consistent_winner(
+            answers.get(("pair", candidate, largest)), answers.get(("pair", largest, candidate)), candidate, largest
+        )
+        try:
+            self._current = self._steps.send(winner == candidate)
+        except StopIteration:
+            self._current = None
+
+    @property
+    def done(self) -> bool:
+        return self._current is None
+
+    def prediction(self) -> Prediction:
+        return Prediction("ranking", [index + 1 for index in reversed(self._order)])
+
+
+def make_ranker(
+    method: str, avg_ratings: Sequence[float], *, pairwise_strategy: PairwiseStrategy = "allpairs"
+) -> Ranker:
+    """The ranker for one group.
+
+    >>> type(make_ranker("pairwise", [3.0, 4.0], pairwise_strategy="heapsort")).__name__
+    'HeapsortRanker'
+    """
+    if method == "pointwise":
+        return PointwiseRanker(avg_ratings)
+    if method == "listwise":
+        return ListwiseRanker(len(avg_ratings))
+    if method == "pairwise":
+        if pairwise_strategy == "allpairs":
+            return AllPairsRanker(len(avg_ratings))
+        if pairwise_strategy == "heapsort":
+            return HeapsortRanker(len(avg_ratings))
+        raise ValueError(f"unknown pairwise strategy {pairwise_strategy!r}: use 'allpairs' or 'heapsort'")
+    raise ValueError(f"unknown method {method!r}: use pointwise, pairwise or listwise")
