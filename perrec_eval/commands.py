@@ -130,12 +130,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         unknown = [n for n in names if n not in BASELINES]
         if unknown:
             raise SystemExit(f"unknown baseline {unknown[0]!r}: choose one of {', '.join(BASELINES)} or all")
-        systems = []
-        for name in names:
-            out = str(Path(args.out) / name) if len(names) > 1 else args.out
-            systems.append((name, run.evaluate_baseline(_config(args, name, out), name)))
-        if len(names) > 1:
-            report.write_report(Path(args.out), systems)
+        systems = run.evaluate_baselines(_config(args), names)
     else:
         engine = None
         if args.engine == "fake":

@@ -540,41 +540,50 @@ def _check_profiles(groups: Sequence[GroupContext], profiles: Mapping | None, co
 # ---------------------------------------------------------------------------------------- baselines
 
 
-def evaluate_baseline(config: EvalConfig, name: str) -> dict[str, Any]:
-    """Score a no-LLM baseline (pointwise: a predicted rating per user) into its own run folder."""
+def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder.
+
+    With several names, each goes to `out/<name>/`; rows and retrieval are computed once per level.
+    """
     from perrec_eval import baselines, retrieval
 
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    records = []
+    records: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for level in config.levels:
         rows = load_rows(config.data, level, config.split, config.max_groups)
-        retrieved = retrieval.retrieve_rows(rows, k=config.k)
-        groups, preds = [], {}
-        for row in rows:
-            per_user = {u["user_id"]: retrieved[(row["group_id"], u["user_id"])] for u in row["users"]}
-            ratings = baselines.predict(name, row, per_user, seed=config.seed)
-            rel = [r - u["avg_rating"] for r, u in zip(ratings, row["users"], strict=True)]
-            groups.append(GroupContext(row, level, []))
-            preds[row["group_id"]] = Prediction("scores", rel, list(ratings))
-        records += prediction_records(level, "pointwise", groups, preds)
-    scores = score_cells(records, variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed)
-    run_info = {
-        "config": _public_config(replace(config, model=name)),
-        "engine": {"name": "baseline", "model": name},
-        "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
-        "versions": versions("perrecbench", "datasets", "bm25s"),
-        "retrieval": retrieval.RETRIEVAL_INFO,
-        "dataset_fingerprint": dataset_fingerprint(config.data),
-    }
-    write_jsonl(out / "samples.jsonl", [])
-    write_jsonl(out / "predictions.jsonl", records)
-    write_json(out / "scores.json", scores)
-    write_json(out / "run.json", run_info)
+        needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
+        retrieved = retrieval.retrieve_rows(rows, k=config.k) if needs_retrieval else {}
+        groups = [GroupContext(row, level, []) for row in rows]
+        for name in names:
+            preds = {}
+            for row in rows:
+                per_user = {u["user_id"]: retrieved.get((row["group_id"], u["user_id"]), []) for u in row["users"]}
+                ratings = baselines.predict(name, row, per_user, seed=config.seed)
+                preds[row["group_id"]] = Prediction("scores", baselines.ranking_scores(row, ratings), list(ratings))
+            records[name] += prediction_records(level, "pointwise", groups, preds)
     from perrec_eval.report import write_report
 
-    write_report(out, [(name, scores)])
-    return scores
+    systems = []
+    for name in names:
+        out = Path(config.out) / name if len(names) > 1 else Path(config.out)
+        out.mkdir(parents=True, exist_ok=True)
+        scores = score_cells(records[name], variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed)
+        run_info = {
+            "config": _public_config(replace(config, model=name, out=str(out))),
+            "engine": {"name": "baseline", "model": name},
+            "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
+            "versions": versions("perrecbench", "datasets", "bm25s"),
+            "retrieval": retrieval.RETRIEVAL_INFO,
+            "dataset_fingerprint": dataset_fingerprint(config.data),
+        }
+        write_jsonl(out / "samples.jsonl", [])
+        write_jsonl(out / "predictions.jsonl", records[name])
+        write_json(out / "scores.json", scores)
+        write_json(out / "run.json", run_info)
+        write_report(out, [(name, scores)])
+        systems.append((name, scores))
+    if len(names) > 1:
+        write_report(Path(config.out), systems)
+    return systems
 
 
 def rescore(run_dir: str | os.PathLike, *, variant: str | None = None, invalid: str | None = None) -> dict[str, Any]:
