@@ -470,7 +470,6 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         _check_profiles(groups, profiles, config)
         for method in config.methods:
             demos = demonstrations(config, level, method, profiles)
-            before = cached.calls
             preds, method_samples = run_method(
                 method,
                 groups,
@@ -480,7 +479,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
                 demonstrations=demos,
                 pairwise_strategy=config.pairwise_strategy,
             )
-            engine_calls[f"{level}/{method}"] = cached.calls - before
+            engine_calls[f"{level}/{method}"] = len({sample["step"] for sample in method_samples})
             records += prediction_records(level, method, groups, preds)
             samples += method_samples
 

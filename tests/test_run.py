@@ -84,12 +84,12 @@ def test_run_resume_repeats_no_request(bench, tmp_path):
     sent = 0
 
     class DiesMidRun(FakeEngine):
-        def generate(self, requests, params):
+        def generate(self, requests, params, **kwargs):
             nonlocal sent
             sent += len(requests)
             if sent > 40:
                 raise Dies
-            out = super().generate(requests, params)
+            out = super().generate(requests, params, **kwargs)
             completed.extend(r.messages[-1]["content"] for r in requests)
             return out
 
@@ -105,7 +105,8 @@ def test_run_resume_repeats_no_request(bench, tmp_path):
     assert completed and again
     assert set(again).isdisjoint(completed)
     assert scores["average"] == pytest.approx(1.0)
-    assert json.loads((tmp_path / "run.json").read_text())["cache"]["hits"] == len(completed)
+    # Identical prompts recur across levels (the same pair of users), so hits can exceed `completed`.
+    assert json.loads((tmp_path / "run.json").read_text())["cache"]["hits"] >= len(completed)
 
 
 def test_run_rescore_paper_variant_matches_paper_mode_metric(bench, tmp_path):
