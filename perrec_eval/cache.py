@@ -1,0 +1,275 @@
+"""A request cache that wraps any engine: append-only JSONL that survives a kill, so runs resume.
+
+One line per finished request: ``{"key": <sha256>, "texts": [...], "prompt_tokens": .., "completion_tokens":
+.., "extra": {..}}``. The key is the SHA-256 of the canonical JSON of (engine name, model, adapter, sampling
+parameters, messages) — never of the prompt alone, so two models or two temperatures never share answers.
+Completions with an error are not stored, so a resumed run asks for them again.
+
+Each batch of new lines is written, flushed and fsynced before `generate` moves on; a kill can only cut the
+line being written, and opening the cache again drops (and logs) such a partial trailing line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from perrec_eval.engines.base import Engine
+from perrec_eval.types import ChatRequest, Completion, GenParams
+
+logger = logging.getLogger(__name__)
+
+try:  # POSIX advisory locks keep two processes' appends from interleaving inside a line.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+def request_key(engine: Engine, request: ChatRequest, params: GenParams) -> str:
+    """The cache key of one request to `engine` (its name, model and adapter count, nothing else of it).
+
+    Args:
+        engine: any engine, or a `CachedEngine` (which reports its inner engine's identity).
+        request: the chat conversation.
+        params: sampling parameters.
+
+    Returns:
+        64 hex characters; see `key_of`.
+    """
+    return key_of(engine.name, engine.model, engine.adapter, params, request)
+
+
+def key_of(name: str, model: str, adapter: str | None, params: GenParams, request: ChatRequest) -> str:
+    """SHA-256 hex of the canonical JSON of (engine name, model, adapter, sampling params, messages).
+
+    >>> request = ChatRequest(messages=({"role": "user", "content": "hi"},))
+    >>> key = key_of("hf", "m", None, GenParams(), request)
+    >>> key == key_of("hf", "m", None, GenParams(), request)
+    True
+    >>> key == key_of("hf", "m", None, GenParams(temperature=0.0), request)
+    False
+    """
+    description = {
+        "engine": name,
+        "model": model,
+        "adapter": adapter,
+        "params": params.as_dict(),
+        "messages": [dict(message) for message in request.messages],
+    }
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def completion_to_record(key: str, completion: Completion) -> dict[str, Any]:
+    """The JSON record stored for one successful completion.
+
+    >>> completion_to_record("k", Completion(texts=("a",), prompt_tokens=3))["texts"]
+    ['a']
+    """
+    return {
+        "key": key,
+        "texts": list(completion.texts),
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "extra": completion.extra,
+    }
+
+
+def record_to_completion(record: dict[str, Any]) -> Completion:
+    """Inverse of `completion_to_record`.
+
+    >>> record_to_completion(completion_to_record("k", Completion(texts=("a",)))).texts
+    ('a',)
+    """
+    return Completion(
+        texts=tuple(record["texts"]),
+        prompt_tokens=record.get("prompt_tokens"),
+        completion_tokens=record.get("completion_tokens"),
+        extra=dict(record.get("extra") or {}),
+    )
+
+
+class CachedEngine:
+    """An `Engine` that serves repeated requests from a JSONL file and sends only the misses on.
+
+    Misses of one `generate` call go to the inner engine in ONE call (duplicates within the call are sent
+    once). If the inner engine reports partial results (``supports_on_results``), each reported batch is
+    persisted as soon as it arrives; otherwise all new results are written when the call returns. Not
+    thread-safe: one `generate` at a time.
+
+    Args:
+        engine: the engine to wrap.
+        path: the JSONL file; created (with its folder) if missing.
+
+    Attributes:
+        calls: `generate` calls made to this object (what the ranking methods asked for).
+        inner_calls: `generate` calls forwarded to the inner engine (steps with at least one miss).
+        hits: requests answered from the cache, over all calls.
+        misses: requests sent to the inner engine, over all calls (after de-duplication).
+        stored: lines appended by this object.
+    """
+
+    def __init__(self, engine: Engine, path: str | os.PathLike[str]) -> None:
+        self.engine = engine
+        self.path = Path(path)
+        self.calls = 0
+        self.inner_calls = 0
+        self.hits = 0
+        self.misses = 0
+        self.stored = 0
+        self._entries: dict[str, Completion] = {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._load()
+
+    @property
+    def name(self) -> str:
+        return self.engine.name
+
+    @property
+    def model(self) -> str:
+        return self.engine.model
+
+    @property
+    def adapter(self) -> str | None:
+        return self.engine.adapter
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def key(self, request: ChatRequest, params: GenParams) -> str:
+        """The cache key of `request` under `params` for the wrapped engine."""
+        return request_key(self.engine, request, params)
+
+    def info(self) -> dict[str, Any]:
+        return {**self.engine.info(), "cache": str(self.path)}
+
+    def generate(self, requests: Sequence[ChatRequest], params: GenParams) -> list[Completion]:
+        """Answer `requests` in order, asking the inner engine only for those not cached yet."""
+        self.calls += 1
+        keys = [self.key(request, params) for request in requests]
+        results: list[Completion | None] = [self._entries.get(key) for key in keys]
+        positions_of_miss: dict[str, list[int]] = {}
+        for position, (key, cached) in enumerate(zip(keys, results, strict=True)):
+            if cached is None:
+                positions_of_miss.setdefault(key, []).append(position)
+        self.hits += len(requests) - sum(len(positions) for positions in positions_of_miss.values())
+        if not positions_of_miss:
+            return [result for result in results if result is not None]
+
+        miss_keys = list(positions_of_miss)
+        miss_requests = [requests[positions_of_miss[key][0]] for key in miss_keys]
+        self.misses += len(miss_keys)
+        self.inner_calls += 1
+
+        def persist(finished: list[tuple[int, Completion]]) -> None:
+            self._append([(miss_keys[index], completion) for index, completion in finished])
+
+        if getattr(self.engine, "supports_on_results", False):
+            new = self.engine.generate(miss_requests, params, on_results=persist)  # type: ignore[call-arg]
+        else:
+            new = self.engine.generate(miss_requests, params)
+            persist(list(enumerate(new)))
+        if len(new) != len(miss_requests):
+            raise RuntimeError(
+                f"engine {self.engine.name!r} returned {len(new)} completions "
+                f"for {len(miss_requests)} requests"
+            )
+        for key, completion in zip(miss_keys, new, strict=True):
+            for position in positions_of_miss[key]:
+                results[position] = completion
+        return [result for result in results if result is not None]
+
+    def _append(self, finished: list[tuple[str, Completion]]) -> None:
+        lines = []
+        for key, completion in finished:
+            if not completion.ok or key in self._entries:
+                continue
+            record = completion_to_record(key, completion)
+            try:
+                lines.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            except TypeError as err:
+                raise TypeError(
+                    f"completion extra must be JSON-serializable to be cached: {completion.extra!r}"
+                ) from err
+            self._entries[key] = completion
+        if not lines:
+            return
+        data = "".join(lines).encode("utf-8")
+        with open(self.path, "ab") as handle:
+            _lock(handle)
+            try:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            finally:
+                _unlock(handle)
+        self.stored += len(lines)
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "r+b") as handle:
+            _lock(handle)
+            try:
+                data = handle.read()
+                keep = self._parse(data)
+                if keep < len(data):
+                    logger.warning(
+                        "cache %s: dropped a partial or corrupt last line (%d bytes), "
+                        "probably from a run killed mid-write; that request will be asked again",
+                        self.path,
+                        len(data) - keep,
+                    )
+                    handle.truncate(keep)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            finally:
+                _unlock(handle)
+        logger.info("cache %s: %d stored completions", self.path, len(self._entries))
+
+    def _parse(self, data: bytes) -> int:
+        """Load every good line of `data`; return how many leading bytes to keep."""
+        start = 0
+        keep = 0
+        line_number = 0
+        while start < len(data):
+            end = data.find(b"\n", start)
+            line_number += 1
+            if end == -1:
+                return keep  # no newline: the write of this last line was cut
+            record = _decode(data[start:end])
+            if record is not None:
+                self._entries[record["key"]] = record_to_completion(record)
+                keep = end + 1
+            elif end + 1 < len(data):
+                logger.warning("cache %s: skipping corrupt line %d", self.path, line_number)
+                keep = end + 1
+            start = end + 1
+        return keep
+
+
+def _decode(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("key"), str):
+        return None
+    if not isinstance(record.get("texts"), list):
+        return None
+    return record
+
+
+def _lock(handle: Any) -> None:
+    if fcntl is not None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+
+
+def _unlock(handle: Any) -> None:
+    if fcntl is not None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

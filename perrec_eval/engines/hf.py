@@ -1,0 +1,252 @@
+"""Local generation with transformers: chat template, left-padded length-sorted batches, CPU or GPU.
+
+Sampling is fully explicit: the model's own `generation_config.json` (which may enable sampling, set top_k,
+a repetition penalty, ...) is replaced at load time by one that keeps only the special token ids, and each
+call passes a complete `GenerationConfig`. The dropped defaults are listed in `info()`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from perrec_eval.engines._common import ResultsCallback, require, split_evenly
+from perrec_eval.types import ChatRequest, Completion, GenParams
+
+logger = logging.getLogger(__name__)
+
+_TOKEN_ID_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
+
+
+class HFEngine:
+    """A transformers causal LM (optionally with a PEFT LoRA adapter) answering chat requests.
+
+    Args:
+        model: Hub id or local folder of a chat model (its tokenizer must have a chat template).
+        adapter: folder of a PEFT adapter to load on top, or None.
+        batch_size: requests per forward batch (each yields ``n`` sequences).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA if available, else CPU.
+        dtype: ``"auto"`` (the checkpoint's dtype), ``"float32"``, ``"bfloat16"``, ``"float16"``.
+        merge_adapter: merge the adapter into the weights after loading (faster generation).
+        trust_remote_code: passed to ``from_pretrained``.
+        progress: show a tqdm bar per call.
+    """
+
+    name = "hf"
+    supports_on_results = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        adapter: str | None = None,
+        batch_size: int = 8,
+        device: str | None = None,
+        dtype: str = "auto",
+        merge_adapter: bool = False,
+        trust_remote_code: bool = False,
+        progress: bool = True,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.adapter = adapter
+        self.batch_size = batch_size
+        self.progress = progress
+        self._torch = require("torch", engine="hf")
+        transformers = require("transformers", engine="hf")
+        self._transformers = transformers
+        self.device = device or ("cuda" if self._torch.cuda.is_available() else "cpu")
+
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+            model, trust_remote_code=trust_remote_code
+        )
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError(
+                f"the tokenizer of {model!r} has no chat template: use an instruction-tuned (chat) model, "
+                "or save one with tokenizer.chat_template = ... and tokenizer.save_pretrained(...)"
+            )
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            if self.tokenizer.eos_token is None:
+                raise ValueError(f"the tokenizer of {model!r} has neither a pad nor an eos token")
+            logger.info("%s has no pad token: padding with eos %r", model, self.tokenizer.eos_token)
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+
+        lm = transformers.AutoModelForCausalLM.from_pretrained(
+            model, dtype=dtype, trust_remote_code=trust_remote_code
+        )
+        if adapter is not None:
+            peft = require("peft", engine="hf")
+            lm = peft.PeftModel.from_pretrained(lm, adapter)
+            if merge_adapter:
+                lm = lm.merge_and_unload()
+        self.lm = lm.to(self.device).eval()
+        self.ignored_generation_defaults = self._neutralize_generation_config()
+        self.max_positions: int | None = getattr(self.lm.config, "max_position_embeddings", None)
+
+    def _neutralize_generation_config(self) -> dict[str, Any]:
+        """Keep only special token ids from the checkpoint's generation config; return what was dropped."""
+        original = self.lm.generation_config
+        kept = {field: getattr(original, field, None) for field in _TOKEN_ID_FIELDS}
+        if kept["eos_token_id"] is None:
+            kept["eos_token_id"] = self.tokenizer.eos_token_id
+        if kept["pad_token_id"] is None:
+            kept["pad_token_id"] = self.tokenizer.pad_token_id
+        dropped = {
+            field: value
+            for field, value in original.to_diff_dict().items()
+            if field not in _TOKEN_ID_FIELDS and field != "transformers_version"
+        }
+        if dropped:
+            logger.info("ignoring generation defaults of %s: %s", self.model, dropped)
+        self.lm.generation_config = self._transformers.GenerationConfig(
+            **{field: value for field, value in kept.items() if value is not None}
+        )
+        return dropped
+
+    def generation_config(self, params: GenParams) -> Any:
+        """The complete `GenerationConfig` used for `params` (neutral values for everything not in GenParams).
+
+        Greedy decoding (temperature 0) generates one sequence; `generate` repeats it ``n`` times.
+        """
+        sample = params.temperature > 0
+        # Warpers only act when sampling; setting them for greedy decoding only triggers warnings.
+        sampling = {"temperature": params.temperature, "top_p": params.top_p, "top_k": 0} if sample else {}
+        return self._transformers.GenerationConfig(
+            do_sample=sample,
+            **sampling,
+            min_p=None,
+            typical_p=1.0,
+            repetition_penalty=1.0,
+            no_repeat_ngram_size=0,
+            num_beams=1,
+            max_new_tokens=params.max_tokens,
+            min_new_tokens=0,
+            num_return_sequences=params.n if sample else 1,
+            eos_token_id=self.lm.generation_config.eos_token_id,
+            pad_token_id=self.lm.generation_config.pad_token_id,
+        )
+
+    def encode(self, request: ChatRequest) -> list[int]:
+        """Token ids of the templated conversation, ending with the assistant generation prompt."""
+        text = self.tokenizer.apply_chat_template(
+            [dict(message) for message in request.messages], tokenize=False, add_generation_prompt=True
+        )
+        # The template already wrote any BOS/special tokens.
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def generate(
+        self,
+        requests: Sequence[ChatRequest],
+        params: GenParams,
+        *,
+        on_results: ResultsCallback | None = None,
+    ) -> list[Completion]:
+        """Complete every request (order preserved); batches are formed longest prompt first."""
+        torch = self._torch
+        encoded = [self.encode(request) for request in requests]
+        results: list[Completion | None] = [None] * len(requests)
+        runnable = []
+        for index, ids in enumerate(encoded):
+            if self.max_positions is not None and len(ids) + params.max_tokens > self.max_positions:
+                results[index] = Completion(
+                    texts=(),
+                    prompt_tokens=len(ids),
+                    error=f"prompt of {len(ids)} tokens + max_tokens {params.max_tokens} exceeds the "
+                    f"model's {self.max_positions} positions",
+                )
+            else:
+                runnable.append(index)
+        if on_results is not None and len(runnable) < len(requests):
+            on_results([(index, result) for index, result in enumerate(results) if result is not None])
+
+        order = sorted(runnable, key=lambda index: -len(encoded[index]))
+        config = self.generation_config(params)
+        bar = tqdm(total=len(requests), desc=f"hf {self.model}", unit="req", disable=not self.progress)
+        bar.update(len(requests) - len(runnable))
+        with torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
+            if params.seed is not None:
+                torch.manual_seed(params.seed)
+            for batch in split_evenly(order, self.batch_size):
+                finished = self._run_batch(batch, encoded, config, params)
+                for index, completion in finished:
+                    results[index] = completion
+                if on_results is not None:
+                    on_results(finished)
+                bar.update(len(batch))
+        bar.close()
+        return [completion for completion in results if completion is not None]
+
+    def _run_batch(
+        self, batch: list[int], encoded: list[list[int]], config: Any, params: GenParams
+    ) -> list[tuple[int, Completion]]:
+        """Generate for one batch; on out-of-memory, split it in halves and retry."""
+        torch = self._torch
+        try:
+            inputs = self.tokenizer.pad(
+                {"input_ids": [encoded[index] for index in batch]}, padding=True, return_tensors="pt"
+            ).to(self.device)
+            with torch.inference_mode():
+                output = self.lm.generate(**inputs, generation_config=config)
+        except torch.OutOfMemoryError:
+            if len(batch) == 1:
+                raise
+            logger.warning("out of memory on a batch of %d: splitting it in two", len(batch))
+            half = len(batch) // 2
+            return self._run_batch(batch[:half], encoded, config, params) + self._run_batch(
+                batch[half:], encoded, config, params
+            )
+        width = inputs["input_ids"].shape[1]
+        sequences_per_request = output.shape[0] // len(batch)
+        finished = []
+        for row, index in enumerate(batch):
+            texts, reasons, generated = [], [], 0
+            for sequence in output[row * sequences_per_request : (row + 1) * sequences_per_request]:
+                text, length, reason = self._decode(sequence[width:].tolist())
+                texts.append(text)
+                reasons.append(reason)
+                generated += length
+            if sequences_per_request < params.n:  # greedy: one sequence stands for all n identical samples
+                texts, reasons, generated = texts * params.n, reasons * params.n, generated * params.n
+            finished.append(
+                (
+                    index,
+                    Completion(
+                        texts=tuple(texts),
+                        prompt_tokens=len(encoded[index]),
+                        completion_tokens=generated,
+                        extra={"finish_reasons": reasons},
+                    ),
+                )
+            )
+        return finished
+
+    def _decode(self, new_tokens: list[int]) -> tuple[str, int, str]:
+        """Text, generated-token count (including the stop token) and finish reason of one sequence."""
+        stop_ids = self.lm.generation_config.eos_token_id
+        stop_ids = set(stop_ids if isinstance(stop_ids, list) else [stop_ids])
+        for position, token in enumerate(new_tokens):
+            if token in stop_ids:
+                kept = new_tokens[:position]
+                return self.tokenizer.decode(kept, skip_special_tokens=True), position + 1, "stop"
+        return self.tokenizer.decode(new_tokens, skip_special_tokens=True), len(new_tokens), "length"
+
+    def info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "name": self.name,
+            "model": self.model,
+            "adapter": self.adapter,
+            "device": self.device,
+            "dtype": str(self.lm.dtype),
+            "batch_size": self.batch_size,
+            "transformers_version": self._transformers.__version__,
+            "torch_version": self._torch.__version__,
+            "ignored_generation_defaults": self.ignored_generation_defaults,
+        }
+        if self.adapter is not None:
+            info["peft_version"] = require("peft", engine="hf").__version__
+        return info

@@ -1,0 +1,419 @@
+"""Any OpenAI-compatible chat server: vLLM's, `transformers serve`, hosted APIs.
+
+Requests run on a bounded thread pool. The SDK's own retries are off; this module retries 429, 5xx, timeouts,
+connection errors and unparsable responses with exponential backoff and jitter (honouring ``Retry-After``),
+then gives up on that request with a `Completion` whose ``error`` says why — the runner counts it as a
+failure and the cache does not store it, so resuming asks again. If no request of a call gets through and
+one has exhausted its retries on connection errors, the server is unreachable: the call raises
+`ServerUnreachableError` naming the base URL. A rejected API key (401/403) raises at once.
+
+The API key is read from the environment variable named by ``api_key_env`` when the client is built and is
+never kept in an attribute of this object, returned by `info()`, logged, or written anywhere.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from tqdm.auto import tqdm
+
+from perrec_eval.engines._common import ResultsCallback, require
+from perrec_eval.types import ChatRequest, Completion, GenParams
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
+_PLACEHOLDER_KEY = "EMPTY"  # local servers ignore the key, but the SDK insists on having one
+
+
+class ServerUnreachableError(ConnectionError):
+    """No request of a call reached the server."""
+
+
+class ServerRejectedKeyError(PermissionError):
+    """The server answered 401/403: the API key is missing or wrong."""
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """Outcome of one HTTP attempt: a completion, or a classified failure."""
+
+    completion: Completion | None = None
+    kind: str = ""  # connection | timeout | rate_limit | server | bad_response | client | auth
+    message: str = ""
+    retry_after: float | None = None
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in ("connection", "timeout", "rate_limit", "server", "bad_response")
+
+
+@dataclass(slots=True)
+class _CallState:
+    """Shared by the workers of one `generate` call."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    successes: int = 0
+    unreachable: str | None = None
+
+
+def public_url(url: str) -> str:
+    """`url` without credentials, query or fragment (safe to record).
+
+    >>> public_url("https://user:secret@example.com:8443/v1?api-key=abc#x")
+    'https://example.com:8443/v1'
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
+    """Seconds to wait according to ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date).
+
+    >>> parse_retry_after({"retry-after": "7"})
+    7.0
+    >>> parse_retry_after({"retry-after-ms": "250"})
+    0.25
+    >>> parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
+    10.0
+    >>> parse_retry_after({}) is None
+    True
+    """
+    if headers is None:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - (time.time() if now is None else now))
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Exponential backoff with jitter: uniform in [d/2, d], d = min(cap, base * 2**attempt).
+
+    >>> 0.5 <= backoff_delay(0, 1.0, 60.0, random.Random(0)) <= 1.0
+    True
+    >>> backoff_delay(30, 1.0, 60.0, random.Random(0)) <= 60.0
+    True
+    """
+    delay = min(cap, base * 2**attempt)
+    return delay / 2 + rng.uniform(0, delay / 2)
+
+
+class OpenAIEngine:
+    """Chat completions from an OpenAI-compatible endpoint.
+
+    Args:
+        model: the served model name (for `transformers serve` pinned to a folder: that folder's path).
+        base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``; default ``$OPENAI_BASE_URL`` or OpenAI.
+        api_key_env: name of the environment variable holding the API key; None (or an unset variable with
+            a local server) sends a placeholder key.
+        adapter: a LoRA adapter *served by name* (vLLM ``--lora-modules name=path``): requests then ask for
+            that name; recorded in cache keys.
+        concurrency: requests in flight at once.
+        max_retries: retries per request after the first attempt.
+        timeout: seconds per HTTP attempt.
+        connect_timeout: seconds to open a connection (a black-holed address fails fast, not after `timeout`).
+        retry_base_delay: first backoff delay in seconds (doubles each retry, with jitter).
+        retry_max_delay: cap on one wait, including a server's ``Retry-After``.
+        extra_body: extra JSON fields for every request (e.g. ``{"top_k": -1}`` for vLLM).
+        progress: show a tqdm bar per call.
+    """
+
+    name = "openai"
+    supports_on_results = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        adapter: str | None = None,
+        concurrency: int = 16,
+        max_retries: int = 6,
+        timeout: float = 600.0,
+        connect_timeout: float = 20.0,
+        retry_base_delay: float = 1.0,
+        retry_max_delay: float = 120.0,
+        extra_body: dict[str, Any] | None = None,
+        progress: bool = True,
+    ) -> None:
+        if concurrency < 1 or max_retries < 0 or min(timeout, connect_timeout) <= 0:
+            raise ValueError(
+                "need concurrency >= 1, max_retries >= 0 and positive timeouts, got "
+                f"concurrency={concurrency}, max_retries={max_retries}, timeout={timeout}, "
+                f"connect_timeout={connect_timeout}"
+            )
+        if retry_base_delay < 0 or retry_max_delay < 0:
+            raise ValueError(f"retry delays must be >= 0, got {retry_base_delay} and {retry_max_delay}")
+        self._openai = require("openai", engine="openai")
+        self.model = model
+        self.adapter = adapter
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key_env = api_key_env
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.retry_base_delay = retry_base_delay
+        self.retry_max_delay = retry_max_delay
+        self.extra_body = dict(extra_body or {})
+        self.progress = progress
+        self._rng = random.Random()
+        self._client = self._openai.OpenAI(
+            base_url=self.base_url,
+            api_key=self._api_key(),
+            max_retries=0,
+            timeout=self._openai.Timeout(timeout, connect=min(timeout, connect_timeout)),
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIEngine(model={self.model!r}, base_url={public_url(self.base_url)!r})"
+
+    def _api_key(self) -> str:
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            return key
+        host = urlsplit(self.base_url).hostname or ""
+        if self.api_key_env and host not in _LOCAL_HOSTS:
+            logger.warning(
+                "$%s is not set: sending no API key to %s (set it, or pass --api-key-env to name another "
+                "variable)",
+                self.api_key_env,
+                public_url(self.base_url),
+            )
+        return _PLACEHOLDER_KEY
+
+    def _scrub(self, text: str) -> str:
+        """Remove the API key from a server message (some servers echo it back)."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key and key != _PLACEHOLDER_KEY:
+            text = text.replace(key, "<redacted>")
+        return text
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "model": self.model,
+            "adapter": self.adapter,
+            "base_url": public_url(self.base_url),
+            "api_key_env": self.api_key_env,
+            "openai_version": self._openai.__version__,
+            "concurrency": self.concurrency,
+            "max_retries": self.max_retries,
+            "timeout": self.timeout,
+            "connect_timeout": self.connect_timeout,
+            "extra_body": self.extra_body,
+        }
+
+    def generate(
+        self,
+        requests: Sequence[ChatRequest],
+        params: GenParams,
+        *,
+        on_results: ResultsCallback | None = None,
+    ) -> list[Completion]:
+        """Complete every request (order preserved), at most `concurrency` at a time."""
+        state = _CallState()
+        results: list[Completion | None] = [None] * len(requests)
+        bar = tqdm(total=len(requests), desc=f"openai {self.model}", unit="req", disable=not self.progress)
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="perrec-openai")
+        futures: dict[Future[Completion], int] = {
+            pool.submit(self._complete, request, params, state): index
+            for index, request in enumerate(requests)
+        }
+        try:
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                finished = []
+                for future in done:
+                    completion = future.result()
+                    results[futures[future]] = completion
+                    finished.append((futures[future], completion))
+                if on_results is not None and finished:
+                    on_results(finished)
+                bar.update(len(done))
+                if state.unreachable is not None:
+                    raise ServerUnreachableError(
+                        f"cannot reach the OpenAI-compatible server at {public_url(self.base_url)}: "
+                        f"{state.unreachable}. Is it running, and is --base-url right "
+                        "(it usually ends in /v1)?"
+                    )
+        except BaseException:
+            state.stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        finally:
+            bar.close()
+        pool.shutdown(wait=True)
+        return [completion for completion in results if completion is not None]
+
+    def _complete(self, request: ChatRequest, params: GenParams, state: _CallState) -> Completion:
+        """All `n` samples of one request; a server that returns fewer choices is asked again for the rest.
+
+        The prompt is counted once (like the other engines); completion tokens add up over all samples.
+        """
+        parts: list[Completion] = []
+        drawn = 0
+        while drawn < params.n:
+            # Top-up requests shift the seed so they do not repeat the samples already drawn.
+            seed = None if params.seed is None else params.seed + drawn
+            part = self._with_retries(request, params, params.n - drawn, seed, state)
+            if not part.ok:
+                return part
+            if not part.texts:
+                return Completion(texts=(), error="bad_response: the server returned no choices")
+            parts.append(part)
+            drawn += len(part.texts)
+        with state.lock:
+            state.successes += 1
+        completion_tokens: int | None = 0
+        for part in parts:
+            completion_tokens = _add(completion_tokens, part.completion_tokens)
+        return Completion(
+            texts=tuple(text for part in parts for text in part.texts)[: params.n],
+            prompt_tokens=parts[0].prompt_tokens,
+            completion_tokens=completion_tokens,
+            extra={"finish_reasons": [r for part in parts for r in part.extra["finish_reasons"]][: params.n]},
+        )
+
+    def _with_retries(
+        self, request: ChatRequest, params: GenParams, n: int, seed: int | None, state: _CallState
+    ) -> Completion:
+        attempt = _Attempt()
+        for retry in range(self.max_retries + 1):
+            if state.stop.is_set():
+                return Completion(texts=(), error="cancelled: the call was aborted")
+            attempt = self._attempt(request, params, n, seed)
+            if attempt.completion is not None:
+                return attempt.completion
+            if attempt.kind == "auth":
+                state.stop.set()
+                raise ServerRejectedKeyError(
+                    f"the server at {public_url(self.base_url)} rejected the API key ({attempt.message}): "
+                    f"set ${self.api_key_env or 'OPENAI_API_KEY'} (or name another variable with "
+                    "--api-key-env)"
+                )
+            if not attempt.retryable or retry == self.max_retries:
+                break
+            delay = backoff_delay(retry, self.retry_base_delay, self.retry_max_delay, self._rng)
+            if attempt.retry_after is not None:  # the server knows best, within our cap
+                delay = min(attempt.retry_after, self.retry_max_delay)
+            logger.debug("retrying in %.2fs after %s: %s", delay, attempt.kind, attempt.message)
+            self._wait(state, delay)
+        tries = retry + 1
+        if attempt.kind == "connection":
+            with state.lock:
+                if state.successes == 0:
+                    state.unreachable = attempt.message
+                    state.stop.set()
+        return Completion(
+            texts=(), error=f"{attempt.kind}: {attempt.message} (gave up after {tries} attempt(s))"
+        )
+
+    def _wait(self, state: _CallState, seconds: float) -> None:
+        state.stop.wait(seconds)
+
+    def _attempt(self, request: ChatRequest, params: GenParams, n: int, seed: int | None) -> _Attempt:
+        openai = self._openai
+        body: dict[str, Any] = {
+            "model": self.adapter or self.model,
+            "messages": [dict(message) for message in request.messages],
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "max_tokens": params.max_tokens,
+            "n": n,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        try:
+            response = self._client.chat.completions.create(
+                **body, extra_body=self.extra_body or None, stream=False
+            )
+        except openai.APITimeoutError as err:
+            if type(err.__cause__).__name__ == "ConnectTimeout":  # httpx's class; nothing answered at all
+                return _Attempt(kind="connection", message="connection attempt timed out")
+            return _Attempt(kind="timeout", message=f"no answer within {self.timeout:g}s")
+        except openai.APIConnectionError as err:
+            return _Attempt(kind="connection", message=self._scrub(_describe(err)))
+        except openai.APIStatusError as err:
+            return self._status_failure(err)
+        except (openai.APIResponseValidationError, ValueError, TypeError, KeyError) as err:
+            return _Attempt(kind="bad_response", message=self._scrub(f"invalid response: {_describe(err)}"))
+        return self._read(response)
+
+    def _status_failure(self, err: Any) -> _Attempt:
+        status = err.status_code
+        message = self._scrub(f"HTTP {status}: {_describe(err)}")
+        retry_after = parse_retry_after(getattr(err.response, "headers", None))
+        if status in (401, 403):
+            return _Attempt(kind="auth", message=f"HTTP {status}")
+        if status == 429:
+            return _Attempt(kind="rate_limit", message=message, retry_after=retry_after)
+        if status >= 500 or status == 408:
+            return _Attempt(kind="server", message=message, retry_after=retry_after)
+        return _Attempt(kind="client", message=message)
+
+    def _read(self, response: Any) -> _Attempt:
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list):
+            shown = str(response)[:200]
+            return _Attempt(kind="bad_response", message=f"invalid response: no choices in {shown!r}")
+        try:
+            ordered = sorted(choices, key=lambda choice: choice.index or 0)
+            texts = tuple(choice.message.content or "" for choice in ordered)
+            reasons = [choice.finish_reason for choice in ordered]
+        except AttributeError as err:
+            return _Attempt(kind="bad_response", message=f"invalid response: {_describe(err)}")
+        usage = getattr(response, "usage", None)
+        return _Attempt(
+            completion=Completion(
+                texts=texts,
+                prompt_tokens=getattr(usage, "prompt_tokens", None),
+                completion_tokens=getattr(usage, "completion_tokens", None),
+                extra={"finish_reasons": reasons},
+            )
+        )
+
+
+def _add(total: int | None, part: int | None) -> int | None:
+    return None if total is None or part is None else total + part
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err) or type(err).__name__
+    cause = err.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text = f"{text} ({type(cause).__name__}: {cause})"
+    return text[:500]

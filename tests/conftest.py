@@ -1,0 +1,27 @@
+"""Shared test setup: offline, single-threaded, and a tiny chat model built once per session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Before anything imports torch, tokenizers or huggingface_hub: never download; one thread (2 CI cores).
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+# Tests only talk to servers they start on 127.0.0.1: never through a proxy from the environment.
+os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(
+    filter(None, [os.environ.get("NO_PROXY", ""), "127.0.0.1", "localhost"])
+)
+
+import pytest  # noqa: E402
+from tiny_model import build_tiny_chat_model  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama chat model (tokenizer with chat template and pad token) saved in a temp folder."""
+    return build_tiny_chat_model(tmp_path_factory.mktemp("tiny_chat_model"))
+

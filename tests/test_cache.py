@@ -1,0 +1,262 @@
+"""The request cache: hits and misses, one inner call per step, no stored errors, surviving kills."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from perrec_eval.cache import CachedEngine, key_of, request_key
+from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.types import ChatRequest, Completion, GenParams
+
+PARAMS = GenParams(temperature=0.0, max_tokens=16)
+
+
+def make_request(text: str) -> ChatRequest:
+    return ChatRequest(messages=({"role": "system", "content": "rank"}, {"role": "user", "content": text}))
+
+
+class Recorder:
+    """A responder that answers `echo:<query>` and remembers every query it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, request: ChatRequest, params: GenParams, sample_index: int) -> str:
+        query = request.messages[-1]["content"]
+        self.asked.append(query)
+        return f"echo:{query}"
+
+
+def stored_keys(path: Path) -> list[str]:
+    return [json.loads(line)["key"] for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_cache_second_call_is_served_without_the_engine(tmp_path):
+    recorder = Recorder()
+    inner = FakeEngine(recorder)
+    cache = CachedEngine(inner, tmp_path / "cache.jsonl")
+    requests = [make_request(f"q{i}") for i in range(4)]
+    first = cache.generate(requests, PARAMS)
+    second = cache.generate(requests, PARAMS)
+    assert [c.texts for c in first] == [c.texts for c in second] == [(f"echo:q{i}",) for i in range(4)]
+    assert (inner.calls, cache.hits, cache.misses) == (1, 4, 4)
+    assert (cache.calls, cache.inner_calls) == (2, 1)
+
+
+def test_cache_sends_all_misses_in_one_call_and_keeps_order(tmp_path):
+    recorder = Recorder()
+    inner = FakeEngine(recorder)
+    cache = CachedEngine(inner, tmp_path / "cache.jsonl")
+    cache.generate([make_request("q1"), make_request("q3")], PARAMS)
+    mixed = [make_request(f"q{i}") for i in range(5)]
+    completions = cache.generate(mixed, PARAMS)
+    assert [c.texts[0] for c in completions] == [f"echo:q{i}" for i in range(5)]
+    assert inner.calls == 2
+    assert recorder.asked == ["q1", "q3", "q0", "q2", "q4"]
+    assert (cache.hits, cache.misses) == (2, 5)
+
+
+def test_cache_sends_duplicate_requests_once(tmp_path):
+    recorder = Recorder()
+    cache = CachedEngine(FakeEngine(recorder), tmp_path / "cache.jsonl")
+    completions = cache.generate([make_request("a"), make_request("b"), make_request("a")], PARAMS)
+    assert [c.texts[0] for c in completions] == ["echo:a", "echo:b", "echo:a"]
+    assert recorder.asked == ["a", "b"]
+    assert len(stored_keys(tmp_path / "cache.jsonl")) == 2
+
+
+def test_cache_survives_reopening(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a"), make_request("b")], PARAMS)
+    recorder = Recorder()
+    reopened = CachedEngine(FakeEngine(recorder), path)
+    completions = reopened.generate([make_request("b"), make_request("a")], PARAMS)
+    assert [c.texts[0] for c in completions] == ["echo:b", "echo:a"]
+    assert recorder.asked == []
+    assert len(reopened) == 2
+
+
+def test_cache_keeps_token_counts_and_extra(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    answer = Completion(
+        texts=("x", "y"), prompt_tokens=11, completion_tokens=7, extra={"finish_reasons": ["stop", "length"]}
+    )
+    CachedEngine(FakeEngine(lambda r, p, i: answer), path).generate([make_request("a")], PARAMS)
+    (cached,) = CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a")], PARAMS)
+    assert cached == answer
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"params": GenParams(temperature=0.5, max_tokens=16)},
+        {"params": GenParams(temperature=0.0, max_tokens=16, seed=1)},
+        {"params": GenParams(temperature=0.0, max_tokens=16, n=2)},
+        {"model": "other-model"},
+        {"adapter": "lora-a"},
+        {"text": "a "},
+    ],
+)
+def test_cache_key_covers_model_adapter_params_and_messages(tmp_path, change):
+    path = tmp_path / "cache.jsonl"
+    CachedEngine(FakeEngine(Recorder(), model="m"), path).generate([make_request("a")], PARAMS)
+    recorder = Recorder()
+    inner = FakeEngine(recorder, model=change.get("model", "m"))
+    inner.adapter = change.get("adapter")
+    CachedEngine(inner, path).generate([make_request(change.get("text", "a"))], change.get("params", PARAMS))
+    assert inner.requests_seen == 1
+
+
+def test_cache_request_key_is_independent_of_message_key_order():
+    forward = ChatRequest(messages=({"role": "user", "content": "a"},))
+    backward = ChatRequest(messages=({"content": "a", "role": "user"},))
+    assert key_of("hf", "m", None, PARAMS, forward) == key_of("hf", "m", None, PARAMS, backward)
+
+
+def test_cache_request_key_matches_the_stored_key(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    cache = CachedEngine(FakeEngine(Recorder(), model="m"), path)
+    cache.generate([make_request("a")], PARAMS)
+    key = request_key(cache, make_request("a"), PARAMS)
+    assert stored_keys(path) == [key]
+    assert key == request_key(cache.engine, make_request("a"), PARAMS) == cache.key(make_request("a"), PARAMS)
+
+
+def test_cache_does_not_store_errors(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    def fails_on_b(request, params, sample_index):
+        if request.messages[-1]["content"] == "b":
+            return Completion(texts=(), error="HTTP 500")
+        return "fine"
+
+    failing = FakeEngine(fails_on_b)
+    first = CachedEngine(failing, path).generate([make_request("a"), make_request("b")], PARAMS)
+    assert [c.ok for c in first] == [True, False]
+    recorder = Recorder()
+    retry = CachedEngine(FakeEngine(recorder), path).generate([make_request("a"), make_request("b")], PARAMS)
+    assert recorder.asked == ["b"]
+    assert [c.texts[0] for c in retry] == ["fine", "echo:b"]
+
+
+def test_cache_resume_after_crash_repeats_no_completed_request(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    queries = [f"q{i}" for i in range(10)]
+    asked_before: list[str] = []
+
+    def crashes_after_six(request, params, sample_index):
+        if len(asked_before) == 6:
+            raise KeyboardInterrupt  # like Ctrl-C in the middle of a step
+        asked_before.append(request.messages[-1]["content"])
+        return "done"
+
+    with pytest.raises(KeyboardInterrupt):
+        CachedEngine(FakeEngine(crashes_after_six, report_every=1), path).generate(
+            [make_request(q) for q in queries], PARAMS
+        )
+    recorder = Recorder()
+    resumed = CachedEngine(FakeEngine(recorder), path)
+    completions = resumed.generate([make_request(q) for q in queries], PARAMS)
+    assert asked_before == queries[:6]
+    assert recorder.asked == queries[6:]
+    assert all(c.ok for c in completions)
+
+
+def test_cache_drops_a_truncated_last_line_and_appends_cleanly(tmp_path, caplog):
+    path = tmp_path / "cache.jsonl"
+    CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a"), make_request("b")], PARAMS)
+    good = path.read_bytes()
+    with open(path, "ab") as handle:
+        handle.write(b'{"key": "4f2a", "texts": ["half a li')  # a write cut by a kill
+    with caplog.at_level(logging.WARNING, logger="perrec_eval.cache"):
+        recorder = Recorder()
+        reopened = CachedEngine(FakeEngine(recorder), path)
+    assert "partial or corrupt last line" in caplog.text
+    assert path.read_bytes() == good
+    reopened.generate([make_request("a"), make_request("c")], PARAMS)
+    assert recorder.asked == ["c"]
+    assert len(stored_keys(path)) == 3  # every line parses again
+
+
+def test_cache_drops_a_corrupt_complete_last_line(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a")], PARAMS)
+    good = path.read_bytes()
+    path.write_bytes(good + b"\x00\x00garbage\n")
+    assert len(CachedEngine(FakeEngine(Recorder()), path)) == 1
+    assert path.read_bytes() == good
+
+
+def test_cache_skips_a_corrupt_middle_line(tmp_path, caplog):
+    path = tmp_path / "cache.jsonl"
+    CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a")], PARAMS)
+    first = path.read_bytes()
+    path.write_bytes(b"not json\n" + first)
+    with caplog.at_level(logging.WARNING, logger="perrec_eval.cache"):
+        reopened = CachedEngine(FakeEngine(Recorder()), path)
+    assert "corrupt line 1" in caplog.text
+    assert len(reopened) == 1
+
+
+_KILLED_RUN = textwrap.dedent(
+    """
+    import sys, time
+    from perrec_eval.cache import CachedEngine
+    from perrec_eval.engines.fake import FakeEngine
+    from perrec_eval.types import ChatRequest, GenParams
+
+    def slow(request, params, sample_index):
+        time.sleep(0.02)
+        return "echo:" + request.messages[-1]["content"]
+
+    requests = [
+        ChatRequest(messages=({"role": "system", "content": "rank"}, {"role": "user", "content": f"q{i}"}))
+        for i in range(int(sys.argv[2]))
+    ]
+    CachedEngine(FakeEngine(slow, report_every=1), sys.argv[1]).generate(
+        requests, GenParams(temperature=0.0, max_tokens=16)
+    )
+    """
+)
+
+
+@pytest.mark.slow
+def test_cache_resume_after_sigkill_repeats_no_completed_request(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    total = 400
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    process = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(path), str(total)], env=env)
+    try:
+        for _ in range(600):  # up to ~60 s for the child to start and finish a few requests
+            if path.exists() and path.read_bytes().count(b"\n") >= 10:
+                break
+            if process.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert process.poll() is None, "the child finished before it could be killed"
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+
+    recorder = Recorder()
+    resumed = CachedEngine(FakeEngine(recorder), path)
+    done_before = len(resumed)
+    queries = [f"q{i}" for i in range(total)]
+    completions = resumed.generate([make_request(q) for q in queries], PARAMS)
+    assert 10 <= done_before < total
+    assert len(recorder.asked) == total - done_before
+    assert recorder.asked == queries[done_before:]  # the killed run finished a prefix, in order
+    assert [c.texts[0] for c in completions] == [f"echo:{q}" for q in queries]

@@ -1,0 +1,468 @@
+"""The OpenAI-compatible engine against a scripted stub server and against a real `transformers serve`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perrec_eval.cache import CachedEngine
+from perrec_eval.engines import load_engine
+from perrec_eval.engines.openai import OpenAIEngine, ServerRejectedKeyError, ServerUnreachableError
+from perrec_eval.types import ChatRequest, GenParams
+
+SECRET = "sk-perrec-TOPSECRET-0042"
+KEY_ENV = "PERREC_TEST_API_KEY"
+PARAMS = GenParams(temperature=0.1, top_p=1.0, max_tokens=32, n=1, seed=3)
+
+
+def make_request(text: str) -> ChatRequest:
+    return ChatRequest(messages=({"role": "system", "content": "rank"}, {"role": "user", "content": text}))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class StubServer:
+    """A scripted OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1, stdlib only.
+
+    `script` maps a request's last message to the actions of its successive attempts (the last one repeats);
+    unscripted requests get ``"ok"``. Actions: ``"ok"``; ``"garbage"`` (truncated JSON); ``"html"`` (a proxy
+    error page with status 200); ``("status", code, headers, body)``; ``("sleep", seconds)`` then ok;
+    ``("echo-auth", code)`` (an error whose body repeats the Authorization header).
+    """
+
+    def __init__(self, script: dict[str, list[Any]] | None = None, max_choices: int | None = None) -> None:
+        self.script = script or {}
+        self.max_choices = max_choices
+        self.bodies: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []
+        self.attempts: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_port}/v1"
+
+    def start(self) -> StubServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=10)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                content = body["messages"][-1]["content"]
+                with stub.lock:
+                    stub.bodies.append(body)
+                    stub.authorizations.append(self.headers.get("Authorization", ""))
+                    attempt = stub.attempts[content]
+                    stub.attempts[content] += 1
+                    stub.in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                actions = stub.script.get(content, ["ok"])
+                try:
+                    self._act(actions[min(attempt, len(actions) - 1)], body, content)
+                except OSError:  # the client gave up (timeout) and closed the socket
+                    pass
+                finally:
+                    with stub.lock:
+                        stub.in_flight -= 1
+
+            def _act(self, action: Any, body: dict[str, Any], content: str) -> None:
+                kind = action if isinstance(action, str) else action[0]
+                if kind == "sleep":
+                    time.sleep(action[1])
+                    kind = "ok"
+                if kind == "ok":
+                    n = (
+                        body.get("n", 1)
+                        if stub.max_choices is None
+                        else min(body.get("n", 1), stub.max_choices)
+                    )
+                    choices = [
+                        {
+                            "index": i,
+                            "message": {
+                                "role": "assistant",
+                                "content": f"{content}|seed={body.get('seed')}|{i}",
+                            },
+                            "finish_reason": "stop",
+                        }
+                        for i in range(n)
+                    ]
+                    usage = {"prompt_tokens": len(content), "completion_tokens": 2 * n, "total_tokens": 0}
+                    payload = {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": choices,
+                        "usage": usage,
+                    }
+                    self._send(200, json.dumps(payload).encode(), "application/json")
+                elif kind == "garbage":
+                    self._send(200, b'{"choices": [{"index": 0, "mess', "application/json")
+                elif kind == "html":
+                    self._send(200, b"<html>502 bad gateway</html>", "text/html")
+                elif kind == "status":
+                    _, code, headers, text = action
+                    self._send(
+                        code, json.dumps({"error": {"message": text}}).encode(), "application/json", headers
+                    )
+                elif kind == "echo-auth":
+                    text = f"bad request from {self.headers.get('Authorization')}"
+                    self._send(
+                        action[1], json.dumps({"error": {"message": text}}).encode(), "application/json"
+                    )
+                else:
+                    raise ValueError(f"unknown stub action {action!r}")
+
+            def _send(self, code: int, data: bytes, content_type: str, headers: dict | None = None) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+@pytest.fixture
+def stub_factory() -> Iterator[Any]:
+    servers: list[StubServer] = []
+
+    def start(script: dict[str, list[Any]] | None = None, max_choices: int | None = None) -> StubServer:
+        servers.append(StubServer(script, max_choices).start())
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch) -> str:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    return SECRET
+
+
+def make_engine(server: StubServer, **options: Any) -> OpenAIEngine:
+    settings = dict(
+        base_url=server.base_url,
+        api_key_env=KEY_ENV,
+        retry_base_delay=0.001,
+        retry_max_delay=0.05,
+        timeout=5.0,
+        progress=False,
+    )
+    settings.update(options)
+    return load_engine("openai", "stub-model", **settings)
+
+
+def test_openai_engine_preserves_order_and_bounds_concurrency(stub_factory):
+    queries = [f"q{i}" for i in range(24)]
+    server = stub_factory({q: [("sleep", 0.01 * (i % 5))] for i, q in enumerate(queries)})
+    completions = make_engine(server, concurrency=4).generate([make_request(q) for q in queries], PARAMS)
+    assert [c.texts for c in completions] == [(f"{q}|seed=3|0",) for q in queries]
+    assert server.max_in_flight <= 4
+    assert [c.prompt_tokens for c in completions] == [len(q) for q in queries]
+    assert all(c.completion_tokens == 2 for c in completions)
+
+
+def test_openai_engine_sends_every_sampling_parameter(stub_factory):
+    server = stub_factory()
+    engine = make_engine(server, extra_body={"top_k": -1})
+    engine.generate([make_request("a")], GenParams(temperature=0.0, top_p=0.5, max_tokens=7, n=2, seed=11))
+    (body,) = server.bodies
+    assert body["model"] == "stub-model"
+    assert body["messages"] == [{"role": "system", "content": "rank"}, {"role": "user", "content": "a"}]
+    expected = {"temperature": 0.0, "top_p": 0.5, "max_tokens": 7, "n": 2, "seed": 11, "top_k": -1}
+    assert {key: body[key] for key in expected} == expected
+
+
+def test_openai_engine_asks_for_a_served_adapter_by_name(stub_factory):
+    server = stub_factory()
+    engine = make_engine(server, adapter="pointwise-lora")
+    engine.generate([make_request("a")], PARAMS)
+    assert server.bodies[0]["model"] == "pointwise-lora"
+    assert engine.info()["adapter"] == "pointwise-lora"
+
+
+def test_openai_engine_retries_429_500_garbage_and_timeouts_then_succeeds(stub_factory):
+    flaky = [
+        ("status", 429, {"Retry-After": "0"}, "slow down"),
+        ("status", 500, {}, "internal error"),
+        ("status", 503, {}, "overloaded"),
+        "garbage",
+        "html",
+        ("sleep", 3.0),  # longer than the client timeout
+        "ok",
+    ]
+    server = stub_factory({"flaky": flaky})
+    (completion,) = make_engine(server, timeout=0.5, max_retries=6).generate([make_request("flaky")], PARAMS)
+    assert completion.ok, completion.error
+    assert completion.texts == ("flaky|seed=3|0",)
+    assert server.attempts["flaky"] == 7
+
+
+def test_openai_engine_honours_retry_after_and_backs_off_exponentially(stub_factory):
+    script = {
+        "limited": [
+            ("status", 429, {"Retry-After": "7"}, "later"),
+            ("status", 429, {"retry-after-ms": "250"}, ""),
+            "ok",
+        ],
+        "failing": [("status", 500, {}, ""), ("status", 500, {}, ""), ("status", 500, {}, ""), "ok"],
+    }
+    server = stub_factory(script)
+    waits: dict[str, list[float]] = {"limited": [], "failing": []}
+    engine = make_engine(server, retry_base_delay=1.0, retry_max_delay=60.0, concurrency=1)
+    current: list[str] = []
+    engine._wait = lambda state, seconds: waits[current[-1]].append(seconds)  # record instead of sleeping
+    for query in ("limited", "failing"):
+        current.append(query)
+        assert engine.generate([make_request(query)], PARAMS)[0].ok
+    assert waits["limited"] == [7.0, 0.25]
+    first, second, third = waits["failing"]
+    assert 0.5 <= first <= 1.0 and 1.0 <= second <= 2.0 and 2.0 <= third <= 4.0
+
+
+def test_openai_engine_caps_retry_after(stub_factory):
+    server = stub_factory({"limited": [("status", 429, {"Retry-After": "3600"}, ""), "ok"]})
+    waits: list[float] = []
+    engine = make_engine(server, retry_max_delay=30.0)
+    engine._wait = lambda state, seconds: waits.append(seconds)
+    engine.generate([make_request("limited")], PARAMS)
+    assert waits == [30.0]
+
+
+def test_openai_engine_gives_up_with_a_failure_completion(stub_factory):
+    script = {
+        "broken": [("status", 500, {}, "always broken")],
+        "nonsense": ["garbage"],
+        "rejected": [("status", 400, {}, "context length exceeded")],
+    }
+    server = stub_factory(script)
+    completions = make_engine(server, max_retries=2).generate(
+        [make_request(q) for q in ("fine", "broken", "nonsense", "rejected")], PARAMS
+    )
+    fine, broken, nonsense, rejected = completions
+    assert fine.ok and fine.texts == ("fine|seed=3|0",)
+    assert not broken.ok and broken.texts == ()
+    assert "HTTP 500" in broken.error and "3 attempt" in broken.error
+    assert "invalid response" in nonsense.error and "3 attempt" in nonsense.error
+    assert "HTTP 400" in rejected.error and "context length exceeded" in rejected.error
+    assert server.attempts == Counter({"fine": 1, "broken": 3, "nonsense": 3, "rejected": 1})
+
+
+def test_openai_engine_failures_are_not_cached_and_retried_on_resume(stub_factory, tmp_path):
+    server = stub_factory({"flaky": [("status", 500, {}, "down")] * 3 + ["ok"]})
+    engine = make_engine(server, max_retries=2)
+    cache_path = tmp_path / "cache.jsonl"
+    first = CachedEngine(engine, cache_path).generate([make_request("ok"), make_request("flaky")], PARAMS)
+    assert [c.ok for c in first] == [True, False]
+    second = CachedEngine(engine, cache_path).generate([make_request("ok"), make_request("flaky")], PARAMS)
+    assert [c.ok for c in second] == [True, True]
+    assert server.attempts == Counter({"ok": 1, "flaky": 4})
+
+
+def test_openai_engine_unreachable_server_raises_naming_the_url():
+    port = free_port()  # nothing listens there
+    engine = OpenAIEngine(
+        "m",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        api_key_env=None,
+        max_retries=2,
+        retry_base_delay=0.001,
+        progress=False,
+    )
+    with pytest.raises(ServerUnreachableError, match=rf"http://127\.0\.0\.1:{port}/v1"):
+        engine.generate([make_request(f"q{i}") for i in range(40)], PARAMS)
+
+
+def test_openai_engine_connect_timeouts_count_as_unreachable(stub_factory, monkeypatch):
+    import openai
+
+    server = stub_factory()
+    engine = make_engine(server, max_retries=1)
+    request = engine._client._client.build_request("POST", server.base_url)
+    http = sys.modules[type(request).__module__.split(".")[0]]  # httpx, or the fork the SDK ships with
+
+    def black_hole(**kwargs):
+        try:
+            raise http.ConnectTimeout("timed out", request=request)
+        except http.ConnectTimeout as err:
+            raise openai.APITimeoutError(request=request) from err
+
+    monkeypatch.setattr(engine._client.chat.completions, "create", black_hole)
+    with pytest.raises(ServerUnreachableError, match="connection attempt timed out"):
+        engine.generate([make_request("a")], PARAMS)
+
+
+def test_openai_engine_rejected_key_raises_naming_the_variable(stub_factory):
+    server = stub_factory({"q": [("echo-auth", 401)]})
+    with pytest.raises(ServerRejectedKeyError, match=KEY_ENV) as err:
+        make_engine(server).generate([make_request("q")], PARAMS)
+    assert SECRET not in str(err.value)
+    assert server.attempts["q"] == 1
+
+
+def test_openai_engine_never_exposes_the_api_key(stub_factory, tmp_path, caplog):
+    server = stub_factory({"leaky": [("echo-auth", 500)]})
+    engine = make_engine(server, max_retries=1)
+    with caplog.at_level(logging.DEBUG):
+        completions = CachedEngine(engine, tmp_path / "cache.jsonl").generate(
+            [make_request("fine"), make_request("leaky")], PARAMS
+        )
+    assert server.authorizations[0] == f"Bearer {SECRET}"  # the key is sent...
+    assert "<redacted>" in completions[1].error  # ...the server echoed it back, and it was scrubbed
+    exposed = [json.dumps(engine.info()), repr(engine), caplog.text, completions[1].error]
+    exposed += [path.read_text() for path in tmp_path.iterdir()]
+    assert all(SECRET not in text for text in exposed)
+    assert engine.info()["api_key_env"] == KEY_ENV
+
+
+def test_openai_engine_info_strips_credentials_from_the_url(stub_factory):
+    engine = OpenAIEngine("m", base_url="https://user:pw@example.com/v1?api-key=abc", api_key_env=KEY_ENV)
+    assert engine.info()["base_url"] == "https://example.com/v1"
+
+
+def test_openai_engine_local_server_needs_no_key(stub_factory, monkeypatch):
+    monkeypatch.delenv("PERREC_UNSET_KEY", raising=False)
+    server = stub_factory()
+    (completion,) = make_engine(server, api_key_env="PERREC_UNSET_KEY").generate([make_request("a")], PARAMS)
+    assert completion.ok
+    assert server.authorizations == ["Bearer EMPTY"]
+
+
+def test_openai_engine_tops_up_when_the_server_ignores_n(stub_factory):
+    server = stub_factory(max_choices=1)
+    (completion,) = make_engine(server).generate([make_request("a")], GenParams(temperature=0.7, n=3, seed=5))
+    assert completion.texts == ("a|seed=5|0", "a|seed=6|0", "a|seed=7|0")
+    assert [body["n"] for body in server.bodies] == [3, 2, 1]
+    assert completion.prompt_tokens == 1 and completion.completion_tokens == 6
+
+
+def test_openai_engine_reports_each_finished_request(stub_factory):
+    server = stub_factory()
+    reported: list[int] = []
+    make_engine(server).generate(
+        [make_request(f"q{i}") for i in range(6)],
+        PARAMS,
+        on_results=lambda finished: reported.extend(index for index, _ in finished),
+    )
+    assert sorted(reported) == list(range(6))
+
+
+# --- a real server: `transformers serve` running the tiny model ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def transformers_server(tiny_model_dir, tmp_path_factory) -> Iterator[str]:
+    home = tmp_path_factory.mktemp("hf_home")
+    (home / "hub").mkdir()  # without it /v1/models answers 500 (PITFALLS 6)
+    port = free_port()
+    env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    command = [
+        str(Path(sys.executable).parent / "transformers"),
+        "serve",
+        str(tiny_model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--log-level",
+        "warning",
+    ]
+    log_path = home / "serve.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(240):  # up to ~120 s on a busy CI machine
+            if process.poll() is not None:
+                pytest.fail(f"transformers serve exited early:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail(f"transformers serve did not come up:\n{log_path.read_text()[-3000:]}")
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=20)
+
+
+@pytest.mark.slow
+def test_openai_engine_against_transformers_serve_matches_the_hf_engine(transformers_server, tiny_model_dir):
+    requests = [make_request("great book " * words + "Answer:") for words in (1, 6, 3)]
+    greedy = GenParams(temperature=0.0, max_tokens=8)
+    served = OpenAIEngine(
+        str(tiny_model_dir), base_url=transformers_server, api_key_env=None, concurrency=2, progress=False
+    ).generate(requests, greedy)
+    local = load_engine("hf", str(tiny_model_dir), device="cpu", progress=False).generate(requests, greedy)
+    assert all(c.ok for c in served), [c.error for c in served]
+    assert [c.texts for c in served] == [c.texts for c in local]
+    assert [c.prompt_tokens for c in served] == [c.prompt_tokens for c in local]
+
+
+@pytest.mark.slow
+def test_openai_engine_against_transformers_serve_gets_n_samples(transformers_server, tiny_model_dir):
+    engine = OpenAIEngine(str(tiny_model_dir), base_url=transformers_server, api_key_env=None, progress=False)
+    (completion,) = engine.generate(
+        [make_request("great book")], GenParams(temperature=1.0, max_tokens=6, n=2)
+    )
+    assert completion.ok, completion.error
+    assert len(completion.texts) == 2  # the server ignores `n`; the engine asks again for the rest
+
+
+@pytest.mark.slow
+def test_openai_engine_against_transformers_serve_rejects_another_model_name(transformers_server):
+    engine = OpenAIEngine(
+        "not-the-pinned-model", base_url=transformers_server, api_key_env=None, progress=False
+    )
+    (completion,) = engine.generate([make_request("great book")], GenParams(temperature=0.0, max_tokens=4))
+    assert not completion.ok
+    assert "HTTP 400" in completion.error and "attempt(s)" in completion.error
