@@ -1,0 +1,275 @@
+"""Where the raw files are: local folders and ``hf://`` folders behind one fsspec interface.
+
+DuckDB reads local paths natively; for ``hf://`` the ``huggingface_hub.HfFileSystem`` is registered with the
+connection, so DuckDB never needs its httpfs extension (which it would try to download; PITFALLS 4).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+from dataset_builder.config import BuildError
+
+logger = logging.getLogger(__name__)
+
+FileKind = Literal["reviews", "meta"]
+_HASH_CHUNK = 1 << 22
+MAX_LISTED_BAD_LINES = 20
+
+
+def hf_filesystem() -> fsspec.AbstractFileSystem:
+    """The filesystem serving ``hf://`` (tests replace this function with a local one)."""
+    from huggingface_hub import HfFileSystem
+
+    return HfFileSystem()
+
+
+def candidate_names(domain: str, kind: FileKind) -> list[str]:
+    """Relative paths tried, in order, for one domain's file (Hub layout first, then a flat folder).
+
+    >>> candidate_names("Books", "reviews")[:2]
+    ['review_categories/Books.jsonl', 'review_categories/Books.jsonl.gz']
+    """
+    if kind == "reviews":
+        stems = [f"review_categories/{domain}", domain]
+    else:
+        stems = [f"meta_categories/meta_{domain}", f"meta_categories/{domain}", f"meta_{domain}"]
+    return [stem + ext for stem in stems for ext in (".jsonl", ".jsonl.gz")]
+
+
+@dataclass(frozen=True, slots=True)
+class InputFile:
+    """One raw file: its DuckDB-readable address, size and a cheap change fingerprint."""
+
+    domain: str
+    kind: FileKind
+    uri: str
+    size: int
+    fingerprint: str
+
+    @property
+    def compressed(self) -> bool:
+        return self.uri.endswith(".gz")
+
+
+@dataclass(slots=True)
+class Source:
+    """A folder of raw files, local or on the Hub."""
+
+    root: str
+    fs: fsspec.AbstractFileSystem
+    remote: bool
+    _listing: list[str] | None = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, root: str) -> Source:
+        """Resolve ``root`` (a local folder or ``hf://...``) and check that it holds files."""
+        if root.startswith("hf://"):
+            fs = hf_filesystem()
+            path = root[len("hf://") :].rstrip("/")
+            source = cls(path, fs, remote=True)
+        else:
+            local = Path(root).expanduser()
+            if not local.is_dir():
+                raise BuildError(
+                    f"--source {root}: no such folder; run `perrecbench synth --out {root}` or "
+                    "pass the folder holding <Category>.jsonl and meta_<Category>.jsonl"
+                )
+            source = cls(str(local.resolve()), LocalFileSystem(), remote=False)
+        if not source.listing():
+            raise BuildError(
+                f"--source {root} has no .jsonl or .jsonl.gz files; expected <Category>.jsonl and "
+                "meta_<Category>.jsonl (or review_categories/ and meta_categories/)"
+            )
+        return source
+
+    def listing(self) -> list[str]:
+        """Relative paths of all .jsonl / .jsonl.gz files (two levels deep)."""
+        if self._listing is None:
+            found = []
+            for pattern in ("*.jsonl", "*.jsonl.gz", "*/*.jsonl", "*/*.jsonl.gz"):
+                for path in self.fs.glob(f"{self.root}/{pattern}"):
+                    found.append(self._relative(path))
+            self._listing = sorted(set(found))
+        return self._listing
+
+    def _relative(self, path: str) -> str:
+        path = self.fs._strip_protocol(path)
+        root = self.fs._strip_protocol(self.root).rstrip("/")
+        return path[len(root) + 1 :] if path.startswith(root + "/") else path
+
+    def uri(self, relative: str) -> str:
+        return f"hf://{self.root}/{relative}" if self.remote else f"{self.root}/{relative}"
+
+    def find(self, domain: str, kind: FileKind) -> InputFile:
+        """The domain's review or metadata file; a clear error when it is absent."""
+        names = candidate_names(domain, kind)
+        present = set(self.listing())
+        for name in names:
+            if name in present:
+                info = self.fs.info(f"{self.root}/{name}")
+                return InputFile(domain, kind, self.uri(name), int(info["size"]), _fingerprint(info))
+        shown = ", ".join(self.listing()[:8])
+        raise BuildError(
+            f"{self.root}: no {kind} file for domain {domain}; expected one of {', '.join(names)} "
+            f"(found: {shown}). Check --domains or the --source folder."
+        )
+
+    def content_hash(self, file: InputFile) -> str:
+        """``sha256:<hex>`` of the file's bytes (the Hub's LFS sha256 when remote, no download)."""
+        if self.remote:
+            info = self.fs.info(self._path(file))
+            lfs = info.get("lfs") or {}
+            if lfs.get("sha256"):
+                return "sha256:" + lfs["sha256"]
+            if info.get("blob_id"):
+                return "git-blob:" + info["blob_id"]
+        digest = hashlib.sha256()
+        with self.fs.open(self._path(file), "rb") as handle:
+            while chunk := handle.read(_HASH_CHUNK):
+                digest.update(chunk)
+        return "sha256:" + digest.hexdigest()
+
+    def _path(self, file: InputFile) -> str:
+        return file.uri[len("hf://") :] if self.remote else file.uri
+
+    def lines(self, file: InputFile) -> Iterator[tuple[int, bytes]]:
+        """``(line number, raw bytes)`` for every line, 1-based, decompressing ``.gz``."""
+        with self.fs.open(self._path(file), "rb") as raw:
+            stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw) if file.compressed else raw
+            yield from enumerate(stream, start=1)
+
+    def register(self, con: Any) -> None:
+        """Route ``hf://`` reads of a DuckDB connection through this source's filesystem."""
+        if self.remote:
+            con.register_filesystem(self.fs)
+
+
+def _fingerprint(info: dict[str, Any]) -> str:
+    for key in ("mtime", "last_commit", "blob_id"):
+        value = info.get(key)
+        if value is not None:
+            return f"{info['size']}:{value}"
+    lfs = info.get("lfs") or {}
+    return f"{info['size']}:{lfs.get('sha256', '')}"
+
+
+# ------------------------------------------------------------------------------------------ line checks
+
+
+def review_problem(record: Any) -> str | None:
+    """Why one parsed review line is unusable (``None`` when it is fine); the rules of the SQL check.
+
+    >>> review_problem({"user_id": "u", "parent_asin": "i", "rating": 4, "timestamp": 1})
+    >>> review_problem({"user_id": "u", "parent_asin": "i", "rating": "five", "timestamp": 1})
+    "field 'rating' must be a number in [1, 5], got 'five'"
+    """
+    if not isinstance(record, dict):
+        return f"a review line must be a JSON object, got {type(record).__name__}"
+    for name in ("user_id", "parent_asin"):
+        value = record.get(name)
+        if not isinstance(value, str) or not value:
+            return f"field {name!r} must be a non-empty string, got {value!r}"
+    rating = record.get("rating")
+    if isinstance(rating, bool) or not isinstance(rating, int | float) or not 1 <= rating <= 5:
+        return f"field 'rating' must be a number in [1, 5], got {rating!r}"
+    timestamp = next(
+        (record[k] for k in ("timestamp", "sort_timestamp", "sortTimestamp") if record.get(k) is not None),
+        None,
+    )
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+        return f"field 'timestamp' must be a non-negative integer (milliseconds), got {timestamp!r}"
+    return None
+
+
+def meta_problem(record: Any) -> str | None:
+    """Why one parsed metadata line is unusable (``None`` when it is fine).
+
+    >>> meta_problem({"parent_asin": "i", "title": "T"})
+    >>> meta_problem({"title": "T"})
+    "field 'parent_asin' must be a non-empty string, got None"
+    """
+    if not isinstance(record, dict):
+        return f"a metadata line must be a JSON object, got {type(record).__name__}"
+    value = record.get("parent_asin")
+    if not isinstance(value, str) or not value:
+        return f"field 'parent_asin' must be a non-empty string, got {value!r}"
+    return None
+
+
+@dataclass(slots=True)
+class BadLines:
+    """Malformed lines of one file: how many, why, and where the first few are."""
+
+    uri: str
+    count: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.uri,
+            "count": self.count,
+            "reasons": dict(sorted(self.reasons.items())),
+            "first_lines": self.examples,
+        }
+
+
+def _reason_kind(reason: str) -> str:
+    return reason.split(",")[0] if reason.startswith("field") else reason.split(":")[0]
+
+
+def locate_bad_lines(source: Source, file: InputFile, *, stop_at_first: bool) -> BadLines:
+    """Find malformed lines by parsing every line in Python (only run when the SQL check found some).
+
+    Args:
+        source: the source holding ``file``.
+        file: the review or metadata file.
+        stop_at_first: return after the first bad line (``--on-bad-line error``).
+
+    Returns:
+        The count, the reasons and the first :data:`MAX_LISTED_BAD_LINES` line numbers.
+    """
+    check = review_problem if file.kind == "reviews" else meta_problem
+    found = BadLines(file.uri)
+    for number, raw in source.lines(file):
+        if not raw.strip():
+            continue
+        try:
+            problem = check(json.loads(raw))
+        except ValueError as err:  # also UnicodeDecodeError
+            problem = f"not valid JSON ({err.__class__.__name__}: {err})"
+        if problem is None:
+            continue
+        found.count += 1
+        found.reasons[_reason_kind(problem)] += 1
+        if len(found.examples) < MAX_LISTED_BAD_LINES:
+            found.examples.append({"line": number, "problem": problem})
+        if stop_at_first:
+            break
+    return found
+
+
+def bad_line_error(file: InputFile, bad: BadLines, sql_count: int) -> BuildError:
+    """The error for ``--on-bad-line error``: file, line, what is wrong, how to fix it."""
+    if bad.examples:
+        first = bad.examples[0]
+        where = f"{file.uri}:{first['line']}: {first['problem']}"
+    else:
+        where = f"{file.uri}: {sql_count} line(s) failed the check but Python found none to name"
+    return BuildError(
+        f"{where}. Fix or delete that line, or rerun with --on-bad-line skip to count and skip bad lines "
+        "(they are reported in manifest.json)."
+    )

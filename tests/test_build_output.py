@@ -1,0 +1,199 @@
+"""The output folder: loading through datasets, schema, determinism, levels, resume, atomic writes, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+from build_fixture import Scenario, config, five_users
+
+from dataset_builder import build as build_mod
+from dataset_builder import stage
+from dataset_builder.build import build
+from dataset_builder.config import BuildError
+from dataset_builder.schema import FEATURES
+from dataset_builder.synth import write_synthetic
+from perrec_eval.cli import main as cli_main
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("synth")
+    write_synthetic(folder, reviews_per_domain=6000, domains="Books", seed=1)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(raw: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    parent = tmp_path_factory.mktemp("built")
+    return build(config(raw, parent / "perrecbench", min_history=10, test_groups=5))
+
+
+def card_header(folder: Path) -> dict:
+    return yaml.safe_load((folder / "README.md").read_text().split("---")[1])
+
+
+def test_build_output_loads_by_folder_with_exact_features(built: Path, tmp_path: Path) -> None:
+    test = datasets.load_dataset(str(built), "easy", split="test", cache_dir=str(tmp_path / "cache"))
+    assert test.num_rows == 5
+    assert test.features == FEATURES
+    assert all(len(row["users"]) == 2 and row["level"] == "easy" for row in test)
+
+
+def test_build_output_loads_by_name_from_parent(built: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(built.parent)
+    data = datasets.load_dataset("perrecbench", "hard", cache_dir=str(tmp_path / "cache"))
+    assert set(data) == {"test", "train"}
+    assert data["train"].num_rows == 13 - 5
+    assert all(len(row["users"]) == 4 for row in data["train"])
+
+
+def test_build_output_levels_share_items_and_users(built: Path, tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    rows = {
+        name: datasets.load_dataset(str(built), name, split="train", cache_dir=cache).to_list()
+        for name in ("easy", "medium", "hard", "full")
+    }
+    for easy, medium, hard, full in zip(*(rows[n] for n in ("easy", "medium", "hard", "full")), strict=True):
+        assert easy["group_id"] == medium["group_id"] == hard["group_id"] == full["group_id"]
+        assert easy["users"] == full["users"][:2] and hard["users"] == full["users"][:4]
+        assert medium["users"] == full["users"][:3]
+        assert len(full["users"]) == 5
+
+
+def test_build_output_card_configs_point_at_hashed_files(built: Path) -> None:
+    configs = {c["config_name"]: c["data_files"] for c in card_header(built)["configs"]}
+    assert set(configs) == {"easy", "medium", "hard", "full"}
+    for files in configs.values():
+        assert [f["split"] for f in files] == ["test", "train"]
+        for entry in files:
+            assert (built / entry["path"]).is_file()
+            assert entry["path"].split("/")[1].startswith(entry["split"] + "-")
+
+
+def test_build_output_stats_and_manifest(built: Path) -> None:
+    stats = json.loads((built / "stats.json").read_text())
+    assert stats["splits"]["test"]["all"]["query_items"] == 5
+    assert stats["splits"]["train"]["all"]["reviews"] == 8 * 5
+    assert sum(stats["splits"]["test"]["distributions"]["rating"].values()) == 25
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert manifest["parameters"]["min_history"] == 10
+    assert {f["kind"] for f in manifest["inputs"]} == {"reviews", "meta"}
+    assert all(f["hash"].startswith("sha256:") and f["size"] > 0 for f in manifest["inputs"])
+    assert manifest["bad_lines"]["count"] == 0
+    assert manifest["versions"]["duckdb"]
+
+
+def test_build_output_same_inputs_and_seed_give_identical_files(raw: Path, tmp_path: Path) -> None:
+    first = build(config(raw, tmp_path / "a" / "bench", min_history=10, test_groups=5))
+    second = build(config(raw, tmp_path / "b" / "bench", min_history=10, test_groups=5))
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    for name in files:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_build_output_other_seed_changes_split_or_order(raw: Path, tmp_path: Path) -> None:
+    first = build(config(raw, tmp_path / "a" / "bench", min_history=10, test_groups=5, seed=0))
+    second = build(config(raw, tmp_path / "b" / "bench", min_history=10, test_groups=5, seed=1))
+    assert card_header(first)["configs"] != card_header(second)["configs"]
+
+
+def test_build_output_second_run_resumes_from_stage_files(raw: Path, tmp_path: Path, monkeypatch) -> None:
+    cfg = config(raw, tmp_path / "bench", min_history=10, test_groups=5)
+    build(cfg)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the domain was selected again")
+
+    monkeypatch.setattr(build_mod, "run_domain", fail)
+    build(config(raw, tmp_path / "bench", min_history=10, test_groups=5, overwrite=True, seed=3))
+    with pytest.raises(AssertionError, match="selected again"):
+        build(config(raw, tmp_path / "bench", min_history=11, test_groups=5, overwrite=True))
+
+
+def test_build_output_refuses_existing_folder_without_overwrite(tmp_path: Path) -> None:
+    scenario = Scenario()
+    five_users(scenario)
+    source = scenario.write(tmp_path / "raw")
+    out = build(config(source, tmp_path / "bench"))
+    with pytest.raises(BuildError, match="--overwrite"):
+        build(config(source, out))
+    build(config(source, out, overwrite=True))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench", "bench.stages", "raw"]
+
+
+def test_build_output_failure_leaves_nothing_half_written(tmp_path: Path, monkeypatch) -> None:
+    scenario = Scenario()
+    five_users(scenario)
+    source = scenario.write(tmp_path / "raw")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(build_mod, "build_card", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        build(config(source, tmp_path / "bench"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.stages", "raw"]
+    assert not list((tmp_path / "bench.stages" / "Books").glob("work-*"))
+
+
+def test_build_output_stage_failure_keeps_no_stage(tmp_path: Path, monkeypatch) -> None:
+    scenario = Scenario()
+    five_users(scenario)
+    source = scenario.write(tmp_path / "raw")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(stage, "_search", broken)
+    with pytest.raises(RuntimeError, match="killed"):
+        build(config(source, tmp_path / "bench"))
+    assert not (tmp_path / "bench").exists()
+    assert list((tmp_path / "bench.stages").rglob("*")) == [tmp_path / "bench.stages" / "Books"]
+
+
+def test_build_output_too_few_groups_leaves_train_out(tmp_path: Path) -> None:
+    scenario = Scenario()
+    five_users(scenario)
+    source = scenario.write(tmp_path / "raw")
+    out = build(config(source, tmp_path / "bench", test_groups=200))
+    configs = card_header(out)["configs"]
+    assert all([f["split"] for f in c["data_files"]] == ["test"] for c in configs)
+    data = datasets.load_dataset(str(out), "medium", cache_dir=str(tmp_path / "cache"))
+    assert list(data) == ["test"] and data["test"].num_rows == 1
+
+
+def test_build_output_cli_prints_statistics(tmp_path: Path, capsys) -> None:
+    scenario = Scenario()
+    five_users(scenario)
+    source = scenario.write(tmp_path / "raw")
+    code = cli_main(
+        [
+            "build",
+            "--source",
+            str(source),
+            "--out",
+            str(tmp_path / "bench"),
+            "--domains",
+            "Books",
+            "--test-groups",
+            "1",
+            "--threads",
+            "1",
+            "--no-progress",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "# Rating History" in printed and "105" in printed  # 5 users x 21 history reviews
+    assert "groups: Books" in printed
+
+
+def test_build_output_cli_reports_errors_with_exit_code(tmp_path: Path, capsys) -> None:
+    code = cli_main(["build", "--source", str(tmp_path / "nope"), "--out", str(tmp_path / "bench")])
+    assert code == 2
+    assert "no such folder" in capsys.readouterr().err
