@@ -28,6 +28,7 @@ demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all --out $(DEMO)/runs/baselines
 
 test: $(VENV)/.full
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.full

@@ -18,34 +18,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ev = subparsers.add_parser(
         "evaluate",
         help="rank the benchmark's groups with a model (or a no-LLM baseline) and score PTC",
-        description="Evaluate a model on a built benchmark; writes run.json, samples.jsonl, predictions.jsonl, "
+        description="Evaluate a model on a built benchmark; writes run.json, samples.jsonl, "
+        "predictions.jsonl, "
         "scores.json and report.md into --out. Running the same command again resumes from the cache.",
     )
-    ev.add_argument("--data", required=True, help="benchmark folder written by `perrecbench build` (or a Hub id)")
+    ev.add_argument(
+        "--data", required=True, help="benchmark folder written by `perrecbench build` (or a Hub id)"
+    )
     ev.add_argument("--levels", default="easy,medium,hard")
     ev.add_argument("--methods", default="pointwise,pairwise,listwise")
     ev.add_argument("--engine", required=True, choices=ENGINES)
     ev.add_argument(
         "--model",
         required=True,
-        help="model id/path; for --engine baseline one of random, rating-bias, item-quality, history-affinity, "
+        help="model id/path; for --engine baseline one of random, rating-bias, item-quality, "
+        "history-affinity, "
         "or all; for --engine fake one of: " + ", ".join(sorted(FAKE_MODELS)),
     )
     ev.add_argument("--adapter", default=None, help="LoRA adapter path (hf, vllm)")
-    ev.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
-    ev.add_argument("--api-key-env", default=None, help="name of the environment variable holding the API key")
+    ev.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"
+    )
+    ev.add_argument(
+        "--api-key-env", default=None, help="name of the environment variable holding the API key"
+    )
     ev.add_argument("--k", type=int, default=4, help="retrieved history items per user")
     profile = ev.add_mutually_exclusive_group()
-    profile.add_argument("--profiles", default=None, help="saved profiles JSONL (from `perrecbench profiles`)")
+    profile.add_argument(
+        "--profiles", default=None, help="saved profiles JSONL (from `perrecbench profiles`)"
+    )
     profile.add_argument("--no-profile", action="store_true")
     ev.add_argument("--shots", type=int, default=0, help="few-shot demonstrations from the held-out split")
     ev.add_argument("--cot", action="store_true", help="chain-of-thought prompts")
     ev.add_argument("--samples", type=int, default=1, help="self-consistency: samples per request")
+    ev.add_argument(
+        "--sc-aggregate",
+        choices=("mean", "median", "mode"),
+        default="mean",
+        help="how pointwise samples combine under --samples (pairwise/listwise always take the majority)",
+    )
     ev.add_argument("--pairwise-strategy", choices=("allpairs", "heapsort"), default="allpairs")
     ev.add_argument(
         "--paper-mode",
         action="store_true",
-        help="reproduce the published protocol: heapsort pairwise, paper tau on index lists, failed groups skipped",
+        help="reproduce the published protocol: heapsort pairwise, paper tau on index lists, "
+        "failed groups skipped",
     )
     ev.add_argument("--temperature", type=float, default=0.1)
     ev.add_argument("--max-groups", type=int, default=None)
@@ -60,7 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sc.add_argument("run_dir")
     sc.add_argument("--variant", choices=("tau_b", "paper"), default=None)
     sc.add_argument("--invalid", choices=("zero", "skip"), default=None)
-    sc.add_argument("--write", action="store_true", help="rewrite scores.json and report.md with the new scores")
+    sc.add_argument(
+        "--write", action="store_true", help="rewrite scores.json and report.md with the new scores"
+    )
     sc.set_defaults(func=_score)
 
     pr = subparsers.add_parser("profiles", help="write one user profile per (group, user) with an LLM")
@@ -77,6 +96,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pr.add_argument("--max-items", type=int, default=40, help="most recent history items a profile sees")
     pr.add_argument("--max-chars", type=int, default=8000, help="character budget for those items")
     pr.add_argument("--out", required=True, help="profiles JSONL path")
+    pr.add_argument(
+        "--push-to-hub",
+        default=None,
+        metavar="ORG/NAME",
+        help="also upload the file to this dataset repo (e.g. next to the benchmark) as profiles/<file name>",
+    )
     pr.set_defaults(func=_profiles)
 
     rp = subparsers.add_parser("report", help="one Table-1 style table from several run folders")
@@ -110,6 +135,7 @@ def _config(args: argparse.Namespace, model: str | None = None, out: str | None 
         shots=args.shots,
         cot=args.cot,
         samples=args.samples,
+        sc_aggregate=args.sc_aggregate,
         pairwise_strategy=args.pairwise_strategy,
         paper_mode=args.paper_mode,
         temperature=args.temperature,
@@ -137,7 +163,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             from perrec_eval.engines.fake import FakeEngine
 
             if args.model not in FAKE_MODELS:
-                raise SystemExit(f"unknown fake model {args.model!r}: choose one of {', '.join(sorted(FAKE_MODELS))}")
+                raise SystemExit(
+                    f"unknown fake model {args.model!r}: choose one of {', '.join(sorted(FAKE_MODELS))}"
+                )
             engine = FakeEngine(FAKE_MODELS[args.model], model=args.model)
         config = _config(args)
         systems = [(args.model, run.evaluate(config, engine=engine))]
@@ -190,9 +218,27 @@ def _profiles(args: argparse.Namespace) -> int:
     known = load_profiles(out) if out.is_file() else {}
     budget = HistoryBudget(max_items=args.max_items, max_chars=args.max_chars)
     profiles, failures = generate_profiles(cached, rows, budget=budget, known=known)
-    provenance = {"engine": engine.name, "model": engine.model, "max_items": args.max_items, "max_chars": args.max_chars}
+    provenance = {
+        "engine": engine.name,
+        "model": engine.model,
+        "max_items": args.max_items,
+        "max_chars": args.max_chars,
+    }
     save_profiles(out, profiles, provenance)
     print(f"{len(profiles)} profiles written to {out}; {len(failures)} failed (run again to retry them)")
+    if args.push_to_hub and not failures:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+        api.create_repo(args.push_to_hub, repo_type="dataset", exist_ok=True)
+        api.upload_file(
+            path_or_fileobj=str(out),
+            path_in_repo=f"profiles/{out.name}",
+            repo_id=args.push_to_hub,
+            repo_type="dataset",
+            commit_message=f"Add profiles written by {engine.name}:{engine.model}",
+        )
+        print(f"uploaded to https://huggingface.co/datasets/{args.push_to_hub}/blob/main/profiles/{out.name}")
     return 1 if failures else 0
 
 

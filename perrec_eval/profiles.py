@@ -98,7 +98,9 @@ def generate_profiles(
     return known, failures
 
 
-def save_profiles(path: str | os.PathLike, profiles: Mapping[ProfileKey, str], provenance: Mapping[str, Any]) -> None:
+def save_profiles(
+    path: str | os.PathLike, profiles: Mapping[ProfileKey, str], provenance: Mapping[str, Any]
+) -> None:
     """Write profiles as JSONL atomically (temp file + rename), sorted by key for stable output."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +118,9 @@ def load_profiles(path: str | os.PathLike) -> dict[ProfileKey, str]:
     """Read a profiles JSONL file written by `perrecbench profiles`."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no profiles file at {path}: write one with `perrecbench profiles --out {path}`")
+        raise FileNotFoundError(
+            f"no profiles file at {path}: write one with `perrecbench profiles --out {path}`"
+        )
     profiles: dict[ProfileKey, str] = {}
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -125,6 +129,7 @@ def load_profiles(path: str | os.PathLike) -> dict[ProfileKey, str]:
                 profiles[(record["group_id"], record["user_id"])] = record["profile"]
             except (json.JSONDecodeError, KeyError, TypeError) as err:
                 raise ValueError(
-                    f"{path}:{lineno}: not a profile record ({err}); each line needs group_id, user_id, profile"
+                    f"{path}:{lineno}: not a profile record ({err}); "
+                    "each line needs group_id, user_id, profile"
                 ) from err
     return profiles

@@ -138,8 +138,10 @@ def consistent_winner(ab: str | None, ba: str | None, a: int, b: int) -> int | N
 
     `ab` is the answer with `a` shown as [User A]; `ba` with `b` shown as [User A].
 
-    >>> consistent_winner("A", "B", 0, 1), consistent_winner("A", "A", 0, 1), consistent_winner(None, "A", 0, 1)
-    (0, None, None)
+    >>> consistent_winner("A", "B", 0, 1), consistent_winner("A", "A", 0, 1)
+    (0, None)
+    >>> consistent_winner(None, "A", 0, 1) is None
+    True
     """
     if ab == "A" and ba == "B":
         return a
@@ -196,7 +198,10 @@ class HeapsortRanker(Ranker):
     def feed(self, answers: Mapping[Slot, Any]) -> None:
         candidate, largest = self._current
         winner = consistent_winner(
-            answers.get(("pair", candidate, largest)), answers.get(("pair", largest, candidate)), candidate, largest
+            answers.get(("pair", candidate, largest)),
+            answers.get(("pair", largest, candidate)),
+            candidate,
+            largest,
         )
         try:
             self._current = self._steps.send(winner == candidate)

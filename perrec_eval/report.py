@@ -80,6 +80,8 @@ def load_run(run_dir: str | Path) -> tuple[str, dict[str, Any]]:
     run_dir = Path(run_dir)
     scores_path = run_dir / "scores.json"
     if not scores_path.is_file():
-        raise FileNotFoundError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
+        raise FileNotFoundError(
+            f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first"
+        )
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     return info["engine"].get("model", run_dir.name), json.loads(scores_path.read_text(encoding="utf-8"))

@@ -56,6 +56,7 @@ class EvalConfig:
     shots: int = 0
     cot: bool = False
     samples: int = 1
+    sc_aggregate: str = "mean"
     pairwise_strategy: PairwiseStrategy = "allpairs"
     paper_mode: bool = False
     temperature: float = 0.1
@@ -73,7 +74,11 @@ class EvalConfig:
         if bad_methods or not self.methods:
             raise ValueError(f"methods must be a non-empty subset of {','.join(METHODS)}, got {self.methods}")
         if self.pairwise_strategy not in ("allpairs", "heapsort"):
-            raise ValueError(f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}")
+            raise ValueError(
+                f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
+            )
+        if self.sc_aggregate not in ("mean", "median", "mode"):
+            raise ValueError(f"--sc-aggregate must be mean, median or mode, got {self.sc_aggregate!r}")
         if self.profiles and self.no_profile:
             raise ValueError("--profiles and --no-profile exclude each other: choose one")
         if self.k < 1 or self.samples < 1 or self.shots < 0 or self.concurrency < 1:
@@ -129,7 +134,9 @@ class GroupContext:
 # --------------------------------------------------------------------------------------------- data
 
 
-def load_rows(data: str | os.PathLike, level: str, split: str = "test", max_groups: int | None = None) -> list[dict]:
+def load_rows(
+    data: str | os.PathLike, level: str, split: str = "test", max_groups: int | None = None
+) -> list[dict]:
     """The rows of one level of a built benchmark folder (or Hub id), as plain dicts."""
     import datasets
 
@@ -151,7 +158,11 @@ def dataset_fingerprint(data: str | os.PathLike) -> str:
     manifest = folder / "manifest.json"
     if manifest.is_file():
         return hashlib.sha256(manifest.read_bytes()).hexdigest()
-    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) if folder.is_dir() else [str(data)]
+    names = (
+        sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet"))
+        if folder.is_dir()
+        else [str(data)]
+    )
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
@@ -179,7 +190,9 @@ def user_views(
 # -------------------------------------------------------------------------------------------- driver
 
 
-def render_slot(method: str, ctx: GroupContext, slot: tuple, variant: str, demonstrations: Sequence[Any]) -> list:
+def render_slot(
+    method: str, ctx: GroupContext, slot: tuple, variant: str, demonstrations: Sequence[Any]
+) -> list:
     from perrec_eval import prompts
 
     if method == "pointwise":
@@ -211,7 +224,9 @@ def run_method(
     from perrec_eval.cache import request_key
 
     rankers = {
-        g.group_id: make_ranker(method, [v["avg_rating"] for v in g.views], pairwise_strategy=pairwise_strategy)
+        g.group_id: make_ranker(
+            method, [v["avg_rating"] for v in g.views], pairwise_strategy=pairwise_strategy
+        )
         for g in groups
     }
     by_id = {g.group_id: g for g in groups}
@@ -220,11 +235,14 @@ def run_method(
     step = 0
     with tqdm(desc=f"{level} {method}", unit="req", disable=not groups) as bar:
         while True:
-            batch = [(gid, slot) for gid, ranker in rankers.items() if not ranker.done for slot in ranker.pending()]
+            batch = [
+                (gid, slot) for gid, ranker in rankers.items() if not ranker.done for slot in ranker.pending()
+            ]
             if not batch:
                 break
             requests = [
-                ChatRequest(tuple(render_slot(method, by_id[gid], slot, variant, demonstrations))) for gid, slot in batch
+                ChatRequest(tuple(render_slot(method, by_id[gid], slot, variant, demonstrations)))
+                for gid, slot in batch
             ]
             bar.total = (bar.total or 0) + len(requests)
             bar.set_postfix(step=step + 1)
@@ -345,7 +363,10 @@ def score_cells(
 
 def _cell_order(item: tuple[tuple[str, str], Any]) -> tuple[int, int]:
     level, method = item[0]
-    return (LEVELS.index(level) if level in LEVELS else 99, METHODS.index(method) if method in METHODS else 99)
+    return (
+        LEVELS.index(level) if level in LEVELS else 99,
+        METHODS.index(method) if method in METHODS else 99,
+    )
 
 
 def _rating_errors(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -418,7 +439,9 @@ def demonstrations(config: EvalConfig, level: str, method: str, profiles: Mappin
 
     train = prepare_groups(replace(config, max_groups=None), level, profiles, split="train")
     if len(train) < config.shots:
-        raise ValueError(f"--shots {config.shots} needs that many held-out groups; {level}/train has {len(train)}")
+        raise ValueError(
+            f"--shots {config.shots} needs that many held-out groups; {level}/train has {len(train)}"
+        )
     picked = random.Random(f"{config.seed}:{level}:{method}").sample(train, config.shots)
     demos = []
     for g in picked:
@@ -456,7 +479,9 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         if config.profiles:
             profiles = load_profiles(config.profiles)
         else:
-            rows = [r for lv in config.levels for r in load_rows(config.data, lv, config.split, config.max_groups)]
+            rows = [
+                r for lv in config.levels for r in load_rows(config.data, lv, config.split, config.max_groups)
+            ]
             if config.shots:
                 rows += [r for lv in config.levels for r in load_rows(config.data, lv, "train")]
             profiles, profile_failures = generate_profiles(cached, rows)
@@ -478,6 +503,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
                 variant=config.variant,
                 demonstrations=demos,
                 pairwise_strategy=config.pairwise_strategy,
+                aggregate=config.sc_aggregate,
             )
             engine_calls[f"{level}/{method}"] = len({sample["step"] for sample in method_samples})
             records += prediction_records(level, method, groups, preds)
@@ -528,7 +554,12 @@ def _public_config(config: EvalConfig) -> dict[str, Any]:
 def _check_profiles(groups: Sequence[GroupContext], profiles: Mapping | None, config: EvalConfig) -> None:
     if profiles is None or not config.profiles:
         return
-    missing = [(g.group_id, u["user_id"]) for g in groups for u in g.row["users"] if (g.group_id, u["user_id"]) not in profiles]
+    missing = [
+        (g.group_id, u["user_id"])
+        for g in groups
+        for u in g.row["users"]
+        if (g.group_id, u["user_id"]) not in profiles
+    ]
     if missing:
         raise ValueError(
             f"{config.profiles} has no profile for {len(missing)} (group, user) pairs, e.g. {missing[0]}: "
@@ -555,9 +586,13 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         for name in names:
             preds = {}
             for row in rows:
-                per_user = {u["user_id"]: retrieved.get((row["group_id"], u["user_id"]), []) for u in row["users"]}
+                per_user = {
+                    u["user_id"]: retrieved.get((row["group_id"], u["user_id"]), []) for u in row["users"]
+                }
                 ratings = baselines.predict(name, row, per_user, seed=config.seed)
-                preds[row["group_id"]] = Prediction("scores", baselines.ranking_scores(row, ratings), list(ratings))
+                preds[row["group_id"]] = Prediction(
+                    "scores", baselines.ranking_scores(row, ratings), list(ratings)
+                )
             records[name] += prediction_records(level, "pointwise", groups, preds)
     from perrec_eval.report import write_report
 
@@ -565,7 +600,9 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
     for name in names:
         out = Path(config.out) / name if len(names) > 1 else Path(config.out)
         out.mkdir(parents=True, exist_ok=True)
-        scores = score_cells(records[name], variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed)
+        scores = score_cells(
+            records[name], variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
+        )
         run_info = {
             "config": _public_config(replace(config, model=name, out=str(out))),
             "engine": {"name": "baseline", "model": name},
@@ -585,11 +622,15 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
     return systems
 
 
-def rescore(run_dir: str | os.PathLike, *, variant: str | None = None, invalid: str | None = None) -> dict[str, Any]:
+def rescore(
+    run_dir: str | os.PathLike, *, variant: str | None = None, invalid: str | None = None
+) -> dict[str, Any]:
     """Re-score a finished run from its saved predictions and samples, without generating again."""
     run_dir = Path(run_dir)
     if not (run_dir / "predictions.jsonl").is_file():
-        raise FileNotFoundError(f"{run_dir} has no predictions.jsonl: finish the run with `perrecbench evaluate` first")
+        raise FileNotFoundError(
+            f"{run_dir} has no predictions.jsonl: finish the run with `perrecbench evaluate` first"
+        )
     info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     samples_path = run_dir / "samples.jsonl"
     samples = read_jsonl(samples_path) if samples_path.is_file() else []

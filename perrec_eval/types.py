@@ -49,7 +49,9 @@ class ChatRequest:
     def __post_init__(self) -> None:
         for message in self.messages:
             if set(message) != {"role", "content"} or message["role"] not in ("system", "user", "assistant"):
-                raise ValueError(f"a chat message needs exactly role (system|user|assistant) and content: {message}")
+                raise ValueError(
+                    f"a chat message needs exactly role (system|user|assistant) and content: {message}"
+                )
 
 
 @dataclass(frozen=True, slots=True)

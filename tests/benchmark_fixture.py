@@ -105,7 +105,10 @@ def write_truth_profiles(folder: Path, path: Path) -> Path:
             for row in rows:
                 for u in row["users"]:
                     text = f"TRUTH rel={u['relative_rating']!r} rating={u['rating']!r}"
-                    f.write(json.dumps({"group_id": row["group_id"], "user_id": u["user_id"], "profile": text}) + "\n")
+                    f.write(
+                        json.dumps({"group_id": row["group_id"], "user_id": u["user_id"], "profile": text})
+                        + "\n"
+                    )
     return path
 
 

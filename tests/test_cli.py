@@ -12,10 +12,23 @@ from perrec_eval.cli import main
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
-    assert main(["synth", "--out", str(root / "raw"), "--reviews-per-domain", "30000", "--domains", "Books"]) == 0
+    assert (
+        main(["synth", "--out", str(root / "raw"), "--reviews-per-domain", "30000", "--domains", "Books"])
+        == 0
+    )
     code = main(
-        ["build", "--source", str(root / "raw"), "--out", str(root / "perrecbench"), "--domains", "Books",
-         "--test-groups", "12", "--no-progress"]
+        [
+            "build",
+            "--source",
+            str(root / "raw"),
+            "--out",
+            str(root / "perrecbench"),
+            "--domains",
+            "Books",
+            "--test-groups",
+            "12",
+            "--no-progress",
+        ]
     )
     assert code == 0
     return root
@@ -32,8 +45,19 @@ def test_cli_help_lists_every_command(capsys):
 
 def test_cli_baselines_write_a_table_per_system(built, capsys):
     out = built / "runs" / "baselines"
-    code = main(["evaluate", "--data", str(built / "perrecbench"), "--engine", "baseline", "--model", "all",
-                 "--out", str(out)])
+    code = main(
+        [
+            "evaluate",
+            "--data",
+            str(built / "perrecbench"),
+            "--engine",
+            "baseline",
+            "--model",
+            "all",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "history-affinity" in printed and "rating-bias" in printed
@@ -47,8 +71,19 @@ def test_cli_baselines_write_a_table_per_system(built, capsys):
 
 def test_cli_fake_engine_run_then_rescore_and_report(built, capsys):
     out = built / "runs" / "fake"
-    args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant",
-            "--max-groups", "4", "--out", str(out)]
+    args = [
+        "evaluate",
+        "--data",
+        str(built / "perrecbench"),
+        "--engine",
+        "fake",
+        "--model",
+        "constant",
+        "--max-groups",
+        "4",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     first = json.loads((out / "scores.json").read_text())
     assert len(first["cells"]) == 9
@@ -65,21 +100,67 @@ def test_cli_fake_engine_run_then_rescore_and_report(built, capsys):
     capsys.readouterr()
     assert main(["score", str(out), "--variant", "paper"]) == 0
     assert '"variant": "paper"' in capsys.readouterr().out
-    assert main(["report", str(out), str(built / "runs" / "baselines" / "history-affinity"),
-                 "--out", str(built / "table.md")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(out),
+                str(built / "runs" / "baselines" / "history-affinity"),
+                "--out",
+                str(built / "table.md"),
+            ]
+        )
+        == 0
+    )
     table = (built / "table.md").read_text()
     assert "| constant |" in table and "| history-affinity |" in table
 
 
 def test_cli_profiles_then_evaluate_with_saved_profiles(built):
     profiles = built / "profiles.jsonl"
-    assert main(["profiles", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant",
-                 "--max-groups", "3", "--out", str(profiles)]) == 0
+    assert (
+        main(
+            [
+                "profiles",
+                "--data",
+                str(built / "perrecbench"),
+                "--engine",
+                "fake",
+                "--model",
+                "constant",
+                "--max-groups",
+                "3",
+                "--out",
+                str(profiles),
+            ]
+        )
+        == 0
+    )
     records = [json.loads(line) for line in profiles.read_text().splitlines()]
     assert records and all(r["profile"] and r["model"] == "constant" for r in records)
     out = built / "runs" / "saved-profiles"
-    assert main(["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant",
-                 "--max-groups", "3", "--profiles", str(profiles), "--methods", "listwise", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--data",
+                str(built / "perrecbench"),
+                "--engine",
+                "fake",
+                "--model",
+                "constant",
+                "--max-groups",
+                "3",
+                "--profiles",
+                str(profiles),
+                "--methods",
+                "listwise",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     sample = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
     assert "Likes well-made things" in json.dumps(sample) or sample["ok"]
 
@@ -88,15 +169,46 @@ def test_cli_missing_profiles_name_the_fix(built):
     profiles = built / "few.jsonl"
     profiles.write_text(json.dumps({"group_id": "nope", "user_id": "x", "profile": "p"}) + "\n")
     with pytest.raises(ValueError, match="perrecbench profiles"):
-        main(["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant",
-              "--profiles", str(profiles), "--out", str(built / "runs" / "bad")])
+        main(
+            [
+                "evaluate",
+                "--data",
+                str(built / "perrecbench"),
+                "--engine",
+                "fake",
+                "--model",
+                "constant",
+                "--profiles",
+                str(profiles),
+                "--out",
+                str(built / "runs" / "bad"),
+            ]
+        )
 
 
 @pytest.mark.slow
 def test_cli_hf_engine_on_a_tiny_local_model(built, tiny_model_dir):
     out = built / "runs" / "hf"
-    code = main(["evaluate", "--data", str(built / "perrecbench"), "--engine", "hf", "--model", str(tiny_model_dir),
-                 "--levels", "easy", "--max-groups", "2", "--no-profile", "--temperature", "0", "--out", str(out)])
+    code = main(
+        [
+            "evaluate",
+            "--data",
+            str(built / "perrecbench"),
+            "--engine",
+            "hf",
+            "--model",
+            str(tiny_model_dir),
+            "--levels",
+            "easy",
+            "--max-groups",
+            "2",
+            "--no-profile",
+            "--temperature",
+            "0",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     # A random tiny model cannot follow the format: every failure is recorded, none crashes the run.

@@ -20,7 +20,9 @@ def bench(tmp_path_factory):
 
 def _config(bench, out, **kwargs) -> EvalConfig:
     folder, profiles = bench
-    return EvalConfig(data=str(folder), engine="fake", model="scripted", out=str(out), profiles=str(profiles), **kwargs)
+    return EvalConfig(
+        data=str(folder), engine="fake", model="scripted", out=str(out), profiles=str(profiles), **kwargs
+    )
 
 
 def _cells(scores):
@@ -145,10 +147,41 @@ def test_run_self_consistency_takes_the_majority(bench, tmp_path):
         # Two of three samples are right, one reversed: the majority must be the truth.
         return truth_responder(-1.0 if i == 0 else 1.0)(request, params, i)
 
-    scores = evaluate(_config(bench, tmp_path, methods=("pairwise", "listwise"), samples=3), FakeEngine(noisy))
+    scores = evaluate(
+        _config(bench, tmp_path, methods=("pairwise", "listwise"), samples=3), FakeEngine(noisy)
+    )
     assert all(c["ptc"] == pytest.approx(1.0) for c in scores["cells"])
 
 
 def test_run_config_rejects_bad_levels():
     with pytest.raises(ValueError, match="levels"):
         EvalConfig(data="d", engine="fake", model="m", out="o", levels=("expert",))
+
+
+def test_run_few_shot_puts_true_answers_before_the_prompt(bench, tmp_path):
+    seen = []
+
+    def recording(request, params, i):
+        seen.append(request.messages)
+        return truth_responder(1.0)(request, params, i)
+
+    scores = evaluate(_config(bench, tmp_path, levels=("medium",), shots=1), FakeEngine(recording))
+    assert all(c["ptc"] == pytest.approx(1.0) for c in scores["cells"])
+    roles = [m["role"] for m in seen[0]]
+    assert roles == ["system", "user", "assistant", "user"]
+    listwise = [m for m in seen if "group of users" in m[0]["content"]][0]
+    demo_answer = json.loads(listwise[2]["content"])["predicted_ranking"]
+    assert sorted(demo_answer) == [1, 2, 3]
+
+
+def test_run_cot_variant_changes_the_prompts_not_the_scoring(bench, tmp_path):
+    seen = []
+
+    def recording(request, params, i):
+        seen.append(request.messages[-1]["content"])
+        return "Let me think. The history matches.\n" + truth_responder(1.0)(request, params, i)
+
+    scores = evaluate(_config(bench, tmp_path, levels=("easy",), cot=True), FakeEngine(recording))
+    assert all(c["ptc"] == pytest.approx(1.0) for c in scores["cells"])
+    assert any("step by step" in text for text in seen)
+    assert json.loads((tmp_path / "run.json").read_text())["prompt_variant"] == "cot"
