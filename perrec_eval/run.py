@@ -137,7 +137,10 @@ class GroupContext:
 def load_rows(
     data: str | os.PathLike, level: str, split: str = "test", max_groups: int | None = None
 ) -> list[dict]:
-    """The rows of one level of a built benchmark folder (or Hub id), as plain dicts."""
+    """The rows of one level of a built benchmark folder (or Hub id), as plain dicts.
+
+    History items whose item has no metadata (null title) are dropped here, once, for every consumer.
+    """
     import datasets
 
     try:
@@ -149,7 +152,12 @@ def load_rows(
         ) from err
     if max_groups is not None:
         ds = ds.select(range(min(max_groups, len(ds))))
-    return ds.to_list()
+    rows = ds.to_list()
+    for row in rows:
+        for user in row["users"]:
+            # An item without metadata has no title: nothing to retrieve by or show, so no prompt sees it.
+            user["history"] = [item for item in user["history"] if item.get("title")]
+    return rows
 
 
 def dataset_fingerprint(data: str | os.PathLike) -> str:

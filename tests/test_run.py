@@ -185,3 +185,25 @@ def test_run_cot_variant_changes_the_prompts_not_the_scoring(bench, tmp_path):
     assert all(c["ptc"] == pytest.approx(1.0) for c in scores["cells"])
     assert any("step by step" in text for text in seen)
     assert json.loads((tmp_path / "run.json").read_text())["prompt_variant"] == "cot"
+
+
+def test_load_rows_hides_history_items_without_metadata(tmp_path):
+    import datasets
+
+    from dataset_builder.schema import FEATURES
+    from perrec_eval.run import load_rows
+    from tests.benchmark_fixture import make_rows
+
+    rows = make_rows(1)
+    rows[0]["users"][0]["history"][0]["title"] = None
+    folder = tmp_path / "bench"
+    (folder / "easy").mkdir(parents=True)
+    datasets.Dataset.from_list(rows, features=FEATURES).to_parquet(str(folder / "easy" / "test.parquet"))
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: easy\n  data_files:\n"
+        "  - split: test\n    path: easy/test.parquet\n---\n"
+    )
+    loaded = load_rows(folder, "easy")
+    before = len(rows[0]["users"][0]["history"])
+    assert len(loaded[0]["users"][0]["history"]) == before - 1
+    assert all(item["title"] for user in loaded[0]["users"] for item in user["history"])
