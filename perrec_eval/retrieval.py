@@ -139,8 +139,11 @@ def _bm25_scores(query_tokens: Sequence[str], docs: Sequence[Sequence[str]]) -> 
 
 def _top_k(scores: np.ndarray, timestamps: Sequence[int], k: int) -> list[Retrieved]:
     positions = np.arange(len(scores))
+    # bm25s sums in float32, so equal scores can differ in the last bits; rounding makes them true ties
+    # so that the recency rule decides them.
+    sort_scores = np.round(np.asarray(scores, dtype=np.float64), 4)
     # lexsort sorts by the last key first; negating every key gives descending order.
-    order = np.lexsort((-positions, -np.asarray(timestamps, dtype=np.int64), -scores))[:k]
+    order = np.lexsort((-positions, -np.asarray(timestamps, dtype=np.int64), -sort_scores))[:k]
     return [Retrieved(index=int(i), score=float(scores[i])) for i in order]
 
 

@@ -428,12 +428,21 @@ def versions(*packages: str) -> dict[str, str | None]:
 
 
 def prepare_groups(
-    config: EvalConfig, level: str, profiles: Mapping[tuple[str, str], str] | None, split: str | None = None
+    config: EvalConfig,
+    level: str,
+    profiles: Mapping[tuple[str, str], str] | None,
+    split: str | None = None,
+    *,
+    rows: list[dict] | None = None,
+    retrieved: Mapping[tuple[str, str], Sequence[Any]] | None = None,
 ) -> list[GroupContext]:
+    """Groups of one level with retrieved history and profiles; reuses `rows`/`retrieved` when given."""
     from perrec_eval import retrieval
 
-    rows = load_rows(config.data, level, split or config.split, config.max_groups)
-    retrieved = retrieval.retrieve_rows(rows, k=config.k)
+    if rows is None:
+        rows = load_rows(config.data, level, split or config.split, config.max_groups)
+    if retrieved is None:
+        retrieved = retrieval.retrieve_rows(rows, k=config.k)
     return [GroupContext(row, level, user_views(row, retrieved, profiles)) for row in rows]
 
 
@@ -481,15 +490,16 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         engine = load_engine(config.engine, config.model, **engine_options(config))
     cached = CachedEngine(engine, out / "cache.jsonl")
 
+    # Levels share query items and users: load every level once and retrieve once for all of them.
+    rows_by_level = {lv: load_rows(config.data, lv, config.split, config.max_groups) for lv in config.levels}
+    retrieved = retrieval.retrieve_rows([r for rows in rows_by_level.values() for r in rows], k=config.k)
     profiles = None
     profile_failures: dict = {}
     if not config.no_profile:
         if config.profiles:
             profiles = load_profiles(config.profiles)
         else:
-            rows = [
-                r for lv in config.levels for r in load_rows(config.data, lv, config.split, config.max_groups)
-            ]
+            rows = [r for lv_rows in rows_by_level.values() for r in lv_rows]
             if config.shots:
                 rows += [r for lv in config.levels for r in load_rows(config.data, lv, "train")]
             profiles, profile_failures = generate_profiles(cached, rows)
@@ -499,7 +509,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     samples: list[dict[str, Any]] = []
     engine_calls: dict[str, int] = {}
     for level in config.levels:
-        groups = prepare_groups(config, level, profiles)
+        groups = prepare_groups(config, level, profiles, rows=rows_by_level[level], retrieved=retrieved)
         _check_profiles(groups, profiles, config)
         for method in config.methods:
             demos = demonstrations(config, level, method, profiles)
