@@ -37,6 +37,7 @@ lint: $(VENV)/.full
 bench: $(VENV)/.full
 	$(PY) benchmarks/build_bench.py
 	$(PY) benchmarks/metric_bench.py
+	$(PY) benchmarks/retrieval_bench.py
 	$(PY) benchmarks/eval_bench.py
 
 clean:
