@@ -4,12 +4,16 @@ Per domain, :mod:`dataset_builder.stage` selects the 5-user groups (DuckDB + a s
 result is kept as a stage file keyed by the input files' fingerprints and the selection parameters, so a
 second run on unchanged inputs skips finished domains. Then the groups are split (seeded), the levels drawn,
 and everything is written to a temp folder next to ``out`` that is renamed into place when complete.
+
+Memory: group rows never become Python objects. Stage files are streamed in Arrow batches of
+``_WRITE_BATCH`` groups, the levels are cut with Arrow ``take``, each config × split file is written in row
+groups of 256 groups, and the statistics are DuckDB queries over the written files. What Python holds per
+group is its id (for the seeded split), about 150 bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import os
@@ -23,7 +27,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataset_builder import stats as stats_mod
@@ -31,12 +37,13 @@ from dataset_builder.card import build_card
 from dataset_builder.config import BuildConfig, BuildError
 from dataset_builder.schema import CONFIGS, FEATURES
 from dataset_builder.sources import InputFile, Source
-from dataset_builder.stage import STAGES, DomainResult, run_domain
+from dataset_builder.stage import STAGES, DomainResult, RowGroupWriter, run_domain
 
 logger = logging.getLogger(__name__)
 
 # Bump when the stage content changes for the same inputs and parameters (invalidates old stage files).
-STAGE_VERSION = 2
+STAGE_VERSION = 3
+_WRITE_BATCH = 256  # groups per Arrow batch when deriving the levels
 _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", "fsspec")
 
 
@@ -78,21 +85,22 @@ def build(config: BuildConfig) -> Path:
     results = {item.domain: _domain(source, item, config) for item in inputs}
 
     funnel = {d: r["funnel"] for d, r in results.items()}
-    groups = [row for d in config.domains for row in results[d]["rows"]]
-    if not groups:
+    group_ids = [gid for d in config.domains for gid in _group_ids(results[d])]
+    if not group_ids:
         raise BuildError(
             "no valid group found. Candidates kept by each criterion:\n"
             + stats_mod.funnel_message(funnel)
             + "\nUse more input, or relax --min-history, --window-days or --min-gap."
         )
-    if len(groups) < config.test_groups:
+    if len(group_ids) < config.test_groups:
         logger.warning(
             "only %d groups (< --test-groups %d): all go to test, no train split. Funnel:\n%s",
-            len(groups),
+            len(group_ids),
             config.test_groups,
             stats_mod.funnel_message(funnel),
         )
-    splits = split_groups(groups, config.test_groups, config.seed)
+    splits = split_groups(group_ids, config.test_groups, config.seed)
+    del group_ids
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -119,7 +127,7 @@ def _domain(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, A
     if done.exists():
         logger.info("%s: inputs unchanged since the last run, reusing %s", item.domain, done)
         info = json.loads(done.read_text())
-        info["rows"] = pq.read_table(stage_dir / info["groups_file"]).to_pylist()
+        info["groups_path"] = stage_dir / info["groups_file"]
         return info
 
     work = stage_dir / f"work-{os.getpid()}"
@@ -139,23 +147,36 @@ def _domain(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, A
         # Hashing overlaps the DuckDB work (hashlib releases the GIL).
         hashes: list[Future[str]] = [pool.submit(source.content_hash, f) for f in (item.reviews, item.meta)]
         try:
-            result: DomainResult = run_domain(source, item.reviews, item.meta, cfg, work, tick=tick)
+            groups_tmp = work / "groups.parquet"
+            result: DomainResult = run_domain(
+                source, item.reviews, item.meta, cfg, work, groups_tmp, tick=tick
+            )
             tick("done")
+            files = [
+                _file_entry(f, h.result()) for f, h in zip((item.reviews, item.meta), hashes, strict=True)
+            ]
+            info = {
+                "domain": item.domain,
+                "funnel": result.funnel,
+                "bad_lines": result.bad_lines,
+                "files": files,
+                "groups": result.groups,
+                "groups_file": f"{key}.parquet",
+            }
+            _save_stage(stage_dir, key, groups_tmp, info)
         finally:
             shutil.rmtree(work, ignore_errors=True)
             bar.update(bar.total - bar.n)
             bar.close()
-        files = [_file_entry(f, h.result()) for f, h in zip((item.reviews, item.meta), hashes, strict=True)]
-    info = {
-        "domain": item.domain,
-        "funnel": result.funnel,
-        "bad_lines": result.bad_lines,
-        "files": files,
-        "groups_file": f"{key}.parquet",
-    }
-    _save_stage(stage_dir, key, result.rows, info)
-    info["rows"] = result.rows
+    info["groups_path"] = stage_dir / info["groups_file"]
     return info
+
+
+def _group_ids(info: dict[str, Any]) -> list[str]:
+    """The domain's group ids, read from its stage file (one column; no rows are loaded)."""
+    if not info["groups"]:
+        return []
+    return pq.read_table(info["groups_path"], columns=["group_id"]).column(0).to_pylist()
 
 
 def _file_entry(file: InputFile, content_hash: str) -> dict[str, Any]:
@@ -168,17 +189,19 @@ def _file_entry(file: InputFile, content_hash: str) -> dict[str, Any]:
     }
 
 
-def _save_stage(stage_dir: Path, key: str, rows: list[dict[str, Any]], info: dict[str, Any]) -> None:
-    """Write the stage parquet, then its JSON (the completion marker); drop older stages of the domain."""
+def _save_stage(stage_dir: Path, key: str, groups: Path, info: dict[str, Any]) -> None:
+    """Move the groups parquet in, then write its JSON (the completion marker); drop older stages."""
     stage_dir.mkdir(parents=True, exist_ok=True)
     for old in stage_dir.glob("*.json"):
         old.unlink()
     for old in stage_dir.glob("*.parquet"):
         old.unlink()
-    table = pa.Table.from_pylist(rows, schema=FEATURES.arrow_schema)
-    tmp = stage_dir / f".{key}.parquet.tmp"
-    pq.write_table(table, tmp)
-    tmp.replace(stage_dir / f"{key}.parquet")
+    if info["groups"]:
+        groups.replace(stage_dir / info["groups_file"])
+    else:  # no group: an empty file with the schema, so every stage has its parquet
+        empty = stage_dir / f".{key}.parquet.tmp"
+        pq.write_table(FEATURES.arrow_schema.empty_table(), empty)
+        empty.replace(stage_dir / info["groups_file"])
     tmp = stage_dir / f".{key}.json.tmp"
     tmp.write_text(json.dumps(info, indent=1))
     tmp.replace(stage_dir / f"{key}.json")
@@ -187,23 +210,32 @@ def _save_stage(stage_dir: Path, key: str, rows: list[dict[str, Any]], info: dic
 # --------------------------------------------------------------------------------------------- splits
 
 
-def split_groups(
-    groups: list[dict[str, Any]], test_groups: int, seed: int
-) -> dict[str, list[dict[str, Any]]]:
-    """Seeded split of ``full`` groups into ``test`` (``test_groups``) and ``train`` (the rest, if any).
+def split_groups(group_ids: list[str], test_groups: int, seed: int) -> dict[str, list[str]]:
+    """Seeded split of the group ids into ``test`` (``test_groups``) and ``train`` (the rest, if any).
 
-    >>> rows = [{"group_id": str(i)} for i in range(5)]
-    >>> {k: len(v) for k, v in split_groups(rows, 3, 0).items()}
+    >>> ids = [str(i) for i in range(5)]
+    >>> {k: len(v) for k, v in split_groups(ids, 3, 0).items()}
     {'test': 3, 'train': 2}
-    >>> list(split_groups(rows, 9, 0))
+    >>> list(split_groups(ids, 9, 0))
     ['test']
     """
-    ordered = sorted(groups, key=lambda g: g["group_id"])
+    ordered = sorted(group_ids)
     random.Random(seed).shuffle(ordered)
-    out = {"test": sorted(ordered[:test_groups], key=lambda g: g["group_id"])}
+    out = {"test": sorted(ordered[:test_groups])}
     if len(ordered) > test_groups:
-        out["train"] = sorted(ordered[test_groups:], key=lambda g: g["group_id"])
+        out["train"] = sorted(ordered[test_groups:])
     return out
+
+
+def presentation_order(group_id: str, n_users: int, seed: int) -> list[int]:
+    """The seeded permutation of a group's users (indices into its ``full`` users ordered by rating).
+
+    >>> sorted(presentation_order("Books:B1", 5, 0))
+    [0, 1, 2, 3, 4]
+    """
+    order = list(range(n_users))
+    random.Random(f"{seed}:{group_id}").shuffle(order)
+    return order
 
 
 def level_rows(group: dict[str, Any], seed: int) -> dict[str, dict[str, Any]]:
@@ -211,6 +243,7 @@ def level_rows(group: dict[str, Any], seed: int) -> dict[str, dict[str, Any]]:
 
     So easy ⊂ medium ⊂ hard ⊂ full share query items and users, and the order is the presentation order.
     ``full`` holds all the group's users; a level larger than the group (``--group-size`` < 5) is left out.
+    (The reference rule for one row; the build applies it to Arrow batches in :func:`level_tables`.)
 
     >>> g = {"group_id": "g", "users": [{"user_id": str(i)} for i in range(5)]}
     >>> rows = level_rows(g, 0)
@@ -219,53 +252,128 @@ def level_rows(group: dict[str, Any], seed: int) -> dict[str, dict[str, Any]]:
     >>> rows["easy"]["users"] == rows["full"]["users"][:2]
     True
     """
-    users = list(group["users"])
-    random.Random(f"{seed}:{group['group_id']}").shuffle(users)
+    users = [group["users"][i] for i in presentation_order(group["group_id"], len(group["users"]), seed)]
     sizes = {name: len(users) if name == "full" else size for name, size in CONFIGS.items()}
     return {
         name: {**group, "level": name, "users": users[:k]} for name, k in sizes.items() if k <= len(users)
     }
 
 
+def level_tables(table: pa.Table, seed: int) -> dict[str, pa.Table]:
+    """:func:`level_rows` for a table of ``full`` rows, with Arrow ``take`` (histories are never copied
+    into Python objects). Configs with no row are left out.
+
+    >>> users = [[{"user_id": str(i)} for i in range(5)]]
+    >>> t = pa.table({"group_id": ["g"], "level": ["full"], "users": users})
+    >>> out = level_tables(t, 0)
+    >>> [u["user_id"] for u in out["easy"].column("users")[0].as_py()] == [
+    ...     u["user_id"] for u in level_rows(t.to_pylist()[0], 0)["easy"]["users"]]
+    True
+    """
+    users = table.column("users").combine_chunks()
+    offsets = users.offsets.to_numpy()
+    lengths = np.diff(offsets)
+    orders = [
+        presentation_order(gid, int(n), seed)
+        for gid, n in zip(table.column("group_id").to_pylist(), lengths, strict=True)
+    ]
+    level_index = table.schema.get_field_index("level")
+    out = {}
+    for name, size in CONFIGS.items():
+        keep = [i for i, n in enumerate(lengths) if name == "full" or size <= n]
+        if not keep:
+            continue
+        counts = [int(lengths[i]) if name == "full" else size for i in keep]
+        index = np.fromiter(
+            (offsets[i] + j for i, k in zip(keep, counts, strict=True) for j in orders[i][:k]), dtype=np.int64
+        )
+        taken = users.values.take(pa.array(index))
+        level_users = pa.ListArray.from_arrays(
+            pa.array(np.concatenate([[0], np.cumsum(counts)]), pa.int32()), taken
+        )
+        part = table.take(pa.array(keep, pa.int64())) if len(keep) < table.num_rows else table
+        part = part.set_column(level_index, "level", pa.array([name] * len(keep), pa.string()))
+        out[name] = part.set_column(part.schema.get_field_index("users"), "users", level_users)
+    return out
+
+
 # --------------------------------------------------------------------------------------------- output
-
-
-def _parquet_bytes(rows: list[dict[str, Any]]) -> bytes:
-    buffer = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows, schema=FEATURES.arrow_schema), buffer, compression="zstd")
-    return buffer.getvalue()
 
 
 def _write(
     folder: Path,
     cfg: BuildConfig,
-    splits: dict[str, list[dict[str, Any]]],
+    splits: dict[str, list[str]],
     results: dict[str, dict[str, Any]],
     funnel: dict[str, dict[str, int]],
     inputs: list[DomainInputs],
 ) -> None:
+    """Stream every domain's stage file once, in ``group_id`` order, into the config × split files."""
     folder.mkdir(parents=True)
-    files: dict[str, dict[str, str]] = {name: {} for name in CONFIGS}
-    for split, groups in splits.items():
-        per_config: dict[str, list[dict[str, Any]]] = {name: [] for name in CONFIGS}
-        for group in groups:
-            for name, row in level_rows(group, cfg.seed).items():
-                per_config[name].append(row)
-        for name, rows in per_config.items():
-            if not rows:
+    started = time.perf_counter()
+    split_of = {gid: split for split, ids in splits.items() for gid in ids}
+    writers = {
+        (name, split): RowGroupWriter(folder / f".{name}-{split}.parquet.tmp")
+        for split in splits
+        for name in CONFIGS
+    }
+    # Rows are ordered by group_id = "<domain>:<item>": domains by that prefix, items within the stage file.
+    domains = sorted(cfg.domains, key=lambda d: f"{d}:")
+    with _bar(cfg, sum(results[d]["groups"] for d in domains), "  write configs") as bar:
+        for domain in domains:
+            if not results[domain]["groups"]:
                 continue
-            data = _parquet_bytes(rows)
+            for batch in pq.ParquetFile(results[domain]["groups_path"]).iter_batches(_WRITE_BATCH):
+                table = pa.Table.from_batches([batch])
+                labels = pa.array([split_of[g] for g in table.column("group_id").to_pylist()])
+                for split in splits:
+                    part = table.filter(pc.equal(labels, split))
+                    if part.num_rows:
+                        for name, rows in level_tables(part, cfg.seed).items():
+                            writers[(name, split)].write(rows)
+                bar.update(table.num_rows)
+    files: dict[str, dict[str, str]] = {name: {} for name in CONFIGS}
+    for split in splits:
+        for name in CONFIGS:
+            writer = writers[(name, split)]
+            writer.close()
+            if not writer.rows:
+                continue
             # Content-hashed names: datasets serves a stale cache for a rewritten file name (PITFALLS 1).
-            relative = f"{name}/{split}-{hashlib.sha256(data).hexdigest()[:12]}.parquet"
+            relative = f"{name}/{split}-{_sha256(writer.path)[:12]}.parquet"
             (folder / name).mkdir(exist_ok=True)
-            (folder / relative).write_bytes(data)
+            writer.path.replace(folder / relative)
             files[name][split] = relative
     files = {name: splits for name, splits in files.items() if splits}
-    stats = stats_mod.compute(splits, cfg.domains, funnel)
+    logger.info("write configs took %.1f s", time.perf_counter() - started)
+    started = time.perf_counter()
+    stats = stats_mod.compute(
+        {split: folder / path for split, path in files["full"].items()},
+        cfg.domains,
+        funnel,
+        memory_limit=cfg.memory_limit,
+        threads=cfg.threads,
+        spill=folder / ".stats-spill",
+    )
+    logger.info("statistics took %.1f s", time.perf_counter() - started)
     _dump(folder / "stats.json", stats)
     _dump(folder / "manifest.json", manifest(cfg, results, inputs, files))
     card = build_card(cfg, files, stats, builder=f"perrecbench {_version('perrecbench')}")
     (folder / "README.md").write_text(card, encoding="utf-8")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(2**20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _bar(cfg: BuildConfig, total: int, desc: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="group", leave=False, disable=not cfg.progress)
 
 
 def _dump(path: Path, data: Any) -> None:

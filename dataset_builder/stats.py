@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 # Figure 5 bins. Relative ratings: half-point bins; history lengths: a long tail, so widening bins.
 REL_EDGES: tuple[float, ...] = tuple(x / 2 for x in range(-8, 9))
 HISTORY_EDGES: tuple[int, ...] = (0, 21, 31, 51, 101, 201, 501, 1001)
+_MS_PER_DAY = 86_400_000
 
 
 def _date(ms: int) -> str:
@@ -96,26 +99,117 @@ def _ordered(counts: Counter[str], edges: Sequence[float]) -> dict[str, int]:
 
 
 def compute(
-    splits: dict[str, list[dict[str, Any]]], domains: Sequence[str], funnel: dict[str, dict[str, int]]
+    files: dict[str, Path],
+    domains: Sequence[str],
+    funnel: dict[str, dict[str, int]],
+    *,
+    memory_limit: str = "1GB",
+    threads: int | None = None,
+    spill: Path | None = None,
 ) -> dict[str, Any]:
-    """The content of ``stats.json``.
+    """The content of ``stats.json``, computed by DuckDB over the written ``full`` parquet files.
+
+    Equal to :func:`table4` and :func:`distributions` applied to the rows, but out of core: only grouped
+    counts (per distinct title, rating, relative rating, history length, day) reach Python, in batches.
 
     Args:
-        splits: ``{"test": rows, "train": rows}`` of the ``full`` config (``train`` may be empty).
+        files: ``{"test": path, "train": path}`` of the ``full`` config (``train`` may be absent).
         domains: the built domains, in order.
         funnel: per domain, how many reviews/items each selection criterion kept.
+        memory_limit: DuckDB's memory limit.
+        threads: DuckDB threads (None: all cores).
+        spill: DuckDB's spill folder (removed afterwards).
 
     Returns:
         Table 4 per split (overall and per domain), Figure 5 distributions per split, and the funnel.
     """
+    import duckdb
+
+    config: dict[str, Any] = {"memory_limit": memory_limit, "preserve_insertion_order": False}
+    if spill is not None:
+        config["temp_directory"] = str(spill)
+    if threads is not None:
+        config["threads"] = threads
     out: dict[str, Any] = {"splits": {}, "selection": funnel}
-    for split, rows in splits.items():
-        out["splits"][split] = {
-            "all": table4(rows),
-            "domains": {d: table4(r for r in rows if r["domain"] == d) for d in domains},
-            "distributions": distributions(rows),
-        }
+    con = duckdb.connect(":memory:", config=config)
+    try:
+        for split, path in files.items():
+            out["splits"][split] = _split_stats(con, path, domains)
+    finally:
+        con.close()
+        if spill is not None:
+            shutil.rmtree(spill, ignore_errors=True)
     return out
+
+
+def _batches(con: Any, sql: str) -> Iterator[tuple]:
+    for batch in con.sql(sql).to_arrow_reader(100_000):
+        yield from zip(*batch.to_pydict().values(), strict=True)
+
+
+def _split_stats(con: Any, path: Path, domains: Sequence[str]) -> dict[str, Any]:
+    escaped = str(path).replace("'", "''")
+    con.sql(f"""
+        CREATE OR REPLACE TABLE users AS
+        SELECT domain, item, qtitle, u.user_id AS user_id, u.timestamp AS ts, u.rating AS rating,
+               u.relative_rating AS rel, len(u.history) AS n_history
+        FROM (SELECT domain, query.parent_asin AS item, query.title AS qtitle, unnest(users) AS u
+              FROM read_parquet('{escaped}'))""")
+    tokens: Counter[str] = Counter()
+    # Words per distinct title (Python's str.split, as in table4), times how often it occurs.
+    for domain, title, n in _batches(
+        con,
+        f"""SELECT domain, title, count(*) FROM (
+                SELECT domain, h.title AS title FROM (
+                    SELECT domain, unnest(u.history) AS h FROM (
+                        SELECT domain, unnest(users) AS u FROM read_parquet('{escaped}')))
+                UNION ALL SELECT domain, qtitle FROM users)
+            GROUP BY ALL""",
+    ):
+        tokens[domain] += len((title or "").split()) * n
+
+    def figures(where: str, domain: str | None) -> dict[str, Any]:
+        groups, reviews, users, history, first, last = con.sql(f"""
+            SELECT count(DISTINCT item), count(*), count(DISTINCT user_id), coalesce(sum(n_history), 0),
+                   min(ts), max(ts)
+            FROM users {where}""").fetchall()[0]
+        return {
+            "groups": groups,
+            "reviews": reviews,
+            "users": users,
+            "query_items": groups,
+            "rating_history": int(history),
+            "tokens": tokens[domain] if domain is not None else sum(tokens.values()),
+            "time_range": [_date(first), _date(last)] if reviews else None,
+        }
+
+    per_domain = {}
+    for domain in domains:
+        per_domain[domain] = figures(f"WHERE domain = '{domain.replace(chr(39), chr(39) * 2)}'", domain)
+    rating: Counter[str] = Counter()
+    rel: Counter[str] = Counter()
+    length: Counter[str] = Counter()
+    year: Counter[str] = Counter()
+    for value, n in _batches(con, "SELECT rating, count(*) FROM users GROUP BY ALL"):
+        rating[f"{value:.1f}"] += n
+    for value, n in _batches(con, "SELECT rel, count(*) FROM users GROUP BY ALL"):
+        rel[bin_label(value, REL_EDGES)] += n
+    for value, n in _batches(con, "SELECT n_history, count(*) FROM users GROUP BY ALL"):
+        length[bin_label(value, HISTORY_EDGES)] += n
+    for day, n in _batches(con, f"SELECT ts // {_MS_PER_DAY}, count(*) FROM users GROUP BY ALL"):
+        year[_date(day * _MS_PER_DAY)[:4]] += n
+    result = {
+        "all": figures("", None),
+        "domains": per_domain,
+        "distributions": {
+            "rating": dict(sorted(rating.items())),
+            "relative_rating": _ordered(rel, REL_EDGES),
+            "history_length": _ordered(length, HISTORY_EDGES),
+            "query_year": dict(sorted(year.items())),
+        },
+    }
+    con.sql("DROP TABLE users")
+    return result
 
 
 def format_table(stats: dict[str, Any]) -> str:

@@ -6,14 +6,18 @@ import json
 from pathlib import Path
 
 import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from build_fixture import Scenario, config, five_users
 
 from dataset_builder import build as build_mod
 from dataset_builder import stage
+from dataset_builder import stats as stats_mod
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
+from dataset_builder.groups import most_common_rating
 from dataset_builder.schema import FEATURES
 from dataset_builder.synth import write_synthetic
 from perrec_eval.cli import main as cli_main
@@ -197,3 +201,92 @@ def test_build_output_cli_reports_errors_with_exit_code(tmp_path: Path, capsys) 
     code = cli_main(["build", "--source", str(tmp_path / "nope"), "--out", str(tmp_path / "bench")])
     assert code == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def _full_rows(folder: Path) -> dict[str, list[dict]]:
+    files = json.loads((folder / "manifest.json").read_text())["outputs"]["full"]
+    return {split: pq.read_table(folder / path).to_pylist() for split, path in files.items()}
+
+
+def test_build_output_levels_follow_the_reference_rule(built: Path) -> None:
+    # The Arrow path (level_tables) against the one-row rule (level_rows) on every group and config.
+    manifest = json.loads((built / "manifest.json").read_text())
+    for split, rows in _full_rows(built).items():
+        by_rating = [{**row, "users": sorted(row["users"], key=_rank)} for row in rows]
+        expected = [build_mod.level_rows(row, 0) for row in by_rating]
+        for name, files in manifest["outputs"].items():
+            got = pq.read_table(built / files[split]).to_pylist()
+            assert got == [levels[name] for levels in expected]
+    table = pa.table(
+        {"group_id": ["g"], "level": ["full"], "users": [[{"user_id": str(i)} for i in range(3)]]}
+    )
+    assert set(build_mod.level_tables(table, 0)) == {"easy", "medium", "full"}  # hard needs 4 users
+
+
+def _rank(user: dict) -> tuple:
+    return (user["relative_rating"], user["timestamp"], user["user_id"])
+
+
+def test_build_output_histories_are_ordered_and_modes_match(built: Path) -> None:
+    for rows in _full_rows(built).values():
+        for row in rows:
+            assert row["window_start"] == min(u["timestamp"] for u in row["users"])
+            for user in row["users"]:
+                history = user["history"]
+                assert history and all(h["timestamp"] < user["timestamp"] for h in history)
+                keys = [(h["timestamp"], h["parent_asin"]) for h in history]
+                assert keys == sorted(keys) and len(set(keys)) == len(keys)
+                assert user["most_common_rating"] == most_common_rating([h["rating"] for h in history])
+                ratings = [h["rating"] for h in history]
+                assert user["avg_rating"] == pytest.approx(sum(ratings) / len(ratings), abs=1e-12)
+
+
+def test_build_output_stats_equal_the_python_reference(built: Path) -> None:
+    stats = json.loads((built / "stats.json").read_text())
+    for split, rows in _full_rows(built).items():
+        assert stats["splits"][split]["all"] == stats_mod.table4(rows)
+        assert stats["splits"][split]["domains"]["Books"] == stats_mod.table4(rows)
+        assert stats["splits"][split]["distributions"] == stats_mod.distributions(rows)
+
+
+def test_build_output_row_groups_do_not_depend_on_batching(tmp_path: Path) -> None:
+    rows = [
+        {
+            "group_id": f"g{i}",
+            "domain": "Books",
+            "level": "full",
+            "query": None,
+            "window_start": i,
+            "users": [],
+        }
+        for i in range(10)
+    ]
+    table = pa.Table.from_pylist(rows, schema=FEATURES.arrow_schema)
+    contents = []
+    for name, chunks in (("one", [10]), ("many", [1, 2, 3, 4]), ("other", [7, 0, 3])):
+        writer = stage.RowGroupWriter(tmp_path / f"{name}.parquet", rows_per_group=4)
+        start = 0
+        for size in chunks:
+            writer.write(table.slice(start, size))
+            start += size
+        writer.close()
+        assert writer.rows == 10
+        assert pq.ParquetFile(writer.path).metadata.num_row_groups == 3
+        contents.append(writer.path.read_bytes())
+    assert contents[0] == contents[1] == contents[2]
+    empty = stage.RowGroupWriter(tmp_path / "empty.parquet")
+    empty.close()
+    assert not empty.path.exists()
+
+
+def test_build_output_small_batches_give_the_same_content(
+    raw: Path, built: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # Tiny Arrow batches: groups are cut across batches and streams are consumed a few rows at a time.
+    monkeypatch.setattr(stage, "_BATCH_ROWS", 7)
+    monkeypatch.setattr(build_mod, "_WRITE_BATCH", 3)
+    other = build(config(raw, tmp_path / "perrecbench", min_history=10, test_groups=5))
+    assert _full_rows(other) == _full_rows(built)
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert json.loads((other / "manifest.json").read_text())["outputs"] == manifest["outputs"]
+    assert (other / "stats.json").read_bytes() == (built / "stats.json").read_bytes()
