@@ -179,11 +179,20 @@ def _group_ids(info: dict[str, Any]) -> list[str]:
     return pq.read_table(info["groups_path"], columns=["group_id"]).column(0).to_pylist()
 
 
+def portable_name(uri: str) -> str:
+    """What a published manifest records for an input: the hf:// URI, or just the local file name.
+
+    >>> portable_name("/home/me/raw/Books.jsonl.gz"), portable_name("hf://datasets/o/r/raw/Books.jsonl")
+    ('Books.jsonl.gz', 'hf://datasets/o/r/raw/Books.jsonl')
+    """
+    return uri if uri.startswith("hf://") else Path(uri).name
+
+
 def _file_entry(file: InputFile, content_hash: str) -> dict[str, Any]:
     return {
         "domain": file.domain,
         "kind": file.kind,
-        "file": file.uri,
+        "file": portable_name(file.uri),
         "size": file.size,
         "hash": content_hash,
     }

@@ -159,4 +159,6 @@ class BuildConfig:
         for name in ("progress", "out", "work_dir", "overwrite", "push_to_hub"):
             data.pop(name)
         data["domains"] = list(self.domains)
+        if not self.source.startswith("hf://"):
+            data["source"] = Path(self.source).name  # a local path says nothing to others and may be private
         return data

@@ -220,7 +220,7 @@ class BadLines:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "file": self.uri,
+            "file": self.uri if self.uri.startswith("hf://") else Path(self.uri).name,
             "count": self.count,
             "reasons": dict(sorted(self.reasons.items())),
             "first_lines": self.examples,

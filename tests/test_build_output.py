@@ -91,6 +91,14 @@ def test_build_output_stats_and_manifest(built: Path) -> None:
     assert manifest["versions"]["duckdb"]
 
 
+def test_build_output_published_files_hold_no_local_paths(built: Path, raw: Path) -> None:
+    for name in ("manifest.json", "stats.json", "README.md"):
+        text = (built / name).read_text()
+        assert str(raw) not in text and str(built) not in text, name
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert all("/" not in f["file"] for f in manifest["inputs"])
+
+
 def test_build_output_same_inputs_and_seed_give_identical_files(raw: Path, tmp_path: Path) -> None:
     first = build(config(raw, tmp_path / "a" / "bench", min_history=10, test_groups=5))
     second = build(config(raw, tmp_path / "b" / "bench", min_history=10, test_groups=5))
