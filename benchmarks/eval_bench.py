@@ -2,8 +2,9 @@
 
 Usage: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/eval_bench.py [--data DIR] [--profile]`` (~4 min).
 
-Without ``--data`` a benchmark folder is synthesised and built into ``benchmarks/_work/`` (``perrecbench
-synth --reviews-per-domain 60000`` + ``perrecbench build --test-groups 200``; 200 test groups per level) and
+Without ``--data`` a benchmark folder is synthesised and built into ``benchmarks/_work/eval_bench/``
+(``perrecbench synth --reviews-per-domain 60000`` + ``perrecbench build --test-groups 200``; 200 test groups
+per level) and
 deleted afterwards (``--keep`` keeps it). Each scenario runs ``perrec_eval.run.evaluate`` on all 200 groups ×
 easy/medium/hard × pointwise/pairwise/listwise with k = 4, into a fresh run folder, then once more into the
 same folder (every request is then a cache hit). Scenarios:
@@ -55,7 +56,7 @@ from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS
 logger = logging.getLogger("eval_bench")
 
 ROOT = Path(__file__).resolve().parent
-WORK = ROOT / "_work"
+WORK = ROOT / "_work" / "eval_bench"  # its own folder: other benchmarks share _work
 PERRECBENCH = Path(sys.executable).with_name("perrecbench")
 K = 4
 
@@ -545,7 +546,7 @@ def build_data(work: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="a built benchmark folder (default: build one in _work/)")
-    parser.add_argument("--keep", action="store_true", help="keep benchmarks/_work/ afterwards")
+    parser.add_argument("--keep", action="store_true", help="keep benchmarks/_work/eval_bench/ afterwards")
     parser.add_argument("--profile", action="store_true", help="also cProfile one fresh blind run")
     parser.add_argument("--repeats", type=int, default=2, help="runs per scenario; the fastest is kept")
     args = parser.parse_args()
