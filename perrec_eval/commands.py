@@ -192,15 +192,15 @@ def _profiles(args: argparse.Namespace) -> int:
     from perrec_eval.cache import CachedEngine
     from perrec_eval.engines import load_engine
     from perrec_eval.profiles import HistoryBudget, generate_profiles, load_profiles, save_profiles
-    from perrec_eval.run import load_rows
+    from perrec_eval.run import backend_options, load_rows
 
-    options: dict = {}
-    if args.adapter:
-        options["adapter"] = args.adapter
-    if args.engine == "openai":
-        options.update(base_url=args.base_url, concurrency=args.concurrency)
-        if args.api_key_env:
-            options["api_key_env"] = args.api_key_env
+    options = backend_options(
+        args.engine,
+        adapter=args.adapter,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        concurrency=args.concurrency,
+    )
     if args.engine == "fake":
         from perrec_eval.engines.fake import FakeEngine
 

@@ -553,15 +553,39 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     return scores
 
 
-def engine_options(config: EvalConfig) -> dict[str, Any]:
-    options = dict(config.engine_options)
-    if config.adapter:
-        options["adapter"] = config.adapter
-    if config.engine == "openai":
-        options.update(base_url=config.base_url, concurrency=config.concurrency)
-        if config.api_key_env:
-            options["api_key_env"] = config.api_key_env
+def backend_options(
+    engine: str,
+    *,
+    adapter: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    concurrency: int = 16,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Keyword options for `load_engine` from the command-line flags that apply to that backend.
+
+    >>> backend_options("openai", base_url="http://127.0.0.1:8000/v1", api_key_env="KEY")
+    {'base_url': 'http://127.0.0.1:8000/v1', 'concurrency': 16, 'api_key_env': 'KEY'}
+    """
+    options = dict(extra or {})
+    if adapter:
+        options["adapter"] = adapter
+    if engine == "openai":
+        options.update(base_url=base_url, concurrency=concurrency)
+        if api_key_env:
+            options["api_key_env"] = api_key_env
     return options
+
+
+def engine_options(config: EvalConfig) -> dict[str, Any]:
+    return backend_options(
+        config.engine,
+        adapter=config.adapter,
+        base_url=config.base_url,
+        api_key_env=config.api_key_env,
+        concurrency=config.concurrency,
+        extra=config.engine_options,
+    )
 
 
 def _public_config(config: EvalConfig) -> dict[str, Any]:
