@@ -41,6 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, ImportError) as err:
+        # Bad input and missing extras: the message names the fix; a traceback would only hide it.
+        logging.getLogger("perrecbench").debug("details", exc_info=True)
+        print(f"perrecbench {args.command}: error: {err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
         return 130

@@ -145,7 +145,7 @@ def load_rows(
 
     try:
         ds = datasets.load_dataset(str(data), level, split=split)
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:
         raise ValueError(
             f"cannot load level {level!r} split {split!r} from {data}: {err}. Build the benchmark with "
             "`perrecbench build --source RAW --out DIR` and pass that DIR as --data"

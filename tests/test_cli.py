@@ -165,25 +165,19 @@ def test_cli_profiles_then_evaluate_with_saved_profiles(built):
     assert "Likes well-made things" in json.dumps(sample) or sample["ok"]
 
 
-def test_cli_missing_profiles_name_the_fix(built):
+def test_cli_missing_profiles_name_the_fix(built, capsys):
     profiles = built / "few.jsonl"
     profiles.write_text(json.dumps({"group_id": "nope", "user_id": "x", "profile": "p"}) + "\n")
-    with pytest.raises(ValueError, match="perrecbench profiles"):
-        main(
-            [
-                "evaluate",
-                "--data",
-                str(built / "perrecbench"),
-                "--engine",
-                "fake",
-                "--model",
-                "constant",
-                "--profiles",
-                str(profiles),
-                "--out",
-                str(built / "runs" / "bad"),
-            ]
-        )
+    args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
+    code = main([*args, "--profiles", str(profiles), "--out", str(built / "runs" / "bad")])
+    assert code == 2
+    assert "perrecbench profiles" in capsys.readouterr().err
+
+
+def test_cli_missing_benchmark_names_the_build_command(tmp_path, capsys):
+    args = ["evaluate", "--data", str(tmp_path / "nowhere"), "--engine", "baseline", "--model", "random"]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 2
+    assert "perrecbench build" in capsys.readouterr().err
 
 
 @pytest.mark.slow
