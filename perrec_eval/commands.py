@@ -158,15 +158,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             raise SystemExit(f"unknown baseline {unknown[0]!r}: choose one of {', '.join(BASELINES)} or all")
         systems = run.evaluate_baselines(_config(args), names)
     else:
-        engine = None
-        if args.engine == "fake":
-            from perrec_eval.engines.fake import FakeEngine
-
-            if args.model not in FAKE_MODELS:
-                raise SystemExit(
-                    f"unknown fake model {args.model!r}: choose one of {', '.join(sorted(FAKE_MODELS))}"
-                )
-            engine = FakeEngine(FAKE_MODELS[args.model], model=args.model)
+        engine = _fake_engine(args.model) if args.engine == "fake" else None
         config = _config(args)
         systems = [(args.model, run.evaluate(config, engine=engine))]
     print(report.table(systems))
@@ -201,12 +193,9 @@ def _profiles(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env,
         concurrency=args.concurrency,
     )
-    if args.engine == "fake":
-        from perrec_eval.engines.fake import FakeEngine
-
-        engine = FakeEngine(FAKE_MODELS[args.model], model=args.model)
-    else:
-        engine = load_engine(args.engine, args.model, **options)
+    engine = (
+        _fake_engine(args.model) if args.engine == "fake" else load_engine(args.engine, args.model, **options)
+    )
     out = Path(args.out)
     cached = CachedEngine(engine, out.with_name(out.name + ".cache.jsonl"))
     rows = [
@@ -270,3 +259,11 @@ def _constant(request, params, sample_index) -> str:
 
 
 FAKE_MODELS = {"constant": _constant}
+
+
+def _fake_engine(model: str):
+    from perrec_eval.engines.fake import FakeEngine
+
+    if model not in FAKE_MODELS:
+        raise SystemExit(f"unknown fake model {model!r}: choose one of {', '.join(sorted(FAKE_MODELS))}")
+    return FakeEngine(FAKE_MODELS[model], model=model)

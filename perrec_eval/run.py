@@ -446,7 +446,7 @@ def prepare_groups(
     return [GroupContext(row, level, user_views(row, retrieved, profiles)) for row in rows]
 
 
-def demonstrations(config: EvalConfig, level: str, method: str, profiles: Mapping | None) -> list[Any]:
+def demonstrations(config: EvalConfig, level: str, method: str, train: Sequence[GroupContext]) -> list[Any]:
     """Few-shot examples: `shots` held-out groups of the same level (seeded), each with its true answer."""
     if config.shots == 0:
         return []
@@ -454,7 +454,6 @@ def demonstrations(config: EvalConfig, level: str, method: str, profiles: Mappin
 
     from perrec_eval.prompts import Demonstration
 
-    train = prepare_groups(replace(config, max_groups=None), level, profiles, split="train")
     if len(train) < config.shots:
         raise ValueError(
             f"--shots {config.shots} needs that many held-out groups; {level}/train has {len(train)}"
@@ -493,15 +492,25 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     # Levels share query items and users: load every level once and retrieve once for all of them.
     rows_by_level = {lv: load_rows(config.data, lv, config.split, config.max_groups) for lv in config.levels}
     retrieved = retrieval.retrieve_rows([r for rows in rows_by_level.values() for r in rows], k=config.k)
+    # Few-shot demonstrations come from the held-out split: loaded and retrieved once, like the test rows.
+    train_by_level = {lv: load_rows(config.data, lv, "train") for lv in config.levels} if config.shots else {}
+    train_retrieved = (
+        retrieval.retrieve_rows([r for rows in train_by_level.values() for r in rows], k=config.k)
+        if config.shots
+        else {}
+    )
     profiles = None
     profile_failures: dict = {}
     if not config.no_profile:
         if config.profiles:
             profiles = load_profiles(config.profiles)
         else:
-            rows = [r for lv_rows in rows_by_level.values() for r in lv_rows]
-            if config.shots:
-                rows += [r for lv in config.levels for r in load_rows(config.data, lv, "train")]
+            rows = [
+                r
+                for by_level in (rows_by_level, train_by_level)
+                for lv_rows in by_level.values()
+                for r in lv_rows
+            ]
             profiles, profile_failures = generate_profiles(cached, rows)
             save_profiles(out / "profiles.jsonl", profiles, {"engine": engine.name, "model": engine.model})
 
@@ -511,8 +520,13 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     for level in config.levels:
         groups = prepare_groups(config, level, profiles, rows=rows_by_level[level], retrieved=retrieved)
         _check_profiles(groups, profiles, config)
+        train = (
+            prepare_groups(config, level, profiles, rows=train_by_level[level], retrieved=train_retrieved)
+            if config.shots
+            else []
+        )
         for method in config.methods:
-            demos = demonstrations(config, level, method, profiles)
+            demos = demonstrations(config, level, method, train)
             preds, method_samples = run_method(
                 method,
                 groups,
@@ -543,14 +557,27 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         "cache": {"hits": cached.hits, "misses": cached.misses},
         "profile_failures": len(profile_failures),
     }
+    write_run(out, config.model, samples=samples, records=records, scores=scores, run_info=run_info)
+    return scores
+
+
+def write_run(
+    out: Path,
+    name: str,
+    *,
+    samples: Iterable[Mapping[str, Any]],
+    records: Iterable[Mapping[str, Any]],
+    scores: Mapping[str, Any],
+    run_info: Mapping[str, Any],
+) -> None:
+    """Write a run folder's files, each atomically; run.json last, so it marks a finished run."""
+    from perrec_eval.report import write_report
+
     write_jsonl(out / "samples.jsonl", samples)
     write_jsonl(out / "predictions.jsonl", records)
     write_json(out / "scores.json", scores)
+    write_report(out, [(name, scores)])
     write_json(out / "run.json", run_info)
-    from perrec_eval.report import write_report
-
-    write_report(out, [(config.model, scores)])
-    return scores
 
 
 def backend_options(
@@ -653,11 +680,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
             "retrieval": retrieval.RETRIEVAL_INFO,
             "dataset_fingerprint": dataset_fingerprint(config.data),
         }
-        write_jsonl(out / "samples.jsonl", [])
-        write_jsonl(out / "predictions.jsonl", records[name])
-        write_json(out / "scores.json", scores)
-        write_json(out / "run.json", run_info)
-        write_report(out, [(name, scores)])
+        write_run(out, name, samples=[], records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
         write_report(Path(config.out), systems)
