@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from build_fixture import Scenario, config, five_users
+from tests.dataset_builder.build_fixture import Scenario, config, five_users
 
 from dataset_builder import build as build_mod
 from dataset_builder import stage

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataset_builder import reference
+from tests.dataset_builder import reference
 
 DAY = 86_400_000
 T0 = 1_600_000_000_000

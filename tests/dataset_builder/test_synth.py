@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from dataset_builder import reference, synth
+from dataset_builder import synth
+from tests.dataset_builder import reference
 from dataset_builder.schema import DOMAINS
 from perrec_eval.cli import main as cli_main
 

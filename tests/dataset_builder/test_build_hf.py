@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from build_fixture import Scenario, config, five_users
+from tests.dataset_builder.build_fixture import Scenario, config, five_users
 from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.local import LocalFileSystem
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from build_fixture import DAY, QUERY, T0, Scenario, config, five_users
+from tests.dataset_builder.build_fixture import DAY, QUERY, T0, Scenario, config, five_users
 
 from dataset_builder.build import build
 from dataset_builder.config import BuildError

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from dataset_builder import reference
+from tests.dataset_builder import reference
 from dataset_builder.build import build
 from dataset_builder.config import BuildConfig
 from dataset_builder.synth import write_synthetic

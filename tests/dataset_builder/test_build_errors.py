@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from build_fixture import Scenario, config, five_users
+from tests.dataset_builder.build_fixture import Scenario, config, five_users
 
 from dataset_builder.build import build
 from dataset_builder.config import BuildConfig, BuildError

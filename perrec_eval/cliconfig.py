@@ -1,0 +1,320 @@
+"""Command-line parsers derived from config dataclasses: each flag, default and help text is written once.
+
+A command's settings are one frozen dataclass. Each field declares its help text with `option`, and the
+flags follow from the fields (the shape of TRL's scripts, without their heavy dependencies):
+
+- ``field_name`` → ``--field-name`` (or ``option(flag=...)``); ``option(positional=True)`` → a positional;
+- ``bool`` → a switch: ``--x`` for a field that defaults to False, ``--no-x`` for one that defaults to True;
+- ``Literal[...]`` → its values are the choices; ``X | None`` → an optional X;
+- ``tuple[str, ...]`` → a comma-separated list (``--levels easy,medium``), or a repeatable flag with
+  ``option(repeat=True)`` (``--engine-arg a=1 --engine-arg b=2``), or ``nargs="+"`` for a positional.
+
+Every command also takes ``--config FILE.yaml``: a mapping of field names (underscores or dashes) to values,
+which flags override. Unknown keys are an error that lists the valid ones, and ``--help`` shows each default.
+`coerce` is the one place where text from a flag, a YAML file or a ``KEY=VALUE`` engine option becomes a
+typed value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from perrec_eval.errors import ConfigError
+
+T = TypeVar("T")
+
+_CONFIG_FILE = "config_file"
+_NONE = type(None)
+
+
+def option(
+    help: str,
+    *,
+    default: Any = dataclasses.MISSING,
+    flag: str | None = None,
+    positional: bool = False,
+    repeat: bool = False,
+    metavar: str | None = None,
+) -> Any:
+    """A dataclass field that carries its command-line help (and, rarely, how its flag is spelled).
+
+    Args:
+        help: one or two sentences; the default is appended by the parser.
+        default: the field's default; none means the flag is required (unless ``--config`` gives it).
+        flag: the flag's spelling when ``--field-name`` does not fit (e.g. ``--engine-arg``).
+        positional: a positional argument instead of a flag.
+        repeat: a ``tuple[str, ...]`` field given as a repeatable flag instead of a comma-separated list.
+        metavar: the placeholder shown in ``--help``.
+    """
+    metadata = {"help": help, "flag": flag, "positional": positional, "repeat": repeat, "metavar": metavar}
+    if isinstance(default, list | dict | set):
+        raise TypeError("use a tuple (immutable) as the default of a config field")
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        args = [arg for arg in typing.get_args(tp) if arg is not _NONE]
+        if len(args) == 1 and len(typing.get_args(tp)) == 2:
+            return args[0], True
+    return tp, False
+
+
+def _is_tuple(tp: Any) -> bool:
+    return typing.get_origin(tp) is tuple
+
+
+def describe(tp: Any) -> str:
+    """A short human name of a field type, for error messages.
+
+    >>> describe(int | None), describe(Literal["a", "b"]), describe(tuple[str, ...])
+    ('int or none', "one of 'a', 'b'", 'list of str')
+    """
+    inner, optional = _unwrap_optional(tp)
+    if typing.get_origin(inner) is Literal:
+        text = "one of " + ", ".join(repr(value) for value in typing.get_args(inner))
+    elif _is_tuple(inner):
+        text = "list of " + describe(typing.get_args(inner)[0])
+    else:
+        text = getattr(inner, "__name__", str(inner))
+    return text + (" or none" if optional else "")
+
+
+def coerce(name: str, tp: Any, value: Any) -> Any:
+    """Turn `value` (text from a flag or ``KEY=VALUE``, or a YAML scalar or list) into a value of type `tp`.
+
+    Args:
+        name: what the value is for, named in errors (e.g. ``--k`` or ``batch_size``).
+        tp: the field's type annotation (resolved).
+        value: the raw value.
+
+    Returns:
+        The typed value (tuples for list fields).
+
+    Raises:
+        ConfigError: the value does not fit the type; the message says what is expected.
+
+    >>> coerce("k", int, "4"), coerce("levels", tuple[str, ...], "easy, hard"), coerce("x", bool, "yes")
+    (4, ('easy', 'hard'), True)
+    >>> coerce("m", int | None, "none") is None
+    True
+    """
+    inner, optional = _unwrap_optional(tp)
+    if value is None or (optional and isinstance(value, str) and value.strip().lower() in ("none", "null")):
+        if optional:
+            return None
+        raise ConfigError(f"{name} cannot be empty: expected {describe(tp)}")
+    try:
+        return _coerce(inner, value)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{name}={value!r} is not {describe(tp)}") from err
+
+
+def _coerce(tp: Any, value: Any) -> Any:
+    if typing.get_origin(tp) is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise ValueError(value)
+        return value
+    if _is_tuple(tp):
+        item = typing.get_args(tp)[0]
+        parts = value.split(",") if isinstance(value, str) else value
+        if not isinstance(parts, list | tuple):
+            raise TypeError(value)
+        return tuple(_coerce(item, part.strip() if isinstance(part, str) else part) for part in parts if part != "")
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+        if isinstance(value, str) and value.strip().lower() in words:
+            return words[value.strip().lower()]
+        raise ValueError(value)
+    if tp is int:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError(value)
+        return int(value)
+    if tp is float:
+        if isinstance(value, bool):
+            raise ValueError(value)
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise TypeError(value)
+        return str(value)
+    if tp is Path:
+        return Path(value)
+    if tp is Any:
+        return value
+    raise TypeError(f"no command-line form for fields of type {tp!r}")
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _flag(field: dataclasses.Field) -> str:
+    return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
+
+
+def _has_default(field: dataclasses.Field) -> bool:
+    return field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+
+
+def _default(field: dataclasses.Field) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    return field.default_factory()  # type: ignore[misc]
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(str(part) for part in value) if value else "none"
+    return "none" if value is None else str(value)
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+    """Add one argument per field of the dataclass `cls`, and ``--config FILE.yaml``."""
+    hints = _hints(cls)
+    for field in dataclasses.fields(cls):
+        if "help" not in field.metadata:
+            raise TypeError(f"{cls.__name__}.{field.name} has no help text: declare it with option(...)")
+        tp, _ = _unwrap_optional(hints[field.name])
+        meta = field.metadata
+        text = meta["help"]
+        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "dest": field.name}
+        if meta["positional"]:
+            names: list[str] = []
+            kwargs.pop("dest")
+            kwargs["metavar"] = meta["metavar"] or field.name.upper()
+            if _is_tuple(tp):
+                kwargs["nargs"] = "+"
+            parser.add_argument(field.name, help=text, **kwargs)
+            continue
+        names = [_flag(field)]
+        if tp is bool:
+            if _has_default(field) and _default(field) is True:
+                names = ["--no-" + field.name.replace("_", "-")]
+                kwargs["action"] = "store_false"
+            else:
+                kwargs["action"] = "store_true"
+            parser.add_argument(*names, help=text, **kwargs)
+            continue
+        if typing.get_origin(tp) is Literal:
+            kwargs["choices"] = typing.get_args(tp)
+        if meta["repeat"]:
+            kwargs["action"] = "append"
+        if meta["metavar"]:
+            kwargs["metavar"] = meta["metavar"]
+        suffix = f" (default: {_show(_default(field))})" if _has_default(field) else " (required)"
+        parser.add_argument(*names, help=text + suffix, **kwargs)
+    parser.add_argument(
+        "--config",
+        dest=_CONFIG_FILE,
+        default=None,
+        metavar="FILE.yaml",
+        help="read these settings from a YAML mapping (keys as the flags without dashes); flags override it",
+    )
+
+
+def _load_yaml(path: str, cls: type) -> dict[str, Any]:
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"--config {path}: no such file; pass a YAML file of settings")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError(f"--config {path} is not valid YAML: {err}") from err
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"--config {path} must be a mapping of settings, got {type(data).__name__}")
+    names = {field.name for field in dataclasses.fields(cls)}
+    values = {str(key).replace("-", "_"): value for key, value in data.items()}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(
+            f"--config {path}: unknown setting(s) {', '.join(unknown)}; valid ones: {', '.join(sorted(names))}"
+        )
+    return values
+
+
+def from_namespace(cls: type[T], args: argparse.Namespace) -> T:
+    """The config of `cls` from parsed arguments: the dataclass defaults, then ``--config``, then the flags."""
+    hints = _hints(cls)
+    values: dict[str, Any] = {}
+    config_file = getattr(args, _CONFIG_FILE, None)
+    if config_file:
+        for name, raw in _load_yaml(config_file, cls).items():
+            values[name] = coerce(f"{name} in {config_file}", hints[name], raw)
+    for field in dataclasses.fields(cls):
+        if hasattr(args, field.name):
+            values[field.name] = coerce(_flag(field), hints[field.name], getattr(args, field.name))
+    missing = [f for f in dataclasses.fields(cls) if not _has_default(f) and f.name not in values]
+    if missing:
+        flags = ", ".join(_flag(f) for f in missing)
+        raise ConfigError(f"missing {flags}: pass it as a flag or as a key of --config FILE.yaml")
+    return cls(**values)
+
+
+def options_from_pairs(cls: type[T], pairs: Sequence[str], where: str, **given: Any) -> T:
+    """Build the options dataclass `cls` from ``KEY=VALUE`` strings (typed by its fields) and `given` values.
+
+    Args:
+        cls: a dataclass (e.g. an engine's options).
+        pairs: ``KEY=VALUE`` strings; later ones win.
+        where: what the options are for, named in errors (e.g. ``the 'hf' engine``).
+        **given: values that are already typed (None values are ignored).
+
+    Raises:
+        ConfigError: a malformed pair, an unknown key (the message lists the valid ones) or a bad value.
+    """
+    hints = _hints(cls)
+    names = [field.name for field in dataclasses.fields(cls)]
+    values = {key: value for key, value in given.items() if value is not None}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise ConfigError(f"engine option {pair!r} is not KEY=VALUE, e.g. batch_size=4")
+        if key not in names:
+            raise ConfigError(f"{where} has no option {key!r}; valid ones: {', '.join(names) or 'none'}")
+        values[key] = coerce(key, hints[key], raw)
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ConfigError(f"{where} has no option {unknown[0]!r}; valid ones: {', '.join(names) or 'none'}")
+    try:
+        return cls(**values)
+    except TypeError as err:
+        raise ConfigError(f"{where}: {err}") from err
+
+
+Handler = Callable[[Any], int]
+
+
+def add_command(
+    subparsers: argparse._SubParsersAction,
+    name: str,
+    cls: type,
+    handler: Handler,
+    *,
+    help: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """Register subcommand `name`: its flags come from `cls`, and `handler(config)` runs it."""
+    parser = subparsers.add_parser(
+        name,
+        help=help,
+        description=description or help,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser, cls)
+    parser.set_defaults(handler=handler, config_cls=cls)
+    return parser

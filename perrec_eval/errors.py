@@ -1,0 +1,20 @@
+"""The project's one error family: input or state a user can fix, with a message that says how.
+
+The command line prints any `PerrecbenchError` as one line (``perrecbench COMMAND: error: ...``) and exits
+with status 2; a traceback is shown only with ``--verbose``. Everything else is a bug and keeps its traceback.
+`PerrecbenchError` is a `ValueError`, so library callers that catch bad values keep working.
+"""
+
+from __future__ import annotations
+
+
+class PerrecbenchError(ValueError):
+    """Bad input or a state the user can fix; the message names the fix."""
+
+
+class ConfigError(PerrecbenchError):
+    """A command's settings are invalid or inconsistent (a flag, a ``--config`` file, an engine option)."""
+
+
+class DataError(PerrecbenchError):
+    """A benchmark folder, run folder or profiles file is missing, incomplete or not what was expected."""
