@@ -1,8 +1,9 @@
 """``perrecbench build``: raw Amazon Reviews 2023 files → the benchmark folder (parquet + card + stats).
 
-Per domain, :mod:`dataset_builder.stage` selects the 5-user groups (DuckDB + a small Python search); the
-result is kept as a stage file keyed by the input files' fingerprints and the selection parameters, so a
-second run on unchanged inputs skips finished domains. Then the groups are split (seeded), the levels drawn,
+Per domain, :mod:`dataset_builder.selection` selects the 5-user groups (DuckDB + a small Python search) and
+:mod:`dataset_builder.assembly` writes them with their histories; the result is kept as a stage file keyed by
+the input files' fingerprints and the selection parameters, so a second run on unchanged inputs skips
+finished domains. Then the groups are split (seeded), the levels drawn,
 and everything is written to a temp folder next to ``out`` that is renamed into place when complete.
 
 Memory: group rows never become Python objects. Stage files are streamed in Arrow batches of
@@ -13,6 +14,7 @@ group is its id (for the seeded split), about 150 bytes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -33,11 +35,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataset_builder import stats as stats_mod
+from dataset_builder.assembly import RowGroupWriter
 from dataset_builder.card import build_card
-from dataset_builder.config import BuildConfig, BuildError
+from dataset_builder.config import BuildConfig, BuildError, portable_name
 from dataset_builder.schema import CONFIGS, FEATURES
+from dataset_builder.selection import STAGES, DomainResult, run_domain
 from dataset_builder.sources import InputFile, Source
-from dataset_builder.stage import STAGES, DomainResult, RowGroupWriter, run_domain
+from perrec_eval.fileio import atomic_open, read_json, write_json, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +130,7 @@ def _domain(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, A
     done = stage_dir / f"{key}.json"
     if done.exists():
         logger.info("%s: inputs unchanged since the last run, reusing %s", item.domain, done)
-        info = json.loads(done.read_text())
+        info = read_json(done)
         info["groups_path"] = stage_dir / info["groups_file"]
         return info
 
@@ -179,15 +183,6 @@ def _group_ids(info: dict[str, Any]) -> list[str]:
     return pq.read_table(info["groups_path"], columns=["group_id"]).column(0).to_pylist()
 
 
-def portable_name(uri: str) -> str:
-    """What a published manifest records for an input: the hf:// URI, or just the local file name.
-
-    >>> portable_name("/home/me/raw/Books.jsonl.gz"), portable_name("hf://datasets/o/r/raw/Books.jsonl")
-    ('Books.jsonl.gz', 'hf://datasets/o/r/raw/Books.jsonl')
-    """
-    return uri if uri.startswith("hf://") else Path(uri).name
-
-
 def _file_entry(file: InputFile, content_hash: str) -> dict[str, Any]:
     return {
         "domain": file.domain,
@@ -208,12 +203,9 @@ def _save_stage(stage_dir: Path, key: str, groups: Path, info: dict[str, Any]) -
     if info["groups"]:
         groups.replace(stage_dir / info["groups_file"])
     else:  # no group: an empty file with the schema, so every stage has its parquet
-        empty = stage_dir / f".{key}.parquet.tmp"
-        pq.write_table(FEATURES.arrow_schema.empty_table(), empty)
-        empty.replace(stage_dir / info["groups_file"])
-    tmp = stage_dir / f".{key}.json.tmp"
-    tmp.write_text(json.dumps(info, indent=1))
-    tmp.replace(stage_dir / f"{key}.json")
+        with atomic_open(stage_dir / info["groups_file"], "wb") as handle:
+            pq.write_table(FEATURES.arrow_schema.empty_table(), handle)
+    write_json(stage_dir / f"{key}.json", info)
 
 
 # --------------------------------------------------------------------------------------------- splits
@@ -321,14 +313,17 @@ def _write(
     folder.mkdir(parents=True)
     started = time.perf_counter()
     split_of = {gid: split for split, ids in splits.items() for gid in ids}
-    writers = {
-        (name, split): RowGroupWriter(folder / f".{name}-{split}.parquet.tmp")
-        for split in splits
-        for name in CONFIGS
-    }
     # Rows are ordered by group_id = "<domain>:<item>": domains by that prefix, items within the stage file.
     domains = sorted(cfg.domains, key=lambda d: f"{d}:")
-    with _bar(cfg, sum(results[d]["groups"] for d in domains), "  write configs") as bar:
+    with (
+        contextlib.ExitStack() as files_open,
+        _bar(cfg, sum(results[d]["groups"] for d in domains), "  write configs") as bar,
+    ):
+        writers = {
+            (name, split): files_open.enter_context(RowGroupWriter(folder / f".{name}-{split}.parquet"))
+            for split in splits
+            for name in CONFIGS
+        }
         for domain in domains:
             if not results[domain]["groups"]:
                 continue
@@ -345,7 +340,6 @@ def _write(
     for split in splits:
         for name in CONFIGS:
             writer = writers[(name, split)]
-            writer.close()
             if not writer.rows:
                 continue
             # Content-hashed names: datasets serves a stale cache for a rewritten file name (PITFALLS 1).
@@ -365,28 +359,21 @@ def _write(
         spill=folder / ".stats-spill",
     )
     logger.info("statistics took %.1f s", time.perf_counter() - started)
-    _dump(folder / "stats.json", stats)
-    _dump(folder / "manifest.json", manifest(cfg, results, inputs, files))
+    write_json(folder / "stats.json", stats)
+    write_json(folder / "manifest.json", manifest(cfg, results, inputs, files))
     card = build_card(cfg, files, stats, builder=f"perrecbench {_version('perrecbench')}")
-    (folder / "README.md").write_text(card, encoding="utf-8")
+    write_text(folder / "README.md", card)
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while chunk := handle.read(2**20):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _bar(cfg: BuildConfig, total: int, desc: str) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="group", leave=False, disable=not cfg.progress)
-
-
-def _dump(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _version(package: str) -> str:

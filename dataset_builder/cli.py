@@ -1,95 +1,90 @@
-"""`perrecbench synth` and `perrecbench build`."""
+"""`perrecbench synth` and `perrecbench build`: the builder's commands, their flags derived from the configs.
+
+The flags, defaults and help texts come from :class:`~dataset_builder.config.SynthConfig` and
+:class:`~dataset_builder.config.BuildConfig` (``--config FILE.yaml`` included); the handlers receive the
+validated config, call the library and print a summary. Heavy imports stay inside the handlers, so
+``perrecbench --help`` stays fast. Errors of the :mod:`perrec_eval.errors` family are printed as one line
+by :func:`perrec_eval.cli.main`.
+"""
 
 from __future__ import annotations
 
 import argparse
 
+from dataset_builder.config import BuildConfig, SynthConfig
+from perrec_eval import cliconfig
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    synth = subparsers.add_parser(
+    """Add ``synth`` and ``build`` to the ``perrecbench`` command."""
+    cliconfig.add_command(
+        subparsers,
         "synth",
+        SynthConfig,
+        run_synth,
         help="write synthetic raw Amazon Reviews 2023 files with a planted preference signal",
-        description="Write the four domains in the raw Amazon Reviews 2023 layout (<Category>.jsonl, "
-        "meta_<Category>.jsonl) with a planted, documented personal preference signal.",
+        description="Write the four domains in the raw Amazon Reviews 2023 layout (<Category>.jsonl,\n"
+        "meta_<Category>.jsonl) with a planted, documented personal preference signal, plus\n"
+        "synth_truth.json with the planted parameters.",
     )
-    synth.add_argument("--out", required=True, help="output folder (created)")
-    synth.add_argument("--reviews-per-domain", type=int, default=60_000)
-    synth.add_argument("--domains", default=None, help="comma-separated categories (default: the paper's 4)")
-    synth.add_argument("--seed", type=int, default=0)
-    synth.add_argument("--gzip", action="store_true", help="write .jsonl.gz files")
-    synth.add_argument("--dirty", action="store_true", help="plant realistic faults (see the synth docs)")
-    synth.set_defaults(func=_run_synth)
-
-    build = subparsers.add_parser(
+    cliconfig.add_command(
+        subparsers,
         "build",
+        BuildConfig,
+        run_build,
         help="build the benchmark (parquet + dataset card + stats) from raw Amazon Reviews 2023 files",
-        description="Select PerRecBench groups (PROTOCOL §2) from raw review and metadata files with DuckDB "
-        "and write a folder that datasets.load_dataset reads: configs easy/medium/hard/full; test/train",
+        description="Select PerRecBench groups (PROTOCOL §2) from raw review and metadata files with DuckDB\n"
+        "and write a folder that datasets.load_dataset reads: configs easy/medium/hard/full, splits\n"
+        "test/train, a dataset card, stats.json and manifest.json.",
     )
-    build.add_argument(
-        "--source", required=True,
-        help="local folder (plain or .gz files) or hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw",
+
+
+def run_synth(config: SynthConfig) -> int:
+    """``perrecbench synth``: write the files and print a one-screen summary.
+
+    Args:
+        config: the validated settings.
+
+    Returns:
+        The exit status (0).
+    """
+    from dataset_builder.synth import write_synthetic
+
+    summary = write_synthetic(
+        config.out,
+        reviews_per_domain=config.reviews_per_domain,
+        domains=config.domains,
+        seed=config.seed,
+        gzip=config.gzip,
+        dirty=config.dirty,
     )
-    build.add_argument("--out", required=True, help="output folder (written to a temp folder, then renamed)")
-    build.add_argument("--domains", default=None, help="comma-separated categories (default: the paper's 4)")
-    build.add_argument("--window-days", type=float, default=30.0, help="co-purchase window in days")
-    build.add_argument("--min-history", type=int, default=20, help="users need MORE earlier reviews")
-    build.add_argument("--min-gap", type=float, default=0.6, help="pairwise relative-rating gaps exceed this")
-    build.add_argument("--group-size", type=int, default=5, help="users per group (the full config)")
-    build.add_argument("--test-groups", type=int, default=200, help="groups in the test split")
-    build.add_argument("--avg-scope", choices=("history", "all"), default="history",
-                       help="average over the reviews before the query (default) or all (paper mode)")
-    build.add_argument("--seed", type=int, default=0, help="split, level draws and presentation order")
-    build.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: all cores)")
-    build.add_argument("--memory-limit", default="4GB", help="DuckDB memory limit; more spills to disk")
-    build.add_argument("--on-bad-line", choices=("error", "skip"), default="error",
-                       help="stop at a malformed line (default) or count, report and skip it")
-    build.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
-    build.add_argument("--work-dir", default=None, help="stage files for resuming (default: <out>.stages)")
-    build.add_argument("--push-to-hub", default=None, metavar="ORG/NAME", help="upload the folder afterwards")
-    build.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    build.set_defaults(func=_run_build)
-
-
-def _run_synth(args: argparse.Namespace) -> int:
-    from dataset_builder import synth
-
-    return synth.main(args)
-
-
-def _run_build(args: argparse.Namespace) -> int:
-    import json
-    import sys
-
-    from dataset_builder.build import build
-    from dataset_builder.config import BuildConfig, BuildError, parse_domains
-    from dataset_builder.stats import format_table
-
-    try:
-        config = BuildConfig(
-            source=args.source,
-            out=args.out,
-            domains=parse_domains(args.domains),
-            window_days=args.window_days,
-            min_history=args.min_history,
-            min_gap=args.min_gap,
-            group_size=args.group_size,
-            test_groups=args.test_groups,
-            avg_scope=args.avg_scope,
-            seed=args.seed,
-            threads=args.threads,
-            memory_limit=args.memory_limit,
-            on_bad_line=args.on_bad_line,
-            overwrite=args.overwrite,
-            work_dir=args.work_dir,
-            push_to_hub=args.push_to_hub,
-            progress=not args.no_progress,
+    print(f"wrote {summary['out']} in {summary['seconds']} s ({summary['reviews_per_second']:,} reviews/s)")
+    for name, info in summary["domains"].items():
+        print(
+            f"  {name}: {info['reviews']:,} reviews, {info['users']:,} users "
+            f"({info['users_over_20_reviews']:,} with >20 reviews), {info['items']:,} items"
         )
-        out = build(config)
-    except BuildError as err:
-        print(f"perrecbench build: error: {err}", file=sys.stderr)
-        return 2
-    stats = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    for fault in summary["faults"]:
+        where = f"line {fault['line']}" if "line" in fault else fault["parent_asin"]
+        print(f"  planted fault {fault['kind']}: {fault['file']} {where}")
+    print(f"  planted parameters: {summary['truth']}")
+    return 0
+
+
+def run_build(config: BuildConfig) -> int:
+    """``perrecbench build``: build the folder and print its statistics (the paper's Table 4 layout).
+
+    Args:
+        config: the validated settings.
+
+    Returns:
+        The exit status (0).
+    """
+    from dataset_builder.build import build
+    from dataset_builder.stats import format_table
+    from perrec_eval.fileio import read_json
+
+    out = build(config)
     print(f"PerRecBench built in {out}")
-    print(format_table(stats))
+    print(format_table(read_json(out / "stats.json")))
     return 0

@@ -1,14 +1,23 @@
-"""The builder's parameters, validated once at the boundary (CLI flags map one to one onto fields)."""
+"""The settings of ``perrecbench synth`` and ``perrecbench build``, validated once at the boundary.
+
+Each field declares its command-line help with :func:`perrec_eval.cliconfig.option`, so the flags, their
+defaults and ``--config FILE.yaml`` follow from the dataclasses (see :mod:`dataset_builder.cli`). A setting
+that does not fit raises :class:`BuildConfigError`, whose message names the flag and the fix. This module
+imports nothing heavy: the CLI imports it to build its parser.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from dataset_builder.schema import DOMAINS
+from perrec_eval.cliconfig import option
+from perrec_eval.errors import ConfigError, PerrecbenchError
 
+DOMAINS: tuple[str, ...] = ("Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics")
 AvgScope = Literal["history", "all"]
 OnBadLine = Literal["error", "skip"]
 MS_PER_DAY = 86_400_000
@@ -16,10 +25,15 @@ HF_RAW_SOURCE = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
 # Relative ratings are floats; a gap of exactly min_gap (0.6 as a decimal) must fail, so the comparison is
 # `gap > min_gap + GAP_TOLERANCE` (the reference oracle decides it with exact fractions).
 GAP_TOLERANCE = 1e-9
+MIN_REVIEWS_PER_DOMAIN = 200
 
 
-class BuildError(Exception):
+class BuildError(PerrecbenchError):
     """A build cannot proceed; the message names the file, the line (if any) and the fix."""
+
+
+class BuildConfigError(BuildError, ConfigError):
+    """A setting of ``perrecbench synth`` or ``build`` is invalid (both a build and a config error)."""
 
 
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
@@ -36,6 +50,9 @@ def parse_memory(text: str) -> int:
     Returns:
         The size in bytes.
 
+    Raises:
+        BuildConfigError: ``text`` is not a size.
+
     >>> parse_memory("4GB")
     4000000000
     >>> parse_memory("1.5 GiB")
@@ -43,94 +60,180 @@ def parse_memory(text: str) -> int:
     """
     match = _MEMORY.match(text)
     if not match:
-        raise BuildError(f"--memory-limit {text!r} is not a size; write it like 4GB or 512MB")
+        raise BuildConfigError(f"--memory-limit {text!r} is not a size; write it like 4GB or 512MB")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
-def parse_domains(text: str | None) -> tuple[str, ...]:
-    """The comma-separated category list, or the paper's four when empty.
+def parse_domains(domains: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The categories to synthesize or build, checked against the paper's four.
+
+    Args:
+        domains: a comma-separated string or a sequence of names; ``None`` means all four (:data:`DOMAINS`).
+
+    Returns:
+        The names, in the given order.
+
+    Raises:
+        BuildConfigError: an unknown name (the message lists the valid ones), none at all, or one twice.
 
     >>> parse_domains("Books, Electronics")
     ('Books', 'Electronics')
+    >>> parse_domains(None) == DOMAINS
+    True
     """
-    if not text:
+    if domains is None:
         return DOMAINS
-    return tuple(part.strip() for part in text.split(",") if part.strip())
+    parts = domains.split(",") if isinstance(domains, str) else domains
+    names = tuple(name.strip() for name in parts if name.strip())
+    unknown = [name for name in names if name not in DOMAINS]
+    if unknown:
+        raise BuildConfigError(f"unknown domain(s) {unknown}; choose from {', '.join(DOMAINS)}")
+    if not names or len(set(names)) != len(names):
+        raise BuildConfigError(f"--domains must list each category once, got {list(names)}")
+    return names
+
+
+def duckdb_settings(memory_limit: str, threads: int | None, spill: Path | None) -> dict[str, Any]:
+    """The DuckDB connection settings of a build: memory limit, threads and where to spill.
+
+    Args:
+        memory_limit: e.g. ``"4GB"``; larger work spills to ``spill``.
+        threads: DuckDB threads (None: DuckDB's default, all cores).
+        spill: the spill folder (None: DuckDB's default).
+
+    Returns:
+        The ``config`` mapping for ``duckdb.connect``.
+
+    >>> duckdb_settings("1GB", None, None)
+    {'memory_limit': '1GB', 'preserve_insertion_order': False}
+    """
+    settings: dict[str, Any] = {"memory_limit": memory_limit, "preserve_insertion_order": False}
+    if spill is not None:
+        settings["temp_directory"] = str(spill)
+    if threads is not None:
+        settings["threads"] = threads
+    return settings
+
+
+def portable_name(uri: str) -> str:
+    """What a published file records for an input: the hf:// URI, or just the local file or folder name.
+
+    A local path says nothing to others and may be private.
+
+    >>> portable_name("/home/me/raw/Books.jsonl.gz"), portable_name("hf://datasets/o/r/raw/Books.jsonl")
+    ('Books.jsonl.gz', 'hf://datasets/o/r/raw/Books.jsonl')
+    """
+    return uri if uri.startswith("hf://") else Path(uri).name
+
+
+@dataclass(frozen=True, slots=True)
+class SynthConfig:
+    """What ``perrecbench synth`` writes: synthetic raw files with a planted preference signal.
+
+    The generative model and the faults are documented in :mod:`dataset_builder.synth`.
+    """
+
+    out: Path = option("output folder (created); our files in it are replaced atomically, others are kept")
+    reviews_per_domain: int = option(
+        f"clean review lines per domain (at least {MIN_REVIEWS_PER_DOMAIN}); the build finds about 1.8 "
+        "groups per 1,000 reviews",
+        default=60_000,
+    )
+    domains: tuple[str, ...] = option("comma-separated categories to write", default=DOMAINS)
+    seed: int = option("random seed; the same seed gives byte-identical files", default=0)
+    gzip: bool = option("write .jsonl.gz files instead of plain .jsonl", default=False)
+    dirty: bool = option(
+        "plant realistic faults in the first domain (duplicate review, bad lines, an item without "
+        "metadata), recorded in synth_truth.json",
+        default=False,
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "out", Path(self.out))
+        object.__setattr__(self, "domains", parse_domains(self.domains))
+        n = self.reviews_per_domain
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise BuildConfigError(f"--reviews-per-domain must be an integer, got {n!r}")
+        if n < MIN_REVIEWS_PER_DOMAIN:
+            raise BuildConfigError(f"--reviews-per-domain must be at least {MIN_REVIEWS_PER_DOMAIN}, got {n}")
 
 
 @dataclass(frozen=True, slots=True)
 class BuildConfig:
-    """Everything one build depends on; see PROTOCOL §2 for the selection parameters.
+    """Everything one build depends on; see PROTOCOL §2 for the selection parameters."""
 
-    Args:
-        source: a local folder (plain or .gz files) or an ``hf://`` folder of the raw dataset.
-        out: the output folder (written to a sibling temp folder, then renamed).
-        domains: category names; each needs ``<Category>.jsonl[.gz]`` and its ``meta_`` file.
-        window_days: all users of a group reviewed the item within this many days (closed interval).
-        min_history: a user needs more than this many reviews strictly before the query review.
-        min_gap: every pair in a group differs by more than this in relative rating.
-        group_size: users per group (the ``full`` config); easy/medium/hard draw 2/3/4 of them.
-        test_groups: groups in the ``test`` split; the rest go to ``train``.
-        avg_scope: ``history`` (leak-free default) or ``all`` (paper mode) for avg/most-common rating.
-        seed: drives the test/train split, the level draws and the presentation order.
-        threads: DuckDB threads (None: DuckDB's default, all cores).
-        memory_limit: DuckDB memory limit; larger work spills to ``work_dir``.
-        on_bad_line: ``error`` stops at the first malformed line; ``skip`` counts and skips it.
-        overwrite: replace an existing ``out``.
-        work_dir: stage files for resuming (default: ``<out>.stages`` next to ``out``).
-        push_to_hub: ``ORG/NAME`` to upload the finished folder to (needs a token).
-        progress: show tqdm bars.
-    """
-
-    source: str
-    out: Path
-    domains: tuple[str, ...] = DOMAINS
-    window_days: float = 30.0
-    min_history: int = 20
-    min_gap: float = 0.6
-    group_size: int = 5
-    test_groups: int = 200
-    avg_scope: AvgScope = "history"
-    seed: int = 0
-    threads: int | None = None
-    memory_limit: str = "4GB"
-    on_bad_line: OnBadLine = "error"
-    overwrite: bool = False
-    work_dir: Path | None = None
-    push_to_hub: str | None = None
-    progress: bool = field(default=True, compare=False)
+    source: str = option(
+        f"folder of raw files (plain or .gz: <Category>.jsonl and meta_<Category>.jsonl) or {HF_RAW_SOURCE}"
+    )
+    out: Path = option("output folder (written to a sibling temp folder, then renamed into place)")
+    domains: tuple[str, ...] = option(
+        "comma-separated categories; each needs <Category>.jsonl[.gz] and its meta_ file", default=DOMAINS
+    )
+    window_days: float = option(
+        "co-purchase window: all users of a group reviewed the item within this many days (closed)",
+        default=30.0,
+    )
+    min_history: int = option(
+        "a user needs MORE than this many reviews strictly before the query review", default=20
+    )
+    min_gap: float = option("every pair in a group differs by MORE than this in relative rating", default=0.6)
+    group_size: int = option("users per group (the full config); easy/medium/hard draw 2/3/4", default=5)
+    test_groups: int = option("groups in the test split; the rest go to train", default=200)
+    avg_scope: AvgScope = option(
+        "average and most common rating over the reviews before the query (history, leak-free) or over "
+        "all the user's reviews (all, paper mode)",
+        default="history",
+    )
+    seed: int = option("drives the test/train split, the level draws and the presentation order", default=0)
+    threads: int | None = option("DuckDB threads; none uses all cores", default=None)
+    memory_limit: str = option(
+        "DuckDB memory limit, e.g. 4GB or 512MiB; larger work spills to disk", default="4GB"
+    )
+    on_bad_line: OnBadLine = option(
+        "at a malformed line: stop with its file and line number (error) or count, report and skip it (skip)",
+        default="error",
+    )
+    overwrite: bool = option("replace an existing --out folder instead of stopping", default=False)
+    work_dir: Path | None = option(
+        "folder of stage files for resuming an interrupted or repeated build; none means <out>.stages "
+        "next to --out",
+        default=None,
+    )
+    push_to_hub: str | None = option(
+        "upload the finished folder to this Hub dataset repo (needs a token); none uploads nothing",
+        default=None,
+        metavar="ORG/NAME",
+    )
+    progress: bool = option(
+        "hide the progress bars (in a --config file: progress: false)", default=True
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
         if self.work_dir is not None:
             object.__setattr__(self, "work_dir", Path(self.work_dir))
-        object.__setattr__(self, "domains", tuple(self.domains))
-        unknown = [d for d in self.domains if d not in DOMAINS]
-        if unknown:
-            raise BuildError(f"unknown domain(s) {unknown}; choose from {', '.join(DOMAINS)}")
-        if not self.domains or len(set(self.domains)) != len(self.domains):
-            raise BuildError(f"--domains must list each category once, got {list(self.domains)}")
+        object.__setattr__(self, "domains", parse_domains(self.domains))
         if not self.source:
-            raise BuildError("--source is empty; pass a folder of raw files or " + HF_RAW_SOURCE)
+            raise BuildConfigError("--source is empty; pass a folder of raw files or " + HF_RAW_SOURCE)
         if not self.window_days >= 0:
-            raise BuildError(f"--window-days must be >= 0, got {self.window_days}")
+            raise BuildConfigError(f"--window-days must be >= 0, got {self.window_days}")
         if self.min_history < 0:
-            raise BuildError(f"--min-history must be >= 0, got {self.min_history}")
+            raise BuildConfigError(f"--min-history must be >= 0, got {self.min_history}")
         if not self.min_gap >= 0:
-            raise BuildError(f"--min-gap must be >= 0, got {self.min_gap}")
+            raise BuildConfigError(f"--min-gap must be >= 0, got {self.min_gap}")
         if self.group_size < 2:
-            raise BuildError(f"--group-size must be at least 2, got {self.group_size}")
+            raise BuildConfigError(f"--group-size must be at least 2, got {self.group_size}")
         if self.test_groups < 1:
-            raise BuildError(f"--test-groups must be at least 1, got {self.test_groups}")
+            raise BuildConfigError(f"--test-groups must be at least 1, got {self.test_groups}")
         if self.avg_scope not in ("history", "all"):
-            raise BuildError(f"--avg-scope must be history or all, got {self.avg_scope!r}")
+            raise BuildConfigError(f"--avg-scope must be history or all, got {self.avg_scope!r}")
         if self.on_bad_line not in ("error", "skip"):
-            raise BuildError(f"--on-bad-line must be error or skip, got {self.on_bad_line!r}")
+            raise BuildConfigError(f"--on-bad-line must be error or skip, got {self.on_bad_line!r}")
         if self.threads is not None and self.threads < 1:
-            raise BuildError(f"--threads must be >= 1, got {self.threads}")
+            raise BuildConfigError(f"--threads must be >= 1, got {self.threads}")
         parse_memory(self.memory_limit)
         if self.push_to_hub is not None and self.push_to_hub.count("/") != 1:
-            raise BuildError(f"--push-to-hub wants ORG/NAME, got {self.push_to_hub!r}")
+            raise BuildConfigError(f"--push-to-hub wants ORG/NAME, got {self.push_to_hub!r}")
 
     @property
     def window_ms(self) -> int:
@@ -159,6 +262,5 @@ class BuildConfig:
         for name in ("progress", "out", "work_dir", "overwrite", "push_to_hub"):
             data.pop(name)
         data["domains"] = list(self.domains)
-        if not self.source.startswith("hf://"):
-            data["source"] = Path(self.source).name  # a local path says nothing to others and may be private
+        data["source"] = portable_name(self.source)
         return data

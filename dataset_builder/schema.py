@@ -1,11 +1,16 @@
-"""The published row schema: one row per group, users in presentation order."""
+"""The published row schema: one row per group, users in presentation order.
+
+``CONFIGS`` names the dataset's configs and the users per group of each: the levels easy/medium/hard and
+``full`` (every user of the group), the sizes of :data:`perrec_eval.types.LEVEL_SIZES`.
+"""
 
 from __future__ import annotations
 
 import datasets
 
-DOMAINS: tuple[str, ...] = ("Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics")
-CONFIGS: dict[str, int] = {"easy": 2, "medium": 3, "hard": 4, "full": 5}
+from perrec_eval.types import LEVEL_SIZES
+
+CONFIGS: dict[str, int] = LEVEL_SIZES
 
 HISTORY_ITEM = {
     "parent_asin": datasets.Value("string"),

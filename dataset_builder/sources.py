@@ -20,12 +20,11 @@ from typing import Any, Literal
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from dataset_builder.config import BuildError
+from dataset_builder.config import BuildError, portable_name
 
 logger = logging.getLogger(__name__)
 
 FileKind = Literal["reviews", "meta"]
-_HASH_CHUNK = 1 << 22
 MAX_LISTED_BAD_LINES = 20
 
 
@@ -136,11 +135,8 @@ class Source:
                 return "sha256:" + lfs["sha256"]
             if info.get("blob_id"):
                 return "git-blob:" + info["blob_id"]
-        digest = hashlib.sha256()
         with self.fs.open(self._path(file), "rb") as handle:
-            while chunk := handle.read(_HASH_CHUNK):
-                digest.update(chunk)
-        return "sha256:" + digest.hexdigest()
+            return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
 
     def _path(self, file: InputFile) -> str:
         return file.uri[len("hf://") :] if self.remote else file.uri
@@ -220,7 +216,7 @@ class BadLines:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "file": self.uri if self.uri.startswith("hf://") else Path(self.uri).name,
+            "file": portable_name(self.uri),
             "count": self.count,
             "reasons": dict(sorted(self.reasons.items())),
             "first_lines": self.examples,

@@ -9,10 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dataset_builder.config import MS_PER_DAY, duckdb_settings
+
 # Figure 5 bins. Relative ratings: half-point bins; history lengths: a long tail, so widening bins.
 REL_EDGES: tuple[float, ...] = tuple(x / 2 for x in range(-8, 9))
 HISTORY_EDGES: tuple[int, ...] = (0, 21, 31, 51, 101, 201, 501, 1001)
-_MS_PER_DAY = 86_400_000
 
 
 def _date(ms: int) -> str:
@@ -84,6 +85,13 @@ def distributions(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
             rel[bin_label(user["relative_rating"], REL_EDGES)] += 1
             length[bin_label(len(user["history"]), HISTORY_EDGES)] += 1
             year[_date(user["timestamp"])[:4]] += 1
+    return _figure5(rating, rel, length, year)
+
+
+def _figure5(
+    rating: Counter[str], rel: Counter[str], length: Counter[str], year: Counter[str]
+) -> dict[str, dict[str, int]]:
+    """The distributions in the order of ``stats.json``: values sorted, bins in bin order."""
     return {
         "rating": dict(sorted(rating.items())),
         "relative_rating": _ordered(rel, REL_EDGES),
@@ -125,13 +133,8 @@ def compute(
     """
     import duckdb
 
-    config: dict[str, Any] = {"memory_limit": memory_limit, "preserve_insertion_order": False}
-    if spill is not None:
-        config["temp_directory"] = str(spill)
-    if threads is not None:
-        config["threads"] = threads
     out: dict[str, Any] = {"splits": {}, "selection": funnel}
-    con = duckdb.connect(":memory:", config=config)
+    con = duckdb.connect(":memory:", config=duckdb_settings(memory_limit, threads, spill))
     try:
         for split, path in files.items():
             out["splits"][split] = _split_stats(con, path, domains)
@@ -196,17 +199,12 @@ def _split_stats(con: Any, path: Path, domains: Sequence[str]) -> dict[str, Any]
         rel[bin_label(value, REL_EDGES)] += n
     for value, n in _batches(con, "SELECT n_history, count(*) FROM users GROUP BY ALL"):
         length[bin_label(value, HISTORY_EDGES)] += n
-    for day, n in _batches(con, f"SELECT ts // {_MS_PER_DAY}, count(*) FROM users GROUP BY ALL"):
-        year[_date(day * _MS_PER_DAY)[:4]] += n
+    for day, n in _batches(con, f"SELECT ts // {MS_PER_DAY}, count(*) FROM users GROUP BY ALL"):
+        year[_date(day * MS_PER_DAY)[:4]] += n
     result = {
         "all": figures("", None),
         "domains": per_domain,
-        "distributions": {
-            "rating": dict(sorted(rating.items())),
-            "relative_rating": _ordered(rel, REL_EDGES),
-            "history_length": _ordered(length, HISTORY_EDGES),
-            "query_year": dict(sorted(year.items())),
-        },
+        "distributions": _figure5(rating, rel, length, year),
     }
     con.sql("DROP TABLE users")
     return result

@@ -95,6 +95,13 @@ def five_users(
         scenario.add_user(f"U{k}", [3.0] * n_history, rating, query_ts=T0 + k * spacing_ms)
 
 
+def five_user_source(folder: Path) -> Path:
+    """Raw files of one domain (Books) holding exactly one valid group, that of :func:`five_users`."""
+    scenario = Scenario()
+    five_users(scenario)
+    return scenario.write(folder)
+
+
 def config(source: Path, out: Path, **overrides: Any) -> BuildConfig:
     """A quiet single-domain config for small inputs."""
     values: dict[str, Any] = {

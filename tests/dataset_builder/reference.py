@@ -5,7 +5,7 @@ plain dicts, keeps every intermediate in Python lists, and computes relative rat
 arithmetic (:class:`fractions.Fraction`), so "a gap of exactly λ" is decided exactly rather than by floating
 point luck.
 
-Conventions (the builder must match them; each is tested in ``tests/test_reference.py``):
+Conventions (the builder must match them; each is tested in ``tests/dataset_builder/test_reference.py``):
 
 * **Deduplication** — per ``(user_id, parent_asin)`` the earliest review is kept. Reviews of one pair at the
   same millisecond are ordered by ``(rating, asin)`` and the smallest is kept, so the result never depends on

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.dataset_builder.build_fixture import Scenario, config, five_users
 
 from dataset_builder.build import build
 from dataset_builder.config import BuildConfig, BuildError
 from dataset_builder.synth import write_synthetic
+from tests.dataset_builder.build_fixture import Scenario, config, five_users
 
 GOOD = {"rating": 4.0, "parent_asin": "X1", "user_id": "someone", "timestamp": 1_600_000_000_000}
 

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.dataset_builder.build_fixture import Scenario, config, five_users
 from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from dataset_builder import sources
 from dataset_builder.build import build
 from dataset_builder.config import HF_RAW_SOURCE
+from tests.dataset_builder.build_fixture import config, five_user_source
 
 
 class LocalHubFileSystem(DirFileSystem):
@@ -36,9 +36,7 @@ def hub_layout(flat: Path, hub_root: Path) -> None:
 
 @pytest.fixture
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    scenario = Scenario()
-    five_users(scenario)
-    flat = scenario.write(tmp_path / "flat")
+    flat = five_user_source(tmp_path / "flat")
     hub_layout(flat, tmp_path / "hub")
     monkeypatch.setattr(sources, "hf_filesystem", lambda: LocalHubFileSystem(tmp_path / "hub"))
     return flat

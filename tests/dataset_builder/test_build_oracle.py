@@ -1,4 +1,4 @@
-"""The builder against the pure-Python oracle (`dataset_builder.reference`) on small synthetic data."""
+"""The builder against the pure-Python oracle (`tests.dataset_builder.reference`) on small synthetic data."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.dataset_builder import reference
 from dataset_builder.build import build
 from dataset_builder.config import BuildConfig
 from dataset_builder.synth import write_synthetic
+from tests.dataset_builder import reference
 
 PARAMS = [
     {},

@@ -10,10 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from tests.dataset_builder.build_fixture import Scenario, config, five_users
 
+from dataset_builder import assembly, selection
 from dataset_builder import build as build_mod
-from dataset_builder import stage
 from dataset_builder import stats as stats_mod
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
@@ -21,6 +20,7 @@ from dataset_builder.groups import most_common_rating
 from dataset_builder.schema import FEATURES
 from dataset_builder.synth import write_synthetic
 from perrec_eval.cli import main as cli_main
+from tests.dataset_builder.build_fixture import config, five_user_source
 
 
 @pytest.fixture(scope="module")
@@ -128,9 +128,7 @@ def test_build_output_second_run_resumes_from_stage_files(raw: Path, tmp_path: P
 
 
 def test_build_output_refuses_existing_folder_without_overwrite(tmp_path: Path) -> None:
-    scenario = Scenario()
-    five_users(scenario)
-    source = scenario.write(tmp_path / "raw")
+    source = five_user_source(tmp_path / "raw")
     out = build(config(source, tmp_path / "bench"))
     with pytest.raises(BuildError, match="--overwrite"):
         build(config(source, out))
@@ -139,9 +137,7 @@ def test_build_output_refuses_existing_folder_without_overwrite(tmp_path: Path) 
 
 
 def test_build_output_failure_leaves_nothing_half_written(tmp_path: Path, monkeypatch) -> None:
-    scenario = Scenario()
-    five_users(scenario)
-    source = scenario.write(tmp_path / "raw")
+    source = five_user_source(tmp_path / "raw")
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
@@ -154,14 +150,12 @@ def test_build_output_failure_leaves_nothing_half_written(tmp_path: Path, monkey
 
 
 def test_build_output_stage_failure_keeps_no_stage(tmp_path: Path, monkeypatch) -> None:
-    scenario = Scenario()
-    five_users(scenario)
-    source = scenario.write(tmp_path / "raw")
+    source = five_user_source(tmp_path / "raw")
 
     def broken(*args, **kwargs):
         raise RuntimeError("killed")
 
-    monkeypatch.setattr(stage, "_search", broken)
+    monkeypatch.setattr(selection, "_search", broken)
     with pytest.raises(RuntimeError, match="killed"):
         build(config(source, tmp_path / "bench"))
     assert not (tmp_path / "bench").exists()
@@ -169,9 +163,7 @@ def test_build_output_stage_failure_keeps_no_stage(tmp_path: Path, monkeypatch) 
 
 
 def test_build_output_too_few_groups_leaves_train_out(tmp_path: Path) -> None:
-    scenario = Scenario()
-    five_users(scenario)
-    source = scenario.write(tmp_path / "raw")
+    source = five_user_source(tmp_path / "raw")
     out = build(config(source, tmp_path / "bench", test_groups=200))
     configs = card_header(out)["configs"]
     assert all([f["split"] for f in c["data_files"]] == ["test"] for c in configs)
@@ -180,9 +172,7 @@ def test_build_output_too_few_groups_leaves_train_out(tmp_path: Path) -> None:
 
 
 def test_build_output_cli_prints_statistics(tmp_path: Path, capsys) -> None:
-    scenario = Scenario()
-    five_users(scenario)
-    source = scenario.write(tmp_path / "raw")
+    source = five_user_source(tmp_path / "raw")
     code = cli_main(
         [
             "build",
@@ -257,7 +247,7 @@ def test_build_output_stats_equal_the_python_reference(built: Path) -> None:
         assert stats["splits"][split]["distributions"] == stats_mod.distributions(rows)
 
 
-def test_build_output_row_groups_do_not_depend_on_batching(tmp_path: Path) -> None:
+def _ten_rows() -> pa.Table:
     rows = [
         {
             "group_id": f"g{i}",
@@ -269,10 +259,14 @@ def test_build_output_row_groups_do_not_depend_on_batching(tmp_path: Path) -> No
         }
         for i in range(10)
     ]
-    table = pa.Table.from_pylist(rows, schema=FEATURES.arrow_schema)
+    return pa.Table.from_pylist(rows, schema=FEATURES.arrow_schema)
+
+
+def test_build_output_row_groups_do_not_depend_on_batching(tmp_path: Path) -> None:
+    table = _ten_rows()
     contents = []
     for name, chunks in (("one", [10]), ("many", [1, 2, 3, 4]), ("other", [7, 0, 3])):
-        writer = stage.RowGroupWriter(tmp_path / f"{name}.parquet", rows_per_group=4)
+        writer = assembly.RowGroupWriter(tmp_path / f"{name}.parquet", rows_per_group=4)
         start = 0
         for size in chunks:
             writer.write(table.slice(start, size))
@@ -282,16 +276,25 @@ def test_build_output_row_groups_do_not_depend_on_batching(tmp_path: Path) -> No
         assert pq.ParquetFile(writer.path).metadata.num_row_groups == 3
         contents.append(writer.path.read_bytes())
     assert contents[0] == contents[1] == contents[2]
-    empty = stage.RowGroupWriter(tmp_path / "empty.parquet")
+    empty = assembly.RowGroupWriter(tmp_path / "empty.parquet")
     empty.close()
     assert not empty.path.exists()
+
+
+def test_build_output_row_group_writer_error_leaves_no_file(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="killed"):
+        with assembly.RowGroupWriter(tmp_path / "part.parquet", rows_per_group=4) as writer:
+            writer.write(_ten_rows())  # two row groups are already in the temp file
+            raise RuntimeError("killed")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_build_output_small_batches_give_the_same_content(
     raw: Path, built: Path, tmp_path: Path, monkeypatch
 ) -> None:
     # Tiny Arrow batches: groups are cut across batches and streams are consumed a few rows at a time.
-    monkeypatch.setattr(stage, "_BATCH_ROWS", 7)
+    monkeypatch.setattr(selection, "_BATCH_ROWS", 7)
+    monkeypatch.setattr(assembly, "_BATCH_ROWS", 7)
     monkeypatch.setattr(build_mod, "_WRITE_BATCH", 3)
     other = build(config(raw, tmp_path / "perrecbench", min_history=10, test_groups=5))
     assert _full_rows(other) == _full_rows(built)

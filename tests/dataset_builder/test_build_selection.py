@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from tests.dataset_builder.build_fixture import DAY, QUERY, T0, Scenario, config, five_users
 
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
+from tests.dataset_builder.build_fixture import DAY, QUERY, T0, Scenario, config, five_users
 
 
 def full_groups(out: Path) -> list[dict]:

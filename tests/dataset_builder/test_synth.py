@@ -13,9 +13,9 @@ import pytest
 from scipy.stats import kendalltau
 
 from dataset_builder import synth
-from tests.dataset_builder import reference
-from dataset_builder.schema import DOMAINS
+from dataset_builder.config import DOMAINS
 from perrec_eval.cli import main as cli_main
+from tests.dataset_builder import reference
 
 REVIEW_KEYS = [
     "rating",

@@ -1,0 +1,231 @@
+"""Arrow assembly of the chosen groups into nested parquet rows, written in content-fixed row groups.
+
+:func:`write_groups` reads what :mod:`dataset_builder.selection` left in the DuckDB connection (the tables
+``chosen``, ``act`` and ``meta``) as three sorted Arrow streams and assembles each group's nested row (query,
+users, histories) with Arrow offsets; :class:`RowGroupWriter` writes rows with the published schema through
+:func:`perrec_eval.fileio.atomic_open`, so a file is whole or absent. No history row becomes a Python object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from types import TracebackType
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dataset_builder.config import AvgScope
+from dataset_builder.schema import FEATURES
+from perrec_eval.fileio import atomic_open
+
+_BATCH_ROWS = 200_000
+
+
+def write_groups(con: duckdb.DuckDBPyConnection, domain: str, avg_scope: AvgScope, path: Path) -> int:
+    """Stream the domain's ``full`` rows, ordered by ``group_id``, into a parquet file.
+
+    Three sorted DuckDB streams are read in lockstep (each on its own cursor): the groups (query metadata,
+    window start), their users (search order, i.e. by relative rating) and the users' histories flattened
+    (every review strictly before the query review, oldest first, ties by ``parent_asin``). The nested
+    rows are assembled from them with Arrow offsets, a few thousand groups at a time, so no history row
+    becomes a Python object and memory stays at a few batches beyond DuckDB's limit.
+
+    ``most_common_rating`` is the mode of the history (of all the user's reviews with ``--avg-scope all``),
+    equal counts going to the value that occurs first in that chronological list — the rule of
+    :func:`groups.most_common_rating`.
+
+    Args:
+        con: the connection holding the selection's tables ``chosen`` (the chosen users, by item and search
+            position), ``act`` (the reviews of active users) and ``meta`` (item metadata).
+        domain: the category, the prefix of every ``group_id``.
+        avg_scope: ``history`` or ``all``: the reviews the most common rating is taken over.
+        path: the parquet file to write (not created when there is no group).
+
+    Returns:
+        The number of groups written.
+    """
+    scope = "AND a.ts < c.ts" if avg_scope == "history" else ""
+    con.sql(f"""
+        CREATE OR REPLACE TABLE modes AS
+        SELECT parent_asin, pos, rating AS mode FROM (
+            SELECT *, row_number() OVER (PARTITION BY parent_asin, pos ORDER BY n DESC, first) AS r
+            FROM (SELECT c.parent_asin, c.pos, a.rating, count(*) AS n,
+                         min({{'ts': a.ts, 'item': a.parent_asin}}) AS first
+                  FROM chosen c JOIN act a ON a.user_id = c.user_id {scope}
+                  GROUP BY ALL))
+        WHERE r = 1""")
+    escaped = domain.replace("'", "''")
+    groups = _Stream(
+        con.cursor(),
+        f"""SELECT '{escaped}:' || g.parent_asin AS group_id, '{escaped}' AS domain, 'full' AS level,
+                   {{'parent_asin': m.parent_asin, 'title': m.title, 'author': m.author,
+                     'main_category': m.main_category, 'average_rating': m.average_rating,
+                     'rating_number': m.rating_number}} AS query,
+                   g.window_start, g.parent_asin AS _key
+            FROM (SELECT parent_asin, min(ts) AS window_start FROM chosen GROUP BY parent_asin) g
+            JOIN meta m USING (parent_asin)
+            ORDER BY g.parent_asin""",
+    )
+    users = _Stream(
+        con.cursor(),
+        """SELECT c.user_id, c.rating, c.ts AS timestamp, c.avg AS avg_rating,
+                  coalesce(o.mode, 'NaN'::DOUBLE) AS most_common_rating, c.rel AS relative_rating,
+                  c.parent_asin AS _key, c.pos AS _pos
+           FROM chosen c LEFT JOIN modes o USING (parent_asin, pos)
+           ORDER BY c.parent_asin, c.pos""",
+    )
+    history = (
+        con.cursor()
+        .sql("""
+        SELECT c.parent_asin AS _key, c.pos AS _pos, a.parent_asin, m.title, m.author, a.rating,
+               a.ts AS timestamp
+        FROM chosen c JOIN act a ON a.user_id = c.user_id AND a.ts < c.ts
+        LEFT JOIN meta m ON m.parent_asin = a.parent_asin
+        ORDER BY c.parent_asin, c.pos, a.ts, a.parent_asin""")
+        .to_arrow_reader(_BATCH_ROWS)
+    )
+    pending: pa.Table | None = None
+    with RowGroupWriter(path) as writer:
+        for batch in history:
+            table = pa.Table.from_batches([batch])
+            pending = table if pending is None else pa.concat_tables([pending, table])
+            keys = pending.column("_key")
+            # Rows of the last item may continue in the next batch; everything before it is complete.
+            cut = pc.index(keys, keys[-1]).as_py()
+            if cut:
+                writer.write(_assemble(pending.slice(0, cut), users, groups))
+                pending = pending.slice(cut)
+        if pending is not None and pending.num_rows:
+            writer.write(_assemble(pending, users, groups))
+        if users.take(1).num_rows or groups.take(1).num_rows:
+            raise RuntimeError("internal error: a chosen user without history rows")
+    return writer.rows
+
+
+class _Stream:
+    """Rows of a DuckDB query, handed out ``n`` at a time (in the query's order)."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, sql: str) -> None:
+        self._reader = cursor.sql(sql).to_arrow_reader(_BATCH_ROWS)
+        self._buffer: list[pa.Table] = []
+        self._rows = 0
+
+    def take(self, n: int) -> pa.Table:
+        """The next ``n`` rows (fewer at the end)."""
+        while self._rows < n:
+            try:
+                batch = self._reader.read_next_batch()
+            except StopIteration:
+                break
+            self._buffer.append(pa.Table.from_batches([batch]))
+            self._rows += batch.num_rows
+        if not self._buffer:
+            return pa.table({})  # (slicing a column-less table would invent rows)
+        table = pa.concat_tables(self._buffer)
+        head, rest = table.slice(0, n), table.slice(n)
+        self._buffer = [rest] if rest.num_rows else []
+        self._rows = rest.num_rows
+        return head
+
+
+def _starts(*columns: pa.ChunkedArray) -> np.ndarray:
+    """Indices where the tuple of the (sorted) key columns changes, starting with 0."""
+    length = len(columns[0])
+    change = np.zeros(length, dtype=bool)
+    change[0] = True
+    for column in columns:
+        array = column.combine_chunks()
+        change[1:] |= pc.not_equal(array.slice(1), array.slice(0, length - 1)).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(change)
+
+
+def _assemble(flat: pa.Table, users: _Stream, groups: _Stream) -> pa.Table:
+    """Complete groups' nested rows from their flat history rows and the matching user and group rows."""
+    user_starts = _starts(flat.column("_key"), flat.column("_pos"))
+    members = users.take(len(user_starts))
+    first = flat.take(pa.array(user_starts))
+    if not (
+        members.column("_key").equals(first.column("_key"))
+        and members.column("_pos").equals(first.column("_pos"))
+    ):
+        raise RuntimeError("internal error: users and histories are out of step")
+    fields = ("parent_asin", "title", "author", "rating", "timestamp")
+    entries = pa.StructArray.from_arrays(
+        [flat.column(f).combine_chunks() for f in fields], names=list(fields)
+    )
+    offsets = pa.array(np.append(user_starts, flat.num_rows), pa.int32())
+    user_fields = ("user_id", "rating", "timestamp", "avg_rating", "most_common_rating", "relative_rating")
+    user_structs = pa.StructArray.from_arrays(
+        [members.column(f).combine_chunks() for f in user_fields]
+        + [pa.ListArray.from_arrays(offsets, entries)],
+        names=[*user_fields, "history"],
+    )
+    group_starts = _starts(members.column("_key"))
+    rows = groups.take(len(group_starts))
+    if not rows.column("_key").equals(members.column("_key").take(pa.array(group_starts))):
+        raise RuntimeError("internal error: groups and users are out of step")
+    group_offsets = pa.array(np.append(group_starts, members.num_rows), pa.int32())
+    return rows.drop_columns(["_key"]).append_column(
+        "users", pa.ListArray.from_arrays(group_offsets, user_structs)
+    )
+
+
+class RowGroupWriter:
+    """A parquet writer with the published schema whose row groups hold exactly ``rows_per_group`` rows.
+
+    Row-group boundaries thus depend only on the content (not on how batches arrived), so the same rows
+    give the same bytes. At most one row group of rows is buffered. The rows go to a temp file (opened on
+    the first non-empty write) that :meth:`close` moves to ``path``; used as a context manager, an error
+    inside the block drops the temp file instead, so ``path`` is whole or absent.
+    """
+
+    def __init__(self, path: Path, rows_per_group: int = 256) -> None:
+        self.path = path
+        self.rows_per_group = rows_per_group
+        self.rows = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._file = contextlib.ExitStack()
+
+    def __enter__(self) -> RowGroupWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._file.__exit__(exc_type, exc, tb)  # atomic_open drops the temp file
+
+    def write(self, table: pa.Table) -> None:
+        """Add rows (any schema castable to :data:`FEATURES`)."""
+        if table.num_rows == 0:
+            return
+        self._pending.append(table.cast(FEATURES.arrow_schema))
+        self._pending_rows += table.num_rows
+        self.rows += table.num_rows
+        while self._pending_rows >= self.rows_per_group:
+            self._flush(self.rows_per_group)
+
+    def _flush(self, n: int) -> None:
+        buffered = pa.concat_tables(self._pending)
+        if self._writer is None:
+            handle = self._file.enter_context(atomic_open(self.path, "wb"))
+            self._writer = pq.ParquetWriter(handle, FEATURES.arrow_schema, compression="zstd")
+            self._file.callback(self._writer.close)  # the footer is written before the file moves in
+        self._writer.write_table(buffered.slice(0, n), row_group_size=n)
+        rest = buffered.slice(n)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+
+    def close(self) -> None:
+        """Write the last, shorter row group and move the file into place (nothing is created for no rows)."""
+        if self._pending_rows:
+            self._flush(self._pending_rows)
+        self._file.close()

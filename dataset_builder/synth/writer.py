@@ -1,0 +1,423 @@
+"""Raw files from the generative model: review and metadata JSON lines, dirty faults, and the truth file.
+
+Lines are rendered from pre-built JSON pieces (a review line is five looked-up strings joined), so writing is
+fast and the text is exactly what ``json.dumps`` would write. Every file is written through
+:func:`perrec_eval.fileio.atomic_open` (whole or absent); ``.gz`` files carry no name or time in their header,
+so the same seed gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import logging
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from dataset_builder.config import MS_PER_DAY, BuildConfigError, SynthConfig, parse_domains
+from dataset_builder.synth import model
+from dataset_builder.synth.vocab import (
+    FIRST_NAMES,
+    LAST_NAMES,
+    REVIEW_TEMPLATES,
+    VOCABS,
+    date_text,
+    item_titles,
+)
+from perrec_eval.fileio import atomic_open, write_text
+
+logger = logging.getLogger(__name__)
+
+TRUTH_FILE = "synth_truth.json"
+_CHUNK = 100_000
+
+
+_q = json.encoder.encode_basestring_ascii  # a JSON string literal, exactly as json.dumps writes it
+
+
+def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[str], rng: np.random.Generator,
+                skip: set[str]) -> Iterator[str]:  # fmt: skip
+    """One metadata JSON line per reviewed item not in ``skip``, in item order.
+
+    Keys in the order of the real files; the text is what ``json.dumps`` would write (tested), rendered
+    with f-strings because this loop runs once per item.
+    """
+    vocab = VOCABS[name]
+    topic_words = list(vocab.topics.items())
+    n_items = data.item_topic.size
+    counts = np.bincount(data.item, minlength=n_items)
+    average = np.round(
+        np.bincount(data.item, weights=data.rating, minlength=n_items) / np.maximum(counts, 1), 1
+    )
+    price = np.round(np.exp(rng.normal(3.0, 0.8, n_items)), 2)
+    has_price = rng.random(n_items) < 0.7
+    store = rng.integers(0, len(vocab.stores), n_items)
+    pages = rng.integers(90, 900, n_items)
+    author_kind = rng.random(n_items)
+    first, last = rng.integers(0, len(FIRST_NAMES), n_items), rng.integers(0, len(LAST_NAMES), n_items)
+    no_main = rng.random(n_items) < 0.02
+    main = _q(vocab.main_category)
+    keep = np.flatnonzero(counts)  # items nobody reviewed are left out
+    rows = zip(
+        keep.tolist(),
+        asins[keep, 0].tolist(),
+        data.item_topic[keep].tolist(),
+        data.item_launch[keep].tolist(),
+        counts[keep].tolist(),
+        average[keep].tolist(),
+        np.where(has_price, price, np.nan)[keep].tolist(),
+        store[keep].tolist(),
+        pages[keep].tolist(),
+        author_kind[keep].tolist(),
+        first[keep].tolist(),
+        last[keep].tolist(),
+        no_main[keep].tolist(),
+        strict=True,
+    )
+    for i, parent, topic_index, launch, count, avg, cost, shop, n_pages, kind, fst, lst, no_mc in rows:
+        if parent in skip:
+            continue
+        topic, words = topic_words[topic_index]
+        launched = date_text(launch)
+        title = _q(titles[i])
+        shop_name = vocab.stores[shop]
+        details = {
+            "Publisher": shop_name,
+            "Language": "English",
+            "Paperback": f"{n_pages} pages",
+            "ISBN-13": f"978-{parent}",
+            "Date First Available": launched,
+            "Manufacturer": shop_name,
+            "Department": "Unisex-adult" if i % 3 else "Womens",
+            "Material": words[0].title(),
+            "Color": ("Black", "White", "Gray", "Blue")[i % 4],
+            "Item Weight": f"{n_pages / 100:.1f} ounces",
+            "Product Dimensions": f"{n_pages // 40} x {n_pages // 60} x 2 inches",
+            "Package Dimensions": f"{n_pages // 50} x 8 x 2 inches",
+            "Batteries": "1 Lithium Ion batteries required." if i % 2 else "No batteries",
+        }
+        detail_text = ", ".join(f"{_q(key)}: {_q(details[key])}" for key in vocab.detail_keys)
+        description = f"[{_q(f'A {topic.lower()} favourite: {titles[i]}.')}]" if i % 4 else "[]"
+        categories = ", ".join(_q(c) for c in (*vocab.category_path, topic))
+        books = ""
+        if name == "Books":
+            books = f', "subtitle": {_q(f"Paperback – {launched}")}'
+            author = f"{FIRST_NAMES[fst]} {LAST_NAMES[lst]}"
+            if kind < 0.7:
+                about = _q(f"{author} writes about {words[2]} and {words[3]}.")
+                avatar = f"https://m.media-amazon.com/images/S/author-{fst}{lst}.jpg"
+                books += f', "author": {{"name": {_q(author)}, "avatar": "{avatar}", "about": [{about}]}}'
+            elif kind < 0.9:
+                books += f', "author": {{"name": {_q(author)}}}'  # partial; the other 10 % have no author
+        image = f"https://m.media-amazon.com/images/I/{parent}"
+        yield (
+            f'{{"main_category": {"null" if no_mc else main}, "title": {title}, "average_rating": {avg!r}, '
+            f'"rating_number": {count}, "features": [{_q(f"Great for {words[0]} and {words[1]} fans")}, '
+            f'{_q(f"{topic} collection")}], "description": {description}, '
+            f'"price": {"null" if cost != cost else repr(cost)}, '
+            f'"images": [{{"thumb": "{image}._SS40_.jpg", "large": "{image}.jpg", "variant": "MAIN", '
+            f'"hi_res": null}}], "videos": [], "store": {_q(shop_name)}, "categories": [{categories}], '
+            f'"details": {{{detail_text}}}, "parent_asin": "{parent}", "bought_together": null{books}}}\n'
+        )
+
+
+# ------------------------------------------------------------------------------------------------ writing
+
+
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    """Pre-rendered JSON pieces (object arrays); a review line is ``head + item + user + timestamp + tail``.
+
+    * ``heads[((rating - 1) * topics + topic) * 3 + template]``:
+      ``{"rating": ..., "title": ..., "text": ..., "images": [], "asin": "``
+    * ``items[item * variants + child]``: ``ASIN", "parent_asin": "P", "user_id": "``
+    * ``users[user]``: ``UID", "timestamp": ``
+    * ``tails[helpful * 2 + verified]``: ``, "helpful_vote": ..., "verified_purchase": ...}`` and a newline
+    """
+
+    heads: np.ndarray
+    items: np.ndarray
+    users: np.ndarray
+    tails: np.ndarray
+    variants: int
+
+    @classmethod
+    def make(cls, name: str, user_ids: np.ndarray, asins: np.ndarray, max_helpful: int) -> _Lines:
+        heads = []
+        for rating in range(1, 6):
+            for words in VOCABS[name].topics.values():
+                for variant, (title, text) in enumerate(REVIEW_TEMPLATES[rating]):
+                    body = text.format(word=words[(variant * 3 + rating) % len(words)])
+                    heads.append(
+                        f'{{"rating": {float(rating)}, "title": {_q(title)}, "text": {_q(body)}, '
+                        '"images": [], "asin": "'
+                    )
+        parents = np.repeat(asins[:, 0], asins.shape[1])
+        items = [
+            f'{a}", "parent_asin": "{p}", "user_id": "'
+            for a, p in zip(asins.ravel().tolist(), parents.tolist(), strict=True)
+        ]
+        tails = [
+            f', "helpful_vote": {h}, "verified_purchase": {v}}}\n'
+            for h in range(max_helpful + 1)
+            for v in ("false", "true")
+        ]
+        return cls(
+            heads=np.array(heads, dtype=object),
+            items=np.array(items, dtype=object),
+            users=np.array([f'{u}", "timestamp": ' for u in user_ids.tolist()], dtype=object),
+            tails=np.array(tails, dtype=object),
+            variants=asins.shape[1],
+        )
+
+    def render(self, data: model.Domain, start: int, stop: int) -> list[str]:
+        """The clean JSON lines of reviews ``[start, stop)``."""
+        sl = slice(start, stop)
+        item = data.item[sl]
+        topic = data.item_topic[item]
+        head = ((data.rating[sl] - 1) * data.affinity.shape[1] + topic) * 3 + data.template[sl]
+        parts = zip(
+            self.heads[head].tolist(),
+            self.items[item * self.variants + data.child[sl]].tolist(),
+            self.users[data.user[sl]].tolist(),
+            map(str, data.timestamp[sl].tolist()),
+            self.tails[data.helpful[sl] * 2 + data.verified[sl]].tolist(),
+            strict=True,
+        )
+        return list(map("".join, parts))
+
+
+@dataclass(frozen=True, slots=True)
+class _Fault:
+    kind: str
+    before: int  # the clean line index this extra line is inserted before
+    line: str
+    detail: dict
+
+
+def _write_lines(path: Path, compress: bool, chunks: Iterable[str]) -> None:
+    """Write text chunks to ``path`` atomically, gzip-compressed when ``compress``."""
+    with atomic_open(path, "wb") as raw:
+        # mtime=0 and no file name in the header: the same data gives the same bytes
+        with (
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6)
+            if compress
+            else contextlib.nullcontext(raw)
+        ) as sink:
+            for chunk in chunks:
+                sink.write(chunk.encode())
+
+
+def _plan_faults(data: model.Domain, lines: _Lines) -> list[_Fault]:
+    """The dirty faults of one domain (see :mod:`dataset_builder.synth`), as extra lines."""
+    n = data.user.size
+
+    def line_at(i: int) -> str:
+        return lines.render(data, i, i + 1)[0]
+
+    heavy = int(np.argmax(np.bincount(data.user)))
+    own = np.flatnonzero(data.user == heavy)
+    original = json.loads(line_at(int(own[np.argmax(np.bincount(data.item)[data.item[own]])])))
+    duplicate = {
+        **original,
+        "rating": 1.0 if original["rating"] >= 3 else 5.0,
+        "timestamp": original["timestamp"] + 7 * MS_PER_DAY,
+    }
+    kept = {k: original[k] for k in ("user_id", "parent_asin", "rating", "timestamp")}
+    non_numeric = {**json.loads(line_at(n // 3)), "rating": "five"}
+    missing = json.loads(line_at(n // 2))
+    del missing["user_id"]
+    whole = line_at(2 * n // 3)
+    return [
+        _Fault("duplicate_review", 0, json.dumps(duplicate) + "\n", {"kept": kept}),
+        _Fault("non_numeric_rating", n // 3, json.dumps(non_numeric) + "\n", {"value": "five"}),
+        _Fault("missing_field", n // 2, json.dumps(missing) + "\n", {"field": "user_id"}),
+        _Fault(
+            "truncated_line", 2 * n // 3, whole[: len(whole) // 2] + "\n", {"kept_chars": len(whole) // 2}
+        ),
+    ]
+
+
+def _review_chunks(data: model.Domain, lines: _Lines, faults: list[_Fault]) -> Iterator[str]:
+    inserts: dict[int, str] = {}
+    for fault in faults:
+        inserts[fault.before] = inserts.get(fault.before, "") + fault.line
+    with tqdm(total=data.user.size, unit="review", desc=f"synth {data.name}", leave=False) as bar:
+        for start in range(0, data.user.size, _CHUNK):
+            stop = min(start + _CHUNK, data.user.size)
+            chunk = lines.render(data, start, stop)
+            for before, extra in inserts.items():
+                if start <= before < stop:
+                    chunk[before - start] = extra + chunk[before - start]
+            yield "".join(chunk)
+            bar.update(stop - start)
+
+
+def _batched(lines: Iterator[str], size: int = 20_000) -> Iterator[str]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == size:
+            yield "".join(batch)
+            batch.clear()
+    yield "".join(batch)
+
+
+class _RawJSON(str):
+    """Already serialized JSON (the planted parameters, dumped per domain to keep memory flat)."""
+
+
+def _write_truth(path: Path, truth: dict) -> None:
+    """JSON with one line per top-level key, per domain and per fault (readable, yet fast to write)."""
+
+    def dump(value) -> str:
+        return value if isinstance(value, _RawJSON) else json.dumps(value, separators=(", ", ": "))
+
+    parts = []
+    for key, value in truth.items():
+        if isinstance(value, dict) and value:
+            body = ",\n".join(f"  {dump(k)}: {dump(v)}" for k, v in value.items())
+            parts.append(f"{dump(key)}: {{\n{body}\n}}")
+        elif isinstance(value, list) and value:
+            body = ",\n".join(f"  {dump(v)}" for v in value)
+            parts.append(f"{dump(key)}: [\n{body}\n]")
+        else:
+            parts.append(f"{dump(key)}: {dump(value)}")
+    write_text(path, "{\n" + ",\n".join(parts) + "\n}\n")
+
+
+# ------------------------------------------------------------------------------------------------ public API
+
+
+def write_synthetic(
+    out: str | Path,
+    *,
+    reviews_per_domain: int = 60_000,
+    domains: str | Sequence[str] | None = None,
+    seed: int = 0,
+    gzip: bool = False,
+    dirty: bool = False,
+) -> dict:
+    """Write synthetic raw files for each domain plus ``synth_truth.json``; return a small summary.
+
+    Args:
+        out: output folder (created; our files in it are replaced atomically, other files are left alone).
+        reviews_per_domain: clean review lines per domain (``dirty`` adds four faulty lines to the first).
+        domains: categories to write (default: the paper's four).
+        seed: the random seed; the same seed gives byte-identical files.
+        gzip: write ``.jsonl.gz`` instead of ``.jsonl``.
+        dirty: plant the faults documented in :mod:`dataset_builder.synth` in the first domain.
+
+    Returns:
+        ``{"out", "truth", "seed", "reviews_per_domain", "domains": {name: counts}, "faults", "seconds",
+        "reviews_per_second"}``; ``synth_truth.json`` holds the same plus the planted per-user and per-item
+        parameters.
+
+    Raises:
+        BuildConfigError: an unknown domain, too few reviews, or ``out`` is a file.
+    """
+    config = SynthConfig(
+        out=Path(out),
+        reviews_per_domain=reviews_per_domain,
+        domains=parse_domains(domains),
+        seed=seed,
+        gzip=gzip,
+        dirty=dirty,
+    )
+    out, names = config.out, config.domains
+    if out.exists() and not out.is_dir():
+        raise BuildConfigError(f"--out {out} is a file; pass a folder path")
+    out.mkdir(parents=True, exist_ok=True)
+    suffix = ".jsonl.gz" if gzip else ".jsonl"
+    started = time.perf_counter()
+    summary: dict = {
+        "generator": "perrecbench synth (dataset_builder/synth)",
+        "seed": seed,
+        "reviews_per_domain": reviews_per_domain,
+        "gzip": gzip,
+        "dirty": dirty,
+        "model": "rating = clip(round(base + user_bias[u] + item_quality[i] + user_topic_affinity[u, "
+        "item_topic[i]] + noise), 1, 5)",
+        "signal": asdict(model.SIGNAL),
+        "domains": {},
+        "faults": [],
+    }
+    planted: dict[str, _RawJSON] = {}
+    for position, name in enumerate(tqdm(names, desc="synth domains", unit="domain", leave=False)):
+        counts, parameters, faults = _write_domain(
+            out, name, reviews_per_domain, seed, suffix, dirty and position == 0
+        )
+        summary["domains"][name] = counts
+        summary["faults"].extend(faults)
+        planted[name] = parameters
+    _write_truth(out / TRUTH_FILE, {**summary, "planted": planted})
+    seconds = time.perf_counter() - started
+    total = reviews_per_domain * len(names)
+    logger.info("wrote %d reviews in %.1f s (%.0f reviews/s) to %s", total, seconds, total / seconds, out)
+    return {
+        "out": str(out),
+        "truth": str(out / TRUTH_FILE),
+        **summary,
+        "seconds": round(seconds, 3),
+        "reviews_per_second": round(total / seconds),
+    }
+
+
+def _write_domain(
+    out: Path, name: str, n: int, seed: int, suffix: str, dirty: bool
+) -> tuple[dict, _RawJSON, list[dict]]:
+    data = model.generate(name, n, seed)
+    text_rng = model.domain_rng(seed, name, 1)
+    n_users, n_items = data.user_bias.size, data.item_topic.size
+    users = model.user_ids(n_users)
+    asins = model.item_ids(name, n_items, model.asins_per_item(name))
+    titles = item_titles(name, data.item_topic, text_rng)
+    lines = _Lines.make(name, users, asins, int(data.helpful.max()))
+    review_file, meta_file = f"{name}{suffix}", f"meta_{name}{suffix}"
+    compress = suffix.endswith(".gz")
+
+    faults = _plan_faults(data, lines) if dirty else []
+    no_meta = {str(asins[int(np.argmax(np.bincount(data.item))), 0])} if dirty else set()
+    _write_lines(out / review_file, compress, _review_chunks(data, lines, faults))
+    _write_lines(
+        out / meta_file, compress, _batched(_meta_lines(name, data, asins, titles, text_rng, no_meta))
+    )
+
+    recorded = []
+    for position, fault in enumerate(faults):
+        # extra lines inserted before the same clean line keep their planning order
+        shift = sum(other.before < fault.before for other in faults)
+        shift += sum(other.before == fault.before for other in faults[:position])
+        line = fault.before + shift + 1
+        recorded.append({"kind": fault.kind, "file": review_file, "line": line, **fault.detail})
+    recorded += [{"kind": "no_metadata", "file": meta_file, "parent_asin": asin} for asin in sorted(no_meta)]
+
+    activity = np.bincount(data.user, minlength=n_users)
+    counts = {
+        "review_file": review_file,
+        "meta_file": meta_file,
+        "reviews": int(n),
+        "users": int(n_users),
+        "items": int(n_items),
+        "items_with_metadata": int((np.bincount(data.item, minlength=n_items) > 0).sum()) - len(no_meta),
+        "users_over_20_reviews": int((activity > 20).sum()),
+        "reviews_by_users_over_20": int(activity[activity > 20].sum()),
+        "same_user_same_ms_reviews": model.equal_timestamp_count(data),
+    }
+    parameters = {
+        "topics": {topic: list(words) for topic, words in VOCABS[name].topics.items()},
+        "user_id": users.tolist(),
+        "user_bias": np.round(data.user_bias, 3).tolist(),
+        "user_topic_affinity": np.round(data.affinity, 3).tolist(),
+        "parent_asin": asins[:, 0].tolist(),
+        "item_topic": data.item_topic.tolist(),
+        "item_quality": np.round(data.item_quality, 3).tolist(),
+        "item_launch_ms": data.item_launch.tolist(),
+    }
+    return counts, _RawJSON(json.dumps(parameters, separators=(", ", ": "))), recorded
