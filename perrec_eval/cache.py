@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perrec_eval.engines.base import Engine
+from perrec_eval.engines.base import Engine, ResultsCallback
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -98,9 +98,9 @@ class CachedEngine:
     """An `Engine` that serves repeated requests from a JSONL file and sends only the misses on.
 
     Misses of one `generate` call go to the inner engine in ONE call (duplicates within the call are sent
-    once). If the inner engine reports partial results (``supports_on_results``), each reported batch is
-    persisted as soon as it arrives; otherwise all new results are written when the call returns. Not
-    thread-safe: one `generate` at a time.
+    once), with a callback that persists each batch of results as the engine reports it (an engine that
+    cannot stream reports them all at once). A `CachedEngine` is itself an `Engine`. Not thread-safe: one
+    `generate` at a time.
 
     Args:
         engine: the engine to wrap.
@@ -146,10 +146,27 @@ class CachedEngine:
         return request_key(self.engine, request, params)
 
     def info(self) -> dict[str, Any]:
+        """The inner engine's `info()`, plus the cache file."""
         return {**self.engine.info(), "cache": str(self.path)}
 
-    def generate(self, requests: Sequence[ChatRequest], params: GenParams) -> list[Completion]:
-        """Answer `requests` in order, asking the inner engine only for those not cached yet."""
+    def generate(
+        self,
+        requests: Sequence[ChatRequest],
+        params: GenParams,
+        *,
+        on_results: ResultsCallback | None = None,
+    ) -> list[Completion]:
+        """Answer `requests` in order, asking the inner engine only for those not cached yet.
+
+        Args:
+            requests: the conversations to complete.
+            params: sampling parameters (part of every cache key).
+            on_results: called once with the cached answers, then with each batch the inner engine reports
+                (a request repeated within the call is reported at each of its positions).
+
+        Returns:
+            One completion per request, in order.
+        """
         self.calls += 1
         keys = [self.key(request, params) for request in requests]
         results: list[Completion | None] = [self._entries.get(key) for key in keys]
@@ -157,7 +174,10 @@ class CachedEngine:
         for position, (key, cached) in enumerate(zip(keys, results, strict=True)):
             if cached is None:
                 positions_of_miss.setdefault(key, []).append(position)
-        self.hits += len(requests) - sum(len(positions) for positions in positions_of_miss.values())
+        hits = [(position, cached) for position, cached in enumerate(results) if cached is not None]
+        self.hits += len(hits)
+        if on_results is not None and hits:
+            on_results(hits)
         if not positions_of_miss:
             return [result for result in results if result is not None]
 
@@ -168,17 +188,31 @@ class CachedEngine:
 
         def persist(finished: list[tuple[int, Completion]]) -> None:
             self._append([(miss_keys[index], completion) for index, completion in finished])
+            if on_results is not None:
+                on_results(
+                    [
+                        (position, completion)
+                        for index, completion in finished
+                        for position in positions_of_miss[miss_keys[index]]
+                    ]
+                )
 
-        if getattr(self.engine, "supports_on_results", False):
-            new = self.engine.generate(miss_requests, params, on_results=persist)  # type: ignore[call-arg]
-        else:
-            new = self.engine.generate(miss_requests, params)
-            persist(list(enumerate(new)))
+        new = self.engine.generate(miss_requests, params, on_results=persist)
         if len(new) != len(miss_requests):
             raise RuntimeError(
                 f"engine {self.engine.name!r} returned {len(new)} completions "
                 f"for {len(miss_requests)} requests"
             )
+        unreported = [
+            (key, c) for key, c in zip(miss_keys, new, strict=True) if c.ok and key not in self._entries
+        ]
+        if unreported:  # an engine that breaks the on_results contract still gets its answers cached
+            logger.warning(
+                "engine %r did not report %d of its results through on_results: storing them now",
+                self.engine.name,
+                len(unreported),
+            )
+            self._append(unreported)
         for key, completion in zip(miss_keys, new, strict=True):
             for position in positions_of_miss[key]:
                 results[position] = completion

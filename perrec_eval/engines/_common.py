@@ -1,17 +1,15 @@
-"""Small pieces every backend shares: lazy imports of optional extras and the partial-results callback."""
+"""Small pieces every backend shares: lazy imports of optional extras, typed options, and batching."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
-from collections.abc import Callable
+import typing
 from types import ModuleType
+from typing import Any
 
-from perrec_eval.types import Completion
-
-# An engine that finishes requests one batch at a time reports each finished batch through this callback, as
-# (index into the `requests` it was given, completion) pairs, so the cache can persist them before the whole
-# call returns: a run killed mid-call then loses only the requests still in flight.
-ResultsCallback = Callable[[list[tuple[int, Completion]]], None]
+from perrec_eval.cliconfig import coerce
 
 # Which optional extra of perrecbench brings each third-party module.
 _EXTRA_OF: dict[str, str] = {
@@ -50,8 +48,40 @@ def require(module: str, *, engine: str) -> ModuleType:
         ) from err
 
 
+@functools.cache
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def coerce_fields(options: Any) -> None:
+    """Give every field of a frozen options dataclass its declared type, in place (for `__post_init__`).
+
+    Text (``"4"`` from ``KEY=VALUE``) and YAML scalars become typed values, so an options object built from
+    a flag, a file or Python holds the same values.
+
+    Args:
+        options: a dataclass instance whose fields are annotated with types `cliconfig.coerce` knows.
+
+    Raises:
+        ConfigError: a value does not fit its field's type; the message names the field and the type.
+    """
+    types = _field_types(type(options))
+    for field in dataclasses.fields(options):
+        value = getattr(options, field.name)
+        typed = coerce(field.name, types[field.name], value)
+        if typed is not value:
+            object.__setattr__(options, field.name, typed)
+
+
 def split_evenly(items: list[int], size: int) -> list[list[int]]:
     """Cut a list into consecutive chunks of at most `size` items.
+
+    Args:
+        items: the list to cut.
+        size: the largest chunk.
+
+    Returns:
+        The chunks, in order.
 
     >>> split_evenly([1, 2, 3, 4, 5], 2)
     [[1, 2], [3, 4], [5]]

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
-from perrec_eval.engines._common import ResultsCallback, require, split_evenly
+from perrec_eval.cliconfig import option
+from perrec_eval.engines._common import coerce_fields, require, split_evenly
+from perrec_eval.engines.base import ResultsCallback
+from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -21,45 +25,52 @@ logger = logging.getLogger(__name__)
 _TOKEN_ID_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
 
 
+@dataclass(frozen=True, slots=True)
+class HFOptions:
+    """Options of the transformers engine (``--engine-arg KEY=VALUE``)."""
+
+    batch_size: int = option("requests per forward batch (each yields n sequences)", default=8)
+    device: str | None = option(
+        '"cpu", "cuda", "cuda:1", ...; none: CUDA if available, else CPU', default=None
+    )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = option(
+        "weights dtype; auto keeps the checkpoint's", default="auto"
+    )
+    merge_adapter: bool = option(
+        "merge the LoRA adapter into the weights after loading (faster)", default=False
+    )
+    trust_remote_code: bool = option("run the model repository's own code (from_pretrained)", default=False)
+    progress: bool = option("show a progress bar per call", default=True)
+
+    def __post_init__(self) -> None:
+        coerce_fields(self)
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1 (requests per forward batch), got {self.batch_size}")
+        if self.device is not None and not self.device.strip():
+            raise ConfigError("device must name a torch device (cpu, cuda, cuda:1, ...) or be none (auto)")
+
+
 class HFEngine:
     """A transformers causal LM (optionally with a PEFT LoRA adapter) answering chat requests.
 
     Args:
         model: Hub id or local folder of a chat model (its tokenizer must have a chat template).
+        options: see `HFOptions`; default: its defaults.
         adapter: folder of a PEFT adapter to load on top, or None.
-        batch_size: requests per forward batch (each yields ``n`` sequences).
-        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``...; default: CUDA if available, else CPU.
-        dtype: ``"auto"`` (the checkpoint's dtype), ``"float32"``, ``"bfloat16"``, ``"float16"``.
-        merge_adapter: merge the adapter into the weights after loading (faster generation).
-        trust_remote_code: passed to ``from_pretrained``.
-        progress: show a tqdm bar per call.
     """
 
     name = "hf"
-    supports_on_results = True
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        adapter: str | None = None,
-        batch_size: int = 8,
-        device: str | None = None,
-        dtype: str = "auto",
-        merge_adapter: bool = False,
-        trust_remote_code: bool = False,
-        progress: bool = True,
-    ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    def __init__(self, model: str, options: HFOptions | None = None, *, adapter: str | None = None) -> None:
+        options = options or HFOptions()
         self.model = model
         self.adapter = adapter
-        self.batch_size = batch_size
-        self.progress = progress
+        self.options = options
         self._torch = require("torch", engine="hf")
         transformers = require("transformers", engine="hf")
         self._transformers = transformers
-        self.device = device or ("cuda" if self._torch.cuda.is_available() else "cpu")
+        self.device = options.device or ("cuda" if self._torch.cuda.is_available() else "cpu")
+        trust_remote_code = options.trust_remote_code
 
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(
             model, trust_remote_code=trust_remote_code
@@ -77,12 +88,12 @@ class HFEngine:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
         lm = transformers.AutoModelForCausalLM.from_pretrained(
-            model, dtype=dtype, trust_remote_code=trust_remote_code
+            model, dtype=options.dtype, trust_remote_code=trust_remote_code
         )
         if adapter is not None:
             peft = require("peft", engine="hf")
             lm = peft.PeftModel.from_pretrained(lm, adapter)
-            if merge_adapter:
+            if options.merge_adapter:
                 lm = lm.merge_and_unload()
         self.lm = lm.to(self.device).eval()
         self.ignored_generation_defaults = self._neutralize_generation_config()
@@ -146,7 +157,16 @@ class HFEngine:
         *,
         on_results: ResultsCallback | None = None,
     ) -> list[Completion]:
-        """Complete every request (order preserved); batches are formed longest prompt first."""
+        """Complete every request; batches are formed longest prompt first.
+
+        Args:
+            requests: the conversations to complete.
+            params: sampling parameters (see `generation_config`).
+            on_results: called with the prompts too long for the model (as failures) and with each batch.
+
+        Returns:
+            One completion per request, in order.
+        """
         torch = self._torch
         encoded = [self.encode(request) for request in requests]
         results: list[Completion | None] = [None] * len(requests)
@@ -166,12 +186,14 @@ class HFEngine:
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
         config = self.generation_config(params)
-        bar = tqdm(total=len(requests), desc=f"hf {self.model}", unit="req", disable=not self.progress)
+        bar = tqdm(
+            total=len(requests), desc=f"hf {self.model}", unit="req", disable=not self.options.progress
+        )
         bar.update(len(requests) - len(runnable))
         with torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
             if params.seed is not None:
                 torch.manual_seed(params.seed)
-            for batch in split_evenly(order, self.batch_size):
+            for batch in split_evenly(order, self.options.batch_size):
                 finished = self._run_batch(batch, encoded, config, params)
                 for index, completion in finished:
                     results[index] = completion
@@ -236,13 +258,14 @@ class HFEngine:
         return self.tokenizer.decode(new_tokens, skip_special_tokens=True), len(new_tokens), "length"
 
     def info(self) -> dict[str, Any]:
+        """Model, adapter, device, dtype, batch size, library versions and the dropped generation defaults."""
         info: dict[str, Any] = {
             "name": self.name,
             "model": self.model,
             "adapter": self.adapter,
             "device": self.device,
             "dtype": str(self.lm.dtype),
-            "batch_size": self.batch_size,
+            "batch_size": self.options.batch_size,
             "transformers_version": self._transformers.__version__,
             "torch_version": self._torch.__version__,
             "ignored_generation_defaults": self.ignored_generation_defaults,

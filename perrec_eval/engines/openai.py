@@ -14,6 +14,7 @@ never kept in an attribute of this object, returned by `info()`, logged, or writ
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import os
 import random
@@ -27,7 +28,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tqdm.auto import tqdm
 
-from perrec_eval.engines._common import ResultsCallback, require
+from perrec_eval.cliconfig import option
+from perrec_eval.engines._common import coerce_fields, require
+from perrec_eval.engines.base import ResultsCallback
+from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -35,6 +39,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 _PLACEHOLDER_KEY = "EMPTY"  # local servers ignore the key, but the SDK insists on having one
+_EXTRA_BODY_FIX = """write the fields as a JSON object, e.g. extra_body='{"top_k": -1}'"""
 
 
 class ServerUnreachableError(ConnectionError):
@@ -129,72 +134,104 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
     return delay / 2 + rng.uniform(0, delay / 2)
 
 
+@dataclass(frozen=True, slots=True)
+class OpenAIOptions:
+    """Options of the OpenAI-compatible engine (``--engine-arg KEY=VALUE``)."""
+
+    base_url: str | None = option(
+        "the API root, e.g. http://127.0.0.1:8000/v1; none: $OPENAI_BASE_URL, else OpenAI", default=None
+    )
+    api_key_env: str | None = option(
+        "environment variable holding the API key (never recorded); none, or unset with a local server: "
+        "a placeholder key",
+        default="OPENAI_API_KEY",
+    )
+    concurrency: int = option("requests in flight at once", default=16)
+    max_retries: int = option("retries per request after the first attempt", default=6)
+    timeout: float = option("seconds per HTTP attempt", default=600.0)
+    connect_timeout: float = option(
+        "seconds to open a connection (a black-holed address fails fast, not after timeout)", default=20.0
+    )
+    retry_base_delay: float = option(
+        "first backoff delay in seconds (doubles each retry, with jitter)", default=1.0
+    )
+    retry_max_delay: float = option(
+        "cap on one wait in seconds, a server's Retry-After included", default=120.0
+    )
+    extra_body: str | None = option(
+        'extra fields for every request, as a JSON object, e.g. {"top_k": -1} for vLLM', default=None
+    )
+    progress: bool = option("show a progress bar per call", default=True)
+
+    def __post_init__(self) -> None:
+        coerce_fields(self)
+        if self.concurrency < 1 or self.max_retries < 0:
+            raise ConfigError(
+                f"need concurrency >= 1 and max_retries >= 0, got concurrency={self.concurrency}, "
+                f"max_retries={self.max_retries}"
+            )
+        if min(self.timeout, self.connect_timeout) <= 0:
+            raise ConfigError(
+                f"timeouts must be positive seconds, got timeout={self.timeout}, "
+                f"connect_timeout={self.connect_timeout}"
+            )
+        if self.retry_base_delay < 0 or self.retry_max_delay < 0:
+            raise ConfigError(
+                f"retry delays must be >= 0 seconds, got {self.retry_base_delay} and {self.retry_max_delay}"
+            )
+        self.extra_fields()  # fails now, at configuration time, if extra_body is not a JSON object
+
+    def extra_fields(self) -> dict[str, Any]:
+        """`extra_body` parsed: the JSON object's fields, or ``{}``.
+
+        Raises:
+            ConfigError: `extra_body` is not the text of a JSON object.
+
+        >>> OpenAIOptions(extra_body='{"top_k": -1}').extra_fields()
+        {'top_k': -1}
+        """
+        if self.extra_body is None:
+            return {}
+        try:
+            fields = json.loads(self.extra_body)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"extra_body is not valid JSON ({err}): {_EXTRA_BODY_FIX}") from err
+        if not isinstance(fields, dict):
+            raise ConfigError(f"extra_body={self.extra_body!r} is not a JSON object: {_EXTRA_BODY_FIX}")
+        return fields
+
+
 class OpenAIEngine:
     """Chat completions from an OpenAI-compatible endpoint.
 
     Args:
         model: the served model name (for `transformers serve` pinned to a folder: that folder's path).
-        base_url: the API root, e.g. ``http://127.0.0.1:8000/v1``; default ``$OPENAI_BASE_URL`` or OpenAI.
-        api_key_env: name of the environment variable holding the API key; None (or an unset variable with
-            a local server) sends a placeholder key.
+        options: see `OpenAIOptions`; default: its defaults.
         adapter: a LoRA adapter *served by name* (vLLM ``--lora-modules name=path``): requests then ask for
-            that name; recorded in cache keys.
-        concurrency: requests in flight at once.
-        max_retries: retries per request after the first attempt.
-        timeout: seconds per HTTP attempt.
-        connect_timeout: seconds to open a connection (a black-holed address fails fast, not after `timeout`).
-        retry_base_delay: first backoff delay in seconds (doubles each retry, with jitter).
-        retry_max_delay: cap on one wait, including a server's ``Retry-After``.
-        extra_body: extra JSON fields for every request (e.g. ``{"top_k": -1}`` for vLLM).
-        progress: show a tqdm bar per call.
+            that name instead of `model`; recorded in cache keys.
     """
 
     name = "openai"
-    supports_on_results = True
 
     def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
-        adapter: str | None = None,
-        concurrency: int = 16,
-        max_retries: int = 6,
-        timeout: float = 600.0,
-        connect_timeout: float = 20.0,
-        retry_base_delay: float = 1.0,
-        retry_max_delay: float = 120.0,
-        extra_body: dict[str, Any] | None = None,
-        progress: bool = True,
+        self, model: str, options: OpenAIOptions | None = None, *, adapter: str | None = None
     ) -> None:
-        if concurrency < 1 or max_retries < 0 or min(timeout, connect_timeout) <= 0:
-            raise ValueError(
-                "need concurrency >= 1, max_retries >= 0 and positive timeouts, got "
-                f"concurrency={concurrency}, max_retries={max_retries}, timeout={timeout}, "
-                f"connect_timeout={connect_timeout}"
-            )
-        if retry_base_delay < 0 or retry_max_delay < 0:
-            raise ValueError(f"retry delays must be >= 0, got {retry_base_delay} and {retry_max_delay}")
+        options = options or OpenAIOptions()
         self._openai = require("openai", engine="openai")
         self.model = model
         self.adapter = adapter
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self.api_key_env = api_key_env
-        self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.retry_base_delay = retry_base_delay
-        self.retry_max_delay = retry_max_delay
-        self.extra_body = dict(extra_body or {})
-        self.progress = progress
+        self.options = options
+        base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = options.api_key_env
+        self.extra_body = options.extra_fields()
         self._rng = random.Random()
+        timeout = options.timeout
         self._client = self._openai.OpenAI(
             base_url=self.base_url,
             api_key=self._api_key(),
             max_retries=0,
-            timeout=self._openai.Timeout(timeout, connect=min(timeout, connect_timeout)),
+            timeout=self._openai.Timeout(timeout, connect=min(timeout, options.connect_timeout)),
         )
 
     def __repr__(self) -> str:
@@ -222,6 +259,7 @@ class OpenAIEngine:
         return text
 
     def info(self) -> dict[str, Any]:
+        """Model, adapter, the URL without credentials, the key's variable name (never the key), settings."""
         return {
             "name": self.name,
             "model": self.model,
@@ -229,10 +267,10 @@ class OpenAIEngine:
             "base_url": public_url(self.base_url),
             "api_key_env": self.api_key_env,
             "openai_version": self._openai.__version__,
-            "concurrency": self.concurrency,
-            "max_retries": self.max_retries,
-            "timeout": self.timeout,
-            "connect_timeout": self.connect_timeout,
+            "concurrency": self.options.concurrency,
+            "max_retries": self.options.max_retries,
+            "timeout": self.options.timeout,
+            "connect_timeout": self.options.connect_timeout,
             "extra_body": self.extra_body,
         }
 
@@ -243,11 +281,26 @@ class OpenAIEngine:
         *,
         on_results: ResultsCallback | None = None,
     ) -> list[Completion]:
-        """Complete every request (order preserved), at most `concurrency` at a time."""
+        """Complete every request, at most `concurrency` at a time.
+
+        Args:
+            requests: the conversations to complete.
+            params: sampling parameters, sent explicitly with every request.
+            on_results: called with the requests of each round of finished HTTP calls.
+
+        Returns:
+            One completion per request, in order; a request that failed after its retries has ``error`` set.
+
+        Raises:
+            ServerUnreachableError: no request got through and one ran out of retries on connection errors.
+            ServerRejectedKeyError: the server answered 401/403.
+        """
         state = _CallState()
         results: list[Completion | None] = [None] * len(requests)
-        bar = tqdm(total=len(requests), desc=f"openai {self.model}", unit="req", disable=not self.progress)
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="perrec-openai")
+        bar = tqdm(
+            total=len(requests), desc=f"openai {self.model}", unit="req", disable=not self.options.progress
+        )
+        pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="perrec-openai")
         futures: dict[Future[Completion], int] = {
             pool.submit(self._complete, request, params, state): index
             for index, request in enumerate(requests)
@@ -312,7 +365,7 @@ class OpenAIEngine:
         self, request: ChatRequest, params: GenParams, n: int, seed: int | None, state: _CallState
     ) -> Completion:
         attempt = _Attempt()
-        for retry in range(self.max_retries + 1):
+        for retry in range(self.options.max_retries + 1):
             if state.stop.is_set():
                 return Completion(texts=(), error="cancelled: the call was aborted")
             attempt = self._attempt(request, params, n, seed)
@@ -325,11 +378,13 @@ class OpenAIEngine:
                     f"set ${self.api_key_env or 'OPENAI_API_KEY'} (or name another variable with "
                     "--api-key-env)"
                 )
-            if not attempt.retryable or retry == self.max_retries:
+            if not attempt.retryable or retry == self.options.max_retries:
                 break
-            delay = backoff_delay(retry, self.retry_base_delay, self.retry_max_delay, self._rng)
+            delay = backoff_delay(
+                retry, self.options.retry_base_delay, self.options.retry_max_delay, self._rng
+            )
             if attempt.retry_after is not None:  # the server knows best, within our cap
-                delay = min(attempt.retry_after, self.retry_max_delay)
+                delay = min(attempt.retry_after, self.options.retry_max_delay)
             logger.debug("retrying in %.2fs after %s: %s", delay, attempt.kind, attempt.message)
             self._wait(state, delay)
         tries = retry + 1
@@ -364,7 +419,7 @@ class OpenAIEngine:
         except openai.APITimeoutError as err:
             if type(err.__cause__).__name__ == "ConnectTimeout":  # httpx's class; nothing answered at all
                 return _Attempt(kind="connection", message="connection attempt timed out")
-            return _Attempt(kind="timeout", message=f"no answer within {self.timeout:g}s")
+            return _Attempt(kind="timeout", message=f"no answer within {self.options.timeout:g}s")
         except openai.APIConnectionError as err:
             return _Attempt(kind="connection", message=self._scrub(_describe(err)))
         except openai.APIStatusError as err:

@@ -9,12 +9,77 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from perrec_eval.engines._common import ResultsCallback, require
+from perrec_eval.cliconfig import option
+from perrec_eval.engines._common import coerce_fields, require
+from perrec_eval.engines.base import ResultsCallback
+from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
+
+
+# `VLLMOptions` fields that are `vllm.LLM` keyword arguments of the same name, passed only when set.
+_LLM_FIELDS = (
+    "tensor_parallel_size",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "dtype",
+    "enforce_eager",
+    "trust_remote_code",
+    "enable_prefix_caching",
+    "quantization",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VLLMOptions:
+    """Options of the offline vLLM engine (``--engine-arg KEY=VALUE``); none means vLLM's own default."""
+
+    seed: int = option("engine seed (per-request seeds come from --seed)", default=0)
+    max_lora_rank: int = option(
+        "the largest LoRA rank vLLM must support (the paper's adapters use 16)", default=16
+    )
+    progress: bool = option("show vLLM's progress bar", default=True)
+    tensor_parallel_size: int | None = option("GPUs to shard the model over", default=None)
+    max_model_len: int | None = option("context length (prompt + answer) in tokens", default=None)
+    gpu_memory_utilization: float | None = option(
+        "fraction of GPU memory vLLM may take, in (0, 1]", default=None
+    )
+    dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | None = option(
+        "weights and activations dtype", default=None
+    )
+    enforce_eager: bool | None = option("disable CUDA graphs (less memory, slower)", default=None)
+    trust_remote_code: bool | None = option("run the model repository's own code", default=None)
+    enable_prefix_caching: bool | None = option("reuse the KV cache of shared prompt prefixes", default=None)
+    quantization: str | None = option(
+        "quantization method of the checkpoint, e.g. awq, gptq, fp8", default=None
+    )
+
+    def __post_init__(self) -> None:
+        coerce_fields(self)
+        if self.max_lora_rank < 1:
+            raise ConfigError(
+                f"max_lora_rank must be >= 1 (the rank of your adapter), got {self.max_lora_rank}"
+            )
+        for name in ("tensor_parallel_size", "max_model_len"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name} must be >= 1 (or none for vLLM's default), got {value}")
+        fraction = self.gpu_memory_utilization
+        if fraction is not None and not 0 < fraction <= 1:
+            raise ConfigError(f"gpu_memory_utilization is a fraction in (0, 1], e.g. 0.9; got {fraction}")
+
+    def llm_options(self) -> dict[str, Any]:
+        """The `vllm.LLM` keyword arguments that are set (the others keep vLLM's defaults).
+
+        >>> VLLMOptions(max_model_len=4096, enforce_eager=False).llm_options()
+        {'max_model_len': 4096, 'enforce_eager': False}
+        """
+        values = {name: getattr(self, name) for name in _LLM_FIELDS}
+        return {name: value for name, value in values.items() if value is not None}
 
 
 class VLLMEngine:
@@ -22,36 +87,23 @@ class VLLMEngine:
 
     Args:
         model: Hub id or local folder of a chat model.
+        options: see `VLLMOptions`; default: its defaults.
         adapter: folder of a PEFT LoRA adapter, or None.
-        seed: engine seed (per-request seeds come from `GenParams.seed`).
-        max_lora_rank: the largest adapter rank vLLM must support (the paper's adapters use 16).
-        progress: show vLLM's progress bar.
-        **llm_options: passed to ``vllm.LLM`` (e.g. ``tensor_parallel_size``, ``max_model_len``,
-            ``gpu_memory_utilization``, ``dtype``).
     """
 
     name = "vllm"
-    supports_on_results = False
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        adapter: str | None = None,
-        seed: int = 0,
-        max_lora_rank: int = 16,
-        progress: bool = True,
-        **llm_options: Any,
-    ) -> None:
+    def __init__(self, model: str, options: VLLMOptions | None = None, *, adapter: str | None = None) -> None:
+        options = options or VLLMOptions()
         self._vllm = require("vllm", engine="vllm")
         self.model = model
         self.adapter = adapter
-        self.progress = progress
-        self.llm_options = dict(llm_options)
-        options: dict[str, Any] = {"seed": seed, "generation_config": "vllm", **self.llm_options}
+        self.options = options
+        self.llm_options = options.llm_options()
+        llm_kwargs: dict[str, Any] = {"seed": options.seed, "generation_config": "vllm", **self.llm_options}
         if adapter is not None:
-            options.update(enable_lora=True, max_lora_rank=max_lora_rank)
-        self.llm = self._vllm.LLM(model=model, **options)
+            llm_kwargs.update(enable_lora=True, max_lora_rank=options.max_lora_rank)
+        self.llm = self._vllm.LLM(model=model, **llm_kwargs)
         self._lora_request = None
         if adapter is not None:
             lora = require("vllm.lora.request", engine="vllm")
@@ -79,12 +131,21 @@ class VLLMEngine:
         *,
         on_results: ResultsCallback | None = None,
     ) -> list[Completion]:
-        """Complete every request in one `LLM.chat` call; vLLM returns outputs in input order."""
+        """Complete every request in one `LLM.chat` call (vLLM returns outputs in input order).
+
+        Args:
+            requests: the conversations to complete.
+            params: sampling parameters (see `sampling_params`).
+            on_results: called once, with every result, when the call returns (vLLM cannot stream them).
+
+        Returns:
+            One completion per request, in order.
+        """
         conversations = [[dict(message) for message in request.messages] for request in requests]
         outputs = self.llm.chat(
             conversations,
             sampling_params=self.sampling_params(params),
-            use_tqdm=self.progress,
+            use_tqdm=self.options.progress,
             lora_request=self._lora_request,
             add_generation_prompt=True,
         )
@@ -106,6 +167,7 @@ class VLLMEngine:
         )
 
     def info(self) -> dict[str, Any]:
+        """Model, adapter, vLLM version and the `vllm.LLM` options that were set."""
         return {
             "name": self.name,
             "model": self.model,

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from perrec_eval.cache import CachedEngine, key_of, request_key
-from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.engines import Engine
+from perrec_eval.engines.fake import FakeEngine, FakeOptions
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 PARAMS = GenParams(temperature=0.0, max_tokens=16)
@@ -111,8 +112,7 @@ def test_cache_key_covers_model_adapter_params_and_messages(tmp_path, change):
     path = tmp_path / "cache.jsonl"
     CachedEngine(FakeEngine(Recorder(), model="m"), path).generate([make_request("a")], PARAMS)
     recorder = Recorder()
-    inner = FakeEngine(recorder, model=change.get("model", "m"))
-    inner.adapter = change.get("adapter")
+    inner = FakeEngine(recorder, model=change.get("model", "m"), adapter=change.get("adapter"))
     CachedEngine(inner, path).generate([make_request(change.get("text", "a"))], change.get("params", PARAMS))
     assert inner.requests_seen == 1
 
@@ -134,6 +134,7 @@ def test_cache_request_key_matches_the_stored_key(tmp_path):
 
 def test_cache_does_not_store_errors(tmp_path):
     path = tmp_path / "cache.jsonl"
+
     def fails_on_b(request, params, sample_index):
         if request.messages[-1]["content"] == "b":
             return Completion(texts=(), error="HTTP 500")
@@ -160,7 +161,7 @@ def test_cache_resume_after_crash_repeats_no_completed_request(tmp_path):
         return "done"
 
     with pytest.raises(KeyboardInterrupt):
-        CachedEngine(FakeEngine(crashes_after_six, report_every=1), path).generate(
+        CachedEngine(FakeEngine(crashes_after_six, options=FakeOptions(report_every=1)), path).generate(
             [make_request(q) for q in queries], PARAMS
         )
     recorder = Recorder()
@@ -207,11 +208,97 @@ def test_cache_skips_a_corrupt_middle_line(tmp_path, caplog):
     assert len(reopened) == 1
 
 
+def test_cache_persists_each_chunk_a_streaming_engine_reports(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    lines_seen: list[int] = []  # cache lines on disk when each request is answered
+
+    def watching(request, params, sample_index):
+        lines_seen.append(len(path.read_bytes().splitlines()) if path.exists() else 0)
+        return "ok"
+
+    engine = FakeEngine(watching, options=FakeOptions(report_every=2))
+    CachedEngine(engine, path).generate([make_request(f"q{i}") for i in range(5)], PARAMS)
+    assert lines_seen == [0, 0, 2, 2, 4]  # each chunk of 2 is on disk before the next one starts
+    assert len(stored_keys(path)) == 5
+
+
+class OneShotEngine:
+    """The least an engine must do: answer everything, then report all results in one callback."""
+
+    name = "one-shot"
+    model = "m"
+    adapter = None
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.reports: list[list[int]] = []
+        self.lines_on_return = -1
+
+    def generate(self, requests, params, *, on_results=None):
+        completions = [Completion(texts=(f"echo:{r.messages[-1]['content']}",)) for r in requests]
+        if on_results is not None:
+            on_results(list(enumerate(completions)))
+            self.reports.append(list(range(len(completions))))
+        self.lines_on_return = len(self.path.read_bytes().splitlines()) if self.path.exists() else 0
+        return completions
+
+    def info(self):
+        return {"name": self.name, "model": self.model, "adapter": self.adapter}
+
+
+def test_cache_persists_a_non_streaming_engine_once(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    engine = OneShotEngine(path)
+    assert isinstance(engine, Engine)
+    completions = CachedEngine(engine, path).generate([make_request(q) for q in ("a", "b", "c")], PARAMS)
+    assert [c.texts[0] for c in completions] == ["echo:a", "echo:b", "echo:c"]
+    assert engine.reports == [[0, 1, 2]]
+    assert engine.lines_on_return == 3  # persisted by the callback, before the engine returned
+    assert len(stored_keys(path)) == 3
+
+
+def test_cache_stores_results_an_engine_forgot_to_report(tmp_path, caplog):
+    class Forgetful(OneShotEngine):
+        def generate(self, requests, params, *, on_results=None):
+            return super().generate(requests, params)  # drops the callback
+
+    path = tmp_path / "cache.jsonl"
+    with caplog.at_level(logging.WARNING, logger="perrec_eval.cache"):
+        CachedEngine(Forgetful(path), path).generate([make_request("a"), make_request("b")], PARAMS)
+    assert "did not report 2" in caplog.text
+    assert len(stored_keys(path)) == 2
+
+
+def test_cached_engine_is_an_engine_that_reports_hits_and_misses_by_position(tmp_path):
+    cache = CachedEngine(
+        FakeEngine(Recorder(), options=FakeOptions(report_every=1)), tmp_path / "cache.jsonl"
+    )
+    cache.generate([make_request("b")], PARAMS)
+    assert isinstance(cache, Engine)
+    reported: list[list[tuple[int, str]]] = []
+    requests = [make_request(q) for q in ("a", "b", "c", "a")]
+    completions = cache.generate(
+        requests, PARAMS, on_results=lambda done: reported.append([(i, c.texts[0]) for i, c in done])
+    )
+    assert reported == [[(1, "echo:b")], [(0, "echo:a"), (3, "echo:a")], [(2, "echo:c")]]
+    assert [c.texts[0] for c in completions] == ["echo:a", "echo:b", "echo:c", "echo:a"]
+
+
+def test_cache_wraps_a_cache(tmp_path):
+    recorder = Recorder()
+    outer = CachedEngine(
+        CachedEngine(FakeEngine(recorder), tmp_path / "inner.jsonl"), tmp_path / "outer.jsonl"
+    )
+    outer.generate([make_request("a"), make_request("b")], PARAMS)
+    assert recorder.asked == ["a", "b"]
+    assert len(stored_keys(tmp_path / "inner.jsonl")) == len(stored_keys(tmp_path / "outer.jsonl")) == 2
+
+
 _KILLED_RUN = textwrap.dedent(
     """
     import sys, time
     from perrec_eval.cache import CachedEngine
-    from perrec_eval.engines.fake import FakeEngine
+    from perrec_eval.engines.fake import FakeEngine, FakeOptions
     from perrec_eval.types import ChatRequest, GenParams
 
     def slow(request, params, sample_index):
@@ -222,7 +309,7 @@ _KILLED_RUN = textwrap.dedent(
         ChatRequest(messages=({"role": "system", "content": "rank"}, {"role": "user", "content": f"q{i}"}))
         for i in range(int(sys.argv[2]))
     ]
-    CachedEngine(FakeEngine(slow, report_every=1), sys.argv[1]).generate(
+    CachedEngine(FakeEngine(slow, options=FakeOptions(report_every=1)), sys.argv[1]).generate(
         requests, GenParams(temperature=0.0, max_tokens=16)
     )
     """
@@ -233,7 +320,7 @@ _KILLED_RUN = textwrap.dedent(
 def test_cache_resume_after_sigkill_repeats_no_completed_request(tmp_path):
     path = tmp_path / "cache.jsonl"
     total = 400
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     process = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(path), str(total)], env=env)
     try:
         for _ in range(600):  # up to ~60 s for the child to start and finish a few requests

@@ -8,11 +8,13 @@ import shutil
 import pytest
 
 from perrec_eval.engines import load_engine
+from perrec_eval.engines.hf import HFOptions
 from perrec_eval.types import ChatRequest, GenParams
 
 pytestmark = pytest.mark.slow
 
 GREEDY = GenParams(temperature=0.0, max_tokens=10)
+CPU = {"device": "cpu", "progress": False}
 
 
 def make_request(words: int, topic: str = "great book") -> ChatRequest:
@@ -24,13 +26,17 @@ def make_request(words: int, topic: str = "great book") -> ChatRequest:
     )
 
 
-MIXED = [make_request(words, topic) for words, topic in [(1, "a"), (9, "b"), (3, "c"), (14, "d"), (2, "e"),
-                                                          (6, "f"), (11, "g")]]
+MIXED = [
+    make_request(words, topic)
+    for words, topic in [(1, "a"), (9, "b"), (3, "c"), (14, "d"), (2, "e"), (6, "f"), (11, "g")]
+]
 
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    return load_engine("hf", str(tiny_model_dir), batch_size=3, device="cpu", progress=False)
+    return load_engine(
+        "hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu", progress=False)
+    )
 
 
 def test_hf_engine_preserves_order_with_mixed_lengths(engine):
@@ -103,7 +109,9 @@ def test_hf_engine_ignores_the_checkpoint_generation_defaults(engine, tiny_model
     config = json.loads(config_path.read_text())
     config.update(do_sample=True, temperature=3.0, top_k=2, repetition_penalty=5.0, max_new_tokens=2)
     config_path.write_text(json.dumps(config))
-    leaky_engine = load_engine("hf", str(leaky), batch_size=3, device="cpu", progress=False)
+    leaky_engine = load_engine(
+        "hf", str(leaky), options=HFOptions(batch_size=3, device="cpu", progress=False)
+    )
     assert leaky_engine.info()["ignored_generation_defaults"]["repetition_penalty"] == 5.0
     assert leaky_engine.generate(MIXED, GREEDY) == engine.generate(MIXED, GREEDY)
 
@@ -156,9 +164,9 @@ def test_hf_engine_applies_a_lora_adapter(engine, tiny_model_dir, tmp_path):
     adapter_dir = tmp_path / "adapter"
     peft_model.save_pretrained(adapter_dir)
 
-    adapted = load_engine("hf", str(tiny_model_dir), adapter=str(adapter_dir), device="cpu", progress=False)
+    adapted = load_engine("hf", str(tiny_model_dir), adapter=str(adapter_dir), options=CPU)
     merged = load_engine(
-        "hf", str(tiny_model_dir), adapter=str(adapter_dir), merge_adapter=True, device="cpu", progress=False
+        "hf", str(tiny_model_dir), adapter=str(adapter_dir), options={"merge_adapter": True, **CPU}
     )
     with_adapter = [c.texts for c in adapted.generate(MIXED, GREEDY)]
     assert with_adapter != [c.texts for c in engine.generate(MIXED, GREEDY)]
@@ -175,4 +183,4 @@ def test_hf_engine_requires_a_chat_template(tiny_model_dir, tmp_path):
     config.pop("chat_template", None)
     config_path.write_text(json.dumps(config))
     with pytest.raises(ValueError, match="no chat template"):
-        load_engine("hf", str(bare), device="cpu", progress=False)
+        load_engine("hf", str(bare), options=CPU)

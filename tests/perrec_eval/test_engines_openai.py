@@ -21,7 +21,12 @@ import pytest
 
 from perrec_eval.cache import CachedEngine
 from perrec_eval.engines import load_engine
-from perrec_eval.engines.openai import OpenAIEngine, ServerRejectedKeyError, ServerUnreachableError
+from perrec_eval.engines.openai import (
+    OpenAIEngine,
+    OpenAIOptions,
+    ServerRejectedKeyError,
+    ServerUnreachableError,
+)
 from perrec_eval.types import ChatRequest, GenParams
 
 SECRET = "sk-perrec-TOPSECRET-0042"
@@ -190,7 +195,8 @@ def make_engine(server: StubServer, **options: Any) -> OpenAIEngine:
         progress=False,
     )
     settings.update(options)
-    return load_engine("openai", "stub-model", **settings)
+    adapter = settings.pop("adapter", None)
+    return load_engine("openai", "stub-model", adapter=adapter, options=settings)
 
 
 def test_openai_engine_preserves_order_and_bounds_concurrency(stub_factory):
@@ -205,7 +211,7 @@ def test_openai_engine_preserves_order_and_bounds_concurrency(stub_factory):
 
 def test_openai_engine_sends_every_sampling_parameter(stub_factory):
     server = stub_factory()
-    engine = make_engine(server, extra_body={"top_k": -1})
+    engine = make_engine(server, extra_body='{"top_k": -1}')
     engine.generate([make_request("a")], GenParams(temperature=0.0, top_p=0.5, max_tokens=7, n=2, seed=11))
     (body,) = server.bodies
     assert body["model"] == "stub-model"
@@ -304,11 +310,13 @@ def test_openai_engine_unreachable_server_raises_naming_the_url():
     port = free_port()  # nothing listens there
     engine = OpenAIEngine(
         "m",
-        base_url=f"http://127.0.0.1:{port}/v1",
-        api_key_env=None,
-        max_retries=2,
-        retry_base_delay=0.001,
-        progress=False,
+        OpenAIOptions(
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key_env=None,
+            max_retries=2,
+            retry_base_delay=0.001,
+            progress=False,
+        ),
     )
     with pytest.raises(ServerUnreachableError, match=rf"http://127\.0\.0\.1:{port}/v1"):
         engine.generate([make_request(f"q{i}") for i in range(40)], PARAMS)
@@ -357,7 +365,9 @@ def test_openai_engine_never_exposes_the_api_key(stub_factory, tmp_path, caplog)
 
 
 def test_openai_engine_info_strips_credentials_from_the_url(stub_factory):
-    engine = OpenAIEngine("m", base_url="https://user:pw@example.com/v1?api-key=abc", api_key_env=KEY_ENV)
+    engine = OpenAIEngine(
+        "m", OpenAIOptions(base_url="https://user:pw@example.com/v1?api-key=abc", api_key_env=KEY_ENV)
+    )
     assert engine.info()["base_url"] == "https://example.com/v1"
 
 
@@ -440,9 +450,12 @@ def test_openai_engine_against_transformers_serve_matches_the_hf_engine(transfor
     requests = [make_request("great book " * words + "Answer:") for words in (1, 6, 3)]
     greedy = GenParams(temperature=0.0, max_tokens=8)
     served = OpenAIEngine(
-        str(tiny_model_dir), base_url=transformers_server, api_key_env=None, concurrency=2, progress=False
+        str(tiny_model_dir),
+        OpenAIOptions(base_url=transformers_server, api_key_env=None, concurrency=2, progress=False),
     ).generate(requests, greedy)
-    local = load_engine("hf", str(tiny_model_dir), device="cpu", progress=False).generate(requests, greedy)
+    local = load_engine("hf", str(tiny_model_dir), options={"device": "cpu", "progress": False}).generate(
+        requests, greedy
+    )
     assert all(c.ok for c in served), [c.error for c in served]
     assert [c.texts for c in served] == [c.texts for c in local]
     assert [c.prompt_tokens for c in served] == [c.prompt_tokens for c in local]
@@ -450,7 +463,9 @@ def test_openai_engine_against_transformers_serve_matches_the_hf_engine(transfor
 
 @pytest.mark.slow
 def test_openai_engine_against_transformers_serve_gets_n_samples(transformers_server, tiny_model_dir):
-    engine = OpenAIEngine(str(tiny_model_dir), base_url=transformers_server, api_key_env=None, progress=False)
+    engine = OpenAIEngine(
+        str(tiny_model_dir), OpenAIOptions(base_url=transformers_server, api_key_env=None, progress=False)
+    )
     (completion,) = engine.generate(
         [make_request("great book")], GenParams(temperature=1.0, max_tokens=6, n=2)
     )
@@ -461,7 +476,7 @@ def test_openai_engine_against_transformers_serve_gets_n_samples(transformers_se
 @pytest.mark.slow
 def test_openai_engine_against_transformers_serve_rejects_another_model_name(transformers_server):
     engine = OpenAIEngine(
-        "not-the-pinned-model", base_url=transformers_server, api_key_env=None, progress=False
+        "not-the-pinned-model", OpenAIOptions(base_url=transformers_server, api_key_env=None, progress=False)
     )
     (completion,) = engine.generate([make_request("great book")], GenParams(temperature=0.0, max_tokens=4))
     assert not completion.ok
