@@ -127,7 +127,9 @@ def _coerce(tp: Any, value: Any) -> Any:
         parts = value.split(",") if isinstance(value, str) else value
         if not isinstance(parts, list | tuple):
             raise TypeError(value)
-        return tuple(_coerce(item, part.strip() if isinstance(part, str) else part) for part in parts if part != "")
+        return tuple(
+            _coerce(item, part.strip() if isinstance(part, str) else part) for part in parts if part != ""
+        )
     if tp is bool:
         if isinstance(value, bool):
             return value
@@ -178,41 +180,31 @@ def _show(value: Any) -> str:
     return "none" if value is None else str(value)
 
 
+def _declared_by(cls: type) -> dict[str, type]:
+    """Which class of `cls`'s hierarchy declares each field (the most derived one first)."""
+    owner: dict[str, type] = {}
+    for klass in cls.__mro__:
+        for name in getattr(klass, "__annotations__", {}):
+            owner.setdefault(name, klass)
+    return owner
+
+
 def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """Add one argument per field of the dataclass `cls`, and ``--config FILE.yaml``."""
+    """Add one argument per field of the dataclass `cls`, and ``--config FILE.yaml``.
+
+    The fields `cls` declares itself come first; fields inherited from a base config (such as the engine
+    settings shared by several commands) follow in a group titled by that base's docstring.
+    """
     hints = _hints(cls)
-    for field in dataclasses.fields(cls):
-        if "help" not in field.metadata:
-            raise TypeError(f"{cls.__name__}.{field.name} has no help text: declare it with option(...)")
-        tp, _ = _unwrap_optional(hints[field.name])
-        meta = field.metadata
-        text = meta["help"]
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "dest": field.name}
-        if meta["positional"]:
-            names: list[str] = []
-            kwargs.pop("dest")
-            kwargs["metavar"] = meta["metavar"] or field.name.upper()
-            if _is_tuple(tp):
-                kwargs["nargs"] = "+"
-            parser.add_argument(field.name, help=text, **kwargs)
-            continue
-        names = [_flag(field)]
-        if tp is bool:
-            if _has_default(field) and _default(field) is True:
-                names = ["--no-" + field.name.replace("_", "-")]
-                kwargs["action"] = "store_false"
-            else:
-                kwargs["action"] = "store_true"
-            parser.add_argument(*names, help=text, **kwargs)
-            continue
-        if typing.get_origin(tp) is Literal:
-            kwargs["choices"] = typing.get_args(tp)
-        if meta["repeat"]:
-            kwargs["action"] = "append"
-        if meta["metavar"]:
-            kwargs["metavar"] = meta["metavar"]
-        suffix = f" (default: {_show(_default(field))})" if _has_default(field) else " (required)"
-        parser.add_argument(*names, help=text + suffix, **kwargs)
+    owner = _declared_by(cls)
+    fields = dataclasses.fields(cls)
+    targets: dict[type, Any] = {cls: parser}
+    for field in sorted(fields, key=lambda f: owner[f.name] is not cls):
+        klass = owner[field.name]
+        if klass not in targets:
+            title = (klass.__doc__ or klass.__name__).strip().splitlines()[0].rstrip(".")
+            targets[klass] = parser.add_argument_group(title)
+        _add_field(targets[klass], cls, field, hints[field.name])
     parser.add_argument(
         "--config",
         dest=_CONFIG_FILE,
@@ -220,6 +212,37 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         metavar="FILE.yaml",
         help="read these settings from a YAML mapping (keys as the flags without dashes); flags override it",
     )
+
+
+def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> None:
+    if "help" not in field.metadata:
+        raise TypeError(f"{cls.__name__}.{field.name} has no help text: declare it with option(...)")
+    tp, _ = _unwrap_optional(hint)
+    meta = field.metadata
+    text = meta["help"]
+    kwargs: dict[str, Any] = {"default": argparse.SUPPRESS}
+    if meta["positional"]:
+        kwargs["metavar"] = meta["metavar"] or field.name.upper()
+        if _is_tuple(tp):
+            kwargs["nargs"] = "+"
+        parser.add_argument(field.name, help=text, **kwargs)
+        return
+    kwargs["dest"] = field.name
+    if tp is bool:
+        # A switch is off unless given: `--x` sets a False default to True, `--no-x` a True default to False.
+        on_by_default = _has_default(field) and _default(field) is True
+        flag = "--no-" + field.name.replace("_", "-") if on_by_default else _flag(field)
+        action = "store_false" if on_by_default else "store_true"
+        parser.add_argument(flag, help=text + " (default: off)", action=action, **kwargs)
+        return
+    if typing.get_origin(tp) is Literal:
+        kwargs["choices"] = typing.get_args(tp)
+    if meta["repeat"]:
+        kwargs["action"] = "append"
+    if meta["metavar"]:
+        kwargs["metavar"] = meta["metavar"]
+    suffix = f" (default: {_show(_default(field))})" if _has_default(field) else " (required)"
+    parser.add_argument(_flag(field), help=text + suffix, **kwargs)
 
 
 def _load_yaml(path: str, cls: type) -> dict[str, Any]:
@@ -241,13 +264,14 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
     unknown = sorted(set(values) - names)
     if unknown:
         raise ConfigError(
-            f"--config {path}: unknown setting(s) {', '.join(unknown)}; valid ones: {', '.join(sorted(names))}"
+            f"--config {path}: unknown setting(s) {', '.join(unknown)}; "
+            f"valid ones: {', '.join(sorted(names))}"
         )
     return values
 
 
 def from_namespace(cls: type[T], args: argparse.Namespace) -> T:
-    """The config of `cls` from parsed arguments: the dataclass defaults, then ``--config``, then the flags."""
+    """The config of `cls` from parsed arguments: dataclass defaults, then ``--config``, then the flags."""
     hints = _hints(cls)
     values: dict[str, Any] = {}
     config_file = getattr(args, _CONFIG_FILE, None)
@@ -307,12 +331,14 @@ def add_command(
     *,
     help: str,
     description: str | None = None,
+    epilog: str | None = None,
 ) -> argparse.ArgumentParser:
     """Register subcommand `name`: its flags come from `cls`, and `handler(config)` runs it."""
     parser = subparsers.add_parser(
         name,
         help=help,
         description=description or help,
+        epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(parser, cls)

@@ -20,34 +20,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perrec_eval import prompts
+from perrec_eval import fileio, prompts
 from perrec_eval.engines.base import Engine
+from perrec_eval.errors import DataError
+from perrec_eval.records import Group, HistoryItem, UserKey
 from perrec_eval.types import ChatRequest, GenParams
 
 logger = logging.getLogger(__name__)
 
-ProfileKey = tuple[str, str]  # (group_id, user_id)
 PROFILE_PARAMS = GenParams(temperature=0.1, top_p=1.0, max_tokens=512, n=1, seed=0)
+DEFAULT_MAX_ITEMS = 40
+DEFAULT_MAX_CHARS = 8000
 
 
 @dataclass(frozen=True, slots=True)
 class HistoryBudget:
     """How much of a long history a profile request shows: the most recent items that fit."""
 
-    max_items: int = 40
-    max_chars: int = 8000
+    max_items: int = DEFAULT_MAX_ITEMS
+    max_chars: int = DEFAULT_MAX_CHARS
 
-    def select(self, history: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    def select(self, history: Sequence[HistoryItem]) -> list[HistoryItem]:
         """The most recent items (chronological order kept) within both limits; always at least one.
 
-        >>> HistoryBudget(max_items=2).select([{"title": "a", "rating": 1.0}, {"title": "b", "rating": 2.0},
-        ...                                    {"title": "c", "rating": 3.0}])
-        [{'title': 'b', 'rating': 2.0}, {'title': 'c', 'rating': 3.0}]
+        >>> items = [HistoryItem(None, title, None, 4.0, t) for t, title in enumerate("abc")]
+        >>> [item.title for item in HistoryBudget(max_items=2).select(items)]
+        ['b', 'c']
         """
-        chosen: list[Mapping[str, Any]] = []
+        chosen: list[HistoryItem] = []
         used = 0
         for item in reversed(history[-self.max_items :]):
-            size = len(item.get("title") or "") + len(item.get("author") or "") + 48
+            size = len(item.title) + len(item.author or "") + 48
             if chosen and used + size > self.max_chars:
                 break
             chosen.append(item)
@@ -56,39 +59,39 @@ class HistoryBudget:
 
 
 def profile_requests(
-    rows: Iterable[Mapping[str, Any]], budget: HistoryBudget = HistoryBudget()
-) -> dict[ProfileKey, ChatRequest]:
-    """One profile request per distinct (group_id, user_id) across the given rows."""
-    requests: dict[ProfileKey, ChatRequest] = {}
-    for row in rows:
-        for user in row["users"]:
-            key = (row["group_id"], user["user_id"])
+    groups: Iterable[Group], budget: HistoryBudget = HistoryBudget()
+) -> dict[UserKey, ChatRequest]:
+    """One profile request per distinct (group_id, user_id) across the given groups."""
+    requests: dict[UserKey, ChatRequest] = {}
+    for group in groups:
+        for user in group.users:
+            key = (group.group_id, user.user_id)
             if key not in requests:
-                messages = prompts.render_profile(budget.select(user["history"]))
-                requests[key] = ChatRequest(tuple(messages))
+                items = [item.to_json() for item in budget.select(user.history)]
+                requests[key] = ChatRequest(tuple(prompts.render_profile(items)))
     return requests
 
 
 def generate_profiles(
     engine: Engine,
-    rows: Iterable[Mapping[str, Any]],
+    groups: Iterable[Group],
     *,
     budget: HistoryBudget = HistoryBudget(),
     params: GenParams = PROFILE_PARAMS,
-    known: Mapping[ProfileKey, str] | None = None,
-) -> tuple[dict[ProfileKey, str], dict[ProfileKey, str]]:
+    known: Mapping[UserKey, str] | None = None,
+) -> tuple[dict[UserKey, str], dict[UserKey, str]]:
     """Write the missing profiles with `engine` in one call.
 
     Returns:
         (profiles, failures): profile text per key, and the failure reason for keys without one.
     """
     known = dict(known or {})
-    requests = {key: req for key, req in profile_requests(rows, budget).items() if key not in known}
+    requests = {key: req for key, req in profile_requests(groups, budget).items() if key not in known}
     if not requests:
         return known, {}
     logger.info("writing %d profiles with %s:%s", len(requests), engine.name, engine.model)
     completions = engine.generate(list(requests.values()), params)
-    failures: dict[ProfileKey, str] = {}
+    failures: dict[UserKey, str] = {}
     for key, completion in zip(requests, completions, strict=True):
         text = completion.texts[0].strip() if completion.ok and completion.texts else ""
         if text:
@@ -99,36 +102,31 @@ def generate_profiles(
 
 
 def save_profiles(
-    path: str | os.PathLike, profiles: Mapping[ProfileKey, str], provenance: Mapping[str, Any]
+    path: str | os.PathLike, profiles: Mapping[UserKey, str], provenance: Mapping[str, Any]
 ) -> None:
     """Write profiles as JSONL atomically (temp file + rename), sorted by key for stable output."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for (group_id, user_id), text in sorted(profiles.items()):
-            record = {"group_id": group_id, "user_id": user_id, "profile": text, **provenance}
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    fileio.write_jsonl(
+        path,
+        (
+            {"group_id": group_id, "user_id": user_id, "profile": text, **provenance}
+            for (group_id, user_id), text in sorted(profiles.items())
+        ),
+    )
 
 
-def load_profiles(path: str | os.PathLike) -> dict[ProfileKey, str]:
+def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
     """Read a profiles JSONL file written by `perrecbench profiles`."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(
-            f"no profiles file at {path}: write one with `perrecbench profiles --out {path}`"
-        )
-    profiles: dict[ProfileKey, str] = {}
+        raise DataError(f"no profiles file at {path}: write one with `perrecbench profiles --out {path}`")
+    profiles: dict[UserKey, str] = {}
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             try:
                 record = json.loads(line)
                 profiles[(record["group_id"], record["user_id"])] = record["profile"]
             except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise ValueError(
+                raise DataError(
                     f"{path}:{lineno}: not a profile record ({err}); "
                     "each line needs group_id, user_id, profile"
                 ) from err

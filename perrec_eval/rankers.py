@@ -9,16 +9,62 @@ all-pairs take exactly one call and heapsort takes one call per lockstep round.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator, Hashable, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from perrec_eval.types import Method
 
 PairwiseStrategy = Literal["allpairs", "heapsort"]
 PredictionFormat = Literal["scores", "ranking"]
 
-# A slot names one request inside a group: ("user", i) for pointwise, ("pair", a, b) for pairwise with
-# user a shown as [User A] and b as [User B], ("list",) for listwise. Indices are 0-based positions.
-Slot = tuple[Hashable, ...]
+
+@dataclass(frozen=True, slots=True)
+class UserSlot:
+    """A pointwise request: predict the rating of user `user` (0-based position in the group)."""
+
+    user: int
+
+    @property
+    def users(self) -> tuple[int, ...]:
+        return (self.user,)
+
+    def to_json(self) -> list[Any]:
+        return ["user", self.user]
+
+
+@dataclass(frozen=True, slots=True)
+class PairSlot:
+    """A pairwise request: user `a` shown as [User A], user `b` as [User B]."""
+
+    a: int
+    b: int
+
+    @property
+    def users(self) -> tuple[int, ...]:
+        return (self.a, self.b)
+
+    def to_json(self) -> list[Any]:
+        return ["pair", self.a, self.b]
+
+
+@dataclass(frozen=True, slots=True)
+class ListSlot:
+    """A listwise request: the whole group of `n_users`, shown as User1..UserN in group order."""
+
+    n_users: int
+
+    @property
+    def users(self) -> tuple[int, ...]:
+        return tuple(range(self.n_users))
+
+    def to_json(self) -> list[Any]:
+        return ["list"]
+
+
+# One request inside a group. `users` are the group positions the prompt shows, in the order it shows them:
+# the renderer needs nothing else, and the answer parser needs only their number.
+Slot = UserSlot | PairSlot | ListSlot
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +120,7 @@ class PointwiseRanker(_OneShot):
     A group with any unusable rating is invalid: imputing one would invent a ranking.
 
     >>> r = PointwiseRanker([4.0, 3.0])
-    >>> r.feed({("user", 0): 4.5, ("user", 1): 4.5})
+    >>> r.feed({UserSlot(0): 4.5, UserSlot(1): 4.5})
     >>> r.prediction().value
     [0.5, 1.5]
     """
@@ -84,10 +130,10 @@ class PointwiseRanker(_OneShot):
         self.avg_ratings = list(avg_ratings)
 
     def slots(self) -> list[Slot]:
-        return [("user", i) for i in range(self.n_users)]
+        return [UserSlot(i) for i in range(self.n_users)]
 
     def prediction(self) -> Prediction:
-        ratings = [self._answers[("user", i)] for i in range(self.n_users)]
+        ratings = [self._answers[UserSlot(i)] for i in range(self.n_users)]
         if any(r is None for r in ratings):
             return Prediction("scores", None, ratings)
         return Prediction("scores", [r - a for r, a in zip(ratings, self.avg_ratings, strict=True)], ratings)
@@ -97,10 +143,10 @@ class ListwiseRanker(_OneShot):
     """One request per group; the parsed answer is already a best-first permutation of 1..n."""
 
     def slots(self) -> list[Slot]:
-        return [("list",)]
+        return [ListSlot(self.n_users)]
 
     def prediction(self) -> Prediction:
-        ranking = self._answers[("list",)]
+        ranking = self._answers[ListSlot(self.n_users)]
         return Prediction("ranking", list(ranking) if ranking is not None else None)
 
 
@@ -111,18 +157,18 @@ class AllPairsRanker(_OneShot):
     every answer failed is invalid.
 
     >>> r = AllPairsRanker(2)
-    >>> r.feed({("pair", 0, 1): "B", ("pair", 1, 0): "A"})
+    >>> r.feed({PairSlot(0, 1): "B", PairSlot(1, 0): "A"})
     >>> r.prediction().value
     [0.0, 1.0]
     """
 
     def slots(self) -> list[Slot]:
-        return [("pair", a, b) for a, b in itertools.permutations(range(self.n_users), 2)]
+        return [PairSlot(a, b) for a, b in itertools.permutations(range(self.n_users), 2)]
 
     def prediction(self) -> Prediction:
         scores = [0.0] * self.n_users
         for a, b in itertools.combinations(range(self.n_users), 2):
-            winner = consistent_winner(self._answers[("pair", a, b)], self._answers[("pair", b, a)], a, b)
+            winner = consistent_winner(self._answers[PairSlot(a, b)], self._answers[PairSlot(b, a)], a, b)
             if winner is None:
                 scores[a] += 0.5
                 scores[b] += 0.5
@@ -193,13 +239,13 @@ class HeapsortRanker(Ranker):
         if self._current is None:
             return []
         candidate, largest = self._current
-        return [("pair", candidate, largest), ("pair", largest, candidate)]
+        return [PairSlot(candidate, largest), PairSlot(largest, candidate)]
 
     def feed(self, answers: Mapping[Slot, Any]) -> None:
         candidate, largest = self._current
         winner = consistent_winner(
-            answers.get(("pair", candidate, largest)),
-            answers.get(("pair", largest, candidate)),
+            answers.get(PairSlot(candidate, largest)),
+            answers.get(PairSlot(largest, candidate)),
             candidate,
             largest,
         )
@@ -217,7 +263,7 @@ class HeapsortRanker(Ranker):
 
 
 def make_ranker(
-    method: str, avg_ratings: Sequence[float], *, pairwise_strategy: PairwiseStrategy = "allpairs"
+    method: Method, avg_ratings: Sequence[float], *, pairwise_strategy: PairwiseStrategy = "allpairs"
 ) -> Ranker:
     """The ranker for one group.
 
@@ -234,4 +280,27 @@ def make_ranker(
         if pairwise_strategy == "heapsort":
             return HeapsortRanker(len(avg_ratings))
         raise ValueError(f"unknown pairwise strategy {pairwise_strategy!r}: use 'allpairs' or 'heapsort'")
+    raise ValueError(f"unknown method {method!r}: use pointwise, pairwise or listwise")
+
+
+def demonstration(
+    method: Method, relative_ratings: Sequence[float], ratings: Sequence[float]
+) -> tuple[Slot, float | str | list[int]]:
+    """What a few-shot demonstration of `method` shows of a held-out group, and its true answer.
+
+    Pointwise shows the first user with the true rating; pairwise the first two users with the one of
+    higher relative rating; listwise every user with the true best-first order.
+
+    >>> demonstration("pairwise", [0.5, -1.0, 2.0], [5.0, 3.0, 5.0])
+    (PairSlot(a=0, b=1), 'A')
+    >>> demonstration("listwise", [0.5, -1.0, 2.0], [5.0, 3.0, 5.0])
+    (ListSlot(n_users=3), [3, 1, 2])
+    """
+    if method == "pointwise":
+        return UserSlot(0), ratings[0]
+    if method == "pairwise":
+        return PairSlot(0, 1), "A" if relative_ratings[0] > relative_ratings[1] else "B"
+    if method == "listwise":
+        order = sorted(range(len(relative_ratings)), key=lambda i: -relative_ratings[i])
+        return ListSlot(len(relative_ratings)), [i + 1 for i in order]
     raise ValueError(f"unknown method {method!r}: use pointwise, pairwise or listwise")

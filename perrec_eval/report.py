@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from perrec_eval import fileio
 from perrec_eval.types import LEVELS, METHODS
 
 _SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
@@ -68,20 +68,7 @@ def render(systems: Sequence[tuple[str, Mapping[str, Any]]], *, title: str = "Pe
 
 
 def write_report(out: Path, systems: Sequence[tuple[str, Mapping[str, Any]]]) -> Path:
+    """Write `out/report.md` (atomically) for the given (name, scores) systems."""
     path = Path(out) / "report.md"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render(systems), encoding="utf-8")
-    tmp.replace(path)
+    fileio.write_text(path, render(systems))
     return path
-
-
-def load_run(run_dir: str | Path) -> tuple[str, dict[str, Any]]:
-    """(system name, scores) of a finished run folder."""
-    run_dir = Path(run_dir)
-    scores_path = run_dir / "scores.json"
-    if not scores_path.is_file():
-        raise FileNotFoundError(
-            f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first"
-        )
-    info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    return info["engine"].get("model", run_dir.name), json.loads(scores_path.read_text(encoding="utf-8"))

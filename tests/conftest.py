@@ -17,6 +17,7 @@ os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(
 )
 
 import pytest  # noqa: E402
+
 from tests.tiny_model import build_tiny_chat_model  # noqa: E402
 
 

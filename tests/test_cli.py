@@ -212,3 +212,70 @@ def test_cli_hf_engine_on_a_tiny_local_model(built, tiny_model_dir):
     assert {c["method"] for c in scores["cells"]} == {"pointwise", "pairwise", "listwise"}
     info = json.loads((out / "run.json").read_text())
     assert info["engine"]["name"] == "hf" and info["versions"]["transformers"]
+
+
+def _options_of(help_text: str) -> dict[str, str]:
+    """Each option of a --help text with its help (continuation lines joined)."""
+    options: dict[str, str] = {}
+    current = None
+    for line in help_text.splitlines():
+        stripped = line.strip()
+        if line.startswith("  -"):
+            current = stripped.split()[0].rstrip(",")
+            options[current] = stripped
+        elif current and line.startswith(" " * 10) and stripped:
+            options[current] += " " + stripped
+        else:
+            current = None
+    return options
+
+
+@pytest.mark.parametrize("command", ["synth", "build", "evaluate", "score", "profiles", "report"])
+def test_cli_every_flag_has_help_and_a_default(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    options = _options_of(capsys.readouterr().out)
+    assert "--config" in options
+    for flag, text in options.items():
+        if flag in ("-h", "--config"):
+            continue
+        assert "(default:" in text or "(required)" in text, f"{command} {flag}: {text}"
+
+
+def test_cli_evaluate_reads_a_config_file_and_flags_override_it(built, tmp_path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"data: {built / 'perrecbench'}\nengine: baseline\nmodel: rating-bias\n"
+        f"levels: [easy, hard]\nout: {tmp_path / 'from-file'}\n"
+    )
+    assert main(["evaluate", "--config", str(config), "--out", str(tmp_path / "from-flag")]) == 0
+    assert not (tmp_path / "from-file").exists()
+    info = json.loads((tmp_path / "from-flag" / "run.json").read_text())
+    assert info["config"]["levels"] == ["easy", "hard"] and info["config"]["model"] == "rating-bias"
+    scores = json.loads((tmp_path / "from-flag" / "scores.json").read_text())
+    assert {c["level"] for c in scores["cells"]} == {"easy", "hard"}
+
+
+def test_cli_config_file_with_an_unknown_key_lists_the_valid_ones(tmp_path, capsys):
+    config = tmp_path / "run.yaml"
+    config.write_text("dataset: x\n")
+    assert main(["evaluate", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown setting(s) dataset" in err and "data" in err and err.count("\n") == 1
+
+
+def test_cli_unknown_engine_arg_lists_the_engines_options(built, tmp_path, capsys):
+    args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
+    assert main([*args, "--engine-arg", "batch=4", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "has no option 'batch'" in err and "report_every" in err and err.count("\n") == 1
+
+
+def test_cli_engine_arg_reaches_the_engine(built, tmp_path):
+    args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
+    out = tmp_path / "run"
+    opts = ["--engine-arg", "report_every=2", "--levels", "easy", "--max-groups", "2", "--no-profile"]
+    assert main([*args, *opts, "--out", str(out)]) == 0
+    assert json.loads((out / "run.json").read_text())["config"]["engine_args"] == ["report_every=2"]
+    # The value is typed and validated by the engine's options class.
+    assert main([*args, "--engine-arg", "report_every=0", "--out", str(tmp_path / "bad")]) == 2

@@ -11,7 +11,7 @@ import pytest
 
 from perrec_eval import ptc
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REFERENCES = [[0.9, -0.8], [1.2, -0.3, 0.5], [0.4, -1.0, 1.6, 0.0], [1.0, 0.0, -1.0]]
 SCORES = [[4.0, 3.0], [1.0, 1.0, 2.0], [], [0.5, 0.7, 0.1]]
 RANKINGS = [[1, 2], [3, 1, 2], [1, 1, 2, 3], [2, 1, 3]]
@@ -132,9 +132,11 @@ def test_ptc_evaluate_doctests_pass(metric):
     assert result.failed == 0
 
 
-def test_ptc_evaluate_metric_card_is_identical_in_hub_cards():
+def test_ptc_evaluate_metric_card_has_one_source_linked_from_hub_cards():
     card = (ROOT / "metric" / "ptc" / "README.md").read_bytes()
-    assert card == (ROOT / "hub_cards" / "metric_card.md").read_bytes()
+    linked = ROOT / "hub_cards" / "metric_card.md"
+    assert linked.is_symlink() and linked.resolve() == (ROOT / "metric" / "ptc" / "README.md").resolve()
+    assert card == linked.read_bytes()
     assert b"arXiv:2501.13391" in card or b"2501.13391" in card
 
 

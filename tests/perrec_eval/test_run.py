@@ -6,8 +6,10 @@ import json
 
 import pytest
 
+from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
-from perrec_eval.run import EvalConfig, evaluate, rescore
+from perrec_eval.run import evaluate
+from perrec_eval.rundir import rescore
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
 
 
@@ -187,11 +189,11 @@ def test_run_cot_variant_changes_the_prompts_not_the_scoring(bench, tmp_path):
     assert json.loads((tmp_path / "run.json").read_text())["prompt_variant"] == "cot"
 
 
-def test_load_rows_hides_history_items_without_metadata(tmp_path):
+def test_load_groups_hides_history_items_without_metadata(tmp_path):
     import datasets
 
     from dataset_builder.schema import FEATURES
-    from perrec_eval.run import load_rows
+    from perrec_eval.context import load_groups
     from tests.benchmark_fixture import make_rows
 
     rows = make_rows(1)
@@ -203,7 +205,8 @@ def test_load_rows_hides_history_items_without_metadata(tmp_path):
         "---\nconfigs:\n- config_name: easy\n  data_files:\n"
         "  - split: test\n    path: easy/test.parquet\n---\n"
     )
-    loaded = load_rows(folder, "easy")
+    loaded = load_groups(folder, "easy")
     before = len(rows[0]["users"][0]["history"])
-    assert len(loaded[0]["users"][0]["history"]) == before - 1
-    assert all(item["title"] for user in loaded[0]["users"] for item in user["history"])
+    assert len(loaded[0].users[0].history) == before - 1
+    assert loaded[0].users[0].untitled == 1
+    assert all(item.title for user in loaded[0].users for item in user.history)

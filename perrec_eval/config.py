@@ -1,0 +1,213 @@
+"""One config dataclass per runner command; the command-line flags are derived from these fields.
+
+`EngineSpec` (which backend, which model, its options) is shared by `evaluate` and `profiles`. Every field
+carries its help text, and its default lives here and nowhere else (defaults that belong to an engine live
+in that engine's options class and are set with ``--engine-arg KEY=VALUE``). Each config is recorded
+verbatim in ``run.json``; ``--config FILE.yaml`` reads the same fields from a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from perrec_eval.cliconfig import option
+from perrec_eval.errors import ConfigError
+from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS
+from perrec_eval.rankers import PairwiseStrategy
+from perrec_eval.retrieval import DEFAULT_K
+from perrec_eval.types import LEVELS, METHODS, GenParams, Level, Method
+
+# Answer budgets of the released code, per method.
+MAX_TOKENS: dict[str, int] = {"pointwise": 800, "pairwise": 512, "listwise": 800}
+BASELINE_ENGINE = "baseline"
+Aggregate = Literal["mean", "median", "mode"]
+
+
+def engine_choices() -> tuple[str, ...]:
+    """`baseline` (no LLM) and every registered inference engine."""
+    from perrec_eval.engines import ENGINE_NAMES
+
+    return (BASELINE_ENGINE, *ENGINE_NAMES)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineSpec:
+    """Which backend answers the requests, for which model, with which options."""
+
+    engine: str = option(
+        "inference backend: baseline (no LLM: --model names the baseline), fake (scripted answers), hf "
+        "(transformers), openai (any OpenAI-compatible server), vllm (offline)"
+    )
+    model: str = option(
+        "model id or path; for --engine baseline one of random, rating-bias, item-quality, "
+        "history-affinity or all; for --engine fake a script name (constant)"
+    )
+    adapter: str | None = option("LoRA adapter folder applied on top of --model (hf, vllm)", default=None)
+    base_url: str | None = option(
+        "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (openai; same as --engine-arg base_url=...)",
+        default=None,
+    )
+    api_key_env: str | None = option(
+        "name of the environment variable that holds the API key (openai); the key itself is never recorded",
+        default=None,
+    )
+    engine_args: tuple[str, ...] = option(
+        "engine option KEY=VALUE, repeatable (e.g. batch_size=4 for hf, concurrency=32 for openai, "
+        "tensor_parallel_size=2 for vllm); an unknown key lists the valid ones",
+        default=(),
+        flag="--engine-arg",
+        repeat=True,
+        metavar="KEY=VALUE",
+    )
+
+    def __post_init__(self) -> None:
+        choices = engine_choices()
+        if self.engine not in choices:
+            raise ConfigError(f"unknown engine {self.engine!r}: choose one of {', '.join(choices)}")
+
+    def engine_options(self):
+        """The engine's options dataclass, from --engine-arg and the --base-url/--api-key-env shortcuts."""
+        from perrec_eval.engines import parse_options
+
+        return parse_options(
+            self.engine, self.engine_args, base_url=self.base_url, api_key_env=self.api_key_env
+        )
+
+    def load_engine(self):
+        """Build the engine (heavy imports happen here, not at config time)."""
+        from perrec_eval.engines import load_engine
+
+        return load_engine(self.engine, self.model, adapter=self.adapter, options=self.engine_options())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalConfig(EngineSpec):
+    """Everything that defines an evaluation run; recorded verbatim in run.json."""
+
+    data: str = option("benchmark folder written by `perrecbench build` (or a Hub dataset id)")
+    out: str = option("run folder; running the same command again resumes from its cache")
+    levels: tuple[Level, ...] = option("comma-separated levels to evaluate", default=LEVELS)
+    methods: tuple[Method, ...] = option("comma-separated ranking methods", default=METHODS)
+    split: str = option("dataset split to evaluate", default="test")
+    k: int = option("retrieved history items per user (BM25)", default=DEFAULT_K)
+    profiles: str | None = option(
+        "saved profiles JSONL (from `perrecbench profiles`); default: write them with this engine",
+        default=None,
+    )
+    no_profile: bool = option("prompts without user profiles (paper Table 2)", default=False)
+    shots: int = option("few-shot demonstrations from the held-out (train) split", default=0)
+    cot: bool = option("chain-of-thought prompts (paper Appendix E)", default=False)
+    samples: int = option("self-consistency: samples per request", default=1)
+    sc_aggregate: Aggregate = option(
+        "how pointwise samples combine under --samples (pairwise/listwise take the majority)", default="mean"
+    )
+    pairwise_strategy: PairwiseStrategy = option(
+        "allpairs: every pair in both orders; heapsort: the paper's sort", default="allpairs"
+    )
+    paper_mode: bool = option(
+        "reproduce the published protocol: heapsort pairwise, paper tau on index lists, "
+        "failed groups skipped",
+        default=False,
+    )
+    temperature: float = option("sampling temperature (0 = greedy)", default=0.1)
+    top_p: float = option("nucleus sampling top-p", default=1.0)
+    max_groups: int | None = option("evaluate only the first N groups of each level", default=None)
+    seed: int = option("seed for sampling, few-shot picks and bootstrap intervals", default=0)
+
+    def __post_init__(self) -> None:
+        EngineSpec.__post_init__(self)
+        bad_levels = [lv for lv in self.levels if lv not in LEVELS]
+        bad_methods = [m for m in self.methods if m not in METHODS]
+        if bad_levels or not self.levels:
+            raise ConfigError(f"levels must be a non-empty subset of {','.join(LEVELS)}, got {self.levels}")
+        if bad_methods or not self.methods:
+            raise ConfigError(
+                f"methods must be a non-empty subset of {','.join(METHODS)}, got {self.methods}"
+            )
+        if self.pairwise_strategy not in ("allpairs", "heapsort"):
+            raise ConfigError(
+                f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
+            )
+        if self.sc_aggregate not in ("mean", "median", "mode"):
+            raise ConfigError(f"--sc-aggregate must be mean, median or mode, got {self.sc_aggregate!r}")
+        if self.profiles and self.no_profile:
+            raise ConfigError("--profiles and --no-profile exclude each other: choose one")
+        if self.k < 1 or self.samples < 1 or self.shots < 0:
+            raise ConfigError("--k and --samples must be >= 1 and --shots >= 0")
+        if self.max_groups is not None and self.max_groups < 1:
+            raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
+        if self.paper_mode:
+            # --paper-mode switches every paper behaviour of PROTOCOL at once.
+            object.__setattr__(self, "pairwise_strategy", "heapsort")
+
+    @property
+    def variant(self) -> str:
+        base = "cot" if self.cot else "default"
+        if self.no_profile:
+            return "no_profile" if base == "default" else "cot_no_profile"
+        return base
+
+    @property
+    def metric_variant(self) -> str:
+        return "paper" if self.paper_mode else "tau_b"
+
+    @property
+    def invalid_policy(self) -> str:
+        return "skip" if self.paper_mode else "zero"
+
+    def params(self, method: Method) -> GenParams:
+        return GenParams(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=MAX_TOKENS[method],
+            n=self.samples,
+            seed=self.seed,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfilesConfig(EngineSpec):
+    """Settings of `perrecbench profiles`: one LLM-written profile per (group, user)."""
+
+    data: str = option("benchmark folder written by `perrecbench build` (or a Hub dataset id)")
+    out: str = option("profiles JSONL path; its requests are cached next to it, so a re-run resumes")
+    levels: tuple[Level, ...] = option("comma-separated levels whose users get profiles", default=LEVELS)
+    splits: tuple[str, ...] = option("comma-separated splits (add train for few-shot)", default=("test",))
+    max_groups: int | None = option("only the first N groups of each level and split", default=None)
+    max_items: int = option("most recent history items a profile sees", default=DEFAULT_MAX_ITEMS)
+    max_chars: int = option("character budget for those items", default=DEFAULT_MAX_CHARS)
+    push_to_hub: str | None = option(
+        "also upload the file to this dataset repo (e.g. next to the benchmark) as profiles/<file name>",
+        default=None,
+        metavar="ORG/NAME",
+    )
+
+    def __post_init__(self) -> None:
+        EngineSpec.__post_init__(self)
+        if self.engine == BASELINE_ENGINE:
+            raise ConfigError("profiles are written by an LLM: choose --engine fake, hf, openai or vllm")
+        if self.max_items < 1 or self.max_chars < 1:
+            raise ConfigError("--max-items and --max-chars must be >= 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoreConfig:
+    """Settings of `perrecbench score`: re-score a finished run from its saved predictions."""
+
+    run_dir: str = option("run folder written by `perrecbench evaluate`", positional=True)
+    variant: Literal["tau_b", "paper"] | None = option(
+        "metric variant (default: the run's own)", default=None
+    )
+    invalid: Literal["zero", "skip"] | None = option(
+        "failed groups score 0 (zero) or are dropped (skip); default: the run's own", default=None
+    )
+    write: bool = option("rewrite scores.json and report.md with the new scores", default=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportConfig:
+    """Settings of `perrecbench report`: one Table-1 style table from several run folders."""
+
+    run_dirs: tuple[str, ...] = option("run folders to compare", positional=True)
+    out: str | None = option("write the markdown report here (default: print the table only)", default=None)

@@ -1,0 +1,273 @@
+"""Typed records that flow between the runner's stages, built once and serialised by one pair of methods.
+
+- `Group` (with `Query`, `User`, `HistoryItem`) is a benchmark row. `Group.from_row` is the one boundary
+  between the dataset and the runner, and it applies the **untitled-item rule** there: a history item whose
+  item has no metadata (null or empty title) has nothing to retrieve by or show, so it is dropped from the
+  user's history before retrieval, prompts, profiles or baselines see it (`User.untitled` counts the items
+  dropped). Retrieval indexes into `User.history` after the rule, so indices and items always agree.
+- `UserView` is what a prompt shows of one user: retrieved history (best first), rating summary, profile.
+- `SampleRecord` is one engine request and its parsed answers (a line of ``samples.jsonl``);
+  `PredictionRecord` is one group's ranking input to the metric with the truth (a line of
+  ``predictions.jsonl``).
+
+Every record has `to_json()` (plain JSON types) and `from_json()`; the JSON shape of a group is the dataset
+row's shape (`dataset_builder.schema.FEATURES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perrec_eval.types import Level, Method
+
+UserKey = tuple[str, str]  # (group_id, user_id): a user as one group sees them (profiles, retrieval)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryItem:
+    """One earlier review of a user: the item's title/author and the user's rating."""
+
+    parent_asin: str | None
+    title: str
+    author: str | None
+    rating: float
+    timestamp: int
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HistoryItem:
+        return cls(
+            parent_asin=data.get("parent_asin"),
+            title=data["title"],
+            author=data.get("author"),
+            rating=float(data["rating"]),
+            timestamp=int(data["timestamp"]),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parent_asin": self.parent_asin,
+            "title": self.title,
+            "author": self.author,
+            "rating": self.rating,
+            "timestamp": self.timestamp,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """The query item every user of a group reviewed."""
+
+    parent_asin: str | None
+    title: str
+    author: str | None = None
+    main_category: str | None = None
+    average_rating: float | None = None
+    rating_number: int | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Query:
+        return cls(
+            parent_asin=data.get("parent_asin"),
+            title=data["title"],
+            author=data.get("author"),
+            main_category=data.get("main_category"),
+            average_rating=data.get("average_rating"),
+            rating_number=data.get("rating_number"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parent_asin": self.parent_asin,
+            "title": self.title,
+            "author": self.author,
+            "main_category": self.main_category,
+            "average_rating": self.average_rating,
+            "rating_number": self.rating_number,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """One user of a group: the truth (rating, relative rating), the rating summary and the history."""
+
+    user_id: str
+    rating: float
+    timestamp: int
+    avg_rating: float
+    most_common_rating: float
+    relative_rating: float
+    history: tuple[HistoryItem, ...]
+    untitled: int = 0
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> User:
+        """A user from its row shape; history items without a title are dropped (see the module doc)."""
+        items = data["history"]
+        history = tuple(HistoryItem.from_json(item) for item in items if item.get("title"))
+        return cls(
+            user_id=data["user_id"],
+            rating=float(data["rating"]),
+            timestamp=int(data["timestamp"]),
+            avg_rating=float(data["avg_rating"]),
+            most_common_rating=float(data["most_common_rating"]),
+            relative_rating=float(data["relative_rating"]),
+            history=history,
+            untitled=len(items) - len(history) + int(data.get("untitled", 0)),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "rating": self.rating,
+            "timestamp": self.timestamp,
+            "avg_rating": self.avg_rating,
+            "most_common_rating": self.most_common_rating,
+            "relative_rating": self.relative_rating,
+            "history": [item.to_json() for item in self.history],
+            "untitled": self.untitled,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One benchmark row: a query item and the users (in presentation order) who reviewed it.
+
+    >>> row = {"group_id": "g", "domain": "Books", "level": "easy", "window_start": 0,
+    ...        "query": {"parent_asin": "q", "title": "Dune"},
+    ...        "users": [{"user_id": "u", "rating": 5.0, "timestamp": 9, "avg_rating": 4.0,
+    ...                   "most_common_rating": 4.0, "relative_rating": 1.0,
+    ...                   "history": [{"title": None, "rating": 3.0, "timestamp": 1},
+    ...                               {"title": "Emma", "rating": 4.0, "timestamp": 2}]}]}
+    >>> group = Group.from_row(row)
+    >>> [item.title for item in group.users[0].history], group.users[0].untitled
+    (['Emma'], 1)
+    >>> Group.from_json(group.to_json()) == group
+    True
+    """
+
+    group_id: str
+    domain: str
+    level: str
+    query: Query
+    window_start: int
+    users: tuple[User, ...]
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Group:
+        """The group of a dataset row (`dataset_builder.schema.FEATURES`), untitled items dropped."""
+        return cls(
+            group_id=row["group_id"],
+            domain=row.get("domain") or "",
+            level=row.get("level") or "",
+            query=Query.from_json(row["query"]),
+            window_start=int(row.get("window_start") or 0),
+            users=tuple(User.from_json(user) for user in row["users"]),
+        )
+
+    from_json = from_row
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group_id": self.group_id,
+            "domain": self.domain,
+            "level": self.level,
+            "query": self.query.to_json(),
+            "window_start": self.window_start,
+            "users": [user.to_json() for user in self.users],
+        }
+
+    @property
+    def relative_ratings(self) -> list[float]:
+        return [user.relative_rating for user in self.users]
+
+    @property
+    def ratings(self) -> list[float]:
+        return [user.rating for user in self.users]
+
+    @property
+    def avg_ratings(self) -> list[float]:
+        return [user.avg_rating for user in self.users]
+
+
+@dataclass(frozen=True, slots=True)
+class UserView:
+    """What a prompt shows of one user: retrieved history (best first), rating summary, optional profile."""
+
+    history: tuple[HistoryItem, ...]
+    most_common_rating: float
+    avg_rating: float
+    profile: str | None = None
+
+    def prompt_input(self) -> dict[str, Any]:
+        """The mapping `perrec_eval.prompts.render` reads for this user."""
+        data: dict[str, Any] = {
+            "history": [item.to_json() for item in self.history],
+            "most_common_rating": self.most_common_rating,
+            "avg_rating": self.avg_rating,
+        }
+        if self.profile is not None:
+            data["profile"] = self.profile
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class SampleRecord:
+    """One engine request of a run and what came back (a line of ``samples.jsonl``).
+
+    `slot` is the ranker's slot as JSON (``["user", 0]``, ``["pair", 0, 1]``, ``["list"]``); `value` the
+    answer after self-consistency aggregation (None when no sample parsed); `reason` why it failed.
+    """
+
+    group_id: str
+    level: Level | str
+    method: Method
+    step: int
+    slot: list[Any]
+    key: str
+    texts: list[str]
+    parsed: list[Any]
+    value: Any
+    ok: bool
+    reason: str | None
+    num_failed_samples: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SampleRecord:
+        return cls(**{name: data[name] for name in cls.__slots__})
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class PredictionRecord:
+    """One group's metric input and truth for one (level, method) cell (a line of ``predictions.jsonl``).
+
+    `format` is ``scores`` (higher = preferred, per user) or ``ranking`` (best-first 1-based user indices);
+    `prediction` is None for a group that could not be ranked.
+    """
+
+    level: Level | str
+    method: Method
+    group_id: str
+    format: str
+    prediction: list[float] | list[int] | None
+    predicted_ratings: list[float | None] | None
+    references: list[float]
+    true_ratings: list[float]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PredictionRecord:
+        return cls(**{name: data.get(name) for name in cls.__slots__})
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+def groups_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[Group]:
+    """`Group.from_row` for every row."""
+    return [Group.from_row(row) for row in rows]
