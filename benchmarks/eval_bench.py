@@ -17,13 +17,14 @@ same folder (every request is then a cache hit). Scenarios:
 
 Measured, by wrapping functions in place for the duration of a run (the lead's modules are not edited):
 engine time = time inside ``FakeEngine.generate`` minus the cache's persistence callback it calls; stage
-times for loading rows, retrieval, profile generation, each (level, method), and writing the run folder;
-the cache's own time (keys, look-ups, appends + fsync, loading on resume). Framework time = wall − engine.
-Engine calls and requests per (level, method) come from the wrapped engine, ``run.json`` and
-``samples.jsonl``; the heapsort bound is the most comparisons the ranker can ask for n users, found by
-trying every answer sequence. Retrieval inside the run is compared with per-user ``rank_bm25.BM25Okapi``
-loops on the same rows (the paper's rendered-text pipeline, and our tokens). ``--profile`` adds a cProfile of
-one fresh ``blind`` run (top functions by own time). Results print as Markdown for ``benchmarks/RESULTS.md``.
+times for loading groups (``context.load_groups``), retrieval, profile generation, each (level, method),
+and writing the run folder; the cache's own time (keys, look-ups, appends + fsync, loading on resume).
+Framework time = wall − engine. Engine calls and requests per (level, method) come from the wrapped engine,
+``run.json`` and ``samples.jsonl``; the heapsort bound is the most comparisons the ranker can ask for n
+users, found by trying every answer sequence. Retrieval inside the run is compared with per-user
+``rank_bm25.BM25Okapi`` loops on the same groups (the paper's rendered-text pipeline, and our tokens).
+``--profile`` adds a cProfile of one fresh ``blind`` run (top functions by own time). Results print as
+Markdown for ``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -96,14 +97,14 @@ def truth_responder(request: Any, params: Any, sample_index: int) -> str:
 
 def write_truth_profiles(data: Path, path: Path) -> Path:
     """A profiles JSONL for every (group, user) of the test split whose text states the user's truth."""
-    from perrec_eval.run import load_rows
+    from perrec_eval.context import load_groups
 
     seen: dict[tuple[str, str], str] = {}
     for level in LEVELS:
-        for row in load_rows(data, level):
-            for user in row["users"]:
-                seen[(row["group_id"], user["user_id"])] = (
-                    f"TRUTH rel={user['relative_rating']!r} rating={user['rating']!r}"
+        for group in load_groups(data, level):
+            for user in group.users:
+                seen[(group.group_id, user.user_id)] = (
+                    f"TRUTH rel={user.relative_rating!r} rating={user.rating!r}"
                 )
     with path.open("w", encoding="utf-8") as f:
         for (group_id, user_id), text in sorted(seen.items()):
@@ -178,20 +179,32 @@ def _method_label(method: str, groups: Any, *args: Any, **kwargs: Any) -> str:
     return f"stage:{groups[0].level}/{method}" if groups else f"stage:?/{method}"
 
 
+def _jsonl_label(path: Any, *args: Any, **kwargs: Any) -> str:
+    # `fileio.write_jsonl` also writes profiles.jsonl (`save_profiles`); only the run's records count here.
+    if Path(path).name in ("samples.jsonl", "predictions.jsonl"):
+        return "write samples/predictions"
+    return f"write {Path(path).name}"
+
+
 @contextlib.contextmanager
 def instrumented(probe: Probe) -> Iterator[None]:
+    # Each function is patched where its caller looks it up: `run` calls `context.load_groups`,
+    # `parsing.parse`, and the names it imported (`run_method`, `render_slot`, `score_cells`, `request_key`);
+    # `context.retrieve` calls `retrieval.retrieve_rows`; `rundir.write_run` calls `fileio.write_jsonl` and
+    # imports `report.write_report` when called; `CachedEngine.key` calls `cache.request_key`.
     patches = [
-        ("perrec_eval.run", "load_rows", "load rows (datasets)"),
+        ("perrec_eval.context", "load_groups", "load rows (datasets)"),
         ("perrec_eval.retrieval", "retrieve_rows", "retrieval (retrieve_rows)"),
         ("perrec_eval.profiles", "generate_profiles", "stage:profiles"),
         ("perrec_eval.run", "run_method", _method_label),
         ("perrec_eval.run", "score_cells", "score cells (PTC + bootstrap)"),
-        ("perrec_eval.run", "write_jsonl", "write samples/predictions"),
+        ("perrec_eval.fileio", "write_jsonl", _jsonl_label),
         ("perrec_eval.report", "write_report", "write report.md"),
         ("perrec_eval.run", "render_slot", "render prompts (render_slot)"),
         ("perrec_eval.profiles", "profile_requests", "render profile prompts"),
         ("perrec_eval.parsing", "parse", "parse answers"),
         ("perrec_eval.cache", "request_key", "request keys (cache + samples)"),
+        ("perrec_eval.run", "request_key", "request keys (cache + samples)"),
     ]
     with contextlib.ExitStack() as stack:
         for module, name, label in patches:
@@ -242,7 +255,8 @@ class RunResult:
 
 
 def run_once(name: str, config: Any, responder: Callable[..., str], cached: bool) -> RunResult:
-    from perrec_eval.run import evaluate, read_jsonl
+    from perrec_eval.fileio import read_jsonl
+    from perrec_eval.run import evaluate
 
     probe = Probe()
     engine = TimedEngine(responder, probe)
@@ -264,8 +278,15 @@ def run_once(name: str, config: Any, responder: Callable[..., str], cached: bool
         else 0
     )
     return RunResult(
-        name, cached, wall, cpu, probe, dict(requests),
-        {cell: [counts[step] for step in sorted(counts)] for cell, counts in per_step.items()}, info, scores,
+        name,
+        cached,
+        wall,
+        cpu,
+        probe,
+        dict(requests),
+        {cell: [counts[step] for step in sorted(counts)] for cell, counts in per_step.items()},
+        info,
+        scores,
         engine.calls,
     )
 
@@ -302,21 +323,23 @@ def retrieval_comparison(data: Path) -> list[tuple[str, float, float, int]]:
     """(contender, wall s, cpu s, users) over the run's rows, every level as the run sees them."""
     import rank_bm25
 
+    from perrec_eval.context import load_groups
     from perrec_eval.retrieval import item_text, retrieve_rows, tokenize
-    from perrec_eval.run import load_rows
 
-    rows = {level: load_rows(data, level) for level in LEVELS}
-    users = sum(len(r["users"]) for level_rows in rows.values() for r in level_rows)
+    groups = {level: load_groups(data, level) for level in LEVELS}
+    # `retrieve_rows` and `item_text` read mappings: the rows as `context.retrieve` passes them in the run.
+    rows = {level: [group.to_json() for group in level_groups] for level, level_groups in groups.items()}
+    users = sum(len(g.users) for level_groups in groups.values() for g in level_groups)
 
-    def paper_item(item: dict) -> str:
-        author = f"### Item Author\n{item['author']}\n" if item.get("author") else ""
-        return f"### Item Title\n{item['title']}\n{author}### User Rating\n{item['rating']}"
+    def paper_item(item: Any) -> str:  # a records.HistoryItem
+        author = f"### Item Author\n{item.author}\n" if item.author else ""
+        return f"### Item Title\n{item.title}\n{author}### User Rating\n{item.rating}"
 
-    def paper_query(query: dict) -> str:
-        author = f"### Item Author\n{query['author']}\n" if query.get("author") else ""
+    def paper_query(query: Any) -> str:  # a records.Query
+        author = f"### Item Author\n{query.author}\n" if query.author else ""
         return (
             "<|The Start of Query Item Information|>\n"
-            f"### Item Title\n{query['title']}\n{author}<|The End of Query Item Information|>"
+            f"### Item Title\n{query.title}\n{author}<|The End of Query Item Information|>"
         )
 
     def ours() -> dict:
@@ -342,12 +365,12 @@ def retrieval_comparison(data: Path) -> list[tuple[str, float, float, int]]:
         return found
 
     def paper_loop() -> None:
-        for level_rows in rows.values():
-            for row in level_rows:
-                query = paper_query(row["query"]).split(" ")
-                for user in row["users"]:
-                    index = rank_bm25.BM25Okapi([paper_item(item).split() for item in user["history"]])
-                    index.get_top_n(query, user["history"], n=K)
+        for level_groups in groups.values():
+            for group in level_groups:
+                query = paper_query(group.query).split(" ")
+                for user in group.users:
+                    index = rank_bm25.BM25Okapi([paper_item(item).split() for item in user.history])
+                    index.get_top_n(query, user.history, n=K)
 
     def our_tokens_loop() -> None:
         for level_rows in rows.values():
@@ -366,8 +389,7 @@ def retrieval_comparison(data: Path) -> list[tuple[str, float, float, int]]:
     for label, fn in (
         ("ours: `retrieve_rows` (bm25s lucene, per user), one call per level as in the run", ours),
         (f"ours: one `retrieve_rows` call over all levels (dedupes to {distinct} distinct users)", ours_once),
-        (f"sketch: numpy lucene BM25 over query tokens (same top-{K} list for {same}/{users})",
-         numpy_lucene),
+        (f"sketch: numpy lucene BM25 over query tokens (same top-{K} list for {same}/{users})", numpy_lucene),
         ("rank_bm25 BM25Okapi per user, paper pipeline (rendered text, `get_top_n`)", paper_loop),
         ("rank_bm25 BM25Okapi per user, our tokens (`get_top_n`)", our_tokens_loop),
     ):
@@ -410,14 +432,20 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
     """Cost of the cache keys of hard/pairwise (allpairs) requests: as now, and two suggested changes."""
     import hashlib
 
+    from perrec_eval import context
     from perrec_eval.cache import key_of
-    from perrec_eval.run import EvalConfig, prepare_groups, render_slot
+    from perrec_eval.config import EvalConfig
+    from perrec_eval.rankers import PairSlot
+    from perrec_eval.run import render_slot
     from perrec_eval.types import ChatRequest, GenParams
 
-    config = EvalConfig(data=str(data), engine="fake", model="m", out=str(WORK / "unused"), no_profile=True)
-    groups = prepare_groups(config, "hard", None)
+    config = EvalConfig(
+        data=str(data), engine="fake", model="m", out=str(WORK / "unused"), k=K, no_profile=True
+    )
+    hard = context.load_groups(config.data, "hard", config.split)
+    groups = context.contexts(hard, "hard", context.retrieve(hard, config.k), None)
     requests = [
-        ChatRequest(tuple(render_slot("pairwise", g, ("pair", a, b), config.variant, ())))
+        ChatRequest(tuple(render_slot("pairwise", g, PairSlot(a, b), config.variant, ())))
         for g in groups
         for a in range(4)
         for b in range(4)
@@ -435,15 +463,22 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
             key_of("fake", "m", None, params, request)
 
     def once_params_serialised_once() -> None:
-        head = json.dumps({"engine": "fake", "model": "m", "adapter": None, "params": params.as_dict()},
-                          sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        head = json.dumps(
+            {"engine": "fake", "model": "m", "adapter": None, "params": params.as_dict()},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
         for request in requests:
             body = json.dumps(request.messages, separators=(",", ":"), ensure_ascii=False)
             hashlib.sha256(f"{head}\x00{body}".encode()).hexdigest()
 
     costs = []
-    for label, fn in (("two keys per request (now)", as_now), ("one key per request", once),
-                      ("one key, params serialised once per call", once_params_serialised_once)):
+    for label, fn in (
+        ("two keys per request (now)", as_now),
+        ("one key per request", once),
+        ("one key, params serialised once per call", once_params_serialised_once),
+    ):
         best = float("inf")
         for _ in range(3):
             start = time.perf_counter()
@@ -460,10 +495,17 @@ def stage_table(results: list[RunResult]) -> list[str]:
     labels = ["load rows (datasets)", "retrieval (retrieve_rows)", "stage:profiles"]
     labels += [f"stage:{lv}/{m}" for lv in LEVELS for m in METHODS]
     labels += [
-        "render prompts (render_slot)", "render profile prompts", "parse answers",
+        "render prompts (render_slot)",
+        "render profile prompts",
+        "parse answers",
         "request keys (cache + samples)",
-        "score cells (PTC + bootstrap)", "write samples/predictions", "write report.md", "engine",
-        "cache load", "cache generate (incl. inner engine)", "cache persist (append + fsync)",
+        "score cells (PTC + bootstrap)",
+        "write samples/predictions",
+        "write report.md",
+        "engine",
+        "cache load",
+        "cache generate (incl. inner engine)",
+        "cache persist (append + fsync)",
     ]
     head = "| seconds | " + " | ".join(f"{r.name}{' (cached)' if r.cached else ''}" for r in results) + " |"
     lines = [head, "|---|" + "---:|" * len(results)]
@@ -564,7 +606,7 @@ def main() -> None:
 
 
 def report(data: Path, profile: bool, repeats: int) -> None:
-    from perrec_eval.run import EvalConfig
+    from perrec_eval.config import EvalConfig
 
     start = time.perf_counter()
     import bm25s  # noqa: F401 - imported once up front so no run pays the import
@@ -578,15 +620,19 @@ def report(data: Path, profile: bool, repeats: int) -> None:
     truth_profiles = write_truth_profiles(data, WORK / "truth_profiles.jsonl")
     scenarios = [
         ("truth, profiles file, allpairs", truth_responder, {"profiles": str(truth_profiles)}),
-        ("truth, profiles file, heapsort", truth_responder,
-         {"profiles": str(truth_profiles), "pairwise_strategy": "heapsort"}),
+        (
+            "truth, profiles file, heapsort",
+            truth_responder,
+            {"profiles": str(truth_profiles), "pairwise_strategy": "heapsort"},
+        ),
         ("blind, generated profiles, allpairs", blind_responder, {}),
         ("blind, --no-profile, allpairs", blind_responder, {"no_profile": True}),
     ]
     results: list[RunResult] = []
     for i, (name, responder, options) in enumerate(scenarios):
-        config = EvalConfig(data=str(data), engine="fake", model=responder.__name__, out=str(runs / str(i)),
-                            k=K, **options)
+        config = EvalConfig(
+            data=str(data), engine="fake", model=responder.__name__, out=str(runs / str(i)), k=K, **options
+        )
         best: dict[bool, RunResult] = {}
         for _ in range(repeats):  # the machine is shared: keep each run's fastest repeat
             shutil.rmtree(config.out, ignore_errors=True)
@@ -600,8 +646,10 @@ def report(data: Path, profile: bool, repeats: int) -> None:
     for r in truth:
         assert all(c["ptc"] == 1.0 for c in r.scores["cells"]), r.scores
 
-    print(f"Python {platform.python_version()}; imports before the runs (datasets, bm25s, perrec_eval): "
-          f"{imports:.2f} s\n")
+    print(
+        f"Python {platform.python_version()}; imports before the runs (datasets, bm25s, perrec_eval): "
+        f"{imports:.2f} s\n"
+    )
     print("\n".join(summary_table(results)) + "\n")
     print("\n".join(stage_table(results)) + "\n")
     print("\n".join(calls_table(results[0], results[2])) + "\n")

@@ -43,7 +43,7 @@ def load_groups(
         ) from err
     if max_groups is not None:
         ds = ds.select(range(min(max_groups, len(ds))))
-    return [Group.from_row(row) for row in ds]
+    return [Group.from_row(row) for row in ds.to_list()]  # one Arrow → Python conversion, not one per row
 
 
 def dataset_fingerprint(data: str | os.PathLike) -> str:
