@@ -13,7 +13,7 @@ DEMO ?= demo_out
 $(VENV)/.core: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e .
+	$(PIP) install -q -e ".[metric]"
 	touch $@
 
 # torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB CUDA build.

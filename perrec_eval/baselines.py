@@ -137,9 +137,7 @@ _PREDICTORS: dict[str, _Predictor] = {
 }
 
 
-def predict(
-    name: str, row: Mapping[str, Any], retrieved: RetrievedByUser, *, seed: int = 0
-) -> list[float]:
+def predict(name: str, row: Mapping[str, Any], retrieved: RetrievedByUser, *, seed: int = 0) -> list[float]:
     """Predicted rating of every user of one group, in the row's user order.
 
     Args:

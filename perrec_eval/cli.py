@@ -9,13 +9,17 @@ and the handler receives the validated config. Heavy imports stay inside the han
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from perrec_eval import cliconfig
 from perrec_eval.errors import PerrecbenchError
+
+logger = logging.getLogger("perrecbench")
 
 _COMMAND_MODULES = ("dataset_builder.cli", "perrec_eval.commands", "sft.cli")
 
@@ -25,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="perrecbench",
         description="PerRecBench: build the benchmark, evaluate models on it, fine-tune them.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging and full tracebacks")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    cliconfig.add_common_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _COMMAND_MODULES:
         try:
@@ -38,21 +43,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("perrecbench")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: pip install -e . from the clone)"
+
+
+def _hide_progress() -> None:
+    # tqdm reads TQDM_* variables as defaults; datasets has its own switch.
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    verbose, debug = getattr(args, "verbose", False), getattr(args, "debug", False)
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if getattr(args, "no_progress", False):
+        _hide_progress()
+        if "progress" in {field.name for field in dataclasses.fields(args.config_cls)}:
+            args.progress = False  # `perrecbench --no-progress build ...` means the build's own switch too
     try:
         config = cliconfig.from_namespace(args.config_cls, args)
         return int(args.handler(config) or 0)
     except (PerrecbenchError, ValueError, FileNotFoundError, ImportError) as err:
         # Bad input and missing extras: the message names the fix; a traceback would only hide it.
-        if args.verbose:
+        if debug:
             raise
-        print(f"perrecbench {args.command}: error: {err}", file=sys.stderr)
+        logger.debug("details", exc_info=True)
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"perrecbench {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)

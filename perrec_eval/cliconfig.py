@@ -41,6 +41,7 @@ def option(
     positional: bool = False,
     repeat: bool = False,
     metavar: str | None = None,
+    shown: str | None = None,
 ) -> Any:
     """A dataclass field that carries its command-line help (and, rarely, how its flag is spelled).
 
@@ -51,8 +52,17 @@ def option(
         positional: a positional argument instead of a flag.
         repeat: a ``tuple[str, ...]`` field given as a repeatable flag instead of a comma-separated list.
         metavar: the placeholder shown in ``--help``.
+        shown: the default as ``--help`` states it, when the field's default (often None) only means
+            "decided from the other settings" (e.g. ``pointwise,pairwise,listwise; baselines: pointwise``).
     """
-    metadata = {"help": help, "flag": flag, "positional": positional, "repeat": repeat, "metavar": metavar}
+    metadata = {
+        "help": help,
+        "flag": flag,
+        "positional": positional,
+        "repeat": repeat,
+        "metavar": metavar,
+        "shown": shown,
+    }
     if isinstance(default, list | dict | set):
         raise TypeError("use a tuple (immutable) as the default of a config field")
     return dataclasses.field(default=default, metadata=metadata)
@@ -239,9 +249,12 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
         kwargs["choices"] = typing.get_args(tp)
     if meta["repeat"]:
         kwargs["action"] = "append"
+    elif _is_tuple(tp):
+        text += " (comma-separated)"
     if meta["metavar"]:
         kwargs["metavar"] = meta["metavar"]
-    suffix = f" (default: {_show(_default(field))})" if _has_default(field) else " (required)"
+    shown = meta.get("shown") or (_show(_default(field)) if _has_default(field) else None)
+    suffix = f" (default: {shown})" if shown else " (required)"
     parser.add_argument(_flag(field), help=text + suffix, **kwargs)
 
 
@@ -342,5 +355,29 @@ def add_command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(parser, cls)
+    add_common_arguments(parser, with_progress="progress" not in {f.name for f in dataclasses.fields(cls)})
     parser.set_defaults(handler=handler, config_cls=cls)
     return parser
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, with_progress: bool = True) -> None:
+    """`-v/--verbose`, `--debug` and `--no-progress`, accepted before or after the subcommand."""
+    group = parser.add_argument_group("common options")
+    quiet = argparse.SUPPRESS  # a subcommand's default must not overwrite the same flag given before it
+    group.add_argument(
+        "-v", "--verbose", action="store_true", default=quiet, help="debug logging (default: off)"
+    )
+    group.add_argument(
+        "--debug",
+        action="store_true",
+        default=quiet,
+        help="show the full traceback of an error (default: off)",
+    )
+    if with_progress:
+        group.add_argument(
+            "--no-progress",
+            dest="no_progress",
+            action="store_true",
+            default=quiet,
+            help="hide progress bars (default: off)",
+        )

@@ -60,18 +60,32 @@ def evaluate(config: EvalConfig) -> int:
     else:
         systems = [(config.model, run.evaluate(config))]
     print(report.table(systems))
-    print(f"\nwritten to {config.out}/ (report.md, scores.json)")
+    print("\n" + report.legend(systems))
+    if len(systems) > 1:
+        print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
+    else:
+        print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
+    print(f"next: perrecbench report {config.out} --out report.md   (compare with other runs)")
+    scores = systems[0][1]
+    if not scores.get("complete", True):
+        print(
+            f"perrecbench evaluate: {scores['num_engine_errors']} requests failed "
+            f"(first: {scores['first_engine_error']}); the scores above are provisional: "
+            "run the same command again to retry them",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
 def score(config: ScoreConfig) -> int:
-    from perrec_eval import fileio, report, rundir
+    from perrec_eval import report, rundir
 
-    scores = rundir.rescore(config.run_dir, variant=config.variant, invalid=config.invalid)
-    name, _ = rundir.load_run(config.run_dir)
+    run_dir = rundir.one_run_folder(config.run_dir)
+    scores = rundir.rescore(run_dir, variant=config.variant, invalid=config.invalid)
+    name, _ = rundir.load_run(run_dir)
     if config.write:
-        fileio.write_json(Path(config.run_dir) / "scores.json", scores)
-        report.write_report(Path(config.run_dir), [(name, scores)])
+        rundir.update_metric(run_dir, scores)
     print(report.table([(name, scores)]))
     json.dump(scores, sys.stdout, indent=2)
     print()
@@ -81,26 +95,34 @@ def score(config: ScoreConfig) -> int:
 def profiles(config: ProfilesConfig) -> int:
     from perrec_eval import context
     from perrec_eval.cache import CachedEngine
-    from perrec_eval.profiles import HistoryBudget, generate_profiles, load_profiles, save_profiles
+    from perrec_eval.profiles import (
+        HistoryBudget,
+        check_provenance,
+        generate_profiles,
+        load_profiles,
+        save_profiles,
+    )
 
-    engine = config.load_engine()
     out = Path(config.out)
-    cached = CachedEngine(engine, out.with_name(out.name + ".cache.jsonl"))
     groups = [
         group
         for split in config.splits
         for level in config.levels
-        for group in context.load_groups(config.data, level, split, config.max_groups)
+        for group in context.load_groups(config.data, level, split, config.max_groups, seed=config.seed)
     ]
-    known = load_profiles(out) if out.is_file() else {}
-    budget = HistoryBudget(max_items=config.max_items, max_chars=config.max_chars)
-    written, failures = generate_profiles(cached, groups, budget=budget, known=known)
+    engine = config.load_engine()
     provenance = {
         "engine": engine.name,
         "model": engine.model,
         "max_items": config.max_items,
         "max_chars": config.max_chars,
     }
+    if out.is_file():
+        check_provenance(out, provenance)
+    cached = CachedEngine(engine, out.with_name(out.name + ".cache.jsonl"))
+    known = load_profiles(out) if out.is_file() else {}
+    budget = HistoryBudget(max_items=config.max_items, max_chars=config.max_chars)
+    written, failures = generate_profiles(cached, groups, budget=budget, known=known)
     save_profiles(out, written, provenance)
     print(f"{len(written)} profiles written to {out}; {len(failures)} failed (run again to retry them)")
     if config.push_to_hub and not failures:
@@ -127,7 +149,7 @@ def report(config: ReportConfig) -> int:
     from perrec_eval import fileio, rundir
     from perrec_eval import report as tables
 
-    systems = [rundir.load_run(d) for d in config.run_dirs]
+    systems = [rundir.load_run(d) for path in config.run_dirs for d in rundir.run_folders(path)]
     if config.out:
         fileio.write_text(config.out, tables.render(systems))
     print(tables.table(systems))

@@ -8,6 +8,7 @@ verbatim in ``run.json``; ``--config FILE.yaml`` reads the same fields from a fi
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,6 +53,7 @@ class EngineSpec:
         "name of the environment variable that holds the API key (openai); the key itself is never recorded",
         default=None,
     )
+    progress: bool = option("show progress bars", default=True)
     engine_args: tuple[str, ...] = option(
         "engine option KEY=VALUE, repeatable (e.g. batch_size=4 for hf, concurrency=32 for openai, "
         "tensor_parallel_size=2 for vllm); an unknown key lists the valid ones",
@@ -68,11 +70,14 @@ class EngineSpec:
 
     def engine_options(self):
         """The engine's options dataclass, from --engine-arg and the --base-url/--api-key-env shortcuts."""
-        from perrec_eval.engines import parse_options
+        from perrec_eval.engines import options_class, parse_options
 
-        return parse_options(
-            self.engine, self.engine_args, base_url=self.base_url, api_key_env=self.api_key_env
-        )
+        shortcuts = {"base_url": self.base_url, "api_key_env": self.api_key_env}
+        if not self.progress and "progress" in {
+            f.name for f in dataclasses.fields(options_class(self.engine))
+        }:
+            shortcuts["progress"] = False
+        return parse_options(self.engine, self.engine_args, **shortcuts)
 
     def load_engine(self):
         """Build the engine (heavy imports happen here, not at config time)."""
@@ -87,8 +92,12 @@ class EvalConfig(EngineSpec):
 
     data: str = option("benchmark folder written by `perrecbench build` (or a Hub dataset id)")
     out: str = option("run folder; running the same command again resumes from its cache")
-    levels: tuple[Level, ...] = option("comma-separated levels to evaluate", default=LEVELS)
-    methods: tuple[Method, ...] = option("comma-separated ranking methods", default=METHODS)
+    levels: tuple[Level, ...] = option("levels to evaluate", default=LEVELS)
+    methods: tuple[Method, ...] | None = option(
+        "ranking methods (baselines predict ratings: pointwise only)",
+        default=None,
+        shown="pointwise,pairwise,listwise; baselines: pointwise",
+    )
     split: str = option("dataset split to evaluate", default="test")
     k: int = option("retrieved history items per user (BM25)", default=DEFAULT_K)
     profiles: str | None = option(
@@ -102,8 +111,10 @@ class EvalConfig(EngineSpec):
     sc_aggregate: Aggregate = option(
         "how pointwise samples combine under --samples (pairwise/listwise take the majority)", default="mean"
     )
-    pairwise_strategy: PairwiseStrategy = option(
-        "allpairs: every pair in both orders; heapsort: the paper's sort", default="allpairs"
+    pairwise_strategy: PairwiseStrategy | None = option(
+        "allpairs: every pair in both orders; heapsort: the paper's sort",
+        default=None,
+        shown="allpairs; heapsort with --paper-mode",
     )
     paper_mode: bool = option(
         "reproduce the published protocol: heapsort pairwise, paper tau on index lists, "
@@ -112,11 +123,17 @@ class EvalConfig(EngineSpec):
     )
     temperature: float = option("sampling temperature (0 = greedy)", default=0.1)
     top_p: float = option("nucleus sampling top-p", default=1.0)
-    max_groups: int | None = option("evaluate only the first N groups of each level", default=None)
+    max_groups: int | None = option(
+        "evaluate N groups of each level: a seeded sample, as even across domains as the groups allow "
+        "(run.json lists them)",
+        default=None,
+    )
     seed: int = option("seed for sampling, few-shot picks and bootstrap intervals", default=0)
 
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
+        self._resolve_methods()
+        self._resolve_pairwise_strategy()
         bad_levels = [lv for lv in self.levels if lv not in LEVELS]
         bad_methods = [m for m in self.methods if m not in METHODS]
         if bad_levels or not self.levels:
@@ -137,9 +154,27 @@ class EvalConfig(EngineSpec):
             raise ConfigError("--k and --samples must be >= 1 and --shots >= 0")
         if self.max_groups is not None and self.max_groups < 1:
             raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
-        if self.paper_mode:
-            # --paper-mode switches every paper behaviour of PROTOCOL at once.
-            object.__setattr__(self, "pairwise_strategy", "heapsort")
+
+    def _resolve_methods(self) -> None:
+        # Baselines predict a rating per user, so they run pointwise only; the config records what ran.
+        if self.methods is None:
+            methods = ("pointwise",) if self.engine == BASELINE_ENGINE else METHODS
+            object.__setattr__(self, "methods", methods)
+        elif self.engine == BASELINE_ENGINE and tuple(self.methods) != ("pointwise",):
+            raise ConfigError(
+                f"baselines predict ratings and run pointwise only; drop --methods {','.join(self.methods)} "
+                "or pass --methods pointwise"
+            )
+
+    def _resolve_pairwise_strategy(self) -> None:
+        # --paper-mode switches every paper behaviour of PROTOCOL at once; an explicit contrary choice is an
+        # error rather than silently overridden.
+        if self.paper_mode and self.pairwise_strategy == "allpairs":
+            raise ConfigError(
+                "--paper-mode uses the paper's heapsort: drop --pairwise-strategy allpairs or --paper-mode"
+            )
+        if self.pairwise_strategy is None:
+            object.__setattr__(self, "pairwise_strategy", "heapsort" if self.paper_mode else "allpairs")
 
     @property
     def variant(self) -> str:
@@ -172,9 +207,13 @@ class ProfilesConfig(EngineSpec):
 
     data: str = option("benchmark folder written by `perrecbench build` (or a Hub dataset id)")
     out: str = option("profiles JSONL path; its requests are cached next to it, so a re-run resumes")
-    levels: tuple[Level, ...] = option("comma-separated levels whose users get profiles", default=LEVELS)
-    splits: tuple[str, ...] = option("comma-separated splits (add train for few-shot)", default=("test",))
-    max_groups: int | None = option("only the first N groups of each level and split", default=None)
+    levels: tuple[Level, ...] = option("levels whose users get profiles", default=LEVELS)
+    splits: tuple[str, ...] = option("splits (add train for few-shot)", default=("test",))
+    max_groups: int | None = option(
+        "profiles for N groups of each level and split (the seeded sample `evaluate --max-groups` takes)",
+        default=None,
+    )
+    seed: int = option("seed of the --max-groups sample", default=0)
     max_items: int = option("most recent history items a profile sees", default=DEFAULT_MAX_ITEMS)
     max_chars: int = option("character budget for those items", default=DEFAULT_MAX_CHARS)
     push_to_hub: str | None = option(

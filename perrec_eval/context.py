@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,12 @@ from perrec_eval.retrieval import Retrieved
 
 
 def load_groups(
-    data: str | os.PathLike, level: str, split: str = "test", max_groups: int | None = None
+    data: str | os.PathLike,
+    level: str,
+    split: str = "test",
+    max_groups: int | None = None,
+    *,
+    seed: int = 0,
 ) -> list[Group]:
     """The groups of one level of a built benchmark folder (or Hub id), in dataset order.
 
@@ -27,13 +32,17 @@ def load_groups(
         data: a folder written by `perrecbench build`, or a Hub dataset id.
         level: easy, medium, hard (or full).
         split: test or train.
-        max_groups: keep only the first N groups.
+        max_groups: keep a seeded sample of N groups, as even across domains as they allow
+            (`sample_groups`); the same query items at every level.
+        seed: the sample's seed.
 
     Raises:
-        DataError: the level or split cannot be loaded; the message names the build command.
+        DataError: the folder does not exist, or the level or split cannot be loaded; the message names
+            the build command.
     """
     import datasets
 
+    check_data(data)
     try:
         ds = datasets.load_dataset(str(data), level, split=split)
     except (ValueError, FileNotFoundError) as err:
@@ -41,9 +50,56 @@ def load_groups(
             f"cannot load level {level!r} split {split!r} from {data}: {err}. Build the benchmark with "
             "`perrecbench build --source RAW --out DIR` and pass that DIR as --data"
         ) from err
-    if max_groups is not None:
-        ds = ds.select(range(min(max_groups, len(ds))))
-    return [Group.from_row(row) for row in ds.to_list()]  # one Arrow → Python conversion, not one per row
+    groups = [Group.from_row(row) for row in ds.to_list()]  # one Arrow → Python conversion, not one per row
+    return groups if max_groups is None else sample_groups(groups, max_groups, seed)
+
+
+def check_data(data: str | os.PathLike) -> None:
+    """Fail at once, naming the fix, when `data` looks like a local path but is not there.
+
+    A Hub id is ``ORG/NAME``; anything else that does not exist (an absolute or ``./`` path, a path whose
+    parent folder exists here, more than one ``/``), or any missing path while the Hub is offline, is a
+    mistyped folder: without this check `datasets` would spend half a minute on Hub retries first.
+    """
+    path = Path(data)
+    if path.exists():
+        return
+    text = str(data)
+    hub_like = text.count("/") == 1 and not text.startswith((".", "/", "~")) and not path.parent.is_dir()
+    if hub_like and os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("", "0", "false", "no"):
+        return
+    raise DataError(
+        f"--data {text}: no such folder; build the benchmark with "
+        f"`perrecbench build --source RAW --out {text}` (or pass an existing folder or Hub id ORG/NAME)"
+    )
+
+
+def sample_groups(groups: Sequence[Group], n: int, seed: int) -> list[Group]:
+    """A seeded sample of `n` groups, spread over the domains as evenly as they allow, in input order.
+
+    Each domain's groups are ranked by a hash of (seed, group_id), so the same query items are picked at
+    every level (levels share group ids); the domains take turns until `n` are chosen.
+
+    >>> from dataclasses import replace
+    >>> base = Group("x", "A", "easy", None, 0, ())
+    >>> groups = [replace(base, group_id=f"{d}:{i}", domain=d) for d in "AB" for i in range(5)] + [
+    ...     replace(base, group_id="C:0", domain="C")]
+    >>> sorted(g.domain for g in sample_groups(groups, 5, seed=0))
+    ['A', 'A', 'B', 'B', 'C']
+    """
+    by_domain: dict[str, list[Group]] = {}
+    for group in groups:
+        by_domain.setdefault(group.domain, []).append(group)
+    queues = {
+        domain: sorted(members, key=lambda g: hashlib.sha256(f"{seed}:{g.group_id}".encode()).digest())
+        for domain, members in sorted(by_domain.items())
+    }
+    chosen: set[str] = set()
+    while len(chosen) < min(n, len(groups)):
+        for queue in queues.values():
+            if queue and len(chosen) < n:
+                chosen.add(queue.pop(0).group_id)
+    return [group for group in groups if group.group_id in chosen]
 
 
 def dataset_fingerprint(data: str | os.PathLike) -> str:
@@ -88,17 +144,27 @@ def user_views(
     group: Group,
     retrieved: Mapping[UserKey, Sequence[Retrieved]],
     profiles: Mapping[UserKey, str] | None,
+    profile_failures: Mapping[UserKey, str] | None = None,
 ) -> tuple[UserView, ...]:
-    """Per user, what a prompt shows: retrieved history best first, ratings summary, profile."""
+    """Per user, what a prompt shows: retrieved history best first, ratings summary, profile.
+
+    With `profiles` None the prompts show none; a user without one gets `profile_error` (the reason from
+    `profile_failures`), so the requests that need it fail as engine errors instead of being rendered.
+    """
     views = []
     for user in group.users:
         key = (group.group_id, user.user_id)
+        profile = None if profiles is None else profiles.get(key)
+        error = None
+        if profiles is not None and not profile:
+            error = (profile_failures or {}).get(key, "no profile was written for this user")
         views.append(
             UserView(
                 history=tuple(user.history[hit.index] for hit in retrieved[key]),
                 most_common_rating=user.most_common_rating,
                 avg_rating=user.avg_rating,
-                profile=None if profiles is None else profiles.get(key, ""),
+                profile=profile,
+                profile_error=error,
             )
         )
     return tuple(views)
@@ -109,19 +175,18 @@ def contexts(
     level: str,
     retrieved: Mapping[UserKey, Sequence[Retrieved]],
     profiles: Mapping[UserKey, str] | None,
+    profile_failures: Mapping[UserKey, str] | None = None,
 ) -> list[GroupContext]:
     """`GroupContext` of every group of one level."""
-    return [GroupContext(group, level, user_views(group, retrieved, profiles)) for group in groups]
-
-
-def check_profiles(groups: Sequence[Group], profiles: Mapping[UserKey, str], source: str, data: str) -> None:
-    """Every (group, user) of `groups` has a profile in `profiles` (read from `source`), or a DataError."""
-    missing = [
-        (group.group_id, user.user_id)
+    return [
+        GroupContext(group, level, user_views(group, retrieved, profiles, profile_failures))
         for group in groups
-        for user in group.users
-        if (group.group_id, user.user_id) not in profiles
     ]
+
+
+def check_profiles(users: Iterable[UserKey], profiles: Mapping[UserKey, str], source: str, data: str) -> None:
+    """Every (group_id, user_id) of `users` has a profile in `profiles` (from `source`), or a DataError."""
+    missing = sorted(key for key in users if key not in profiles)
     if missing:
         raise DataError(
             f"{source} has no profile for {len(missing)} (group, user) pairs, e.g. {missing[0]}: "

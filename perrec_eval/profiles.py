@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,14 +59,17 @@ class HistoryBudget:
 
 
 def profile_requests(
-    groups: Iterable[Group], budget: HistoryBudget = HistoryBudget()
+    groups: Iterable[Group],
+    budget: HistoryBudget = HistoryBudget(),
+    *,
+    users: Collection[UserKey] | None = None,
 ) -> dict[UserKey, ChatRequest]:
-    """One profile request per distinct (group_id, user_id) across the given groups."""
+    """One profile request per distinct (group_id, user_id) of the given groups (only `users` if given)."""
     requests: dict[UserKey, ChatRequest] = {}
     for group in groups:
         for user in group.users:
             key = (group.group_id, user.user_id)
-            if key not in requests:
+            if key not in requests and (users is None or key in users):
                 items = [item.to_json() for item in budget.select(user.history)]
                 requests[key] = ChatRequest(tuple(prompts.render_profile(items)))
     return requests
@@ -79,14 +82,25 @@ def generate_profiles(
     budget: HistoryBudget = HistoryBudget(),
     params: GenParams = PROFILE_PARAMS,
     known: Mapping[UserKey, str] | None = None,
+    users: Collection[UserKey] | None = None,
 ) -> tuple[dict[UserKey, str], dict[UserKey, str]]:
     """Write the missing profiles with `engine` in one call.
+
+    Args:
+        engine: the engine that writes them (wrap it in a `CachedEngine` to resume).
+        groups: the groups whose users need a profile.
+        budget: how much of each history a profile request shows.
+        params: sampling parameters.
+        known: profiles already written (not asked again).
+        users: only these (group_id, user_id) keys (default: every user of `groups`).
 
     Returns:
         (profiles, failures): profile text per key, and the failure reason for keys without one.
     """
     known = dict(known or {})
-    requests = {key: req for key, req in profile_requests(groups, budget).items() if key not in known}
+    requests = {
+        key: req for key, req in profile_requests(groups, budget, users=users).items() if key not in known
+    }
     if not requests:
         return known, {}
     logger.info("writing %d profiles with %s:%s", len(requests), engine.name, engine.model)
@@ -131,3 +145,39 @@ def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
                     "each line needs group_id, user_id, profile"
                 ) from err
     return profiles
+
+
+PROVENANCE_KEYS = ("engine", "model", "max_items", "max_chars")
+
+
+def check_provenance(path: str | os.PathLike, provenance: Mapping[str, Any]) -> None:
+    """Refuse to add profiles to `path` when its records were written with other settings.
+
+    A profiles file holds one writer's profiles: mixing models or budgets in one file would relabel the old
+    records with the new settings.
+
+    Raises:
+        DataError: a record of `path` differs from `provenance` in engine, model or budget.
+    """
+    path = Path(path)
+    wanted = {key: provenance.get(key) for key in PROVENANCE_KEYS}
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            record = json.loads(line) if line.strip() else {}
+            found = {key: record.get(key) for key in PROVENANCE_KEYS}
+            if record and found != wanted:
+                differs = ", ".join(
+                    f"{k}={found[k]!r} (now {wanted[k]!r})" for k in found if found[k] != wanted[k]
+                )
+                raise DataError(
+                    f"{path}:{lineno} was written with other settings: {differs}; "
+                    "write these profiles to another --out, or delete the file to replace it"
+                )
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a profiles file, recorded in run.json."""
+    import hashlib
+
+    with Path(path).open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

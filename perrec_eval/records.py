@@ -199,6 +199,7 @@ class UserView:
     most_common_rating: float
     avg_rating: float
     profile: str | None = None
+    profile_error: str | None = None  # why the profile this view needs could not be written
 
     def prompt_input(self) -> dict[str, Any]:
         """The mapping `perrec_eval.prompts.render` reads for this user."""
@@ -217,7 +218,10 @@ class SampleRecord:
     """One engine request of a run and what came back (a line of ``samples.jsonl``).
 
     `slot` is the ranker's slot as JSON (``["user", 0]``, ``["pair", 0, 1]``, ``["list"]``); `value` the
-    answer after self-consistency aggregation (None when no sample parsed); `reason` why it failed.
+    answer after self-consistency aggregation (None when no sample parsed); `reason` why it failed. `error`
+    is set when the engine gave no answer at all (server error, timeout, a failed profile request the
+    prompt needed): such a request is not an answer and not a parse failure; it is asked again when the
+    run is repeated. `key` is None for a request that could not be rendered.
     """
 
     group_id: str
@@ -225,7 +229,7 @@ class SampleRecord:
     method: Method
     step: int
     slot: list[Any]
-    key: str
+    key: str | None
     texts: list[str]
     parsed: list[Any]
     value: Any
@@ -234,10 +238,12 @@ class SampleRecord:
     num_failed_samples: int
     prompt_tokens: int | None
     completion_tokens: int | None
+    error: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SampleRecord:
-        return cls(**{name: data[name] for name in cls.__slots__})
+        # `error` came later: runs written before it have none.
+        return cls(**{name: data[name] for name in cls.__slots__ if name != "error"}, error=data.get("error"))
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}

@@ -32,39 +32,68 @@ def table(systems: Sequence[tuple[str, Mapping[str, Any]]], *, with_ci: bool = T
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, scores in systems:
         cells = {(c["level"], c["method"]): c for c in scores["cells"]}
-        row = [name] + [_cell(cells.get((lv, m)), with_ci) for lv in LEVELS for m in METHODS]
+        row = [_label(name, scores)] + [_cell(cells.get((lv, m)), with_ci) for lv in LEVELS for m in METHODS]
         avg = scores.get("average")
         row.append("–" if avg is None else f"{avg:.2f}")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
+def _label(name: str, scores: Mapping[str, Any]) -> str:
+    return name if scores.get("complete", True) else f"{name} (provisional)"
+
+
+def _number(value: float | None, spec: str = ".3f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
 def details(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
-    """Per-cell counts behind the table: groups, invalid groups, parse failures, rating errors."""
+    """Per-cell counts behind the table: groups, invalid groups, engine errors, parse failures, errors."""
     lines = [
-        "| System | level | method | PTC | 95% CI | groups | invalid | parse failures | MAE | RMSE |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| System | level | method | PTC | 95% CI | groups | invalid | engine errors | parse failures "
+        "| MAE | RMSE |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, scores in systems:
         for c in scores["cells"]:
             ci = "–" if c.get("ptc_ci_low") is None else f"[{c['ptc_ci_low']:.3f}, {c['ptc_ci_high']:.3f}]"
-            mae = f"{c['mae']:.3f}" if "mae" in c else "–"
-            rmse = f"{c['rmse']:.3f}" if "rmse" in c else "–"
+            errors = (
+                f"{c.get('num_engine_errors', 0)} of {c['num_requests']}" if c.get("num_requests") else "–"
+            )
             lines.append(
-                f"| {name} | {c['level']} | {c['method']} | {c['ptc']:.3f} | {ci} | {c['num_groups']} | "
-                f"{c['num_invalid']} | {c['parse_failure_rate']:.1%} | {mae} | {rmse} |"
+                f"| {_label(name, scores)} | {c['level']} | {c['method']} | {_number(c['ptc'])} | {ci} | "
+                f"{c['num_groups']} | {c['num_invalid']} | {errors} | {c['parse_failure_rate']:.1%} | "
+                f"{_number(c.get('mae'))} | {_number(c.get('rmse'))} |"
             )
     return "\n".join(lines)
 
 
-def render(systems: Sequence[tuple[str, Mapping[str, Any]]], *, title: str = "PerRecBench results") -> str:
-    variants = {s.get("variant") for _, s in systems}
-    note = (
-        "PTC = mean Kendall tau over groups (higher is better, -1 to 1); metric variant "
-        f"{', '.join(sorted(v for v in variants if v))}; brackets: 95% bootstrap CI over groups; "
-        "– = not run."
+_METRIC_NAMES = {
+    "tau_b": "Kendall tau-b between predicted and true per-user scores",
+    "paper": "the paper's tau between best-first index lists",
+}
+
+
+def legend(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """What the numbers of `table` are, in two sentences.
+
+    >>> print(legend([("m", {"variant": "tau_b", "cells": []})]))  # doctest: +NORMALIZE_WHITESPACE
+    PTC = Kendall tau-b between predicted and true per-user scores, mean over groups (-1 to 1, higher is
+    better); brackets: 95% bootstrap CI over groups; – = not run.
+    """
+    variants = sorted({s.get("variant") or "tau_b" for _, s in systems})
+    metric = "; ".join(_METRIC_NAMES.get(v, v) for v in variants)
+    text = (
+        f"PTC = {metric}, mean over groups (-1 to 1, higher is better); "
+        "brackets: 95% bootstrap CI over groups; – = not run."
     )
-    return f"# {title}\n\n{note}\n\n{table(systems)}\n\n## Details\n\n{details(systems)}\n"
+    if any(not s.get("complete", True) for _, s in systems):
+        text += " (provisional) = some requests failed: run the same command again to retry them."
+    return text
+
+
+def render(systems: Sequence[tuple[str, Mapping[str, Any]]], *, title: str = "PerRecBench results") -> str:
+    return f"# {title}\n\n{legend(systems)}\n\n{table(systems)}\n\n## Details\n\n{details(systems)}\n"
 
 
 def write_report(out: Path, systems: Sequence[tuple[str, Mapping[str, Any]]]) -> Path:

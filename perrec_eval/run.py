@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,28 @@ from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstratio
 from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
 from perrec_eval.rundir import versions, write_run
 from perrec_eval.scoring import prediction_records, score_cells
-from perrec_eval.types import ChatRequest, GenParams, Level, Method
+from perrec_eval.types import ChatRequest, Completion, GenParams, Level, Method
+
+
+@dataclass(frozen=True, slots=True)
+class Demonstrations:
+    """The few-shot examples of one (level, method): held-out groups with their true answers.
+
+    `pool` holds (source group id, demonstration) candidates in their seeded order; a group never sees a
+    demonstration made from itself (possible only when the train split is evaluated), so the pool holds one
+    candidate more than `shots` then. `error` is set when a demonstration cannot be shown (its users'
+    profiles failed): every request that would show it fails as an engine error instead.
+    """
+
+    shots: int = 0
+    pool: tuple[tuple[str, prompts.Demonstration], ...] = ()
+    error: str | None = None
+
+    def for_group(self, group_id: str) -> list[prompts.Demonstration]:
+        return [demo for source, demo in self.pool if source != group_id][: self.shots]
+
+
+NO_DEMONSTRATIONS = Demonstrations()
 
 
 def render_slot(
@@ -41,6 +62,28 @@ def render_slot(
     return prompts.render(method, ctx.query_input(), users, variant=variant, demonstrations=demonstrations)
 
 
+def _blocked(ctx: GroupContext, slot: Slot, demos: Demonstrations) -> str | None:
+    """Why the request of `slot` cannot be rendered (a profile it needs failed), or None."""
+    for i in slot.users:
+        if ctx.views[i].profile_error is not None:
+            return f"profile request failed: {ctx.views[i].profile_error}"
+    return demos.error
+
+
+def _ask(engine: Engine, requests: Sequence[ChatRequest | str], params: GenParams) -> list[Completion]:
+    """Send the renderable requests in one call; a blocked one (its reason as a str) fails without a call."""
+    sendable = [(i, request) for i, request in enumerate(requests) if isinstance(request, ChatRequest)]
+    completions: list[Completion] = [
+        Completion(texts=(), error=request) for request in requests if isinstance(request, str)
+    ]
+    answered = engine.generate([request for _, request in sendable], params) if sendable else []
+    out: list[Completion | None] = [None] * len(requests)
+    for (i, _), completion in zip(sendable, answered, strict=True):
+        out[i] = completion
+    blocked = iter(completions)
+    return [completion if completion is not None else next(blocked) for completion in out]
+
+
 def run_method(
     method: Method,
     groups: Sequence[GroupContext],
@@ -48,11 +91,15 @@ def run_method(
     params: GenParams,
     *,
     variant: str = "default",
-    demonstrations: Sequence[prompts.Demonstration] = (),
+    demonstrations: Demonstrations = NO_DEMONSTRATIONS,
     pairwise_strategy: PairwiseStrategy = "allpairs",
     aggregate: str = "mean",
+    progress: bool = True,
 ) -> tuple[dict[str, Prediction], list[SampleRecord]]:
     """Rank every group with one method; all pending requests of a step go to the engine in one call.
+
+    A request whose prompt needs a failed profile is not sent: it is recorded as an engine error, like a
+    request the engine failed, and its slot gets no answer.
 
     Returns:
         (predictions by group_id, one sample record per request)
@@ -65,46 +112,30 @@ def run_method(
     samples: list[SampleRecord] = []
     level = groups[0].level if groups else ""
     step = 0
-    with tqdm(desc=f"{level} {method}", unit="req", disable=not groups) as bar:
+    with tqdm(desc=f"{level} {method}", unit="req", disable=not (groups and progress)) as bar:
         while True:
             batch = [
                 (gid, slot) for gid, ranker in rankers.items() if not ranker.done for slot in ranker.pending()
             ]
             if not batch:
                 break
-            requests = [
-                ChatRequest(tuple(render_slot(method, by_id[gid], slot, variant, demonstrations)))
-                for gid, slot in batch
-            ]
+            requests: list[ChatRequest | str] = []
+            for gid, slot in batch:
+                reason = _blocked(by_id[gid], slot, demonstrations)
+                demos = demonstrations.for_group(gid)
+                requests.append(
+                    reason or ChatRequest(tuple(render_slot(method, by_id[gid], slot, variant, demos)))
+                )
             bar.total = (bar.total or 0) + len(requests)
             bar.set_postfix(step=step + 1)
-            completions = engine.generate(requests, params)
+            completions = _ask(engine, requests, params)
             answers: dict[str, dict[Slot, Any]] = {}
             for (gid, slot), request, completion in zip(batch, requests, completions, strict=True):
-                parsed = [parsing.parse(method, text, n_users=len(slot.users)) for text in completion.texts]
-                good = [p.value for p in parsed if p.ok]
-                value = parsing.majority(method, good, how=aggregate) if good else None
-                reasons = [p.reason for p in parsed if not p.ok]
-                reason = completion.error or (reasons[0] if value is None and reasons else None)
-                answers.setdefault(gid, {})[slot] = value
-                samples.append(
-                    SampleRecord(
-                        group_id=gid,
-                        level=by_id[gid].level,
-                        method=method,
-                        step=step,
-                        slot=slot.to_json(),
-                        key=request_key(engine, request, params),
-                        texts=list(completion.texts),
-                        parsed=[p.value if p.ok else None for p in parsed],
-                        value=value,
-                        ok=value is not None,
-                        reason=reason if value is None else None,
-                        num_failed_samples=len(parsed) - len(good) if completion.ok else params.n,
-                        prompt_tokens=completion.prompt_tokens,
-                        completion_tokens=completion.completion_tokens,
-                    )
+                sample = _sample(
+                    method, by_id[gid], slot, step, engine, request, completion, params, aggregate
                 )
+                answers.setdefault(gid, {})[slot] = sample.value
+                samples.append(sample)
             for gid, ranker in rankers.items():
                 if not ranker.done and gid in answers:
                     ranker.feed(answers[gid])
@@ -113,46 +144,111 @@ def run_method(
     return {gid: ranker.prediction() for gid, ranker in rankers.items()}, samples
 
 
-def demonstrations(
-    config: EvalConfig, level: Level, method: Method, train: Sequence[GroupContext]
-) -> list[prompts.Demonstration]:
-    """Few-shot examples: `shots` held-out groups of the same level (seeded), each with its true answer."""
+def _sample(
+    method: Method,
+    ctx: GroupContext,
+    slot: Slot,
+    step: int,
+    engine: Engine,
+    request: ChatRequest | str,
+    completion: Completion,
+    params: GenParams,
+    aggregate: str,
+) -> SampleRecord:
+    """Parse one completion into the request's sample record."""
+    parsed = [parsing.parse(method, text, n_users=len(slot.users)) for text in completion.texts]
+    good = [p.value for p in parsed if p.ok]
+    value = parsing.majority(method, good, how=aggregate) if good else None
+    reasons = [p.reason for p in parsed if not p.ok]
+    reason = completion.error or (reasons[0] if value is None and reasons else None)
+    return SampleRecord(
+        group_id=ctx.group_id,
+        level=ctx.level,
+        method=method,
+        step=step,
+        slot=slot.to_json(),
+        key=request_key(engine, request, params) if isinstance(request, ChatRequest) else None,
+        texts=list(completion.texts),
+        parsed=[p.value if p.ok else None for p in parsed],
+        value=value,
+        ok=value is not None,
+        reason=reason if value is None else None,
+        num_failed_samples=len(parsed) - len(good) if completion.ok else params.n,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        error=completion.error,
+    )
+
+
+def pick_demonstration_groups(
+    config: EvalConfig, level: Level, method: Method, train: Sequence[Group]
+) -> list[Group]:
+    """The held-out groups whose demonstrations a (level, method) shows, in their seeded order.
+
+    One extra candidate when the train split itself is evaluated, so no group is shown itself.
+    """
     if config.shots == 0:
         return []
-    if len(train) < config.shots:
+    needed = config.shots + (config.split == "train")
+    if len(train) < needed:
         raise ConfigError(
-            f"--shots {config.shots} needs that many held-out groups; {level}/train has {len(train)}"
+            f"--shots {config.shots} needs {needed} held-out groups; {level}/train has {len(train)}"
         )
-    demos = []
-    for ctx in random.Random(f"{config.seed}:{level}:{method}").sample(list(train), config.shots):
+    return random.Random(f"{config.seed}:{level}:{method}").sample(list(train), needed)
+
+
+def demonstrations(config: EvalConfig, method: Method, picked: Sequence[GroupContext]) -> Demonstrations:
+    """The few-shot examples made from the `picked` held-out groups, each with its true answer."""
+    pool, errors = [], []
+    for ctx in picked:
         slot, answer = demonstration(method, ctx.group.relative_ratings, ctx.group.ratings)
-        users = [ctx.views[i].prompt_input() for i in slot.users]
-        demos.append(prompts.Demonstration(ctx.query_input(), users, answer))
-    return demos
+        errors += [ctx.views[i].profile_error for i in slot.users if ctx.views[i].profile_error]
+        if not errors:
+            users = [ctx.views[i].prompt_input() for i in slot.users]
+            pool.append((ctx.group_id, prompts.Demonstration(ctx.query_input(), users, answer)))
+    if errors:
+        return Demonstrations(config.shots, (), f"profile request failed for a demonstration: {errors[0]}")
+    return Demonstrations(config.shots, tuple(pool))
+
+
+def _demonstration_users(method: Method, groups: Sequence[Group]) -> set[UserKey]:
+    """The (group, user) keys whose profiles the demonstrations of `method` show."""
+    keys = set()
+    for group in groups:
+        slot, _ = demonstration(method, group.relative_ratings, group.ratings)
+        keys.update((group.group_id, group.users[i].user_id) for i in slot.users)
+    return keys
 
 
 def _profiles(
-    config: EvalConfig, engine: CachedEngine, groups: Sequence[Group], out: Path
-) -> tuple[dict[UserKey, str] | None, int]:
-    """The run's profiles (loaded, or written with the run's engine) and how many failed."""
-    from perrec_eval.profiles import generate_profiles, load_profiles, save_profiles
+    config: EvalConfig, engine: CachedEngine, groups: Sequence[Group], users: set[UserKey], out: Path
+) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
+    """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance."""
+    from perrec_eval.profiles import file_sha256, generate_profiles, load_profiles, save_profiles
 
     if config.no_profile:
-        return None, 0
+        return None, {}, None
     if config.profiles:
         profiles = load_profiles(config.profiles)
-        context.check_profiles(groups, profiles, config.profiles, config.data)
-        return profiles, 0
-    profiles, failures = generate_profiles(engine, groups)
-    save_profiles(out / "profiles.jsonl", profiles, {"engine": engine.name, "model": engine.model})
-    return profiles, len(failures)
+        context.check_profiles(users, profiles, config.profiles, config.data)
+        path, source = Path(config.profiles), "file"
+        failures: dict[UserKey, str] = {}
+    else:
+        path, source = out / "profiles.jsonl", "generated"
+        known = load_profiles(path) if path.is_file() else {}
+        profiles, failures = generate_profiles(engine, groups, known=known, users=users)
+        save_profiles(path, profiles, {"engine": engine.name, "model": engine.model})
+    info = {"source": source, "file": path.name, "sha256": file_sha256(path), "failures": len(failures)}
+    return profiles, failures, info
 
 
 def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]:
     """Run the benchmark for one model and write the run folder; returns scores.json content.
 
     `engine` overrides the one named in the config (tests pass a FakeEngine). Requests go through the
-    run's cache, so calling this again with the same config resumes without repeating any request.
+    run's cache, so calling this again with the same config resumes without repeating any request; requests
+    that failed (engine errors) are not cached and are asked again. A run with engine errors is written
+    with ``"complete": false`` and its scores are provisional.
     """
     from perrec_eval import retrieval
 
@@ -162,36 +258,44 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     cached = CachedEngine(engine, out / "cache.jsonl")
 
     # Levels share query items and users: load every level once and retrieve once for all of them.
-    test = {lv: context.load_groups(config.data, lv, config.split, config.max_groups) for lv in config.levels}
-    # Few-shot demonstrations come from the held-out split: loaded and retrieved once, like the test groups.
+    test = {
+        lv: context.load_groups(config.data, lv, config.split, config.max_groups, seed=config.seed)
+        for lv in config.levels
+    }
+    # Few-shot demonstrations come from the held-out split; only the groups shown need retrieval and profiles.
     train = (
         {lv: context.load_groups(config.data, lv, "train") for lv in config.levels} if config.shots else {}
     )
-    every_group = [g for by_level in (test, train) for groups in by_level.values() for g in groups]
-    retrieved = context.retrieve(every_group, config.k)
-    profiles, profile_failures = _profiles(
-        config,
-        cached,
-        [g for groups in test.values() for g in groups] if config.profiles else every_group,
-        out,
-    )
+    picked = {
+        (lv, m): pick_demonstration_groups(config, lv, m, train[lv]) for lv in train for m in config.methods
+    }
+    test_groups = [g for groups in test.values() for g in groups]
+    demo_groups = list({g.group_id + g.level: g for groups in picked.values() for g in groups}.values())
+    retrieved = context.retrieve([*test_groups, *demo_groups], config.k)
+    users = {(g.group_id, u.user_id) for g in test_groups for u in g.users}
+    for (_, method), groups in picked.items():
+        users |= _demonstration_users(method, groups)
+    profiles, failures, profiles_info = _profiles(config, cached, [*test_groups, *demo_groups], users, out)
 
     records: list[PredictionRecord] = []
     samples: list[SampleRecord] = []
     engine_calls: dict[str, int] = {}
     for level in config.levels:
-        groups = context.contexts(test[level], level, retrieved, profiles)
-        train_groups = context.contexts(train.get(level, []), level, retrieved, profiles)
+        groups = context.contexts(test[level], level, retrieved, profiles, failures)
         for method in config.methods:
+            demo_contexts = context.contexts(
+                picked.get((level, method), []), level, retrieved, profiles, failures
+            )
             predictions, method_samples = run_method(
                 method,
                 groups,
                 cached,
                 config.params(method),
                 variant=config.variant,
-                demonstrations=demonstrations(config, level, method, train_groups),
+                demonstrations=demonstrations(config, method, demo_contexts),
                 pairwise_strategy=config.pairwise_strategy,
                 aggregate=config.sc_aggregate,
+                progress=config.progress,
             )
             engine_calls[f"{level}/{method}"] = len({sample.step for sample in method_samples})
             records += prediction_records(level, method, groups, predictions)
@@ -202,6 +306,8 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     )
     run_info = {
         "config": asdict(config),
+        "complete": scores["complete"],
+        "engine_errors": {"requests": scores["num_engine_errors"], "first": scores["first_engine_error"]},
         "prompt_variant": config.variant,
         "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
         "engine": engine.info(),
@@ -209,9 +315,12 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         "templates": prompts.template_info(),
         "retrieval": retrieval.RETRIEVAL_INFO,
         "dataset_fingerprint": context.dataset_fingerprint(config.data),
+        "groups": {level: [g.group_id for g in groups] for level, groups in test.items()},
+        "demonstration_groups": {f"{lv}/{m}": [g.group_id for g in gs] for (lv, m), gs in picked.items()},
         "engine_calls": engine_calls,
         "cache": {"hits": cached.hits, "misses": cached.misses},
-        "profile_failures": profile_failures,
+        "profiles": profiles_info,
+        "profile_failures": len(failures),
     }
     write_run(out, config.model, samples=samples, records=records, scores=scores, run_info=run_info)
     return scores
@@ -257,7 +366,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
             "retrieval": retrieval.RETRIEVAL_INFO,
             "dataset_fingerprint": context.dataset_fingerprint(config.data),
         }
-        write_run(out, name, samples=[], records=records[name], scores=scores, run_info=run_info)
+        write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
         write_report(Path(config.out), systems)

@@ -43,15 +43,19 @@ def write_run(
     out: Path,
     name: str,
     *,
-    samples: Iterable[SampleRecord],
+    samples: Iterable[SampleRecord] | None,
     records: Iterable[PredictionRecord],
     scores: Mapping[str, Any],
     run_info: Mapping[str, Any],
 ) -> None:
-    """Write a run folder's files, each atomically; run.json last, so it marks a finished run."""
+    """Write a run folder's files, each atomically; run.json last, so it marks a finished run.
+
+    `samples` is None for runs without engine requests (baselines): no samples.jsonl is written.
+    """
     from perrec_eval.report import write_report
 
-    fileio.write_jsonl(out / "samples.jsonl", (sample.to_json() for sample in samples))
+    if samples is not None:
+        fileio.write_jsonl(out / "samples.jsonl", (sample.to_json() for sample in samples))
     fileio.write_jsonl(out / "predictions.jsonl", (record.to_json() for record in records))
     fileio.write_json(out / "scores.json", scores)
     write_report(out, [(name, scores)])
@@ -87,6 +91,45 @@ def rescore(
         invalid=invalid or info["metric"]["invalid"],
         seed=info["config"].get("seed", 0),
     )
+
+
+def run_folders(path: str | os.PathLike) -> list[Path]:
+    """The run folders at `path`: itself when it is one, else the run folders directly inside it.
+
+    `perrecbench evaluate --engine baseline --model all --out DIR` writes one run folder per baseline
+    into DIR, so DIR stands for all of them.
+    """
+    path = Path(path)
+    if (path / "run.json").is_file():
+        return [path]
+    children = (
+        sorted(child for child in path.iterdir() if (child / "run.json").is_file()) if path.is_dir() else []
+    )
+    if not children:
+        raise DataError(f"{path} is not a run folder: run `perrecbench evaluate --out {path}` first")
+    return children
+
+
+def one_run_folder(path: str | os.PathLike) -> Path:
+    """`path` as a single run folder; a folder of several runs names them."""
+    folders = run_folders(path)
+    if len(folders) > 1:
+        names = ", ".join(folder.name for folder in folders)
+        raise DataError(f"{path} holds {len(folders)} runs ({names}): name one, e.g. {folders[0]}")
+    return folders[0]
+
+
+def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None:
+    """Rewrite scores.json, report.md and run.json's metric of a run with re-computed `scores`."""
+    from perrec_eval.report import write_report
+
+    run_dir = Path(run_dir)
+    name, _ = load_run(run_dir)
+    info = fileio.read_json(run_dir / "run.json")
+    info["metric"] = {"variant": scores["variant"], "invalid": scores["invalid"]}
+    fileio.write_json(run_dir / "scores.json", scores)
+    write_report(run_dir, [(name, scores)])
+    fileio.write_json(run_dir / "run.json", info)
 
 
 def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from perrec_eval import ptc
@@ -48,11 +50,10 @@ def score_cells(
     cells: dict[tuple[str, str], list[PredictionRecord]] = {}
     for record in records:
         cells.setdefault((record.level, record.method), []).append(record)
-    failures: dict[tuple[str, str], list[int]] = {}
+    samples = list(samples)
+    counts: dict[tuple[str, str], _Counts] = {}
     for sample in samples:
-        counts = failures.setdefault((sample.level, sample.method), [0, 0])
-        counts[0] += sample.num_failed_samples
-        counts[1] += max(len(sample.texts), sample.num_failed_samples)
+        counts.setdefault((sample.level, sample.method), _Counts()).add(sample)
     out = []
     for (level, method), group_records in sorted(cells.items(), key=_cell_order):
         formats = {r.format for r in group_records}
@@ -67,27 +68,61 @@ def score_cells(
             confidence_level=CONFIDENCE_LEVEL,
             seed=seed,
         )
-        failed, total = failures.get((level, method), [0, 0])
+        count = counts.get((level, method), _Counts())
         cell = {
             "level": level,
             "method": method,
-            "ptc": result["ptc"],
-            "ptc_ci_low": result.get("ptc_ci_low"),
-            "ptc_ci_high": result.get("ptc_ci_high"),
+            "ptc": _finite(result["ptc"]),
+            "ptc_ci_low": _finite(result.get("ptc_ci_low")),
+            "ptc_ci_high": _finite(result.get("ptc_ci_high")),
             "num_groups": result["num_groups"],
             "num_invalid": result["num_invalid"],
-            "parse_failure_rate": failed / total if total else 0.0,
+            "parse_failure_rate": count.parse_failed / count.answered if count.answered else 0.0,
+            "num_requests": count.requests,
+            "num_engine_errors": count.engine_errors,
+            "engine_error_rate": count.engine_errors / count.requests if count.requests else 0.0,
         }
+        if cell["ptc"] is None:
+            cell["ptc_missing"] = (
+                f"every group of the cell failed and invalid={invalid!r} drops failed groups: nothing scored"
+            )
         cell.update(_rating_errors(group_records))
         out.append(cell)
     values = [c["ptc"] for c in out if c["ptc"] is not None]
+    engine_errors = sum(c["num_engine_errors"] for c in out)
     return {
         "variant": variant,
         "invalid": invalid,
         "confidence_level": CONFIDENCE_LEVEL,
+        "complete": engine_errors == 0,
+        "num_engine_errors": engine_errors,
+        "first_engine_error": next((s.error for s in samples if s.error is not None), None),
         "cells": out,
         "average": sum(values) / len(values) if values else None,
     }
+
+
+@dataclass(slots=True)
+class _Counts:
+    """Requests of one cell: engine errors apart from the samples that came back and failed to parse."""
+
+    requests: int = 0
+    engine_errors: int = 0
+    answered: int = 0
+    parse_failed: int = 0
+
+    def add(self, sample: SampleRecord) -> None:
+        self.requests += 1
+        if sample.error is not None:
+            self.engine_errors += 1
+        else:
+            self.answered += len(sample.texts)
+            self.parse_failed += sample.num_failed_samples
+
+
+def _finite(value: float | None) -> float | None:
+    """None for a missing or NaN value: JSON has no NaN."""
+    return None if value is None or math.isnan(value) else float(value)
 
 
 def _cell_order(item: tuple[tuple[str, str], Any]) -> tuple[int, int]:

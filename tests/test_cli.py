@@ -279,3 +279,88 @@ def test_cli_engine_arg_reaches_the_engine(built, tmp_path):
     assert json.loads((out / "run.json").read_text())["config"]["engine_args"] == ["report_every=2"]
     # The value is typed and validated by the engine's options class.
     assert main([*args, "--engine-arg", "report_every=0", "--out", str(tmp_path / "bad")]) == 2
+
+
+def test_cli_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.startswith("perrecbench ")
+
+
+@pytest.mark.parametrize("command", ["synth", "build", "evaluate", "score", "profiles", "report"])
+def test_cli_verbose_debug_and_no_progress_are_accepted_by_every_subcommand(command):
+    from perrec_eval.cli import build_parser
+
+    positional = ["RUN_DIR"] if command in ("score", "report") else []
+    args = build_parser().parse_args([command, *positional, "-v", "--debug", "--no-progress"])
+    assert args.verbose and args.debug and (getattr(args, "no_progress", False) or args.progress is False)
+
+
+def test_cli_failed_requests_exit_nonzero_with_one_line_and_provisional_scores(
+    built, tmp_path, capsys, monkeypatch
+):
+    from perrec_eval.engines import fake
+    from perrec_eval.types import Completion
+
+    def down(request, params, i):
+        return Completion(texts=(), error="HTTP 503 from http://127.0.0.1:9/v1: try later")
+
+    monkeypatch.setitem(fake.SCRIPTS, "down", down)
+    out = tmp_path / "run"
+    args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "down"]
+    code = main([*args, "--levels", "easy", "--max-groups", "2", "--no-profile", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.err.count("\n") == 1 and "HTTP 503" in captured.err
+    assert "requests failed" in captured.err and "run the same command again" in captured.err
+    assert "(provisional)" in captured.out
+    assert json.loads((out / "run.json").read_text())["complete"] is False
+
+
+def test_cli_score_write_updates_the_run_json_metric(built, capsys):
+    run = built / "runs" / "baselines" / "history-affinity"
+    assert main(["score", str(run), "--variant", "paper", "--write"]) == 0
+    info = json.loads((run / "run.json").read_text())
+    assert info["metric"]["variant"] == "paper"
+    assert json.loads((run / "scores.json").read_text())["variant"] == "paper"
+    assert main(["score", str(run), "--variant", "tau_b", "--write"]) == 0
+
+
+def test_cli_report_and_score_understand_a_folder_of_baseline_runs(built, tmp_path, capsys):
+    baselines = built / "runs" / "baselines"
+    assert not any(baselines.glob("*/samples.jsonl"))  # baselines send no requests
+    assert main(["report", str(baselines), "--out", str(tmp_path / "table.md")]) == 0
+    table = (tmp_path / "table.md").read_text()
+    assert all(
+        f"| {name} |" in table for name in ("random", "rating-bias", "item-quality", "history-affinity")
+    )
+    capsys.readouterr()
+    assert main(["score", str(baselines)]) == 2
+    err = capsys.readouterr().err
+    assert "holds 4 runs" in err and "history-affinity" in err
+
+
+def test_cli_baselines_record_only_the_pointwise_method(built):
+    info = json.loads((built / "runs" / "baselines" / "random" / "run.json").read_text())
+    assert info["config"]["methods"] == ["pointwise"]
+
+
+def test_cli_mistyped_data_folder_fails_fast_with_the_fix(tmp_path, capsys, monkeypatch):
+    import time
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # even when the Hub could be asked
+    (tmp_path / "demo_out").mkdir()
+    start = time.monotonic()
+    args = ["evaluate", "--data", str(tmp_path / "demo_out" / "perrecbnch"), "--engine", "baseline"]
+    assert main([*args, "--model", "random", "--out", str(tmp_path / "run")]) == 2
+    assert time.monotonic() - start < 10  # no Hub retry loop
+    err = capsys.readouterr().err
+    assert "no such folder" in err and "perrecbench build" in err and err.count("\n") == 1
+
+
+def test_cli_profiles_refuse_to_mix_writers_in_one_file(built, tmp_path, capsys):
+    out = tmp_path / "profiles.jsonl"
+    args = ["profiles", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
+    assert main([*args, "--max-groups", "2", "--levels", "easy", "--out", str(out)]) == 0
+    assert main([*args, "--max-groups", "2", "--levels", "easy", "--max-items", "10", "--out", str(out)]) == 2
+    assert "other settings" in capsys.readouterr().err
