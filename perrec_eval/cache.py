@@ -3,7 +3,9 @@
 One line per finished request: ``{"key": <sha256>, "texts": [...], "prompt_tokens": .., "completion_tokens":
 .., "extra": {..}}``. The key is the SHA-256 of the canonical JSON of (engine name, model, adapter, sampling
 parameters, messages) — never of the prompt alone, so two models or two temperatures never share answers.
-Completions with an error are not stored, so a resumed run asks for them again.
+Engine errors are not stored, so a resumed run asks for them again; every completion the inner engine returns
+first goes through `engines.base.checked`, so one that claims success without `n` texts is an error too
+(never a stored, empty "answer").
 
 Each batch of new lines is written, flushed and fsynced before `generate` moves on; a kill can only cut the
 line being written, and opening the cache again drops (and logs) such a partial trailing line.
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perrec_eval.engines.base import Engine, ResultsCallback
+from perrec_eval.engines.base import Engine, ResultsCallback, checked
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -165,7 +167,8 @@ class CachedEngine:
                 (a request repeated within the call is reported at each of its positions).
 
         Returns:
-            One completion per request, in order.
+            One completion per request, in order; an engine error (see `engines.base.checked`) has ``error``
+            set and no texts.
         """
         self.calls += 1
         keys = [self.key(request, params) for request in requests]
@@ -187,6 +190,7 @@ class CachedEngine:
         self.inner_calls += 1
 
         def persist(finished: list[tuple[int, Completion]]) -> None:
+            finished = [(index, checked(completion, params.n)) for index, completion in finished]
             self._append([(miss_keys[index], completion) for index, completion in finished])
             if on_results is not None:
                 on_results(
@@ -203,6 +207,7 @@ class CachedEngine:
                 f"engine {self.engine.name!r} returned {len(new)} completions "
                 f"for {len(miss_requests)} requests"
             )
+        new = [checked(completion, params.n) for completion in new]
         unreported = [
             (key, c) for key, c in zip(miss_keys, new, strict=True) if c.ok and key not in self._entries
         ]
@@ -294,8 +299,9 @@ def _decode(line: bytes) -> dict[str, Any] | None:
         return None
     if not isinstance(record, dict) or not isinstance(record.get("key"), str):
         return None
-    if not isinstance(record.get("texts"), list):
-        return None
+    texts = record.get("texts")
+    if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
+        return None  # only answers are stored; a line without one is not a completion
     return record
 
 

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from perrec_eval.cliconfig import describe, options_from_pairs
-from perrec_eval.engines.base import Engine, ResultsCallback
+from perrec_eval.engines._common import MissingExtraError
+from perrec_eval.engines.base import Engine, ResultsCallback, checked
 from perrec_eval.errors import ConfigError
 
 
@@ -38,7 +39,9 @@ ENGINE_NAMES: tuple[str, ...] = tuple(_BACKENDS)
 __all__ = [
     "ENGINE_NAMES",
     "Engine",
+    "MissingExtraError",
     "ResultsCallback",
+    "checked",
     "describe_options",
     "load_engine",
     "options_class",
@@ -112,7 +115,8 @@ def load_engine(
 
     Raises:
         ConfigError: unknown engine name, options of another engine, or invalid options.
-        ImportError: the engine's optional extra is not installed (the message names the pip command).
+        MissingExtraError: the engine's optional extra is not installed (the message names the pip command);
+            an `ImportError` and a `PerrecbenchError`.
 
     >>> load_engine("fake", "constant").info()["responder"]
     'constant'

@@ -1,15 +1,20 @@
-"""Small pieces every backend shares: lazy imports of optional extras, typed options, and batching."""
+"""Small pieces every backend shares: lazy imports of optional extras, typed options, per-request seeds,
+and batching."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib
+import json
 import typing
 from types import ModuleType
 from typing import Any
 
 from perrec_eval.cliconfig import coerce
+from perrec_eval.errors import PerrecbenchError
+from perrec_eval.types import ChatRequest
 
 # Which optional extra of perrecbench brings each third-party module.
 _EXTRA_OF: dict[str, str] = {
@@ -22,6 +27,13 @@ _EXTRA_OF: dict[str, str] = {
 }
 
 
+class MissingExtraError(PerrecbenchError, ImportError):
+    """An engine's optional dependency is not installed; the message names the pip command.
+
+    Both an `ImportError` (for callers that catch those) and a `PerrecbenchError` (one line from the CLI).
+    """
+
+
 def require(module: str, *, engine: str) -> ModuleType:
     """Import an optional dependency, or fail with the pip command that installs it.
 
@@ -31,6 +43,10 @@ def require(module: str, *, engine: str) -> ModuleType:
 
     Returns:
         The imported module.
+
+    Raises:
+        MissingExtraError: the module (or a module it imports) belongs to one of perrecbench's extras and
+            is not installed.
 
     >>> require("json", engine="fake").__name__
     'json'
@@ -42,10 +58,42 @@ def require(module: str, *, engine: str) -> ModuleType:
         extra = _EXTRA_OF.get(missing)
         if extra is None:
             raise
-        raise ImportError(
+        error = MissingExtraError(
             f"the {engine!r} engine needs {missing!r}, which is not installed: "
-            f'pip install "perrecbench[{extra}]"'
-        ) from err
+            f'pip install "perrecbench[{extra}]" (in a clone of the repository: pip install -e ".[{extra}]")'
+        )
+        error.name = missing
+        raise error from err
+
+
+def sample_seed(seed: int | None, request: ChatRequest, sample: int = 0) -> int | None:
+    """The seed of one sample of one request: a hash of (run seed, sample index, messages).
+
+    A request then draws the same sample whatever else is in its batch, in whatever order, and after a
+    resume; two requests of one run do not share a random stream.
+
+    Args:
+        seed: the run's seed (`GenParams.seed`); None means unseeded.
+        request: the conversation.
+        sample: which of the request's `n` samples (engines that draw them one by one).
+
+    Returns:
+        An integer in [0, 2**31) (a range every backend accepts), or None when `seed` is None.
+
+    >>> request = ChatRequest(messages=({"role": "user", "content": "hi"},))
+    >>> sample_seed(0, request) == sample_seed(0, request)
+    True
+    >>> len({sample_seed(0, request), sample_seed(1, request), sample_seed(0, request, 1)})
+    3
+    >>> sample_seed(None, request) is None
+    True
+    """
+    if seed is None:
+        return None
+    description = [seed, sample, [dict(message) for message in request.messages]]
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(canonical.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % 2**31
 
 
 @functools.cache

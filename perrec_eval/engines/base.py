@@ -1,4 +1,10 @@
-"""The one small interface every inference backend implements."""
+"""The one small interface every inference backend implements, and the check of what it returns.
+
+An engine error is a `Completion` with ``error`` set (and no texts): the server failed, timed out or sent
+nothing usable. It is never an answer: a caller counts it apart from answers that do not parse, and the
+cache never stores it, so a resumed run asks again. `checked` turns a completion that claims success but
+carries no usable text into such an error.
+"""
 
 from __future__ import annotations
 
@@ -49,3 +55,44 @@ class Engine(Protocol):
     def info(self) -> dict[str, Any]:
         """What run.json records about this engine (no secrets)."""
         ...
+
+
+def checked(completion: Completion, n: int) -> Completion:
+    """`completion`, or an engine error if it claims success without exactly `n` texts.
+
+    Args:
+        completion: what an engine returned for one request.
+        n: the number of samples asked for (`GenParams.n`).
+
+    Returns:
+        `completion` itself when it has an error or `n` string texts (an empty string is an answer: the
+        model's own, which then fails to parse); otherwise a copy with no texts and ``error`` saying why.
+
+    >>> checked(Completion(texts=("a",)), 1).ok
+    True
+    >>> checked(Completion(texts=()), 1).error
+    'engine returned no text'
+    >>> checked(Completion(texts=(None,)), 1).error
+    'engine returned a non-text answer (NoneType)'
+    >>> checked(Completion(texts=("a",)), 2).error
+    'engine returned 1 text(s) for n=2'
+    """
+    if not completion.ok:
+        return completion
+    texts = completion.texts
+    if not texts:
+        problem = "engine returned no text"
+    elif any(not isinstance(text, str) for text in texts):
+        wrong = next(text for text in texts if not isinstance(text, str))
+        problem = f"engine returned a non-text answer ({type(wrong).__name__})"
+    elif len(texts) != n:
+        problem = f"engine returned {len(texts)} text(s) for n={n}"
+    else:
+        return completion
+    return Completion(
+        texts=(),
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        error=problem,
+        extra=completion.extra,
+    )

@@ -92,8 +92,9 @@ def test_cache_keeps_token_counts_and_extra(tmp_path):
     answer = Completion(
         texts=("x", "y"), prompt_tokens=11, completion_tokens=7, extra={"finish_reasons": ["stop", "length"]}
     )
-    CachedEngine(FakeEngine(lambda r, p, i: answer), path).generate([make_request("a")], PARAMS)
-    (cached,) = CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a")], PARAMS)
+    two = GenParams(temperature=0.0, max_tokens=16, n=2)
+    CachedEngine(FakeEngine(lambda r, p, i: answer), path).generate([make_request("a")], two)
+    (cached,) = CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a")], two)
     assert cached == answer
 
 
@@ -147,6 +148,44 @@ def test_cache_does_not_store_errors(tmp_path):
     retry = CachedEngine(FakeEngine(recorder), path).generate([make_request("a"), make_request("b")], PARAMS)
     assert recorder.asked == ["b"]
     assert [c.texts[0] for c in retry] == ["fine", "echo:b"]
+
+
+@pytest.mark.parametrize(
+    ("texts", "error"),
+    [
+        ((), "engine returned no text"),
+        ((None,), "engine returned a non-text answer (NoneType)"),
+        (("a", "b"), "engine returned 2 text(s) for n=1"),
+    ],
+)
+def test_cache_turns_an_answer_without_text_into_an_error_and_does_not_store_it(tmp_path, texts, error):
+    path = tmp_path / "cache.jsonl"
+    reported = []
+    engine = FakeEngine(lambda request, params, i: Completion(texts=texts, prompt_tokens=3))
+    cache = CachedEngine(engine, path)
+    (completion,) = cache.generate([make_request("a")], PARAMS, on_results=reported.extend)
+    assert completion.error == error and completion.texts == () and completion.prompt_tokens == 3
+    assert reported == [(0, completion)]
+    assert not path.exists() or path.read_text() == ""
+    recorder = Recorder()
+    CachedEngine(FakeEngine(recorder), path).generate([make_request("a")], PARAMS)
+    assert recorder.asked == ["a"]
+
+
+def test_cache_keeps_an_empty_string_answer(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    (completion,) = CachedEngine(FakeEngine(lambda r, p, i: ""), path).generate([make_request("a")], PARAMS)
+    assert completion.ok and completion.texts == ("",)  # the model's own answer: it fails to parse later
+    assert len(CachedEngine(FakeEngine(Recorder()), path)) == 1
+
+
+def test_cache_ignores_stored_lines_without_an_answer(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    key = key_of("fake", "fake", None, PARAMS, make_request("a"))
+    path.write_text("".join(json.dumps({"key": key, "texts": texts}) + "\n" for texts in ([], [None])))
+    recorder = Recorder()
+    (completion,) = CachedEngine(FakeEngine(recorder), path).generate([make_request("a")], PARAMS)
+    assert recorder.asked == ["a"] and completion.texts == ("echo:a",)
 
 
 def test_cache_resume_after_crash_repeats_no_completed_request(tmp_path):

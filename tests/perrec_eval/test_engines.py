@@ -14,6 +14,7 @@ from perrec_eval import prompts
 from perrec_eval.engines import (
     ENGINE_NAMES,
     Engine,
+    MissingExtraError,
     describe_options,
     load_engine,
     options_class,
@@ -23,7 +24,7 @@ from perrec_eval.engines.fake import SCRIPTS, FakeEngine, FakeOptions, request_k
 from perrec_eval.engines.hf import HFOptions
 from perrec_eval.engines.openai import OpenAIOptions
 from perrec_eval.engines.vllm import VLLMOptions
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, PerrecbenchError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 
@@ -92,8 +93,11 @@ def test_load_engine_vllm_missing_extra_names_pip_command():
 )
 def test_load_engine_missing_extra_names_pip_command(monkeypatch, engine, module, extra):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` raise ModuleNotFoundError
-    with pytest.raises(ImportError, match=rf'pip install "perrecbench\[{extra}\]"'):
+    with pytest.raises(ImportError, match=rf'pip install "perrecbench\[{extra}\]"') as err:
         load_engine(engine, "some-model")
+    assert f'pip install -e ".[{extra}]"' in str(err.value)  # the form for a clone of the repository
+    assert isinstance(err.value, MissingExtraError) and isinstance(err.value, PerrecbenchError)
+    assert err.value.name == module
 
 
 def test_fake_engine_preserves_order_and_samples():
