@@ -1,11 +1,22 @@
 """Any OpenAI-compatible chat server: vLLM's, `transformers serve`, hosted APIs.
 
+Before its first request the engine asks the server for its models once (`OpenAIEngine.check`): an address
+where nothing answers raises `ServerUnreachableError` within ``connect_timeout`` seconds, a rejected API key
+(401/403) raises `ServerRejectedKeyError`; a server that cannot list models (404, or the 500 of
+`transformers serve`) is only warned about.
+
 Requests run on a bounded thread pool. The SDK's own retries are off; this module retries 429, 5xx, timeouts,
-connection errors and unparsable responses with exponential backoff and jitter (honouring ``Retry-After``),
-then gives up on that request with a `Completion` whose ``error`` says why — the runner counts it as a
-failure and the cache does not store it, so resuming asks again. If no request of a call gets through and
-one has exhausted its retries on connection errors, the server is unreachable: the call raises
-`ServerUnreachableError` naming the base URL. A rejected API key (401/403) raises at once.
+connection errors, unparsable responses and empty ``choices`` with exponential backoff and jitter (honouring
+``Retry-After``), then gives up on that request with a `Completion` whose ``error`` says why (e.g. ``HTTP 500
+from http://…: <body> (gave up after 7 attempts)``). Other 4xx answers (a rejected parameter, an unknown
+model) and ``content: null`` are not retried: they would not fix themselves. An error is never an answer:
+the runner counts it apart from unparsable answers and the cache does not store it, so resuming asks again.
+If no request of a call gets through and one has exhausted its retries on connection errors, the call
+raises `ServerUnreachableError`; a 401/403 raises `ServerRejectedKeyError` at once.
+
+Each request sends a seed derived from ``GenParams.seed`` and its messages (`_common.sample_seed`), so a
+seeded server gives a request the same sample whatever else is in flight. The SDK's and its HTTP library's
+one-INFO-line-per-request logging is kept to warnings unless the root logger is at DEBUG.
 
 The API key is read from the environment variable named by ``api_key_env`` when the client is built and is
 never kept in an attribute of this object, returned by `info()`, logged, or written anywhere.
@@ -29,9 +40,9 @@ from urllib.parse import urlsplit, urlunsplit
 from tqdm.auto import tqdm
 
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import coerce_fields, require
+from perrec_eval.engines._common import coerce_fields, require, sample_seed
 from perrec_eval.engines.base import ResultsCallback
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, PerrecbenchError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -40,14 +51,17 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 _PLACEHOLDER_KEY = "EMPTY"  # local servers ignore the key, but the SDK insists on having one
 _EXTRA_BODY_FIX = """write the fields as a JSON object, e.g. extra_body='{"top_k": -1}'"""
+_CHECK_TIMEOUT = 30.0  # seconds for the server to list its models once connected
+# Loggers that write one INFO line per HTTP request (openai 1-2 use httpx, openai 3 httpx2).
+_CHATTY_LOGGERS = ("openai", "httpx", "httpx2")
 
 
-class ServerUnreachableError(ConnectionError):
-    """No request of a call reached the server."""
+class ServerUnreachableError(PerrecbenchError, ConnectionError):
+    """Nothing answers at the server's address; the message names the URL and what to check."""
 
 
-class ServerRejectedKeyError(PermissionError):
-    """The server answered 401/403: the API key is missing or wrong."""
+class ServerRejectedKeyError(PerrecbenchError, PermissionError):
+    """The server answered 401/403: the API key is missing or wrong; the message names its variable."""
 
 
 @dataclass(slots=True)
@@ -55,13 +69,14 @@ class _Attempt:
     """Outcome of one HTTP attempt: a completion, or a classified failure."""
 
     completion: Completion | None = None
-    kind: str = ""  # connection | timeout | rate_limit | server | bad_response | client | auth
+    # connection | timeout | rate_limit | server | bad_response | empty | content_null | client | auth
+    kind: str = ""
     message: str = ""
     retry_after: float | None = None
 
     @property
     def retryable(self) -> bool:
-        return self.kind in ("connection", "timeout", "rate_limit", "server", "bad_response")
+        return self.kind in ("connection", "timeout", "rate_limit", "server", "bad_response", "empty")
 
 
 @dataclass(slots=True)
@@ -150,7 +165,7 @@ class OpenAIOptions:
     max_retries: int = option("retries per request after the first attempt", default=6)
     timeout: float = option("seconds per HTTP attempt", default=600.0)
     connect_timeout: float = option(
-        "seconds to open a connection (a black-holed address fails fast, not after timeout)", default=20.0
+        "seconds to open a connection (an address where nothing answers fails this fast)", default=10.0
     )
     retry_base_delay: float = option(
         "first backoff delay in seconds (doubles each retry, with jitter)", default=1.0
@@ -226,6 +241,7 @@ class OpenAIEngine:
         self.api_key_env = options.api_key_env
         self.extra_body = options.extra_fields()
         self._rng = random.Random()
+        self._checked = False
         timeout = options.timeout
         self._client = self._openai.OpenAI(
             base_url=self.base_url,
@@ -233,6 +249,7 @@ class OpenAIEngine:
             max_retries=0,
             timeout=self._openai.Timeout(timeout, connect=min(timeout, options.connect_timeout)),
         )
+        _quiet_http_logs()
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(model={self.model!r}, base_url={public_url(self.base_url)!r})"
@@ -257,6 +274,67 @@ class OpenAIEngine:
         if key and key != _PLACEHOLDER_KEY:
             text = text.replace(key, "<redacted>")
         return text
+
+    def check(self) -> None:
+        """Ask the server for its models once, so a wrong address or key fails in seconds, not per request.
+
+        `generate` calls this before its first request. A server that cannot list its models (HTTP 404, the
+        500 of `transformers serve` without ``$HF_HOME/hub``, a slow answer) is only warned about, and so is
+        a list without the requested model: generation may still work.
+
+        Raises:
+            ServerUnreachableError: nothing answered at `base_url` within ``connect_timeout`` seconds.
+            ServerRejectedKeyError: the server answered 401/403.
+        """
+        served = self._served_models()
+        self._checked = True
+        wanted = self.adapter or self.model
+        if served and wanted not in served:
+            shown = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "")
+            logger.warning(
+                "the server at %s does not list %r (it serves %s): its requests may be rejected",
+                public_url(self.base_url),
+                wanted,
+                shown,
+            )
+
+    def _served_models(self) -> list[str]:
+        """The served model ids, or ``[]`` (after a warning) when the server cannot list them."""
+        openai = self._openai
+        connect = min(self.options.timeout, self.options.connect_timeout)
+        timeout = openai.Timeout(min(self.options.timeout, _CHECK_TIMEOUT), connect=connect)
+        try:
+            return [model.id for model in self._client.with_options(timeout=timeout).models.list().data]
+        except openai.APITimeoutError as err:
+            if _is_connect_timeout(err):
+                raise self._unreachable(f"connection attempt timed out after {connect:g}s") from err
+            problem = f"no answer within {min(self.options.timeout, _CHECK_TIMEOUT):g}s"
+        except openai.APIConnectionError as err:
+            raise self._unreachable(f"connection failed: {self._scrub(_describe(err))}") from err
+        except openai.APIStatusError as err:
+            if err.status_code in (401, 403):
+                raise self._rejected_key(f"HTTP {err.status_code}") from err
+            problem = self._status_message(err)
+        except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as err:
+            problem = self._scrub(f"invalid response: {_describe(err)}")
+        logger.warning(
+            "could not list the models at %s (%s): going on without checking the server",
+            public_url(self.base_url),
+            problem,
+        )
+        return []
+
+    def _unreachable(self, detail: str) -> ServerUnreachableError:
+        return ServerUnreachableError(
+            f"cannot reach the OpenAI-compatible server at {public_url(self.base_url)} ({detail}): "
+            "is it running, and is --base-url right (it usually ends in /v1)?"
+        )
+
+    def _rejected_key(self, detail: str) -> ServerRejectedKeyError:
+        return ServerRejectedKeyError(
+            f"the server at {public_url(self.base_url)} rejected the API key ({detail}): "
+            f"set ${self.api_key_env or 'OPENAI_API_KEY'} (or name another variable with --api-key-env)"
+        )
 
     def info(self) -> dict[str, Any]:
         """Model, adapter, the URL without credentials, the key's variable name (never the key), settings."""
@@ -289,12 +367,16 @@ class OpenAIEngine:
             on_results: called with the requests of each round of finished HTTP calls.
 
         Returns:
-            One completion per request, in order; a request that failed after its retries has ``error`` set.
+            One completion per request, in order; a request that failed (after its retries, if retryable)
+            has ``error`` set and no texts.
 
         Raises:
-            ServerUnreachableError: no request got through and one ran out of retries on connection errors.
+            ServerUnreachableError: the first call's `check` found no server, or no request got through and
+                one ran out of retries on connection errors.
             ServerRejectedKeyError: the server answered 401/403.
         """
+        if not self._checked:
+            self.check()
         state = _CallState()
         results: list[Completion | None] = [None] * len(requests)
         bar = tqdm(
@@ -318,11 +400,7 @@ class OpenAIEngine:
                     on_results(finished)
                 bar.update(len(done))
                 if state.unreachable is not None:
-                    raise ServerUnreachableError(
-                        f"cannot reach the OpenAI-compatible server at {public_url(self.base_url)}: "
-                        f"{state.unreachable}. Is it running, and is --base-url right "
-                        "(it usually ends in /v1)?"
-                    )
+                    raise self._unreachable(state.unreachable)
         except BaseException:
             state.stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
@@ -340,13 +418,11 @@ class OpenAIEngine:
         parts: list[Completion] = []
         drawn = 0
         while drawn < params.n:
-            # Top-up requests shift the seed so they do not repeat the samples already drawn.
-            seed = None if params.seed is None else params.seed + drawn
+            # Top-up requests take the seed of their first sample, so they do not repeat the samples drawn.
+            seed = sample_seed(params.seed, request, drawn)
             part = self._with_retries(request, params, params.n - drawn, seed, state)
             if not part.ok:
                 return part
-            if not part.texts:
-                return Completion(texts=(), error="bad_response: the server returned no choices")
             parts.append(part)
             drawn += len(part.texts)
         with state.lock:
@@ -373,11 +449,7 @@ class OpenAIEngine:
                 return attempt.completion
             if attempt.kind == "auth":
                 state.stop.set()
-                raise ServerRejectedKeyError(
-                    f"the server at {public_url(self.base_url)} rejected the API key ({attempt.message}): "
-                    f"set ${self.api_key_env or 'OPENAI_API_KEY'} (or name another variable with "
-                    "--api-key-env)"
-                )
+                raise self._rejected_key(attempt.message)
             if not attempt.retryable or retry == self.options.max_retries:
                 break
             delay = backoff_delay(
@@ -387,14 +459,16 @@ class OpenAIEngine:
                 delay = min(attempt.retry_after, self.options.retry_max_delay)
             logger.debug("retrying in %.2fs after %s: %s", delay, attempt.kind, attempt.message)
             self._wait(state, delay)
-        tries = retry + 1
         if attempt.kind == "connection":
             with state.lock:
                 if state.successes == 0:
                     state.unreachable = attempt.message
                     state.stop.set()
+        tries = retry + 1
+        if not attempt.retryable:
+            return Completion(texts=(), error=f"{attempt.message} (not retried)")
         return Completion(
-            texts=(), error=f"{attempt.kind}: {attempt.message} (gave up after {tries} attempt(s))"
+            texts=(), error=f"{attempt.message} (gave up after {tries} attempt{'s' if tries > 1 else ''})"
         )
 
     def _wait(self, state: _CallState, seconds: float) -> None:
@@ -417,20 +491,26 @@ class OpenAIEngine:
                 **body, extra_body=self.extra_body or None, stream=False
             )
         except openai.APITimeoutError as err:
-            if type(err.__cause__).__name__ == "ConnectTimeout":  # httpx's class; nothing answered at all
+            if _is_connect_timeout(err):
                 return _Attempt(kind="connection", message="connection attempt timed out")
             return _Attempt(kind="timeout", message=f"no answer within {self.options.timeout:g}s")
         except openai.APIConnectionError as err:
-            return _Attempt(kind="connection", message=self._scrub(_describe(err)))
+            return _Attempt(kind="connection", message=f"connection failed: {self._scrub(_describe(err))}")
         except openai.APIStatusError as err:
             return self._status_failure(err)
         except (openai.APIResponseValidationError, ValueError, TypeError, KeyError) as err:
             return _Attempt(kind="bad_response", message=self._scrub(f"invalid response: {_describe(err)}"))
         return self._read(response)
 
+    def _status_message(self, err: Any) -> str:
+        """``HTTP <status> from <url>: <the first 200 characters of the body>``, without the API key."""
+        response = getattr(err, "response", None)
+        body = " ".join(str(getattr(response, "text", "") or err).split())
+        return self._scrub(f"HTTP {err.status_code} from {public_url(self.base_url)}: {body[:200]}")
+
     def _status_failure(self, err: Any) -> _Attempt:
         status = err.status_code
-        message = self._scrub(f"HTTP {status}: {_describe(err)}")
+        message = self._status_message(err)
         retry_after = parse_retry_after(getattr(err.response, "headers", None))
         if status in (401, 403):
             return _Attempt(kind="auth", message=f"HTTP {status}")
@@ -441,16 +521,24 @@ class OpenAIEngine:
         return _Attempt(kind="client", message=message)
 
     def _read(self, response: Any) -> _Attempt:
+        """The completion in a 200 response, or why there is none (no choices, a choice without text)."""
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list):
             shown = str(response)[:200]
             return _Attempt(kind="bad_response", message=f"invalid response: no choices in {shown!r}")
+        if not choices:
+            return _Attempt(kind="empty", message="empty choices")
         try:
             ordered = sorted(choices, key=lambda choice: choice.index or 0)
-            texts = tuple(choice.message.content or "" for choice in ordered)
+            texts = tuple(choice.message.content for choice in ordered)
             reasons = [choice.finish_reason for choice in ordered]
         except AttributeError as err:
             return _Attempt(kind="bad_response", message=f"invalid response: {_describe(err)}")
+        for text, reason in zip(texts, reasons, strict=True):
+            if text is None:
+                return _Attempt(kind="content_null", message=f"content null (finish_reason={reason})")
+            if not isinstance(text, str):
+                return _Attempt(kind="bad_response", message=f"invalid response: content is {text!r:.100}")
         usage = getattr(response, "usage", None)
         return _Attempt(
             completion=Completion(
@@ -460,6 +548,24 @@ class OpenAIEngine:
                 extra={"finish_reasons": reasons},
             )
         )
+
+
+def _quiet_http_logs() -> None:
+    """Keep the SDK's per-request INFO lines out of the log unless the root logger is at DEBUG.
+
+    A logger someone configured (level set) is left alone.
+    """
+    if logging.getLogger().isEnabledFor(logging.DEBUG):
+        return
+    for name in _CHATTY_LOGGERS:
+        chatty = logging.getLogger(name)
+        if chatty.level == logging.NOTSET:
+            chatty.setLevel(logging.WARNING)
+
+
+def _is_connect_timeout(err: BaseException) -> bool:
+    """Whether a timeout happened while connecting (nothing answered at all), by the HTTP library's class."""
+    return type(err.__cause__).__name__ == "ConnectTimeout"
 
 
 def _add(total: int | None, part: int | None) -> int | None:

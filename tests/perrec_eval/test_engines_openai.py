@@ -5,178 +5,35 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from perrec_eval.cache import CachedEngine
 from perrec_eval.engines import load_engine
+from perrec_eval.engines._common import sample_seed
 from perrec_eval.engines.openai import (
     OpenAIEngine,
     OpenAIOptions,
     ServerRejectedKeyError,
     ServerUnreachableError,
 )
-from perrec_eval.types import ChatRequest, GenParams
-
-SECRET = "sk-perrec-TOPSECRET-0042"
-KEY_ENV = "PERREC_TEST_API_KEY"
-PARAMS = GenParams(temperature=0.1, top_p=1.0, max_tokens=32, n=1, seed=3)
-
-
-def make_request(text: str) -> ChatRequest:
-    return ChatRequest(messages=({"role": "system", "content": "rank"}, {"role": "user", "content": text}))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class StubServer:
-    """A scripted OpenAI-compatible ``/v1/chat/completions`` on 127.0.0.1, stdlib only.
-
-    `script` maps a request's last message to the actions of its successive attempts (the last one repeats);
-    unscripted requests get ``"ok"``. Actions: ``"ok"``; ``"garbage"`` (truncated JSON); ``"html"`` (a proxy
-    error page with status 200); ``("status", code, headers, body)``; ``("sleep", seconds)`` then ok;
-    ``("echo-auth", code)`` (an error whose body repeats the Authorization header).
-    """
-
-    def __init__(self, script: dict[str, list[Any]] | None = None, max_choices: int | None = None) -> None:
-        self.script = script or {}
-        self.max_choices = max_choices
-        self.bodies: list[dict[str, Any]] = []
-        self.authorizations: list[str] = []
-        self.attempts: Counter[str] = Counter()
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_port}/v1"
-
-    def start(self) -> StubServer:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=10)
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                content = body["messages"][-1]["content"]
-                with stub.lock:
-                    stub.bodies.append(body)
-                    stub.authorizations.append(self.headers.get("Authorization", ""))
-                    attempt = stub.attempts[content]
-                    stub.attempts[content] += 1
-                    stub.in_flight += 1
-                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
-                actions = stub.script.get(content, ["ok"])
-                try:
-                    self._act(actions[min(attempt, len(actions) - 1)], body, content)
-                except OSError:  # the client gave up (timeout) and closed the socket
-                    pass
-                finally:
-                    with stub.lock:
-                        stub.in_flight -= 1
-
-            def _act(self, action: Any, body: dict[str, Any], content: str) -> None:
-                kind = action if isinstance(action, str) else action[0]
-                if kind == "sleep":
-                    time.sleep(action[1])
-                    kind = "ok"
-                if kind == "ok":
-                    n = (
-                        body.get("n", 1)
-                        if stub.max_choices is None
-                        else min(body.get("n", 1), stub.max_choices)
-                    )
-                    choices = [
-                        {
-                            "index": i,
-                            "message": {
-                                "role": "assistant",
-                                "content": f"{content}|seed={body.get('seed')}|{i}",
-                            },
-                            "finish_reason": "stop",
-                        }
-                        for i in range(n)
-                    ]
-                    usage = {"prompt_tokens": len(content), "completion_tokens": 2 * n, "total_tokens": 0}
-                    payload = {
-                        "id": "x",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body["model"],
-                        "choices": choices,
-                        "usage": usage,
-                    }
-                    self._send(200, json.dumps(payload).encode(), "application/json")
-                elif kind == "garbage":
-                    self._send(200, b'{"choices": [{"index": 0, "mess', "application/json")
-                elif kind == "html":
-                    self._send(200, b"<html>502 bad gateway</html>", "text/html")
-                elif kind == "status":
-                    _, code, headers, text = action
-                    self._send(
-                        code, json.dumps({"error": {"message": text}}).encode(), "application/json", headers
-                    )
-                elif kind == "echo-auth":
-                    text = f"bad request from {self.headers.get('Authorization')}"
-                    self._send(
-                        action[1], json.dumps({"error": {"message": text}}).encode(), "application/json"
-                    )
-                else:
-                    raise ValueError(f"unknown stub action {action!r}")
-
-            def _send(self, code: int, data: bytes, content_type: str, headers: dict | None = None) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler
-
-
-@pytest.fixture
-def stub_factory() -> Iterator[Any]:
-    servers: list[StubServer] = []
-
-    def start(script: dict[str, list[Any]] | None = None, max_choices: int | None = None) -> StubServer:
-        servers.append(StubServer(script, max_choices).start())
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
+from perrec_eval.types import GenParams
+from tests.perrec_eval.openai_stub import (
+    KEY_ENV,
+    PARAMS,
+    SECRET,
+    answer,
+    free_port,
+    make_engine,
+    make_request,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -185,25 +42,11 @@ def api_key(monkeypatch) -> str:
     return SECRET
 
 
-def make_engine(server: StubServer, **options: Any) -> OpenAIEngine:
-    settings = dict(
-        base_url=server.base_url,
-        api_key_env=KEY_ENV,
-        retry_base_delay=0.001,
-        retry_max_delay=0.05,
-        timeout=5.0,
-        progress=False,
-    )
-    settings.update(options)
-    adapter = settings.pop("adapter", None)
-    return load_engine("openai", "stub-model", adapter=adapter, options=settings)
-
-
 def test_openai_engine_preserves_order_and_bounds_concurrency(stub_factory):
     queries = [f"q{i}" for i in range(24)]
     server = stub_factory({q: [("sleep", 0.01 * (i % 5))] for i, q in enumerate(queries)})
     completions = make_engine(server, concurrency=4).generate([make_request(q) for q in queries], PARAMS)
-    assert [c.texts for c in completions] == [(f"{q}|seed=3|0",) for q in queries]
+    assert [c.texts for c in completions] == [(answer(q),) for q in queries]
     assert server.max_in_flight <= 4
     assert [c.prompt_tokens for c in completions] == [len(q) for q in queries]
     assert all(c.completion_tokens == 2 for c in completions)
@@ -216,7 +59,8 @@ def test_openai_engine_sends_every_sampling_parameter(stub_factory):
     (body,) = server.bodies
     assert body["model"] == "stub-model"
     assert body["messages"] == [{"role": "system", "content": "rank"}, {"role": "user", "content": "a"}]
-    expected = {"temperature": 0.0, "top_p": 0.5, "max_tokens": 7, "n": 2, "seed": 11, "top_k": -1}
+    seed = sample_seed(11, make_request("a"))  # the request's own seed, derived from --seed and its messages
+    expected = {"temperature": 0.0, "top_p": 0.5, "max_tokens": 7, "n": 2, "seed": seed, "top_k": -1}
     assert {key: body[key] for key in expected} == expected
 
 
@@ -241,7 +85,7 @@ def test_openai_engine_retries_429_500_garbage_and_timeouts_then_succeeds(stub_f
     server = stub_factory({"flaky": flaky})
     (completion,) = make_engine(server, timeout=0.5, max_retries=6).generate([make_request("flaky")], PARAMS)
     assert completion.ok, completion.error
-    assert completion.texts == ("flaky|seed=3|0",)
+    assert completion.texts == (answer("flaky"),)
     assert server.attempts["flaky"] == 7
 
 
@@ -287,11 +131,13 @@ def test_openai_engine_gives_up_with_a_failure_completion(stub_factory):
         [make_request(q) for q in ("fine", "broken", "nonsense", "rejected")], PARAMS
     )
     fine, broken, nonsense, rejected = completions
-    assert fine.ok and fine.texts == ("fine|seed=3|0",)
+    assert fine.ok and fine.texts == (answer("fine"),)
     assert not broken.ok and broken.texts == ()
-    assert "HTTP 500" in broken.error and "3 attempt" in broken.error
-    assert "invalid response" in nonsense.error and "3 attempt" in nonsense.error
+    assert broken.error.startswith(f"HTTP 500 from {server.base_url}: ")
+    assert "always broken" in broken.error and broken.error.endswith("(gave up after 3 attempts)")
+    assert "invalid response" in nonsense.error and "3 attempts" in nonsense.error
     assert "HTTP 400" in rejected.error and "context length exceeded" in rejected.error
+    assert rejected.error.endswith("(not retried)")
     assert server.attempts == Counter({"fine": 1, "broken": 3, "nonsense": 3, "rejected": 1})
 
 
@@ -382,7 +228,7 @@ def test_openai_engine_local_server_needs_no_key(stub_factory, monkeypatch):
 def test_openai_engine_tops_up_when_the_server_ignores_n(stub_factory):
     server = stub_factory(max_choices=1)
     (completion,) = make_engine(server).generate([make_request("a")], GenParams(temperature=0.7, n=3, seed=5))
-    assert completion.texts == ("a|seed=5|0", "a|seed=6|0", "a|seed=7|0")
+    assert completion.texts == tuple(answer("a", seed=5, sample=sample) for sample in range(3))
     assert [body["n"] for body in server.bodies] == [3, 2, 1]
     assert completion.prompt_tokens == 1 and completion.completion_tokens == 6
 
@@ -480,4 +326,4 @@ def test_openai_engine_against_transformers_serve_rejects_another_model_name(tra
     )
     (completion,) = engine.generate([make_request("great book")], GenParams(temperature=0.0, max_tokens=4))
     assert not completion.ok
-    assert "HTTP 400" in completion.error and "attempt(s)" in completion.error
+    assert "HTTP 400" in completion.error and "(not retried)" in completion.error
