@@ -3,11 +3,20 @@
 Sampling is fully explicit: the model's own `generation_config.json` (which may enable sampling, set top_k,
 a repetition penalty, ...) is replaced at load time by one that keeps only the special token ids, and each
 call passes a complete `GenerationConfig`. The dropped defaults are listed in `info()`.
+
+Sampled answers do not depend on the batch. transformers' own sampling draws every row of a batch from one
+global random stream (`torch.multinomial`), and `generate` takes no per-row generator, so a request's sample
+would change with the requests batched beside it, their order, and what a resumed run still has to ask.
+Instead each of a request's `n` samples is one row with its own `torch.Generator`, seeded from
+(``GenParams.seed``, sample index, messages) by `_common.sample_seed`; the temperature and top-p warpers
+and a Gumbel-max draw with that generator (`SeededSampler`) run as logits processors of a greedy search,
+whose argmax then picks exactly the drawn token. Greedy requests (temperature 0) stay one row each.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -15,7 +24,7 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import coerce_fields, require, split_evenly
+from perrec_eval.engines._common import coerce_fields, require, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, Completion, GenParams
@@ -48,6 +57,29 @@ class HFOptions:
             raise ConfigError(f"batch_size must be >= 1 (requests per forward batch), got {self.batch_size}")
         if self.device is not None and not self.device.strip():
             raise ConfigError("device must name a torch device (cpu, cuda, cuda:1, ...) or be none (auto)")
+
+
+class SeededSampler:
+    """The last logits processor of sampled decoding: draws each row's token with that row's own generator.
+
+    Gumbel-max: ``argmax(scores + G)``, with ``G = -log(-log(U))`` and U uniform per token, is a sample from
+    ``softmax(scores)``. Returning ``scores + G`` to a greedy search makes its argmax that sample, so a row's
+    tokens depend only on its own logits and its own generator, never on the other rows of the batch.
+
+    Args:
+        generators: one seeded `torch.Generator` per row of the batch, on the model's device.
+    """
+
+    def __init__(self, generators: Sequence[Any]) -> None:
+        self.generators = list(generators)
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if scores.shape[0] != len(self.generators):
+            raise RuntimeError(f"{scores.shape[0]} rows to sample but {len(self.generators)} generators")
+        uniform = scores.new_empty(scores.shape, dtype=scores.dtype)
+        for row, generator in enumerate(self.generators):
+            uniform[row].uniform_(generator=generator)
+        return scores - uniform.log().neg().log()
 
 
 class HFEngine:
@@ -122,14 +154,15 @@ class HFEngine:
     def generation_config(self, params: GenParams) -> Any:
         """The complete `GenerationConfig` used for `params` (neutral values for everything not in GenParams).
 
-        Greedy decoding (temperature 0) generates one sequence; `generate` repeats it ``n`` times.
+        Always a greedy search of one sequence per row: sampled decoding adds `sampling_processors` (and one
+        row per sample); greedy decoding (temperature 0) generates one sequence that `generate` repeats ``n``
+        times.
         """
-        sample = params.temperature > 0
-        # Warpers only act when sampling; setting them for greedy decoding only triggers warnings.
-        sampling = {"temperature": params.temperature, "top_p": params.top_p, "top_k": 0} if sample else {}
         return self._transformers.GenerationConfig(
-            do_sample=sample,
-            **sampling,
+            do_sample=False,
+            top_k=None,
+            top_p=None,
+            temperature=None,
             min_p=None,
             typical_p=1.0,
             repetition_penalty=1.0,
@@ -137,10 +170,28 @@ class HFEngine:
             num_beams=1,
             max_new_tokens=params.max_tokens,
             min_new_tokens=0,
-            num_return_sequences=params.n if sample else 1,
+            num_return_sequences=1,
             eos_token_id=self.lm.generation_config.eos_token_id,
             pad_token_id=self.lm.generation_config.pad_token_id,
         )
+
+    def sampling_processors(self, params: GenParams, seeds: Sequence[int]) -> Any:
+        """Temperature, top-p (when below 1) and a `SeededSampler` with one generator per seed (row).
+
+        Args:
+            params: sampling parameters with temperature > 0.
+            seeds: one seed per row of the batch, in row order.
+
+        Returns:
+            A `LogitsProcessorList` for `generate(logits_processor=...)`.
+        """
+        transformers = self._transformers
+        processors = [transformers.TemperatureLogitsWarper(params.temperature)]
+        if params.top_p < 1.0:
+            processors.append(transformers.TopPLogitsWarper(params.top_p))
+        generators = [self._torch.Generator(device=self.device).manual_seed(seed) for seed in seeds]
+        processors.append(SeededSampler(generators))
+        return transformers.LogitsProcessorList(processors)
 
     def encode(self, request: ChatRequest) -> list[int]:
         """Token ids of the templated conversation, ending with the assistant generation prompt."""
@@ -167,7 +218,6 @@ class HFEngine:
         Returns:
             One completion per request, in order.
         """
-        torch = self._torch
         encoded = [self.encode(request) for request in requests]
         results: list[Completion | None] = [None] * len(requests)
         runnable = []
@@ -185,42 +235,59 @@ class HFEngine:
             on_results([(index, result) for index, result in enumerate(results) if result is not None])
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
-        config = self.generation_config(params)
+        seeds = self._row_seeds(requests, params)
         bar = tqdm(
             total=len(requests), desc=f"hf {self.model}", unit="req", disable=not self.options.progress
         )
         bar.update(len(requests) - len(runnable))
-        with torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
-            if params.seed is not None:
-                torch.manual_seed(params.seed)
-            for batch in split_evenly(order, self.options.batch_size):
-                finished = self._run_batch(batch, encoded, config, params)
-                for index, completion in finished:
-                    results[index] = completion
-                if on_results is not None:
-                    on_results(finished)
-                bar.update(len(batch))
+        for batch in split_evenly(order, self.options.batch_size):
+            finished = self._run_batch(batch, encoded, seeds, params)
+            for index, completion in finished:
+                results[index] = completion
+            if on_results is not None:
+                on_results(finished)
+            bar.update(len(batch))
         bar.close()
         return [completion for completion in results if completion is not None]
 
+    @staticmethod
+    def _row_seeds(requests: Sequence[ChatRequest], params: GenParams) -> list[list[int]]:
+        """The seeds of each request's `n` sample rows ([] for greedy decoding; fresh ones when unseeded)."""
+        if params.temperature == 0:
+            return [[] for _ in requests]
+        return [
+            [
+                secrets.randbelow(2**31) if params.seed is None else sample_seed(params.seed, request, sample)
+                for sample in range(params.n)
+            ]
+            for request in requests
+        ]
+
     def _run_batch(
-        self, batch: list[int], encoded: list[list[int]], config: Any, params: GenParams
+        self, batch: list[int], encoded: list[list[int]], seeds: list[list[int]], params: GenParams
     ) -> list[tuple[int, Completion]]:
-        """Generate for one batch; on out-of-memory, split it in halves and retry."""
+        """Generate for one batch (one row per sample when sampling); on out-of-memory, split it in halves."""
         torch = self._torch
+        sampled = params.temperature > 0
+        rows = params.n if sampled else 1
+        row_seeds = [seed for index in batch for seed in seeds[index]]
+        processors = self.sampling_processors(params, row_seeds) if sampled else None
         try:
             inputs = self.tokenizer.pad(
                 {"input_ids": [encoded[index] for index in batch]}, padding=True, return_tensors="pt"
             ).to(self.device)
+            inputs = {name: tensor.repeat_interleave(rows, dim=0) for name, tensor in inputs.items()}
             with torch.inference_mode():
-                output = self.lm.generate(**inputs, generation_config=config)
+                output = self.lm.generate(
+                    **inputs, generation_config=self.generation_config(params), logits_processor=processors
+                )
         except torch.OutOfMemoryError:
             if len(batch) == 1:
                 raise
             logger.warning("out of memory on a batch of %d: splitting it in two", len(batch))
             half = len(batch) // 2
-            return self._run_batch(batch[:half], encoded, config, params) + self._run_batch(
-                batch[half:], encoded, config, params
+            return self._run_batch(batch[:half], encoded, seeds, params) + self._run_batch(
+                batch[half:], encoded, seeds, params
             )
         width = inputs["input_ids"].shape[1]
         sequences_per_request = output.shape[0] // len(batch)

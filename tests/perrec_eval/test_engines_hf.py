@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from perrec_eval.cache import CachedEngine
 from perrec_eval.engines import load_engine
 from perrec_eval.engines.hf import HFOptions
 from perrec_eval.types import ChatRequest, GenParams
@@ -75,6 +76,38 @@ def test_hf_engine_samples_n_seeded(engine):
     assert any(len(set(c.texts)) > 1 for c in first)  # n samples, not one repeated
 
 
+SAMPLED = GenParams(temperature=1.0, top_p=0.9, max_tokens=8, n=2, seed=5)
+
+
+def test_hf_engine_samples_a_request_the_same_alone_and_in_any_batch(engine):
+    batched = [c.texts for c in engine.generate(MIXED, SAMPLED)]
+    alone = [engine.generate([request], SAMPLED)[0].texts for request in MIXED]
+    reversed_order = [c.texts for c in engine.generate(MIXED[::-1], SAMPLED)][::-1]
+    assert batched == alone == reversed_order
+    assert len(set(batched)) == len(MIXED)
+
+
+def test_hf_engine_samples_the_same_after_a_resume(engine, tiny_model_dir, tmp_path):
+    expected = [c.texts for c in engine.generate(MIXED, SAMPLED)]
+    path = tmp_path / "cache.jsonl"
+    CachedEngine(engine, path).generate(MIXED[::2], SAMPLED)  # a run stopped after some of the requests
+    reloaded = load_engine("hf", str(tiny_model_dir), options=HFOptions(batch_size=2, **CPU))
+    resumed = CachedEngine(reloaded, path)
+    assert [c.texts for c in resumed.generate(MIXED, SAMPLED)] == expected
+    assert resumed.misses == len(MIXED[1::2])
+
+
+def test_hf_engine_first_samples_do_not_depend_on_n(engine):
+    one = engine.generate(MIXED[:3], GenParams(temperature=1.0, max_tokens=8, n=1, seed=5))
+    three = engine.generate(MIXED[:3], GenParams(temperature=1.0, max_tokens=8, n=3, seed=5))
+    assert [c.texts[0] for c in one] == [c.texts[0] for c in three]
+
+
+def test_hf_engine_unseeded_sampling_differs_between_calls(engine):
+    unseeded = GenParams(temperature=1.0, max_tokens=8, seed=None)
+    assert engine.generate(MIXED, unseeded) != engine.generate(MIXED, unseeded)
+
+
 def test_hf_engine_counts_tokens_and_respects_max_tokens(engine):
     completions = engine.generate(MIXED, GenParams(temperature=1.0, max_tokens=5, n=2, seed=0))
     for completion in completions:
@@ -86,20 +119,32 @@ def test_hf_engine_counts_tokens_and_respects_max_tokens(engine):
 
 
 def test_hf_engine_passes_every_sampling_parameter(engine, monkeypatch):
+    from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+    from perrec_eval.engines.hf import SeededSampler
+
     seen = []
     original = engine.lm.generate
 
     def spy(*args, **kwargs):
-        seen.append(kwargs["generation_config"])
+        seen.append(kwargs)
         return original(*args, **kwargs)
 
     monkeypatch.setattr(engine.lm, "generate", spy)
     engine.generate(MIXED[:1], GenParams(temperature=0.3, top_p=0.9, max_tokens=6, n=2, seed=1))
     engine.generate(MIXED[:1], GenParams(temperature=0.0, max_tokens=4))
     sampled, greedy = seen
-    assert (sampled.do_sample, sampled.temperature, sampled.top_p, sampled.top_k) == (True, 0.3, 0.9, 0)
-    assert (sampled.max_new_tokens, sampled.num_return_sequences, sampled.repetition_penalty) == (6, 2, 1.0)
-    assert (greedy.do_sample, greedy.max_new_tokens, greedy.num_return_sequences) == (False, 4, 1)
+    config = sampled["generation_config"]
+    assert (config.do_sample, config.max_new_tokens, config.num_return_sequences) == (False, 6, 1)
+    assert (config.top_k, config.repetition_penalty, config.no_repeat_ngram_size) == (None, 1.0, 0)
+    temperature, top_p, sampler = sampled["logits_processor"]  # in this order, nothing else
+    assert isinstance(temperature, TemperatureLogitsWarper) and temperature.temperature == 0.3
+    assert isinstance(top_p, TopPLogitsWarper) and top_p.top_p == 0.9
+    assert isinstance(sampler, SeededSampler) and len(sampler.generators) == 2  # one row per sample
+    assert sampled["input_ids"].shape[0] == 2
+    config = greedy["generation_config"]
+    assert (config.do_sample, config.max_new_tokens, config.num_return_sequences) == (False, 4, 1)
+    assert greedy["logits_processor"] is None and greedy["input_ids"].shape[0] == 1
 
 
 def test_hf_engine_ignores_the_checkpoint_generation_defaults(engine, tiny_model_dir, tmp_path):
