@@ -56,6 +56,8 @@ def _hide_progress() -> None:
     # tqdm reads TQDM_* variables as defaults; datasets has its own switch.
     os.environ["TQDM_DISABLE"] = "1"
     os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+    if "datasets" in sys.modules:  # already imported: the variable above is read at import time
+        sys.modules["datasets"].disable_progress_bars()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,8 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = cliconfig.from_namespace(args.config_cls, args)
         return int(args.handler(config) or 0)
-    except (PerrecbenchError, ValueError, FileNotFoundError, ImportError) as err:
-        # Bad input and missing extras: the message names the fix; a traceback would only hide it.
+    except (PerrecbenchError, ValueError, OSError, ImportError) as err:
+        # Bad input, missing extras, unwritable or missing files: the message names the fix; a traceback
+        # would only hide it.
         if debug:
             raise
         logger.debug("details", exc_info=True)

@@ -271,7 +271,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     }
     test_groups = [g for groups in test.values() for g in groups]
     demo_groups = list({g.group_id + g.level: g for groups in picked.values() for g in groups}.values())
-    retrieved = context.retrieve([*test_groups, *demo_groups], config.k)
+    retrieved = context.retrieve([*test_groups, *demo_groups], config.k, progress=config.progress)
     users = {(g.group_id, u.user_id) for g in test_groups for u in g.users}
     for (_, method), groups in picked.items():
         users |= _demonstration_users(method, groups)
@@ -343,7 +343,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
     for level in config.levels:
         groups = context.load_groups(config.data, level, config.split, config.max_groups)
         needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
-        retrieved = context.retrieve(groups, config.k) if needs_retrieval else {}
+        retrieved = context.retrieve(groups, config.k, progress=config.progress) if needs_retrieval else {}
         contexts = [GroupContext(group, level, ()) for group in groups]
         for name in names:
             predictions = {

@@ -308,7 +308,8 @@ def test_cli_failed_requests_exit_nonzero_with_one_line_and_provisional_scores(
     monkeypatch.setitem(fake.SCRIPTS, "down", down)
     out = tmp_path / "run"
     args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "down"]
-    code = main([*args, "--levels", "easy", "--max-groups", "2", "--no-profile", "--out", str(out)])
+    options = ["--levels", "easy", "--max-groups", "2", "--no-profile", "--no-progress"]
+    code = main([*args, *options, "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 1
     assert captured.err.count("\n") == 1 and "HTTP 503" in captured.err
