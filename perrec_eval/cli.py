@@ -21,7 +21,7 @@ from perrec_eval.errors import PerrecbenchError
 
 logger = logging.getLogger("perrecbench")
 
-_COMMAND_MODULES = ("dataset_builder.cli", "perrec_eval.commands", "sft.cli")
+_COMMAND_MODULES = ("dataset_builder.cli", "perrec_eval.commands", "perrec_eval.leaderboard.cli", "sft.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

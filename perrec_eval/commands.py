@@ -1,4 +1,4 @@
-"""`perrecbench evaluate | score | profiles | report`: one config class and one handler each."""
+"""`perrecbench evaluate | score | profiles`: one config class and one handler each."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from perrec_eval.cliconfig import add_command
-from perrec_eval.config import BASELINE_ENGINE, EvalConfig, ProfilesConfig, ReportConfig, ScoreConfig
+from perrec_eval.config import BASELINE_ENGINE, EvalConfig, ProfilesConfig, ScoreConfig
 
 
 def engine_options_help() -> str:
@@ -43,9 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ProfilesConfig,
         profiles,
         help="write one user profile per (group, user) with an LLM",
-    )
-    add_command(
-        subparsers, "report", ReportConfig, report, help="one Table-1 style table from several run folders"
+        epilog=epilog,
     )
 
 
@@ -143,14 +141,3 @@ def _push_profiles(path: Path, repo_id: str, writer: str) -> None:
         commit_message=f"Add profiles written by {writer}",
     )
     print(f"uploaded to https://huggingface.co/datasets/{repo_id}/blob/main/profiles/{path.name}")
-
-
-def report(config: ReportConfig) -> int:
-    from perrec_eval import fileio, rundir
-    from perrec_eval import report as tables
-
-    systems = [rundir.load_run(d) for path in config.run_dirs for d in rundir.run_folders(path)]
-    if config.out:
-        fileio.write_text(config.out, tables.render(systems))
-    print(tables.table(systems))
-    return 0

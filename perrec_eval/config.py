@@ -242,11 +242,3 @@ class ScoreConfig:
         "failed groups score 0 (zero) or are dropped (skip); default: the run's own", default=None
     )
     write: bool = option("rewrite scores.json and report.md with the new scores", default=False)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReportConfig:
-    """Settings of `perrecbench report`: one Table-1 style table from several run folders."""
-
-    run_dirs: tuple[str, ...] = option("run folders to compare", positional=True)
-    out: str | None = option("write the markdown report here (default: print the table only)", default=None)

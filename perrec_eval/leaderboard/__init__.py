@@ -1,0 +1,1 @@
+"""Comparing runs: leaderboards across run folders (`perrecbench report`)."""
