@@ -55,6 +55,8 @@ def evaluate(config: EvalConfig) -> int:
 
         names = BASELINES if config.model == "all" else (config.model,)
         systems = run.evaluate_baselines(config, names)
+    elif len(config.adapter) > 1:
+        systems = run.evaluate_adapters(config)
     else:
         systems = [(config.model, run.evaluate(config))]
     print(report.table(systems))
@@ -64,11 +66,11 @@ def evaluate(config: EvalConfig) -> int:
     else:
         print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
     print(f"next: perrecbench report {config.out} --out report.md   (compare with other runs)")
-    scores = systems[0][1]
-    if not scores.get("complete", True):
+    failed = [scores for _, scores in systems if not scores.get("complete", True)]
+    if failed:
         print(
-            f"perrecbench evaluate: {scores['num_engine_errors']} requests failed "
-            f"(first: {scores['first_engine_error']}); the scores above are provisional: "
+            f"perrecbench evaluate: {sum(s['num_engine_errors'] for s in failed)} requests failed "
+            f"(first: {failed[0]['first_engine_error']}); the scores above are provisional: "
             "run the same command again to retry them",
             file=sys.stderr,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from perrec_eval.cliconfig import option
@@ -44,7 +45,13 @@ class EngineSpec:
         "model id or path; for --engine baseline one of random, rating-bias, item-quality, "
         "history-affinity or all; for --engine fake a script name (constant)"
     )
-    adapter: str | None = option("LoRA adapter folder applied on top of --model (hf, vllm)", default=None)
+    adapter: tuple[str, ...] = option(
+        "LoRA adapter on top of --model: PATH, or NAME=PATH (openai: the name the server serves it under); "
+        "repeat it to evaluate several adapters on one loaded base model, one run folder each under --out",
+        default=(),
+        repeat=True,
+        metavar="[NAME=]PATH",
+    )
     base_url: str | None = option(
         "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (openai; same as --engine-arg base_url=...)",
         default=None,
@@ -67,6 +74,27 @@ class EngineSpec:
         choices = engine_choices()
         if self.engine not in choices:
             raise ConfigError(f"unknown engine {self.engine!r}: choose one of {', '.join(choices)}")
+        if isinstance(self.adapter, str):  # a single adapter given from Python
+            object.__setattr__(self, "adapter", (self.adapter,))
+        self.adapters()  # validates the names
+
+    def adapters(self) -> dict[str, str]:
+        """Adapter name → path, from ``--adapter [NAME=]PATH`` (the name defaults to the folder name).
+
+        >>> EngineSpec(engine="fake", model="m", adapter=("a=/x/one", "/y/two")).adapters()
+        {'a': '/x/one', 'two': '/y/two'}
+        """
+        named: dict[str, str] = {}
+        for spec in self.adapter:
+            name, sep, path = spec.partition("=")
+            if not sep:
+                name, path = Path(spec).name or spec, spec
+            if not name or not path:
+                raise ConfigError(f"--adapter {spec!r} must be PATH or NAME=PATH")
+            if name in named:
+                raise ConfigError(f"two adapters are called {name!r}: name them with --adapter NAME=PATH")
+            named[name] = path
+        return named
 
     def engine_options(self):
         """The engine's options dataclass, from --engine-arg and the --base-url/--api-key-env shortcuts."""
@@ -80,10 +108,21 @@ class EngineSpec:
         return parse_options(self.engine, self.engine_args, **shortcuts)
 
     def load_engine(self):
-        """Build the engine (heavy imports happen here, not at config time)."""
+        """Build the engine (heavy imports happen here, not at config time).
+
+        A single ``--adapter PATH`` is loaded with the model; with ``NAME=PATH`` or several adapters the base
+        model is loaded alone and `adapter_engines` applies each adapter on top of it.
+        """
         from perrec_eval.engines import load_engine
 
-        return load_engine(self.engine, self.model, adapter=self.adapter, options=self.engine_options())
+        single = self.adapter[0] if len(self.adapter) == 1 and "=" not in self.adapter[0] else None
+        return load_engine(self.engine, self.model, adapter=single, options=self.engine_options())
+
+    def adapter_engines(self, base):
+        """(name, engine) per adapter, each sharing the loaded `base` (from `load_engine`)."""
+        if len(self.adapter) == 1 and "=" not in self.adapter[0]:
+            return [(next(iter(self.adapters())), base)]
+        return [(name, base.with_adapter(name, path)) for name, path in self.adapters().items()]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

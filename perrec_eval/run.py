@@ -254,7 +254,10 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
 
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    engine = engine if engine is not None else config.load_engine()
+    if engine is None:
+        engine = config.load_engine()
+        if config.adapter:
+            ((_, engine),) = config.adapter_engines(engine)
     cached = CachedEngine(engine, out / "cache.jsonl")
 
     # Levels share query items and users: load every level once and retrieve once for all of them.
@@ -324,6 +327,20 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     }
     write_run(out, config.model, samples=samples, records=records, scores=scores, run_info=run_info)
     return scores
+
+
+def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Evaluate several LoRA adapters on one loaded base model, one run folder each under ``out/<name>/``."""
+    from perrec_eval.report import write_report
+
+    base = engine if engine is not None else config.load_engine()
+    systems = []
+    for name, adapted in config.adapter_engines(base):
+        spec = f"{name}={config.adapters()[name]}"
+        sub = replace(config, adapter=(spec,), out=str(Path(config.out) / name))
+        systems.append((name, evaluate(sub, engine=adapted)))
+    write_report(Path(config.out), systems)
+    return systems
 
 
 def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:

@@ -365,3 +365,40 @@ def test_cli_profiles_refuse_to_mix_writers_in_one_file(built, tmp_path, capsys)
     assert main([*args, "--max-groups", "2", "--levels", "easy", "--out", str(out)]) == 0
     assert main([*args, "--max-groups", "2", "--levels", "easy", "--max-items", "10", "--out", str(out)]) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+def test_cli_several_adapters_share_one_engine_and_get_a_run_folder_each(built, tmp_path, monkeypatch):
+    from perrec_eval.engines import fake
+
+    loads = []
+    original = fake.FakeEngine.__init__
+
+    def counting_init(self, *args, **kwargs):
+        loads.append(kwargs.get("adapter"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(fake.FakeEngine, "__init__", counting_init)
+    out = tmp_path / "adapters"
+    args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
+    options = ["--levels", "easy", "--max-groups", "2", "--no-profile", "--no-progress"]
+    adapters = ["--adapter", "point=/adapters/point", "--adapter", "pair=/adapters/pair"]
+    assert main([*args, *options, *adapters, "--out", str(out)]) == 0
+    assert loads[0] is None and loads[1:] == ["/adapters/point", "/adapters/pair"]  # base once, then views
+    for name in ("point", "pair"):
+        info = json.loads((out / name / "run.json").read_text())
+        assert info["config"]["adapter"] == [f"{name}=/adapters/{name}"]
+        assert info["engine"]["adapter"] == f"/adapters/{name}"
+    keys = [
+        {json.loads(line)["key"] for line in (out / name / "samples.jsonl").read_text().splitlines()}
+        for name in ("point", "pair")
+    ]
+    assert keys[0].isdisjoint(keys[1])  # the adapter is part of every cache key
+    report = (out / "report.md").read_text()
+    assert "| point |" in report and "| pair |" in report
+
+
+def test_cli_adapter_names_must_be_distinct(built, tmp_path, capsys):
+    args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
+    adapters = ["--adapter", "/a/lora", "--adapter", "/b/lora"]
+    assert main([*args, *adapters, "--out", str(tmp_path / "x")]) == 2
+    assert "NAME=PATH" in capsys.readouterr().err

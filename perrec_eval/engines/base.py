@@ -56,6 +56,17 @@ class Engine(Protocol):
         """What run.json records about this engine (no secrets)."""
         ...
 
+    def with_adapter(self, name: str, path: str) -> Engine:
+        """This engine answering with LoRA adapter `path` (called `name`), on the same loaded base model.
+
+        Several adapters are evaluated in one run this way, without loading the base model again. The
+        returned engine's `adapter` names the adapter (so the cache keeps their answers apart).
+
+        Raises:
+            ConfigError: the engine cannot apply an adapter (the message says what to do instead).
+        """
+        ...
+
 
 def checked(completion: Completion, n: int) -> Completion:
     """`completion`, or an engine error if it claims success without exactly `n` texts.

@@ -238,6 +238,10 @@ class FakeEngine:
             completion_tokens=sum(len(text.split()) for text in texts),
         )
 
+    def with_adapter(self, name: str, path: str) -> FakeEngine:
+        """The same script with `adapter` set to `path` (cache keys and run.json tell the runs apart)."""
+        return FakeEngine(self.responder, model=self.model, options=self.options, adapter=path)
+
     def info(self) -> dict[str, Any]:
         """Name, model, adapter and the responder's qualified name."""
         responder = getattr(self.responder, "__qualname__", type(self.responder).__qualname__)

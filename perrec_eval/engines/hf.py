@@ -324,6 +324,12 @@ class HFEngine:
                 return self.tokenizer.decode(kept, skip_special_tokens=True), position + 1, "stop"
         return self.tokenizer.decode(new_tokens, skip_special_tokens=True), len(new_tokens), "length"
 
+    def with_adapter(self, name: str, path: str) -> Any:
+        """Several adapters on one loaded base model are not supported by this engine yet."""
+        raise ConfigError(
+            "the hf engine evaluates one adapter per run so far: run once per --adapter PATH"
+        )
+
     def info(self) -> dict[str, Any]:
         """Model, adapter, device, dtype, batch size, library versions and the dropped generation defaults."""
         info: dict[str, Any] = {

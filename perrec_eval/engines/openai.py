@@ -24,6 +24,7 @@ never kept in an attribute of this object, returned by `info()`, logged, or writ
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import json
 import logging
@@ -253,6 +254,17 @@ class OpenAIEngine:
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(model={self.model!r}, base_url={public_url(self.base_url)!r})"
+
+    def with_adapter(self, name: str, path: str) -> OpenAIEngine:
+        """The same server and client, asking for the LoRA adapter the server serves as `name`.
+
+        The server loads the adapter (vLLM: ``--enable-lora --lora-modules NAME=PATH``); `path` is only
+        what the user pointed at, the request names `name`.
+        """
+        view = copy.copy(self)
+        view.adapter = name
+        view._checked = False  # the served model list must contain this name too
+        return view
 
     def _api_key(self) -> str:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None

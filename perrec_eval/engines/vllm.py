@@ -176,6 +176,12 @@ class VLLMEngine:
             extra={"finish_reasons": [sample.finish_reason for sample in samples]},
         )
 
+    def with_adapter(self, name: str, path: str) -> Any:
+        """Several adapters on one loaded base model are not supported by this engine yet."""
+        raise ConfigError(
+            "the vllm engine evaluates one adapter per run so far: run once per --adapter PATH"
+        )
+
     def info(self) -> dict[str, Any]:
         """Model, adapter, vLLM version and the `vllm.LLM` options that were set."""
         return {
