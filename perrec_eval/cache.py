@@ -151,6 +151,10 @@ class CachedEngine:
         """The inner engine's `info()`, plus the cache file."""
         return {**self.engine.info(), "cache": str(self.path)}
 
+    def with_adapter(self, name: str, path: str) -> CachedEngine:
+        """The inner engine with an adapter, cached in the same file (the adapter is part of every key)."""
+        return CachedEngine(self.engine.with_adapter(name, path), self.path)
+
     def generate(
         self,
         requests: Sequence[ChatRequest],

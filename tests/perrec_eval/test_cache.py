@@ -284,6 +284,9 @@ class OneShotEngine:
     def info(self):
         return {"name": self.name, "model": self.model, "adapter": self.adapter}
 
+    def with_adapter(self, name, path):
+        raise NotImplementedError("no weights to adapt")
+
 
 def test_cache_persists_a_non_streaming_engine_once(tmp_path):
     path = tmp_path / "cache.jsonl"
