@@ -52,9 +52,12 @@ class EngineSpec:
         repeat=True,
         metavar="[NAME=]PATH",
     )
-    base_url: str | None = option(
-        "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (openai; same as --engine-arg base_url=...)",
-        default=None,
+    base_url: tuple[str, ...] = option(
+        "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (openai); repeat it to spread the requests "
+        "over several servers (same as --engine-arg base_url=URL1,URL2)",
+        default=(),
+        repeat=True,
+        metavar="URL",
     )
     api_key_env: str | None = option(
         "name of the environment variable that holds the API key (openai); the key itself is never recorded",
@@ -74,8 +77,11 @@ class EngineSpec:
         choices = engine_choices()
         if self.engine not in choices:
             raise ConfigError(f"unknown engine {self.engine!r}: choose one of {', '.join(choices)}")
-        if isinstance(self.adapter, str):  # a single adapter given from Python
-            object.__setattr__(self, "adapter", (self.adapter,))
+        for name in ("adapter", "base_url"):  # a single value given from Python
+            if isinstance(getattr(self, name), str):
+                object.__setattr__(self, name, (getattr(self, name),))
+            elif getattr(self, name) is None:
+                object.__setattr__(self, name, ())
         self.adapters()  # validates the names
 
     def adapters(self) -> dict[str, str]:
@@ -100,7 +106,7 @@ class EngineSpec:
         """The engine's options dataclass, from --engine-arg and the --base-url/--api-key-env shortcuts."""
         from perrec_eval.engines import options_class, parse_options
 
-        shortcuts = {"base_url": self.base_url, "api_key_env": self.api_key_env}
+        shortcuts = {"base_url": ",".join(self.base_url) or None, "api_key_env": self.api_key_env}
         if not self.progress and "progress" in {
             f.name for f in dataclasses.fields(options_class(self.engine))
         }:
