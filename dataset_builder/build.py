@@ -1,15 +1,17 @@
 """``perrecbench build``: raw Amazon Reviews 2023 files → the benchmark folder (parquet + card + stats).
 
-Per domain, :mod:`dataset_builder.selection` selects the 5-user groups (DuckDB + a small Python search) and
-:mod:`dataset_builder.assembly` writes them with their histories; the result is kept as a stage file keyed by
-the input files' fingerprints and the selection parameters, so a second run on unchanged inputs skips
-finished domains. Then the groups are split (seeded), the levels drawn,
-and everything is written to a temp folder next to ``out`` that is renamed into place when complete.
+Per domain, :mod:`dataset_builder.selection` selects the groups (DuckDB + a small Python search that draws
+each item's group uniformly, seeded) and :mod:`dataset_builder.assembly` writes them with their histories;
+the result is kept as a stage keyed by the **content hashes** of the input files and the selection
+parameters, so a second run on unchanged inputs skips finished domains (and a file rewritten in place, even
+with its size and mtime restored, is selected again). Then :mod:`dataset_builder.splits` draws the test
+split (stratified by domain) and applies the train rule, the levels are drawn, and everything is written to
+a temp folder next to ``out`` that is renamed into place when complete.
 
 Memory: group rows never become Python objects. Stage files are streamed in Arrow batches of
 ``_WRITE_BATCH`` groups, the levels are cut with Arrow ``take``, each config × split file is written in row
 groups of 256 groups, and the statistics are DuckDB queries over the written files. What Python holds per
-group is its id (for the seeded split), about 150 bytes.
+group is its index row (id, user ids and times, window summary: a few hundred bytes).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import platform
 import random
 import shutil
 import time
+from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -37,16 +40,17 @@ import pyarrow.parquet as pq
 from dataset_builder import stats as stats_mod
 from dataset_builder.assembly import RowGroupWriter
 from dataset_builder.card import build_card
-from dataset_builder.config import BuildConfig, BuildError, portable_name
+from dataset_builder.config import ALL_DOMAINS, SYNTH_MARKER, BuildConfig, BuildError, portable_name
 from dataset_builder.schema import CONFIGS, FEATURES
-from dataset_builder.selection import STAGES, DomainResult, run_domain
+from dataset_builder.selection import INDEX_SCHEMA, STAGES, DomainResult, run_domain
 from dataset_builder.sources import InputFile, Source
+from dataset_builder.splits import GroupMembers, Split, split_groups
 from perrec_eval.fileio import atomic_open, read_json, write_json, write_text
 
 logger = logging.getLogger(__name__)
 
 # Bump when the stage content changes for the same inputs and parameters (invalidates old stage files).
-STAGE_VERSION = 3
+STAGE_VERSION = 4
 _WRITE_BATCH = 256  # groups per Arrow batch when deriving the levels
 _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", "fsspec")
 
@@ -59,12 +63,17 @@ class DomainInputs:
     reviews: InputFile
     meta: InputFile
 
-    def stage_key(self, cfg: BuildConfig) -> str:
-        payload = {
+    def selection(self, cfg: BuildConfig) -> dict[str, Any]:
+        """What a stage depends on besides the files' bytes (a cheap pre-check before hashing finishes)."""
+        return {
             "version": STAGE_VERSION,
             "params": cfg.selection_params(),
-            "files": [(f.uri, f.size, f.fingerprint) for f in (self.reviews, self.meta)],
+            "files": [[portable_name(f.uri), f.size] for f in (self.reviews, self.meta)],
         }
+
+    def stage_key(self, cfg: BuildConfig, content_hashes: list[str]) -> str:
+        """The stage's name: the selection plus the content hashes of the two files."""
+        payload = {**self.selection(cfg), "hashes": content_hashes}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -85,58 +94,113 @@ def build(config: BuildConfig) -> Path:
     if out.exists() and not config.overwrite:
         raise BuildError(f"{out} already exists; pass --overwrite to replace it or choose another --out")
     source = Source.open(config.source)
+    config = resolve_domains(config, source)
     inputs = [DomainInputs(d, source.find(d, "reviews"), source.find(d, "meta")) for d in config.domains]
     results = {item.domain: _domain(source, item, config) for item in inputs}
 
     funnel = {d: r["funnel"] for d, r in results.items()}
-    group_ids = [gid for d in config.domains for gid in _group_ids(results[d])]
-    if not group_ids:
+    index = _group_index(results, config.domains)
+    if not index.num_rows:
         raise BuildError(
             "no valid group found. Candidates kept by each criterion:\n"
             + stats_mod.funnel_message(funnel)
             + "\nUse more input, or relax --min-history, --window-days or --min-gap."
         )
-    if len(group_ids) < config.test_groups:
+    if index.num_rows < config.test_groups:
         logger.warning(
             "only %d groups (< --test-groups %d): all go to test, no train split. Funnel:\n%s",
-            len(group_ids),
+            index.num_rows,
             config.test_groups,
             stats_mod.funnel_message(funnel),
         )
-    splits = split_groups(group_ids, config.test_groups, config.seed)
-    del group_ids
+    split = split_groups(
+        group_members(index), config.test_groups, config.seed, config.split_rule, config.avg_scope
+    )
+    if split.dropped:
+        total = len(split.dropped) + len(split.train)
+        logger.info(
+            "--split-rule %s dropped %d of %d train groups", config.split_rule, len(split.dropped), total
+        )
+    kind = source_kind(source, results)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        _write(tmp, config, splits, results, funnel, inputs)
+        _write(tmp, config, split, results, funnel, inputs, index, kind)
         _replace(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     logger.info("wrote %s", out)
     if config.push_to_hub:
-        push_to_hub(out, config.push_to_hub)
+        push_to_hub(out, config.push_to_hub, synthetic=kind["source_kind"] != "raw")
     return out
+
+
+def resolve_domains(config: BuildConfig, source: Source) -> BuildConfig:
+    """``--domains all`` → every Amazon Reviews 2023 category with a review file in the source."""
+    if config.domains != (ALL_DOMAINS,):
+        return config
+    present = source.categories()
+    if not present:
+        shown = ", ".join(source.listing()[:8])
+        raise BuildError(
+            f"--domains all: {config.source} holds no review file of an Amazon Reviews 2023 category "
+            f"(found: {shown}); name the files <Category>.jsonl[.gz] with a category of the release"
+        )
+    return replace(config, domains=tuple(present))
+
+
+def source_kind(source: Source, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Whether the inputs were written by ``perrecbench synth``: their content hashes against its marker.
+
+    Returns:
+        ``{"source_kind": "synthetic" | "mixed" | "raw", "synthetic_files": [names]}``; ``raw`` means that no
+        input matches the marker (the files did not come from ``perrecbench synth``).
+    """
+    marker = source.synth_marker() or {}
+    made = {"sha256:" + entry["sha256"] for entry in marker.get("files", {}).values()}
+    files = [entry for result in results.values() for entry in result["files"]]
+    synthetic = [entry["file"] for entry in files if entry["hash"] in made]
+    if marker and not synthetic:
+        logger.warning(
+            "%s is present but matches none of the input files: not a synthetic build", SYNTH_MARKER
+        )
+    kind = "raw" if not synthetic else "synthetic" if len(synthetic) == len(files) else "mixed"
+    return {"source_kind": kind, "synthetic_files": synthetic}
 
 
 # --------------------------------------------------------------------------------------------- stages
 
 
 def _domain(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, Any]:
-    """The domain's groups and accounting, from its stage file when the inputs are unchanged."""
-    from tqdm.auto import tqdm
+    """The domain's groups and accounting, from its stage when the inputs' bytes are unchanged.
 
+    The content hashes are computed in a thread. When a stage with the same parameters and file sizes
+    exists, the build waits for them to decide whether it can be reused; otherwise the selection runs while
+    they are computed (hashlib releases the GIL) and the new stage is keyed by them.
+    """
     stage_dir = cfg.stage_root / item.domain
-    key = item.stage_key(cfg)
-    done = stage_dir / f"{key}.json"
-    if done.exists():
-        logger.info("%s: inputs unchanged since the last run, reusing %s", item.domain, done)
-        info = read_json(done)
-        info["groups_path"] = stage_dir / info["groups_file"]
-        return info
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        futures = [pool.submit(source.content_hash, f) for f in (item.reviews, item.meta)]
+        if any(read_json(p).get("selection") == item.selection(cfg) for p in stage_dir.glob("*.json")):
+            key = item.stage_key(cfg, [f.result() for f in futures])
+            if (stage_dir / f"{key}.json").exists():
+                logger.info("%s: inputs unchanged since the last run, reusing stage %s", item.domain, key)
+                return _load_stage(stage_dir, key)
+            logger.info(
+                "%s: an input changed since the last run (content hash), selecting again", item.domain
+            )
+        info = _select(source, item, cfg, stage_dir, futures)
+    return _load_stage(stage_dir, info["key"])
+
+
+def _select(
+    source: Source, item: DomainInputs, cfg: BuildConfig, stage_dir: Path, hashes: list[Future[str]]
+) -> dict[str, Any]:
+    """Run the domain's selection into a work folder and save it as a stage; return the stage's JSON."""
+    from tqdm.auto import tqdm
 
     work = stage_dir / f"work-{os.getpid()}"
     bar = tqdm(total=len(STAGES), desc=item.domain, unit="stage", disable=not cfg.progress)
-
     started: list[tuple[str, float]] = []
 
     def tick(stage: str) -> None:
@@ -147,40 +211,53 @@ def _domain(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, A
         started.append((stage, now))
         bar.set_postfix_str(stage)
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # Hashing overlaps the DuckDB work (hashlib releases the GIL).
-        hashes: list[Future[str]] = [pool.submit(source.content_hash, f) for f in (item.reviews, item.meta)]
-        try:
-            groups_tmp = work / "groups.parquet"
-            result: DomainResult = run_domain(
-                source, item.reviews, item.meta, cfg, work, groups_tmp, tick=tick
-            )
-            tick("done")
-            files = [
-                _file_entry(f, h.result()) for f, h in zip((item.reviews, item.meta), hashes, strict=True)
-            ]
-            info = {
-                "domain": item.domain,
-                "funnel": result.funnel,
-                "bad_lines": result.bad_lines,
-                "files": files,
-                "groups": result.groups,
-                "groups_file": f"{key}.parquet",
-            }
-            _save_stage(stage_dir, key, groups_tmp, info)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-            bar.update(bar.total - bar.n)
-            bar.close()
-    info["groups_path"] = stage_dir / info["groups_file"]
+    try:
+        groups_tmp, index_tmp = work / "groups.parquet", work / "index.parquet"
+        result: DomainResult = run_domain(
+            source, item.reviews, item.meta, cfg, work, groups_tmp, index_tmp, tick=tick
+        )
+        tick("done")
+        content = [h.result() for h in hashes]
+        key = item.stage_key(cfg, content)
+        info = {
+            "domain": item.domain,
+            "key": key,
+            "selection": item.selection(cfg),
+            "funnel": result.funnel,
+            "bad_lines": result.bad_lines,
+            "files": [_file_entry(f, h) for f, h in zip((item.reviews, item.meta), content, strict=True)],
+            "groups": result.groups,
+        }
+        _save_stage(stage_dir, key, groups_tmp, index_tmp, info)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        bar.update(bar.total - bar.n)
+        bar.close()
     return info
 
 
-def _group_ids(info: dict[str, Any]) -> list[str]:
-    """The domain's group ids, read from its stage file (one column; no rows are loaded)."""
-    if not info["groups"]:
-        return []
-    return pq.read_table(info["groups_path"], columns=["group_id"]).column(0).to_pylist()
+def _load_stage(stage_dir: Path, key: str) -> dict[str, Any]:
+    info = read_json(stage_dir / f"{key}.json")
+    info["groups_path"] = stage_dir / f"{key}.parquet"
+    info["index_path"] = stage_dir / f"{key}.index.parquet"
+    return info
+
+
+def _group_index(results: dict[str, dict[str, Any]], domains: tuple[str, ...]) -> pa.Table:
+    """Every domain's index rows (:data:`selection.INDEX_SCHEMA`), one table in ``group_id`` order."""
+    tables = [pq.read_table(results[d]["index_path"]) for d in domains if results[d]["groups"]]
+    if not tables:
+        return INDEX_SCHEMA.empty_table()
+    return pa.concat_tables(tables).sort_by("group_id")
+
+
+def group_members(index: pa.Table) -> list[GroupMembers]:
+    """The split's view of each group: id, domain, and (user, query time) pairs."""
+    columns = index.select(["group_id", "domain", "user_ids", "timestamps"]).to_pydict()
+    return [
+        GroupMembers(gid, domain, tuple(zip(users, times, strict=True)))
+        for gid, domain, users, times in zip(*columns.values(), strict=True)
+    ]
 
 
 def _file_entry(file: InputFile, content_hash: str) -> dict[str, Any]:
@@ -193,39 +270,27 @@ def _file_entry(file: InputFile, content_hash: str) -> dict[str, Any]:
     }
 
 
-def _save_stage(stage_dir: Path, key: str, groups: Path, info: dict[str, Any]) -> None:
-    """Move the groups parquet in, then write its JSON (the completion marker); drop older stages."""
+def _save_stage(stage_dir: Path, key: str, groups: Path, index: Path, info: dict[str, Any]) -> None:
+    """Move the groups and index files in, then write the JSON (the completion marker); drop older stages."""
     stage_dir.mkdir(parents=True, exist_ok=True)
     for old in stage_dir.glob("*.json"):
         old.unlink()
     for old in stage_dir.glob("*.parquet"):
         old.unlink()
     if info["groups"]:
-        groups.replace(stage_dir / info["groups_file"])
-    else:  # no group: an empty file with the schema, so every stage has its parquet
-        with atomic_open(stage_dir / info["groups_file"], "wb") as handle:
-            pq.write_table(FEATURES.arrow_schema.empty_table(), handle)
+        groups.replace(stage_dir / f"{key}.parquet")
+        index.replace(stage_dir / f"{key}.index.parquet")
+    else:  # no group: empty files with the schemas, so every stage has its parquet
+        for name, schema in (
+            (f"{key}.parquet", FEATURES.arrow_schema),
+            (f"{key}.index.parquet", INDEX_SCHEMA),
+        ):
+            with atomic_open(stage_dir / name, "wb") as handle:
+                pq.write_table(schema.empty_table(), handle)
     write_json(stage_dir / f"{key}.json", info)
 
 
-# --------------------------------------------------------------------------------------------- splits
-
-
-def split_groups(group_ids: list[str], test_groups: int, seed: int) -> dict[str, list[str]]:
-    """Seeded split of the group ids into ``test`` (``test_groups``) and ``train`` (the rest, if any).
-
-    >>> ids = [str(i) for i in range(5)]
-    >>> {k: len(v) for k, v in split_groups(ids, 3, 0).items()}
-    {'test': 3, 'train': 2}
-    >>> list(split_groups(ids, 9, 0))
-    ['test']
-    """
-    ordered = sorted(group_ids)
-    random.Random(seed).shuffle(ordered)
-    out = {"test": sorted(ordered[:test_groups])}
-    if len(ordered) > test_groups:
-        out["train"] = sorted(ordered[test_groups:])
-    return out
+# --------------------------------------------------------------------------------------------- levels
 
 
 def presentation_order(group_id: str, n_users: int, seed: int) -> list[int]:
@@ -304,15 +369,19 @@ def level_tables(table: pa.Table, seed: int) -> dict[str, pa.Table]:
 def _write(
     folder: Path,
     cfg: BuildConfig,
-    splits: dict[str, list[str]],
+    split: Split,
     results: dict[str, dict[str, Any]],
     funnel: dict[str, dict[str, int]],
     inputs: list[DomainInputs],
+    index: pa.Table,
+    provenance: dict[str, Any],
 ) -> None:
-    """Stream every domain's stage file once, in ``group_id`` order, into the config × split files."""
+    """Stream every domain's stage file once, in ``group_id`` order, into the config × split files
+    (groups the split rule dropped are not written)."""
     folder.mkdir(parents=True)
     started = time.perf_counter()
-    split_of = {gid: split for split, ids in splits.items() for gid in ids}
+    splits = split.as_dict()
+    split_of = {gid: name for name, ids in splits.items() for gid in ids}
     # Rows are ordered by group_id = "<domain>:<item>": domains by that prefix, items within the stage file.
     domains = sorted(cfg.domains, key=lambda d: f"{d}:")
     with (
@@ -320,8 +389,8 @@ def _write(
         _bar(cfg, sum(results[d]["groups"] for d in domains), "  write configs") as bar,
     ):
         writers = {
-            (name, split): files_open.enter_context(RowGroupWriter(folder / f".{name}-{split}.parquet"))
-            for split in splits
+            (name, label): files_open.enter_context(RowGroupWriter(folder / f".{name}-{label}.parquet"))
+            for label in splits
             for name in CONFIGS
         }
         for domain in domains:
@@ -329,40 +398,68 @@ def _write(
                 continue
             for batch in pq.ParquetFile(results[domain]["groups_path"]).iter_batches(_WRITE_BATCH):
                 table = pa.Table.from_batches([batch])
-                labels = pa.array([split_of[g] for g in table.column("group_id").to_pylist()])
-                for split in splits:
-                    part = table.filter(pc.equal(labels, split))
+                labels = pa.array(
+                    [split_of.get(g) for g in table.column("group_id").to_pylist()], pa.string()
+                )
+                for label in splits:
+                    part = table.filter(pc.equal(labels, label))
                     if part.num_rows:
                         for name, rows in level_tables(part, cfg.seed).items():
-                            writers[(name, split)].write(rows)
+                            writers[(name, label)].write(rows)
                 bar.update(table.num_rows)
     files: dict[str, dict[str, str]] = {name: {} for name in CONFIGS}
-    for split in splits:
+    for label in splits:
         for name in CONFIGS:
-            writer = writers[(name, split)]
+            writer = writers[(name, label)]
             if not writer.rows:
                 continue
             # Content-hashed names: datasets serves a stale cache for a rewritten file name (PITFALLS 1).
-            relative = f"{name}/{split}-{_sha256(writer.path)[:12]}.parquet"
+            relative = f"{name}/{label}-{_sha256(writer.path)[:12]}.parquet"
             (folder / name).mkdir(exist_ok=True)
             writer.path.replace(folder / relative)
-            files[name][split] = relative
+            files[name][label] = relative
     files = {name: splits for name, splits in files.items() if splits}
     logger.info("write configs took %.1f s", time.perf_counter() - started)
     started = time.perf_counter()
     stats = stats_mod.compute(
-        {split: folder / path for split, path in files["full"].items()},
+        {name: folder / path for name, path in files["full"].items()},
         cfg.domains,
         funnel,
+        windows={
+            name: index.filter(pc.is_in(index["group_id"], pa.array(ids))) for name, ids in splits.items()
+        },
+        split=split_counts(split, cfg),
         memory_limit=cfg.memory_limit,
         threads=cfg.threads,
         spill=folder / ".stats-spill",
     )
     logger.info("statistics took %.1f s", time.perf_counter() - started)
     write_json(folder / "stats.json", stats)
-    write_json(folder / "manifest.json", manifest(cfg, results, inputs, files))
-    card = build_card(cfg, files, stats, builder=f"perrecbench {_version('perrecbench')}")
+    write_json(folder / "manifest.json", manifest(cfg, results, inputs, files, split, provenance))
+    card = build_card(
+        cfg,
+        files,
+        stats,
+        builder=f"perrecbench {_version('perrecbench')}",
+        source_kind=provenance["source_kind"],
+    )
     write_text(folder / "README.md", card)
+
+
+def split_counts(split: Split, cfg: BuildConfig) -> dict[str, Any]:
+    """The rule and how many groups each domain has in test, in train and dropped from train."""
+
+    def per_domain(ids: list[str]) -> dict[str, int]:
+        counts = Counter(gid.split(":", 1)[0] for gid in ids)
+        return {domain: counts[domain] for domain in cfg.domains}
+
+    return {
+        "rule": cfg.split_rule,
+        "test_groups_per_domain": per_domain(split.test),
+        "train_groups_per_domain": per_domain(split.train),
+        "train_groups_dropped": len(split.dropped),
+        "train_groups_dropped_per_domain": per_domain(split.dropped),
+    }
 
 
 def _sha256(path: Path) -> str:
@@ -388,16 +485,27 @@ def manifest(
     results: dict[str, dict[str, Any]],
     inputs: list[DomainInputs],
     files: dict[str, dict[str, str]],
+    split: Split,
+    provenance: dict[str, Any],
 ) -> dict[str, Any]:
-    """Parameters, inputs (size + hash), skipped lines, per-domain funnel, output files, package versions."""
+    """Parameters, where the inputs come from (synthetic or not), inputs (size + content hash, computed from
+    these bytes in this run), skipped lines, per-domain funnel, the train groups the split rule dropped,
+    output files, package versions."""
+    synthetic = set(provenance["synthetic_files"])
     return {
+        "source_kind": provenance["source_kind"],
         "parameters": cfg.as_manifest(),
-        "inputs": [entry for item in inputs for entry in results[item.domain]["files"]],
+        "inputs": [
+            {**entry, "synthetic": entry["file"] in synthetic}
+            for item in inputs
+            for entry in results[item.domain]["files"]
+        ],
         "bad_lines": {
             "count": sum(b["count"] for r in results.values() for b in r["bad_lines"]),
             "files": [b for item in inputs for b in results[item.domain]["bad_lines"]],
         },
         "selection": {d: r["funnel"] for d, r in results.items()},
+        "split": {"rule": cfg.split_rule, "dropped_train_groups": split.dropped},
         "outputs": files,
         "versions": {"python": platform.python_version(), **{p: _version(p) for p in _PACKAGES}},
     }
@@ -415,12 +523,20 @@ def _replace(tmp: Path, out: Path) -> None:
         tmp.rename(out)
 
 
-def push_to_hub(folder: Path, repo_id: str) -> None:
+def push_to_hub(folder: Path, repo_id: str, *, synthetic: bool) -> None:
     """Upload the finished folder as a dataset repo; stale parquet files of an earlier build are deleted.
 
-    Needs network and a token (``HF_TOKEN`` or ``hf auth login``); not exercised by the offline tests.
+    A build from (partly) synthetic input is uploaded with its card, which says so in its title, tags and
+    first paragraph; the log warns too. Needs network and a token (``HF_TOKEN`` or ``hf auth login``); not
+    exercised by the offline tests.
     """
     from huggingface_hub import HfApi
+
+    if synthetic:
+        logger.warning(
+            "uploading a build from SYNTHETIC data (perrecbench synth) to %s; its card and tags say so",
+            repo_id,
+        )
 
     api = HfApi()
     api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
@@ -428,7 +544,7 @@ def push_to_hub(folder: Path, repo_id: str) -> None:
         repo_id=repo_id,
         folder_path=folder,
         repo_type="dataset",
-        commit_message="perrecbench build",
+        commit_message="perrecbench build (synthetic data)" if synthetic else "perrecbench build",
         delete_patterns=["*/*.parquet"],
     )
     logger.info("uploaded %s to https://huggingface.co/datasets/%s", folder, repo_id)

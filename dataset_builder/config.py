@@ -18,8 +18,25 @@ from perrec_eval.cliconfig import option
 from perrec_eval.errors import ConfigError, PerrecbenchError
 
 DOMAINS: tuple[str, ...] = ("Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics")
+# Every category of the Amazon Reviews 2023 release (the file stems of raw/review_categories/ and the 34 lines
+# of its all_categories.txt: 33 categories plus Unknown).
+CATEGORIES: tuple[str, ...] = (
+    "All_Beauty", "Amazon_Fashion", "Appliances", "Arts_Crafts_and_Sewing", "Automotive", "Baby_Products",
+    "Beauty_and_Personal_Care", "Books", "CDs_and_Vinyl", "Cell_Phones_and_Accessories",
+    "Clothing_Shoes_and_Jewelry", "Digital_Music", "Electronics", "Gift_Cards", "Grocery_and_Gourmet_Food",
+    "Handmade_Products", "Health_and_Household", "Health_and_Personal_Care", "Home_and_Kitchen",
+    "Industrial_and_Scientific", "Kindle_Store", "Magazine_Subscriptions", "Movies_and_TV",
+    "Musical_Instruments", "Office_Products", "Patio_Lawn_and_Garden", "Pet_Supplies", "Software",
+    "Sports_and_Outdoors", "Subscription_Boxes", "Tools_and_Home_Improvement", "Toys_and_Games",
+    "Video_Games", "Unknown",
+)  # fmt: skip
+# Written by `perrecbench synth` next to its files: the sha256 of every file it wrote. A build whose inputs
+# match it records "source_kind": "synthetic" and says so in its card.
+SYNTH_MARKER = "synth_marker.json"
+ALL_DOMAINS = "all"  # --domains all: every category present in the source (build) or every category (synth)
 AvgScope = Literal["history", "all"]
 OnBadLine = Literal["error", "skip"]
+SplitRule = Literal["leak-free", "user-disjoint", "none"]
 MS_PER_DAY = 86_400_000
 HF_RAW_SOURCE = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
 # Relative ratings are floats; a gap of exactly min_gap (0.6 as a decimal) must fail, so the comparison is
@@ -65,10 +82,11 @@ def parse_memory(text: str) -> int:
 
 
 def parse_domains(domains: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The categories to synthesize or build, checked against the paper's four.
+    """The categories to synthesize or build: names of :data:`CATEGORIES`, or ``all`` alone.
 
     Args:
-        domains: a comma-separated string or a sequence of names; ``None`` means all four (:data:`DOMAINS`).
+        domains: a comma-separated string or a sequence of names; ``None`` means the paper's four
+            (:data:`DOMAINS`); ``"all"`` stays ``("all",)`` and is resolved against the source by the build.
 
     Returns:
         The names, in the given order.
@@ -76,21 +94,42 @@ def parse_domains(domains: str | Sequence[str] | None) -> tuple[str, ...]:
     Raises:
         BuildConfigError: an unknown name (the message lists the valid ones), none at all, or one twice.
 
-    >>> parse_domains("Books, Electronics")
-    ('Books', 'Electronics')
-    >>> parse_domains(None) == DOMAINS
-    True
+    >>> parse_domains("Books, Video_Games")
+    ('Books', 'Video_Games')
+    >>> parse_domains(None) == DOMAINS, parse_domains("all")
+    (True, ('all',))
     """
     if domains is None:
         return DOMAINS
     parts = domains.split(",") if isinstance(domains, str) else domains
     names = tuple(name.strip() for name in parts if name.strip())
-    unknown = [name for name in names if name not in DOMAINS]
+    if names == (ALL_DOMAINS,):
+        return names
+    if ALL_DOMAINS in names:
+        raise BuildConfigError(f"--domains {ALL_DOMAINS} stands alone, got {list(names)}")
+    unknown = [name for name in names if name not in CATEGORIES]
     if unknown:
-        raise BuildConfigError(f"unknown domain(s) {unknown}; choose from {', '.join(DOMAINS)}")
+        raise BuildConfigError(
+            f"unknown domain(s) {unknown}; choose from {ALL_DOMAINS} or the Amazon Reviews 2023 categories "
+            + ", ".join(CATEGORIES)
+        )
     if not names or len(set(names)) != len(names):
         raise BuildConfigError(f"--domains must list each category once, got {list(names)}")
     return names
+
+
+def out_of_memory(memory_limit: str, stage: str, err: Exception) -> BuildError:
+    """The one-line error for DuckDB running out of memory: where, DuckDB's reason, and the fix.
+
+    >>> error = out_of_memory("1MB", "Books: read reviews", MemoryError("Out of Memory Error: x\\nmore"))
+    >>> str(error).splitlines() == [str(error)], str(error)[:71]
+    (True, 'DuckDB ran out of memory in Books: read reviews with --memory-limit 1MB')
+    """
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return BuildError(
+        f"DuckDB ran out of memory in {stage} with --memory-limit {memory_limit} ({reason}); raise "
+        "--memory-limit (at least 256MB; 2GB or more for the real files) or lower --threads"
+    )
 
 
 def duckdb_settings(memory_limit: str, threads: int | None, spill: Path | None) -> dict[str, Any]:
@@ -139,7 +178,9 @@ class SynthConfig:
         "groups per 1,000 reviews",
         default=60_000,
     )
-    domains: tuple[str, ...] = option("comma-separated categories to write", default=DOMAINS)
+    domains: tuple[str, ...] = option(
+        "comma-separated Amazon Reviews 2023 categories to write (e.g. Video_Games), or all", default=DOMAINS
+    )
     seed: int = option("random seed; the same seed gives byte-identical files", default=0)
     gzip: bool = option("write .jsonl.gz files instead of plain .jsonl", default=False)
     dirty: bool = option(
@@ -150,7 +191,8 @@ class SynthConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
-        object.__setattr__(self, "domains", parse_domains(self.domains))
+        domains = parse_domains(self.domains)
+        object.__setattr__(self, "domains", CATEGORIES if domains == (ALL_DOMAINS,) else domains)
         n = self.reviews_per_domain
         if isinstance(n, bool) or not isinstance(n, int):
             raise BuildConfigError(f"--reviews-per-domain must be an integer, got {n!r}")
@@ -167,7 +209,9 @@ class BuildConfig:
     )
     out: Path = option("output folder (written to a sibling temp folder, then renamed into place)")
     domains: tuple[str, ...] = option(
-        "comma-separated categories; each needs <Category>.jsonl[.gz] and its meta_ file", default=DOMAINS
+        "comma-separated Amazon Reviews 2023 categories (file stems: Books, Video_Games, ...; each needs "
+        "<Category>.jsonl[.gz] and its meta_ file), or all: every category the source folder holds",
+        default=DOMAINS,
     )
     window_days: float = option(
         "co-purchase window: all users of a group reviewed the item within this many days (closed)",
@@ -178,13 +222,28 @@ class BuildConfig:
     )
     min_gap: float = option("every pair in a group differs by MORE than this in relative rating", default=0.6)
     group_size: int = option("users per group (the full config); easy/medium/hard draw 2/3/4", default=5)
-    test_groups: int = option("groups in the test split; the rest go to train", default=200)
+    test_groups: int = option(
+        "groups in the test split, spread over the domains as evenly as their groups allow; the rest go to "
+        "train (minus those --split-rule drops)",
+        default=200,
+    )
+    split_rule: SplitRule = option(
+        "which non-test groups train keeps: leak-free (drop a train group when one of its users is a test "
+        "user whose train review is not strictly before their test review: no test review anywhere in "
+        "train), user-disjoint (drop every train group with a test user), none (keep all: the paper's "
+        "split; leaks counted in stats.json)",
+        default="leak-free",
+    )
     avg_scope: AvgScope = option(
         "average and most common rating over the reviews before the query (history, leak-free) or over "
         "all the user's reviews (all, paper mode)",
         default="history",
     )
-    seed: int = option("drives the test/train split, the level draws and the presentation order", default=0)
+    seed: int = option(
+        "drives the group drawn in each item's window, the test/train split, the level draws and the "
+        "presentation order",
+        default=0,
+    )
     threads: int | None = option("DuckDB threads; none uses all cores", default=None)
     memory_limit: str = option(
         "DuckDB memory limit, e.g. 4GB or 512MiB; larger work spills to disk", default="4GB"
@@ -204,9 +263,7 @@ class BuildConfig:
         default=None,
         metavar="ORG/NAME",
     )
-    progress: bool = option(
-        "hide the progress bars (in a --config file: progress: false)", default=True
-    )
+    progress: bool = option("hide the progress bars (in a --config file: progress: false)", default=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
@@ -227,6 +284,10 @@ class BuildConfig:
             raise BuildConfigError(f"--test-groups must be at least 1, got {self.test_groups}")
         if self.avg_scope not in ("history", "all"):
             raise BuildConfigError(f"--avg-scope must be history or all, got {self.avg_scope!r}")
+        if self.split_rule not in ("leak-free", "user-disjoint", "none"):
+            raise BuildConfigError(
+                f"--split-rule must be leak-free, user-disjoint or none, got {self.split_rule!r}"
+            )
         if self.on_bad_line not in ("error", "skip"):
             raise BuildConfigError(f"--on-bad-line must be error or skip, got {self.on_bad_line!r}")
         if self.threads is not None and self.threads < 1:
@@ -246,8 +307,9 @@ class BuildConfig:
         return self.work_dir if self.work_dir is not None else self.out.with_name(self.out.name + ".stages")
 
     def selection_params(self) -> dict[str, Any]:
-        """The parameters a domain's groups depend on (the seed only shapes splits and order)."""
+        """The parameters a domain's groups depend on (the seed draws each item's group)."""
         return {
+            "seed": self.seed,
             "window_days": self.window_days,
             "min_history": self.min_history,
             "min_gap": self.min_gap,

@@ -1,6 +1,6 @@
 """Pure group search for one query item, and the per-user summaries of a history.
 
-The search decides **exactly** whether a valid group exists, and picks one deterministically:
+The search decides **exactly** whether a valid group exists, and then draws one **uniformly** (seeded):
 
 * Every valid group fits a closed window ``[t, t + Δ]`` whose start ``t`` is the timestamp of its earliest
   member, i.e. of some candidate. So it is enough to try the windows that start at each distinct candidate
@@ -10,16 +10,23 @@ The search decides **exactly** whether a valid group exists, and picks one deter
   takes at least ``k``. Exchange argument: for every count ``j`` the greedy's ``j``-th value is the smallest
   possible ``j``-th value of any valid chain, so any chain of length ``k`` can be matched by greedy. Gaps
   between non-consecutive members are sums of consecutive ones, so checking consecutive pairs suffices.
-* The chosen group is the greedy's first ``k`` users in the earliest window that admits one. Ties in
-  relative rating are broken by ``(timestamp, user_id)``.
+* The chosen window is the earliest one that admits a group (a rule on time only: it never looks at the
+  values of the relative ratings beyond "a group exists"). Inside it, the group is drawn uniformly among
+  **all** valid ``k``-subsets of the window's candidates (:func:`draw_chain`): they are counted by dynamic
+  programming over the sorted values and one is unranked from a single seeded draw, without enumerating
+  them. (The greedy's own group would be the ``k`` lowest compatible values: biased toward negative
+  relative ratings.) The random stream of an item is :func:`item_rng` of ``(seed, domain, parent_asin)``,
+  so the choice depends neither on the processing order nor on the other items.
 
 The windows slide: a sorted list of the window's ratings is updated incrementally, so an item with ``m``
-candidates costs ``O(m log m)`` comparisons plus ``O(m²)`` cheap list moves in the worst case.
+candidates costs ``O(m log m)`` comparisons plus ``O(m²)`` cheap list moves in the worst case, plus
+``O(k m)`` for the draw in the chosen window.
 """
 
 from __future__ import annotations
 
 import bisect
+import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +43,15 @@ class Candidate:
     user_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The group drawn for one item, and the window it was drawn from."""
+
+    members: list[Candidate]  # ordered by (rel, timestamp, user_id)
+    window: list[Candidate]  # every candidate of the chosen window, same order
+    n_groups: int  # valid groups in the window; the draw was uniform among them
+
+
 def gap_ok(low: float, high: float, min_gap: float) -> bool:
     """Whether two relative ratings differ by strictly more than ``min_gap`` (exact ties fail).
 
@@ -45,6 +61,15 @@ def gap_ok(low: float, high: float, min_gap: float) -> bool:
     True
     """
     return high - low > min_gap + GAP_TOLERANCE
+
+
+def item_rng(seed: int, domain: str, parent_asin: str) -> random.Random:
+    """The random stream of one item's draw (string seeds are hashed with SHA-512: stable everywhere).
+
+    >>> item_rng(0, "Books", "B1").random() == item_rng(0, "Books", "B1").random()
+    True
+    """
+    return random.Random(f"{seed}:{domain}:{parent_asin}")
 
 
 def greedy_chain(ordered: Sequence[Candidate], min_gap: float, need: int) -> list[Candidate]:
@@ -67,9 +92,92 @@ def greedy_chain(ordered: Sequence[Candidate], min_gap: float, need: int) -> lis
     return chain
 
 
+def _next_compatible(rels: Sequence[float], min_gap: float) -> list[int]:
+    """For each index ``i`` of sorted values, the first ``j > i`` more than ``min_gap`` above (or ``m``)."""
+    nxt, j = [], 0
+    for i, low in enumerate(rels):
+        j = max(j, i + 1)
+        while j < len(rels) and not gap_ok(low, rels[j], min_gap):
+            j += 1
+        nxt.append(j)
+    return nxt
+
+
+def chain_counts(rels: Sequence[float], min_gap: float, size: int) -> list[list[int]]:
+    """``ways[j][i]``: valid chains of ``j`` values (consecutive gaps > ``min_gap``) starting at index ``i``.
+
+    Args:
+        rels: ascending values.
+        min_gap: λ.
+        size: the longest chain counted (``ways`` has rows ``0..size``; row 0 is unused).
+
+    Returns:
+        The table; ``sum(ways[size])`` is the number of valid ``size``-subsets.
+
+    >>> sum(chain_counts([0.0, 1.0, 2.0, 3.0], 0.6, 3)[3])  # any 3 of 4 values one apart
+    4
+    >>> sum(chain_counts([0.0, 0.5, 1.0], 0.6, 2)[2])  # only {0.0, 1.0}
+    1
+    """
+    m = len(rels)
+    nxt = _next_compatible(rels, min_gap)
+    ways = [[0] * m, [1] * m]
+    for _ in range(2, size + 1):
+        tail = [0] * (m + 1)  # tail[i] = chains one shorter starting at i or later
+        for i in range(m - 1, -1, -1):
+            tail[i] = tail[i + 1] + ways[-1][i]
+        ways.append([tail[nxt[i]] for i in range(m)])
+    return ways
+
+
+def draw_chain(
+    ordered: Sequence[Candidate], min_gap: float, size: int, rng: random.Random
+) -> tuple[list[Candidate], int]:
+    """One valid ``size``-subset of ``ordered``, uniformly among all of them, and how many there are.
+
+    A single ``rng.randrange(total)`` is unranked through :func:`chain_counts` (first member, then the
+    next among the compatible ones, ...), so every valid subset has probability ``1 / total`` exactly.
+
+    Args:
+        ordered: candidates sorted by ``(rel, timestamp, user_id)``.
+        min_gap: λ.
+        size: k.
+        rng: the item's random stream.
+
+    Returns:
+        The members (in ``ordered``'s order) and the number of valid subsets; ``([], 0)`` when none.
+
+    >>> cands = [Candidate(float(r), 0, f"u{r}") for r in range(4)]
+    >>> members, total = draw_chain(cands, 0.6, 3, random.Random(0))
+    >>> total, len(members)
+    (4, 3)
+    """
+    rels = [c.rel for c in ordered]
+    nxt = _next_compatible(rels, min_gap)
+    ways = chain_counts(rels, min_gap, size)
+    total = sum(ways[size])
+    if not total:
+        return [], 0
+    rank = rng.randrange(total)
+    members: list[Candidate] = []
+    index = 0
+    for remaining in range(size, 0, -1):
+        while rank >= ways[remaining][index]:
+            rank -= ways[remaining][index]
+            index += 1
+        members.append(ordered[index])
+        index = nxt[index]
+    return members, total
+
+
 def find_group(
-    candidates: Sequence[Candidate], *, window_ms: int, min_gap: float, group_size: int
-) -> list[Candidate] | None:
+    candidates: Sequence[Candidate],
+    *,
+    window_ms: int,
+    min_gap: float,
+    group_size: int,
+    rng: random.Random,
+) -> Choice | None:
     """A valid group among one item's candidates, or ``None`` when none exists (see the module docstring).
 
     Args:
@@ -77,15 +185,18 @@ def find_group(
         window_ms: window length Δ; members satisfy ``max(t) - min(t) <= Δ``.
         min_gap: λ; every pair differs by more than this.
         group_size: k.
+        rng: the item's random stream (:func:`item_rng`); it decides only which valid group of the
+            chosen window is returned.
 
     Returns:
-        ``group_size`` candidates ordered by relative rating, or ``None``.
+        The drawn group (``group_size`` candidates ordered by relative rating) with its window, or ``None``.
 
     >>> day = 86_400_000
     >>> cands = [Candidate(float(r), t * day, f"u{t}") for t, r in enumerate([-2, -1, 0, 1, 2, 3])]
-    >>> [c.user_id for c in find_group(cands, window_ms=4 * day, min_gap=0.6, group_size=5)]
-    ['u0', 'u1', 'u2', 'u3', 'u4']
-    >>> find_group(cands, window_ms=3 * day, min_gap=0.6, group_size=5) is None
+    >>> choice = find_group(cands, window_ms=4 * day, min_gap=0.6, group_size=5, rng=random.Random(0))
+    >>> [c.user_id for c in choice.members], choice.n_groups
+    (['u0', 'u1', 'u2', 'u3', 'u4'], 1)
+    >>> find_group(cands, window_ms=3 * day, min_gap=0.6, group_size=5, rng=random.Random(0)) is None
     True
     """
     if len(candidates) < group_size:
@@ -102,11 +213,9 @@ def find_group(
         while end < len(by_time) and by_time[end].timestamp - first.timestamp <= window_ms:
             bisect.insort(window, by_time[end])
             end += 1
-        if len(window) < group_size:
-            continue
-        chain = greedy_chain(window, min_gap, group_size)
-        if len(chain) == group_size:
-            return chain
+        if len(window) >= group_size and len(greedy_chain(window, min_gap, group_size)) == group_size:
+            members, total = draw_chain(window, min_gap, group_size, rng)
+            return Choice(members, list(window), total)
     return None
 
 

@@ -18,11 +18,13 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from dataset_builder.assembly import write_groups
-from dataset_builder.config import BuildConfig, BuildError, duckdb_settings
-from dataset_builder.groups import Candidate, find_group
+from dataset_builder.config import BuildConfig, BuildError, duckdb_settings, out_of_memory
+from dataset_builder.groups import Candidate, find_group, item_rng
 from dataset_builder.sources import BadLines, InputFile, Source, bad_line_error, locate_bad_lines
+from perrec_eval.fileio import atomic_open
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +100,7 @@ def run_domain(
     cfg: BuildConfig,
     work: Path,
     groups_file: Path,
+    index_file: Path,
     *,
     tick: Callable[[str], None] = lambda stage: None,
 ) -> DomainResult:
@@ -111,16 +114,30 @@ def run_domain(
         work: a scratch folder for DuckDB's spill files (removed by the caller).
         groups_file: where the groups go, as parquet rows of the ``full`` config (users ordered by
             relative rating, rows by ``group_id``); not created when there is no group.
+        index_file: one row per group (:data:`INDEX_SCHEMA`: members and chosen window); not created
+            when there is no group.
         tick: called with the name of each stage as it starts (progress).
 
     Returns:
         The number of groups and the funnel counts.
+
+    Raises:
+        BuildError: bad input, or DuckDB ran out of memory (the message names ``--memory-limit``).
     """
-    con = connect(cfg, work, source)
+    stage = ["connect"]
+
+    def track(name: str) -> None:
+        stage[0] = name
+        tick(name)
+
     try:
-        return _run(con, source, reviews, meta, cfg, groups_file, tick)
-    finally:
-        con.close()
+        con = connect(cfg, work, source)
+        try:
+            return _run(con, source, reviews, meta, cfg, groups_file, index_file, track)
+        finally:
+            con.close()
+    except duckdb.OutOfMemoryException as err:
+        raise out_of_memory(cfg.memory_limit, f"{reviews.domain}: {stage[0]}", err) from err
 
 
 def _run(
@@ -130,6 +147,7 @@ def _run(
     meta: InputFile,
     cfg: BuildConfig,
     groups_file: Path,
+    index_file: Path,
     tick: Callable[[str], None],
 ) -> DomainResult:
     domain = reviews.domain
@@ -231,11 +249,29 @@ def _run(
     funnel["items_with_enough_in_one_window"] = con.sql("SELECT count(*) FROM items_w").fetchall()[0][0]
 
     tick("search")
-    funnel["items_with_group"] = _search(con, cfg, funnel["items_with_enough_in_one_window"])
+    funnel["items_with_group"] = _search(con, cfg, domain, funnel["items_with_enough_in_one_window"])
 
     tick("histories")
     groups = write_groups(con, domain, cfg.avg_scope, groups_file)
+    if groups:
+        _write_index(con, domain, index_file)
     return DomainResult(domain, groups, funnel, bad_lines)
+
+
+def _write_index(con: duckdb.DuckDBPyConnection, domain: str, path: Path) -> None:
+    """One small row per group: its members (for the split rule) and its window (for the neutrality stats)."""
+    escaped = domain.replace("'", "''")
+    table = con.sql(f"""
+        SELECT '{escaped}:' || c.parent_asin AS group_id, '{escaped}' AS domain,
+               list(c.user_id ORDER BY c.pos) AS user_ids, list(c.ts ORDER BY c.pos) AS timestamps,
+               any_value(w.candidates) AS window_candidates, any_value(w.rel_sum) AS window_rel_sum,
+               any_value(w.negatives) AS window_negatives, any_value(w.valid_groups) AS window_valid_groups,
+               any_value(w.item_candidates) AS item_candidates, any_value(w.item_rel_sum) AS item_rel_sum,
+               any_value(w.item_negatives) AS item_negatives
+        FROM chosen c JOIN windows w USING (parent_asin)
+        GROUP BY c.parent_asin ORDER BY group_id""").to_arrow_table()
+    with atomic_open(path, "wb") as handle:
+        pq.write_table(table.cast(INDEX_SCHEMA), handle)
 
 
 def _item_batches(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, list[Candidate], dict[str, tuple]]]:
@@ -270,8 +306,10 @@ def _item_batches(con: duckdb.DuckDBPyConnection) -> Iterator[tuple[str, list[Ca
         yield current, cands, extra
 
 
-def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, n_items: int) -> int:
-    """Search every item's group; the chosen members go to the DuckDB table ``chosen`` in chunks.
+def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, domain: str, n_items: int) -> int:
+    """Search every item's group; the drawn members go to the DuckDB table ``chosen`` and a summary of each
+    chosen window (candidates, sum of relative ratings, negatives, valid groups; and the same counts over all
+    the item's candidates) to ``windows``, in chunks.
 
     Returns:
         The number of items with a group.
@@ -282,38 +320,56 @@ def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, n_items: int) -> i
         "CREATE OR REPLACE TABLE chosen (parent_asin VARCHAR, pos INTEGER, user_id VARCHAR, ts BIGINT, "
         "rel DOUBLE, rating DOUBLE, avg DOUBLE)"
     )
-    columns: dict[str, list[Any]] = {name: [] for name in _CHOSEN}
-    found = 0
+    con.sql(
+        "CREATE OR REPLACE TABLE windows (parent_asin VARCHAR, candidates INTEGER, rel_sum DOUBLE, "
+        "negatives INTEGER, valid_groups DOUBLE, item_candidates INTEGER, item_rel_sum DOUBLE, "
+        "item_negatives INTEGER)"
+    )
+    members: dict[str, list[Any]] = {name: [] for name in _CHOSEN_SCHEMA.names}
+    windows: dict[str, list[Any]] = {name: [] for name in _WINDOW_SCHEMA.names}
 
     def flush() -> None:
-        con.register("chosen_chunk", pa.table(columns, schema=_CHOSEN_SCHEMA))
-        con.sql("INSERT INTO chosen SELECT * FROM chosen_chunk")
-        con.unregister("chosen_chunk")
-        for values in columns.values():
-            values.clear()
+        for table, columns, schema in (
+            ("chosen", members, _CHOSEN_SCHEMA),
+            ("windows", windows, _WINDOW_SCHEMA),
+        ):
+            con.register("chunk", pa.table(columns, schema=schema))
+            con.sql(f"INSERT INTO {table} SELECT * FROM chunk")
+            con.unregister("chunk")
+            for values in columns.values():
+                values.clear()
 
+    found = 0
     bar = tqdm(total=n_items, desc="  search items", unit="item", leave=False, disable=not cfg.progress)
     for item, cands, extra in _item_batches(con):
         bar.update(1)
-        group = find_group(cands, window_ms=cfg.window_ms, min_gap=cfg.min_gap, group_size=cfg.group_size)
-        if group is None:
+        choice = find_group(
+            cands,
+            window_ms=cfg.window_ms,
+            min_gap=cfg.min_gap,
+            group_size=cfg.group_size,
+            rng=item_rng(cfg.seed, domain, item),
+        )
+        if choice is None:
             continue
         found += 1
-        for pos, cand in enumerate(group):
+        for pos, cand in enumerate(choice.members):
             rating, avg = extra[cand.user_id]
-            for name, value in zip(
-                _CHOSEN, (item, pos, cand.user_id, cand.timestamp, cand.rel, rating, avg), strict=True
-            ):
-                columns[name].append(value)
-        if len(columns["pos"]) >= _BATCH_ROWS:
+            row = (item, pos, cand.user_id, cand.timestamp, cand.rel, rating, avg)
+            for name, value in zip(_CHOSEN_SCHEMA.names, row, strict=True):
+                members[name].append(value)
+        rels, every = [c.rel for c in choice.window], [c.rel for c in cands]
+        row = (item, len(rels), sum(rels), sum(r < 0 for r in rels), float(choice.n_groups))
+        row += (len(every), sum(every), sum(r < 0 for r in every))
+        for name, value in zip(_WINDOW_SCHEMA.names, row, strict=True):
+            windows[name].append(value)
+        if len(members["pos"]) >= _BATCH_ROWS:
             flush()
-    if columns["pos"]:
-        flush()
+    flush()
     bar.close()
     return found
 
 
-_CHOSEN = ("parent_asin", "pos", "user_id", "ts", "rel", "rating", "avg")
 _CHOSEN_SCHEMA = pa.schema(
     [
         ("parent_asin", pa.string()),
@@ -323,5 +379,32 @@ _CHOSEN_SCHEMA = pa.schema(
         ("rel", pa.float64()),
         ("rating", pa.float64()),
         ("avg", pa.float64()),
+    ]
+)
+_WINDOW_SCHEMA = pa.schema(
+    [
+        ("parent_asin", pa.string()),
+        ("candidates", pa.int32()),
+        ("rel_sum", pa.float64()),
+        ("negatives", pa.int32()),
+        ("valid_groups", pa.float64()),
+        ("item_candidates", pa.int32()),
+        ("item_rel_sum", pa.float64()),
+        ("item_negatives", pa.int32()),
+    ]
+)
+INDEX_SCHEMA = pa.schema(
+    [
+        ("group_id", pa.string()),
+        ("domain", pa.string()),
+        ("user_ids", pa.list_(pa.string())),
+        ("timestamps", pa.list_(pa.int64())),
+        ("window_candidates", pa.int32()),
+        ("window_rel_sum", pa.float64()),
+        ("window_negatives", pa.int32()),
+        ("window_valid_groups", pa.float64()),
+        ("item_candidates", pa.int32()),
+        ("item_rel_sum", pa.float64()),
+        ("item_negatives", pa.int32()),
     ]
 )

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from dataset_builder.config import BuildError, portable_name
+from dataset_builder.config import CATEGORIES, SYNTH_MARKER, BuildError, portable_name
 
 logger = logging.getLogger(__name__)
 
@@ -50,13 +50,12 @@ def candidate_names(domain: str, kind: FileKind) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class InputFile:
-    """One raw file: its DuckDB-readable address, size and a cheap change fingerprint."""
+    """One raw file: its DuckDB-readable address and size (its identity is its content hash)."""
 
     domain: str
     kind: FileKind
     uri: str
     size: int
-    fingerprint: str
 
     @property
     def compressed(self) -> bool:
@@ -112,6 +111,19 @@ class Source:
     def uri(self, relative: str) -> str:
         return f"hf://{self.root}/{relative}" if self.remote else f"{self.root}/{relative}"
 
+    def categories(self) -> list[str]:
+        """The Amazon Reviews 2023 categories with a review file here, in the release's order."""
+        present = set(self.listing())
+        return [c for c in CATEGORIES if any(name in present for name in candidate_names(c, "reviews"))]
+
+    def synth_marker(self) -> dict[str, Any] | None:
+        """The :data:`~dataset_builder.config.SYNTH_MARKER` that ``perrecbench synth`` left here, if any."""
+        path = f"{self.root}/{SYNTH_MARKER}"
+        if not self.fs.exists(path):
+            return None
+        with self.fs.open(path, "rb") as handle:
+            return json.loads(handle.read())
+
     def find(self, domain: str, kind: FileKind) -> InputFile:
         """The domain's review or metadata file; a clear error when it is absent."""
         names = candidate_names(domain, kind)
@@ -119,7 +131,7 @@ class Source:
         for name in names:
             if name in present:
                 info = self.fs.info(f"{self.root}/{name}")
-                return InputFile(domain, kind, self.uri(name), int(info["size"]), _fingerprint(info))
+                return InputFile(domain, kind, self.uri(name), int(info["size"]))
         shown = ", ".join(self.listing()[:8])
         raise BuildError(
             f"{self.root}: no {kind} file for domain {domain}; expected one of {', '.join(names)} "
@@ -127,14 +139,12 @@ class Source:
         )
 
     def content_hash(self, file: InputFile) -> str:
-        """``sha256:<hex>`` of the file's bytes (the Hub's LFS sha256 when remote, no download)."""
+        """``sha256:<hex>`` of the file's bytes (for a Hub LFS file its recorded sha256, no download; a file
+        outside LFS is small and read)."""
         if self.remote:
-            info = self.fs.info(self._path(file))
-            lfs = info.get("lfs") or {}
+            lfs = self.fs.info(self._path(file)).get("lfs") or {}
             if lfs.get("sha256"):
                 return "sha256:" + lfs["sha256"]
-            if info.get("blob_id"):
-                return "git-blob:" + info["blob_id"]
         with self.fs.open(self._path(file), "rb") as handle:
             return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
 
@@ -151,15 +161,6 @@ class Source:
         """Route ``hf://`` reads of a DuckDB connection through this source's filesystem."""
         if self.remote:
             con.register_filesystem(self.fs)
-
-
-def _fingerprint(info: dict[str, Any]) -> str:
-    for key in ("mtime", "last_commit", "blob_id"):
-        value = info.get(key)
-        if value is not None:
-            return f"{info['size']}:{value}"
-    lfs = info.get("lfs") or {}
-    return f"{info['size']}:{lfs.get('sha256', '')}"
 
 
 # ------------------------------------------------------------------------------------------ line checks

@@ -1,15 +1,20 @@
-"""The benchmark's statistics: the paper's Table 4 per split and domain, and the Figure 5 distributions."""
+"""The benchmark's statistics: the paper's Table 4 per split and domain, the Figure 5 distributions, the
+neutrality of the group choice (chosen users against every candidate of the chosen windows) and the split's
+leak counts, measured on the written files."""
 
 from __future__ import annotations
 
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dataset_builder.config import MS_PER_DAY, duckdb_settings
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataset_builder.config import MS_PER_DAY, duckdb_settings, out_of_memory
 
 # Figure 5 bins. Relative ratings: half-point bins; history lengths: a long tail, so widening bins.
 REL_EDGES: tuple[float, ...] = tuple(x / 2 for x in range(-8, 9))
@@ -106,11 +111,39 @@ def _ordered(counts: Counter[str], edges: Sequence[float]) -> dict[str, int]:
     return {label: counts[label] for label in labels if counts[label]}
 
 
+def rel_figures(users: int, rel_sum: float, negatives: int) -> dict[str, Any]:
+    """How many users, their mean relative rating and the share below 0 (rounded for reading).
+
+    >>> rel_figures(4, -1.0, 3)
+    {'users': 4, 'mean_relative_rating': -0.25, 'negative_share': 0.75}
+    """
+    if not users:
+        return {"users": 0, "mean_relative_rating": None, "negative_share": None}
+    return {
+        "users": users,
+        "mean_relative_rating": round(rel_sum / users, 4),
+        "negative_share": round(negatives / users, 4),
+    }
+
+
+def candidate_figures(index: pa.Table, prefix: str) -> dict[str, Any]:
+    """:func:`rel_figures` of the candidates of the groups in ``index`` (rows of
+    :data:`dataset_builder.selection.INDEX_SCHEMA`): those of the chosen windows (``prefix="window"``) or
+    all the items' active candidates (``"item"``)."""
+
+    def total(name: str) -> Any:
+        return pc.sum(index.column(f"{prefix}_{name}")).as_py() or 0
+
+    return rel_figures(total("candidates"), total("rel_sum"), total("negatives"))
+
+
 def compute(
     files: dict[str, Path],
     domains: Sequence[str],
     funnel: dict[str, dict[str, int]],
     *,
+    windows: Mapping[str, pa.Table] | None = None,
+    split: Mapping[str, Any] | None = None,
     memory_limit: str = "1GB",
     threads: int | None = None,
     spill: Path | None = None,
@@ -124,25 +157,70 @@ def compute(
         files: ``{"test": path, "train": path}`` of the ``full`` config (``train`` may be absent).
         domains: the built domains, in order.
         funnel: per domain, how many reviews/items each selection criterion kept.
+        windows: per split, the index rows of its groups (the chosen windows' candidates); none leaves
+            the window figures out.
+        split: the split rule and its per-domain counts; the leak counts measured on ``files`` are added.
         memory_limit: DuckDB's memory limit.
         threads: DuckDB threads (None: all cores).
         spill: DuckDB's spill folder (removed afterwards).
 
     Returns:
-        Table 4 per split (overall and per domain), Figure 5 distributions per split, and the funnel.
+        Table 4 per split (overall and per domain), Figure 5 distributions per split, the choice's
+        neutrality per split, the split with its leak counts, and the funnel.
     """
     import duckdb
 
     out: dict[str, Any] = {"splits": {}, "selection": funnel}
-    con = duckdb.connect(":memory:", config=duckdb_settings(memory_limit, threads, spill))
     try:
-        for split, path in files.items():
-            out["splits"][split] = _split_stats(con, path, domains)
-    finally:
-        con.close()
-        if spill is not None:
-            shutil.rmtree(spill, ignore_errors=True)
+        con = duckdb.connect(":memory:", config=duckdb_settings(memory_limit, threads, spill))
+        try:
+            for name, path in files.items():
+                out["splits"][name] = _split_stats(con, path, domains)
+                if windows is not None:
+                    choice = out["splits"][name]["choice"]
+                    choice["window_candidates"] = candidate_figures(windows[name], "window")
+                    choice["item_candidates"] = candidate_figures(windows[name], "item")
+            if split is not None:
+                out["split"] = {**split, "leaks": leaks(con, files)}
+        finally:
+            con.close()
+            if spill is not None:
+                shutil.rmtree(spill, ignore_errors=True)
+    except duckdb.OutOfMemoryException as err:
+        raise out_of_memory(memory_limit, "statistics", err) from err
     return out
+
+
+def leaks(con: Any, files: Mapping[str, Path]) -> dict[str, int]:
+    """Test (user, query item) reviews found in the train split, counted on the written ``full`` files.
+
+    Returns:
+        ``test_reviews_as_train_queries`` (train members whose (user, query item) is a test one),
+        ``test_reviews_in_train_histories`` (train history rows that are a test user's test review) and
+        ``train_users_also_in_test`` (distinct (domain, user) pairs in both splits; not a leak by itself).
+    """
+    if "train" not in files:
+        return dict.fromkeys(_LEAKS, 0)
+    test, train = (str(files[s]).replace("'", "''") for s in ("test", "train"))
+    members = "SELECT domain, query.parent_asin AS item, unnest(users) AS u FROM read_parquet('{}')"
+    con.sql(f"""CREATE OR REPLACE TABLE test_pairs AS
+                SELECT DISTINCT domain, u.user_id AS user_id, item FROM ({members.format(test)})""")
+    con.sql(f"""CREATE OR REPLACE TABLE train_members AS
+                SELECT domain, u.user_id AS user_id, item, u.history AS history
+                FROM ({members.format(train)})""")
+    as_query, in_history, shared = con.sql("""
+        SELECT (SELECT count(*) FROM train_members JOIN test_pairs USING (user_id, item)),
+               (SELECT count(*) FROM (SELECT user_id, unnest(history).parent_asin AS item FROM train_members)
+                JOIN test_pairs USING (user_id, item)),
+               (SELECT count(*) FROM (SELECT DISTINCT domain, user_id FROM train_members)
+                JOIN (SELECT DISTINCT domain, user_id FROM test_pairs) USING (domain, user_id))
+        """).fetchall()[0]
+    con.sql("DROP TABLE test_pairs")
+    con.sql("DROP TABLE train_members")
+    return dict(zip(_LEAKS, (as_query, in_history, shared), strict=True))
+
+
+_LEAKS = ("test_reviews_as_train_queries", "test_reviews_in_train_histories", "train_users_also_in_test")
 
 
 def _batches(con: Any, sql: str) -> Iterator[tuple]:
@@ -201,10 +279,14 @@ def _split_stats(con: Any, path: Path, domains: Sequence[str]) -> dict[str, Any]
         length[bin_label(value, HISTORY_EDGES)] += n
     for day, n in _batches(con, f"SELECT ts // {MS_PER_DAY}, count(*) FROM users GROUP BY ALL"):
         year[_date(day * MS_PER_DAY)[:4]] += n
+    users, rel_sum, negatives = con.sql(
+        "SELECT count(*), coalesce(sum(rel), 0), count_if(rel < 0) FROM users"
+    ).fetchall()[0]
     result = {
         "all": figures("", None),
         "domains": per_domain,
         "distributions": _figure5(rating, rel, length, year),
+        "choice": {"chosen_users": rel_figures(users, rel_sum, negatives)},
     }
     con.sql("DROP TABLE users")
     return result
@@ -237,18 +319,58 @@ def format_table(stats: dict[str, Any]) -> str:
         lines.append(
             [f"groups: {domain}"] + [f"{stats['splits'][s]['domains'][domain]['groups']:,}" for s in splits]
         )
+    for key, label in _CHOICE_ROWS:
+        if not all(key in stats["splits"][s].get("choice", {}) for s in splits):
+            continue
+        for figure, name in (
+            ("mean_relative_rating", "mean rel. rating"),
+            ("negative_share", "share rel. < 0"),
+        ):
+            values = [stats["splits"][s]["choice"][key][figure] for s in splits]
+            lines.append([f"{label}: {name}"] + ["-" if v is None else f"{v:.3f}" for v in values])
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
     text = [
         "  ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row))
         for row in lines
     ]
     text = [row.rstrip() for row in text]
+    if stats.get("split"):
+        text.append("")
+        text.append(split_line(stats["split"]))
     if stats.get("selection"):
         text.append("")
         text.append("Selection funnel (per domain):")
         for domain, counts in stats["selection"].items():
             text.append(f"  {domain}: " + ", ".join(f"{k}={v:,}" for k, v in counts.items()))
     return "\n".join(text)
+
+
+_CHOICE_ROWS = (
+    ("chosen_users", "chosen users"),
+    ("window_candidates", "window candidates"),
+    ("item_candidates", "all item candidates"),
+)
+
+
+def split_line(split: Mapping[str, Any]) -> str:
+    """One line on the split rule: what it dropped and the leaks measured.
+
+    >>> line = split_line({"rule": "leak-free", "train_groups_dropped": 2,
+    ...     "train_groups_dropped_per_domain": {"Books": 2}, "leaks": {"test_reviews_as_train_queries": 0,
+    ...     "test_reviews_in_train_histories": 1, "train_users_also_in_test": 3}})
+    >>> for part in line.split("; "):
+    ...     print(part)
+    Split rule leak-free: 2 train groups dropped (Books 2)
+    test reviews in train: 0 as queries, 1 in histories
+    """
+    dropped = ", ".join(f"{d} {n:,}" for d, n in split["train_groups_dropped_per_domain"].items() if n)
+    leaked = split["leaks"]
+    return (
+        f"Split rule {split['rule']}: {split['train_groups_dropped']:,} train groups dropped"
+        + (f" ({dropped})" if dropped else "")
+        + f"; test reviews in train: {leaked['test_reviews_as_train_queries']:,} as queries, "
+        f"{leaked['test_reviews_in_train_histories']:,} in histories"
+    )
 
 
 def funnel_message(funnel: dict[str, dict[str, int]]) -> str:

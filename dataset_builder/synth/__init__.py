@@ -56,8 +56,8 @@ faults, atomic files); the settings are :class:`dataset_builder.config.SynthConf
 
 from __future__ import annotations
 
-from dataset_builder.config import MIN_REVIEWS_PER_DOMAIN
+from dataset_builder.config import MIN_REVIEWS_PER_DOMAIN, SYNTH_MARKER
 from dataset_builder.synth.model import SIGNAL, Signal
 from dataset_builder.synth.writer import TRUTH_FILE, write_synthetic
 
-__all__ = ["MIN_REVIEWS_PER_DOMAIN", "SIGNAL", "TRUTH_FILE", "Signal", "write_synthetic"]
+__all__ = ["MIN_REVIEWS_PER_DOMAIN", "SIGNAL", "SYNTH_MARKER", "TRUTH_FILE", "Signal", "write_synthetic"]

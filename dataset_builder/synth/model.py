@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dataset_builder.config import MS_PER_DAY
-from dataset_builder.synth.vocab import VOCABS
+from dataset_builder.synth.vocab import vocab
 
 _START_MS = 1_451_606_400_000  # 2016-01-01
 _SPAN_DAYS = 7 * 365  # launches until 2022-12-30; every review before 2023-09-01
@@ -123,7 +123,7 @@ def generate(name: str, n: int, seed: int, signal: Signal = SIGNAL) -> Domain:
     """Draw one domain's reviews and the planted per-user and per-item parameters.
 
     Args:
-        name: the category (one of :data:`dataset_builder.config.DOMAINS`).
+        name: the category (any of :data:`dataset_builder.config.CATEGORIES`).
         n: the number of reviews.
         seed: the random seed (with ``name``, it fixes every draw).
         signal: the parameters of the laws.
@@ -132,7 +132,7 @@ def generate(name: str, n: int, seed: int, signal: Signal = SIGNAL) -> Domain:
         The arrays of the domain, reviews in (shuffled) file order.
     """
     rng = domain_rng(seed, name)
-    n_topics = len(VOCABS[name].topics)
+    n_topics = len(vocab(name).topics)
     popularity = _pareto_counts(
         rng, n, signal.item_pareto_shape, signal.item_pareto_scale, signal.item_max_reviews
     ).astype(np.float64)

@@ -121,6 +121,43 @@ VOCABS: dict[str, Vocab] = {
     ),
 }
 
+# Categories whose real metadata carries an `author` object ({"name", "avatar", "about"}).
+AUTHOR_CATEGORIES = ("Books", "Kindle_Store")
+# Topics of every category without its own vocabulary above (any other Amazon Reviews 2023 category).
+_GENERIC_TOPICS = {
+    "Classic": "classic vintage retro heritage timeless nostalgic antique traditional",
+    "Travel": "travel portable compact lightweight foldable passport luggage airport",
+    "Family": "family kids toddler parents playful educational cartoon friendly",
+    "Outdoor": "outdoor garden patio camping hiking weatherproof picnic trail",
+    "Tech": "digital wireless smart bluetooth rechargeable usb app sensor",
+    "Premium": "premium luxury handcrafted artisan leather walnut velvet gold",
+}
+
+
+def vocab(name: str) -> Vocab:
+    """The words of a category: its own for the paper's four, a generic set named after it otherwise.
+
+    >>> vocab("Video_Games").main_category, vocab("Toys_and_Games").category_path
+    ('Video Games', ('Toys & Games',))
+    """
+    if name in VOCABS:
+        return VOCABS[name]
+    return Vocab(
+        main_category=name.replace("_", " "),
+        category_path=(name.replace("_and_", " & ").replace("_", " "),),
+        topic_text=_GENERIC_TOPICS,
+        adjectives=tuple("Essential Everyday Original Signature Ultimate Standard Select Complete".split()),
+        nouns=tuple("Set Kit Edition Pack Bundle Collection Series Model".split()),
+        templates=(
+            "{brand} {adj} {w1} {w2} {noun}",
+            "{adj} {w1} {noun} with {w2}",
+            "{brand} {w1} and {w2} {noun}",
+        ),
+        stores=_MERCH_STORES,
+        detail_keys=("Date First Available", "Manufacturer", "Item Weight"),
+    )
+
+
 # Per star rating: (review title, review text with {word}); all JSON-safe ASCII.
 REVIEW_TEMPLATES: dict[int, tuple[tuple[str, str], ...]] = {
     1: (
@@ -160,32 +197,32 @@ def item_titles(name: str, item_topic: np.ndarray, rng: np.random.Generator) -> 
 
     Args:
         name: the category.
-        item_topic: each item's topic index (into ``VOCABS[name].topics``).
+        item_topic: each item's topic index (into ``vocab(name).topics``).
         rng: the random stream the word and template choices are drawn from.
 
     Returns:
         The titles, in item order.
     """
-    vocab = VOCABS[name]
-    words = list(vocab.topics.values())
+    domain_vocab = vocab(name)
+    words = list(domain_vocab.topics.values())
     n = item_topic.size
     w1, w2 = rng.integers(0, 8, n), rng.integers(1, 8, n)
     picks = zip(
         item_topic.tolist(),
         w1.tolist(),
         ((w1 + w2) % 8).tolist(),  # a different word of the same topic
-        rng.integers(0, len(vocab.templates), n).tolist(),
-        rng.integers(0, len(vocab.adjectives), n).tolist(),
-        rng.integers(0, len(vocab.nouns), n).tolist(),
+        rng.integers(0, len(domain_vocab.templates), n).tolist(),
+        rng.integers(0, len(domain_vocab.adjectives), n).tolist(),
+        rng.integers(0, len(domain_vocab.nouns), n).tolist(),
         rng.integers(0, len(BRANDS), n).tolist(),
         strict=True,
     )
     return [
-        vocab.templates[t].format(
-            adj=vocab.adjectives[a],
+        domain_vocab.templates[t].format(
+            adj=domain_vocab.adjectives[a],
             w1=words[k][i].title(),
             w2=words[k][j].title(),
-            noun=vocab.nouns[o],
+            noun=domain_vocab.nouns[o],
             brand=BRANDS[b],
         )
         for k, i, j, t, a, o, b in picks

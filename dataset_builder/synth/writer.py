@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import json
 import logging
 import time
@@ -20,17 +21,18 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from dataset_builder.config import MS_PER_DAY, BuildConfigError, SynthConfig, parse_domains
+from dataset_builder.config import MS_PER_DAY, SYNTH_MARKER, BuildConfigError, SynthConfig, parse_domains
 from dataset_builder.synth import model
 from dataset_builder.synth.vocab import (
+    AUTHOR_CATEGORIES,
     FIRST_NAMES,
     LAST_NAMES,
     REVIEW_TEMPLATES,
-    VOCABS,
     date_text,
     item_titles,
+    vocab,
 )
-from perrec_eval.fileio import atomic_open, write_text
+from perrec_eval.fileio import atomic_open, read_json, write_json, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +50,8 @@ def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[s
     Keys in the order of the real files; the text is what ``json.dumps`` would write (tested), rendered
     with f-strings because this loop runs once per item.
     """
-    vocab = VOCABS[name]
-    topic_words = list(vocab.topics.items())
+    vocabulary = vocab(name)
+    topic_words = list(vocabulary.topics.items())
     n_items = data.item_topic.size
     counts = np.bincount(data.item, minlength=n_items)
     average = np.round(
@@ -57,12 +59,12 @@ def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[s
     )
     price = np.round(np.exp(rng.normal(3.0, 0.8, n_items)), 2)
     has_price = rng.random(n_items) < 0.7
-    store = rng.integers(0, len(vocab.stores), n_items)
+    store = rng.integers(0, len(vocabulary.stores), n_items)
     pages = rng.integers(90, 900, n_items)
     author_kind = rng.random(n_items)
     first, last = rng.integers(0, len(FIRST_NAMES), n_items), rng.integers(0, len(LAST_NAMES), n_items)
     no_main = rng.random(n_items) < 0.02
-    main = _q(vocab.main_category)
+    main = _q(vocabulary.main_category)
     keep = np.flatnonzero(counts)  # items nobody reviewed are left out
     rows = zip(
         keep.tolist(),
@@ -86,7 +88,7 @@ def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[s
         topic, words = topic_words[topic_index]
         launched = date_text(launch)
         title = _q(titles[i])
-        shop_name = vocab.stores[shop]
+        shop_name = vocabulary.stores[shop]
         details = {
             "Publisher": shop_name,
             "Language": "English",
@@ -102,19 +104,20 @@ def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[s
             "Package Dimensions": f"{n_pages // 50} x 8 x 2 inches",
             "Batteries": "1 Lithium Ion batteries required." if i % 2 else "No batteries",
         }
-        detail_text = ", ".join(f"{_q(key)}: {_q(details[key])}" for key in vocab.detail_keys)
+        detail_text = ", ".join(f"{_q(key)}: {_q(details[key])}" for key in vocabulary.detail_keys)
         description = f"[{_q(f'A {topic.lower()} favourite: {titles[i]}.')}]" if i % 4 else "[]"
-        categories = ", ".join(_q(c) for c in (*vocab.category_path, topic))
-        books = ""
+        categories = ", ".join(_q(c) for c in (*vocabulary.category_path, topic))
+        extra = ""
         if name == "Books":
-            books = f', "subtitle": {_q(f"Paperback – {launched}")}'
+            extra = f', "subtitle": {_q(f"Paperback – {launched}")}'
+        if name in AUTHOR_CATEGORIES:
             author = f"{FIRST_NAMES[fst]} {LAST_NAMES[lst]}"
             if kind < 0.7:
                 about = _q(f"{author} writes about {words[2]} and {words[3]}.")
                 avatar = f"https://m.media-amazon.com/images/S/author-{fst}{lst}.jpg"
-                books += f', "author": {{"name": {_q(author)}, "avatar": "{avatar}", "about": [{about}]}}'
+                extra += f', "author": {{"name": {_q(author)}, "avatar": "{avatar}", "about": [{about}]}}'
             elif kind < 0.9:
-                books += f', "author": {{"name": {_q(author)}}}'  # partial; the other 10 % have no author
+                extra += f', "author": {{"name": {_q(author)}}}'  # partial; the other 10 % have no author
         image = f"https://m.media-amazon.com/images/I/{parent}"
         yield (
             f'{{"main_category": {"null" if no_mc else main}, "title": {title}, "average_rating": {avg!r}, '
@@ -123,7 +126,7 @@ def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[s
             f'"price": {"null" if cost != cost else repr(cost)}, '
             f'"images": [{{"thumb": "{image}._SS40_.jpg", "large": "{image}.jpg", "variant": "MAIN", '
             f'"hi_res": null}}], "videos": [], "store": {_q(shop_name)}, "categories": [{categories}], '
-            f'"details": {{{detail_text}}}, "parent_asin": "{parent}", "bought_together": null{books}}}\n'
+            f'"details": {{{detail_text}}}, "parent_asin": "{parent}", "bought_together": null{extra}}}\n'
         )
 
 
@@ -151,7 +154,7 @@ class _Lines:
     def make(cls, name: str, user_ids: np.ndarray, asins: np.ndarray, max_helpful: int) -> _Lines:
         heads = []
         for rating in range(1, 6):
-            for words in VOCABS[name].topics.values():
+            for words in vocab(name).topics.values():
                 for variant, (title, text) in enumerate(REVIEW_TEMPLATES[rating]):
                     body = text.format(word=words[(variant * 3 + rating) % len(words)])
                     heads.append(
@@ -292,6 +295,29 @@ def _write_truth(path: Path, truth: dict) -> None:
     write_text(path, "{\n" + ",\n".join(parts) + "\n}\n")
 
 
+def _write_marker(out: Path, seed: int, names: list[str]) -> None:
+    """Record the size and sha256 of every file written, merged with the marker of earlier runs into ``out``.
+
+    ``perrecbench build`` compares its inputs' content hashes with these (``source_kind`` in its manifest),
+    so a file replaced later by a real one is no longer counted as synthetic.
+    """
+    path = out / SYNTH_MARKER
+    files = read_json(path).get("files", {}) if path.exists() else {}
+    for name in names:
+        with (out / name).open("rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        files[name] = {"size": (out / name).stat().st_size, "sha256": digest, "seed": seed}
+    write_json(
+        path,
+        {
+            "generator": "perrecbench synth",
+            "about": "These files are SYNTHETIC: drawn by a generative model (dataset_builder/synth of the "
+            "perrecbench repository), not Amazon Reviews 2023. A build from them says so in its card.",
+            "files": dict(sorted(files.items())),
+        },
+    )
+
+
 # ------------------------------------------------------------------------------------------------ public API
 
 
@@ -357,12 +383,18 @@ def write_synthetic(
         summary["faults"].extend(faults)
         planted[name] = parameters
     _write_truth(out / TRUTH_FILE, {**summary, "planted": planted})
+    _write_marker(
+        out,
+        seed,
+        [f for counts in summary["domains"].values() for f in (counts["review_file"], counts["meta_file"])],
+    )
     seconds = time.perf_counter() - started
     total = reviews_per_domain * len(names)
     logger.info("wrote %d reviews in %.1f s (%.0f reviews/s) to %s", total, seconds, total / seconds, out)
     return {
         "out": str(out),
         "truth": str(out / TRUTH_FILE),
+        "marker": str(out / SYNTH_MARKER),
         **summary,
         "seconds": round(seconds, 3),
         "reviews_per_second": round(total / seconds),
@@ -411,7 +443,7 @@ def _write_domain(
         "same_user_same_ms_reviews": model.equal_timestamp_count(data),
     }
     parameters = {
-        "topics": {topic: list(words) for topic, words in VOCABS[name].topics.items()},
+        "topics": {topic: list(words) for topic, words in vocab(name).topics.items()},
         "user_id": users.tolist(),
         "user_bias": np.round(data.user_bias, 3).tolist(),
         "user_topic_affinity": np.round(data.affinity, 3).tolist(),

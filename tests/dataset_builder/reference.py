@@ -25,6 +25,9 @@ Conventions (the builder must match them; each is tested in ``tests/dataset_buil
   ``min_gap`` is taken as the decimal it prints as (``0.6`` means exactly 3/5, not the binary float), so a
   gap of exactly 0.6 fails. A float builder matches this by comparing ``gap > min_gap + 1e-9``.
 * **Group size** — exactly ``group_size`` distinct users.
+* **Which group** — the builder draws from the earliest window that admits a valid group (the window
+  ``[t0, t0 + Δ]`` where ``t0`` is the smallest first-member time of any valid group) and picks uniformly
+  among **all** valid groups of the candidates inside it; :func:`window_groups` lists them by enumeration.
 
 Everything is per domain: pass the reviews of one category file.
 """
@@ -428,6 +431,36 @@ def _spacing(cands: list[_Candidate], opts: _Options) -> tuple[_Candidate, ...] 
         if len(taken) >= opts.group_size:
             return tuple(taken[: opts.group_size])
     return None
+
+
+def _window_groups(cands: list[_Candidate], opts: _Options) -> list[tuple[_Candidate, ...]]:
+    """Every valid group among the candidates of the earliest window that holds one (empty when none)."""
+    first = next(_exhaustive(cands, opts), None)  # groups come by their earliest member: this start is t0
+    if first is None:
+        return []
+    t0 = first[0].timestamp
+    inside = [c for c in cands if t0 <= c.timestamp <= t0 + opts.window_ms]
+    return [group for group in combinations(inside, opts.group_size) if _gaps_ok(group, opts.min_gap)]
+
+
+def window_groups(
+    reviews: Iterable[dict],
+    parent_asin: str,
+    *,
+    window_days: float = 30,
+    min_gap: float = 0.6,
+    min_history: int = 20,
+    group_size: int = 5,
+    avg_scope: AvgScope = "history",
+) -> list[tuple[str, ...]]:
+    """The groups the builder chooses among for one item, each with equal probability (module docstring).
+
+    Enumerates every ``group_size``-subset of the active reviewers inside the chosen window
+    (:func:`itertools.combinations`): tiny inputs only. Each group is user_ids in candidate order.
+    """
+    opts = _Options.make(window_days, min_history, min_gap, group_size, avg_scope)
+    cands = _item_candidates(_Index(reviews), parent_asin, opts)
+    return [tuple(c.user_id for c in group) for group in _window_groups(cands, opts)]
 
 
 def valid_groups(

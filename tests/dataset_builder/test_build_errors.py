@@ -85,8 +85,12 @@ def test_build_errors_synth_dirty_faults_stop_at_the_first(tmp_path: Path) -> No
 
 
 def test_build_errors_unknown_domain_lists_valid_ones(tmp_path: Path) -> None:
-    with pytest.raises(BuildError, match="unknown domain.*'Toys'.*Books, Clothing_Shoes_and_Jewelry"):
+    with pytest.raises(
+        BuildError, match="unknown domain.*'Toys'.*All_Beauty, Amazon_Fashion.*Video_Games, Unknown"
+    ):
         BuildConfig(source=str(tmp_path), out=tmp_path / "o", domains=("Books", "Toys"))
+    with pytest.raises(BuildError, match="--domains all stands alone"):
+        BuildConfig(source=str(tmp_path), out=tmp_path / "o", domains=("Books", "all"))
 
 
 def test_build_errors_empty_source_folder(tmp_path: Path) -> None:
@@ -137,6 +141,16 @@ def test_build_errors_no_group_reports_each_criterion(tmp_path: Path) -> None:
     assert "relax --min-history, --window-days or --min-gap" in message
 
 
+def test_build_errors_too_small_memory_limit_is_one_line_naming_the_flag(tmp_path: Path) -> None:
+    source, _ = write_with(tmp_path, [])
+    with pytest.raises(BuildError) as err:
+        build(config(source, tmp_path / "bench", memory_limit="1MB"))
+    message = str(err.value)
+    assert message.startswith("DuckDB ran out of memory in Books: read reviews with --memory-limit 1MB (")
+    assert "raise --memory-limit" in message and len(message.splitlines()) == 1
+    assert not (tmp_path / "bench").exists()
+
+
 @pytest.mark.parametrize(
     ("field", "value", "match"),
     [
@@ -145,6 +159,7 @@ def test_build_errors_no_group_reports_each_criterion(tmp_path: Path) -> None:
         ("test_groups", 0, "--test-groups must be at least 1"),
         ("min_gap", -0.1, "--min-gap must be >= 0"),
         ("avg_scope", "mean", "--avg-scope must be history or all"),
+        ("split_rule", "random", "--split-rule must be leak-free, user-disjoint or none"),
         ("push_to_hub", "noslash", "--push-to-hub wants ORG/NAME"),
     ],
 )

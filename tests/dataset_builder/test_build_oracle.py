@@ -1,4 +1,5 @@
-"""The builder against the pure-Python oracle (`tests.dataset_builder.reference`) on small synthetic data."""
+"""The builder against the pure-Python oracle (`tests.dataset_builder.reference`) on small synthetic data:
+the same items get a group, and each group is valid and one of the groups of the window it is drawn from."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def raw(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _built_groups(raw: Path, out: Path, params: dict) -> list[dict]:
+def _built_groups(raw: Path, out: Path, params: dict) -> tuple[list[dict], dict[str, float]]:
+    """The built ``full`` rows, and the number of valid groups the builder counted in each chosen window."""
     cfg = BuildConfig(
         source=str(raw),
         out=out,
@@ -37,12 +39,16 @@ def _built_groups(raw: Path, out: Path, params: dict) -> list[dict]:
         threads=1,
         memory_limit="1GB",
         on_bad_line="skip",
+        split_rule="none",  # every group is written: the selection is under test here, not the split
         progress=False,
         **params,
     )
     build(cfg)
     files = json.loads((out / "manifest.json").read_text())["outputs"]["full"]
-    return [row for path in files.values() for row in pq.read_table(out / path).to_pylist()]
+    [index] = (out.parent / "out.stages" / "Books").glob("*.index.parquet")
+    counts = pq.read_table(index, columns=["group_id", "window_valid_groups"]).to_pydict()
+    rows = [row for path in files.values() for row in pq.read_table(out / path).to_pylist()]
+    return rows, dict(zip(*counts.values(), strict=True))
 
 
 @pytest.mark.parametrize(
@@ -53,7 +59,7 @@ def test_build_oracle_same_items_and_valid_groups(raw: Path, tmp_path: Path, par
     with (raw / "meta_Books.jsonl").open() as handle:
         titled = {m["parent_asin"] for m in map(json.loads, filter(str.strip, handle)) if m.get("title")}
     expected = reference.items_with_valid_group(reviews, query_items=titled, **params)
-    groups = _built_groups(raw, tmp_path / "out", params)
+    groups, window_counts = _built_groups(raw, tmp_path / "out", params)
     assert expected, "the fixture must contain groups"
     assert {g["query"]["parent_asin"] for g in groups} == expected
     scope = params.get("avg_scope", "history")
@@ -61,6 +67,9 @@ def test_build_oracle_same_items_and_valid_groups(raw: Path, tmp_path: Path, par
         asin = group["query"]["parent_asin"]
         users = [u["user_id"] for u in group["users"]]
         assert reference.why_invalid(reviews, asin, users, **params) is None
+        choices = reference.window_groups(reviews, asin, **params)
+        assert set(users) in [set(g) for g in choices]
+        assert window_counts[group["group_id"]] == len(choices)
         truth = reference.relative_ratings(reviews, asin, users, avg_scope=scope)
         for user in group["users"]:
             avg, mode, rel = truth[user["user_id"]]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 import datasets
@@ -18,6 +20,7 @@ from dataset_builder.build import build
 from dataset_builder.config import BuildError
 from dataset_builder.groups import most_common_rating
 from dataset_builder.schema import FEATURES
+from dataset_builder.selection import run_domain
 from dataset_builder.synth import write_synthetic
 from perrec_eval.cli import main as cli_main
 from tests.dataset_builder.build_fixture import config, five_user_source
@@ -51,7 +54,8 @@ def test_build_output_loads_by_name_from_parent(built: Path, tmp_path: Path, mon
     monkeypatch.chdir(built.parent)
     data = datasets.load_dataset("perrecbench", "hard", cache_dir=str(tmp_path / "cache"))
     assert set(data) == {"test", "train"}
-    assert data["train"].num_rows == 13 - 5
+    dropped = json.loads((built / "stats.json").read_text())["split"]["train_groups_dropped"]
+    assert data["train"].num_rows == 13 - 5 - dropped > 0
     assert all(len(row["users"]) == 4 for row in data["train"])
 
 
@@ -78,15 +82,20 @@ def test_build_output_card_configs_point_at_hashed_files(built: Path) -> None:
             assert entry["path"].split("/")[1].startswith(entry["split"] + "-")
 
 
-def test_build_output_stats_and_manifest(built: Path) -> None:
+def test_build_output_stats_and_manifest(built: Path, raw: Path) -> None:
     stats = json.loads((built / "stats.json").read_text())
     assert stats["splits"]["test"]["all"]["query_items"] == 5
-    assert stats["splits"]["train"]["all"]["reviews"] == 8 * 5
+    train = 13 - 5 - stats["split"]["train_groups_dropped"]
+    assert stats["splits"]["train"]["all"]["reviews"] == train * 5
     assert sum(stats["splits"]["test"]["distributions"]["rating"].values()) == 25
+    assert stats["split"]["leaks"]["test_reviews_in_train_histories"] == 0
+    assert stats["splits"]["test"]["choice"]["chosen_users"]["users"] == 25
     manifest = json.loads((built / "manifest.json").read_text())
     assert manifest["parameters"]["min_history"] == 10
+    assert len(manifest["split"]["dropped_train_groups"]) == stats["split"]["train_groups_dropped"]
     assert {f["kind"] for f in manifest["inputs"]} == {"reviews", "meta"}
-    assert all(f["hash"].startswith("sha256:") and f["size"] > 0 for f in manifest["inputs"])
+    for entry in manifest["inputs"]:
+        assert entry["hash"] == "sha256:" + hashlib.sha256((raw / entry["file"]).read_bytes()).hexdigest()
     assert manifest["bad_lines"]["count"] == 0
     assert manifest["versions"]["duckdb"]
 
@@ -114,17 +123,47 @@ def test_build_output_other_seed_changes_split_or_order(raw: Path, tmp_path: Pat
     assert card_header(first)["configs"] != card_header(second)["configs"]
 
 
+def _fail(*args, **kwargs):
+    raise AssertionError("the domain was selected again")
+
+
 def test_build_output_second_run_resumes_from_stage_files(raw: Path, tmp_path: Path, monkeypatch) -> None:
-    cfg = config(raw, tmp_path / "bench", min_history=10, test_groups=5)
-    build(cfg)
+    build(config(raw, tmp_path / "bench", min_history=10, test_groups=5))
+    monkeypatch.setattr(build_mod, "run_domain", _fail)
+    build(config(raw, tmp_path / "bench", min_history=10, test_groups=6, split_rule="none", overwrite=True))
+    for changed in ({"min_history": 11}, {"seed": 3}):  # selection settings; the seed draws each group
+        with pytest.raises(AssertionError, match="selected again"):
+            build(
+                config(
+                    raw, tmp_path / "bench", test_groups=5, overwrite=True, **{"min_history": 10, **changed}
+                )
+            )
 
-    def fail(*args, **kwargs):
-        raise AssertionError("the domain was selected again")
 
-    monkeypatch.setattr(build_mod, "run_domain", fail)
-    build(config(raw, tmp_path / "bench", min_history=10, test_groups=5, overwrite=True, seed=3))
-    with pytest.raises(AssertionError, match="selected again"):
-        build(config(raw, tmp_path / "bench", min_history=11, test_groups=5, overwrite=True))
+def test_build_output_file_rewritten_with_same_size_and_mtime_is_selected_again(
+    tmp_path: Path, monkeypatch
+) -> None:
+    source = five_user_source(tmp_path / "raw")
+    reviews = source / "Books.jsonl"
+    first = build(config(source, tmp_path / "bench"))
+    before = reviews.stat()
+    text = reviews.read_text()
+    assert text.startswith('{"rating": 3.0')  # U0's oldest history review
+    reviews.write_text(text.replace('"rating": 3.0', '"rating": 4.0', 1))  # same size, other bytes
+    os.utime(reviews, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (reviews.stat().st_size, reviews.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    calls = []
+    monkeypatch.setattr(build_mod, "run_domain", lambda *a, **k: calls.append(1) or run_domain(*a, **k))
+    second = build(config(source, first, overwrite=True))
+    assert calls == [1]
+    [entry] = [
+        e for e in json.loads((second / "manifest.json").read_text())["inputs"] if e["kind"] == "reviews"
+    ]
+    assert entry["hash"] == "sha256:" + hashlib.sha256(reviews.read_bytes()).hexdigest()
+    [group] = pq.read_table(
+        second / json.loads((second / "manifest.json").read_text())["outputs"]["full"]["test"]
+    ).to_pylist()
+    assert next(u for u in group["users"] if u["user_id"] == "U0")["avg_rating"] == pytest.approx(64 / 21)
 
 
 def test_build_output_refuses_existing_folder_without_overwrite(tmp_path: Path) -> None:

@@ -59,13 +59,24 @@ def test_builder_cli_bad_setting_is_one_line_with_exit_2(tmp_path: Path, capsys)
     code = cli_main(["build", "--source", str(tmp_path), "--out", str(tmp_path / "o"), "--domains", "Toys"])
     assert code == 2
     err = capsys.readouterr().err
-    assert err.startswith("perrecbench build: error: unknown domain(s) ['Toys']; choose from Books")
+    assert err.startswith("perrecbench build: error: unknown domain(s) ['Toys']; choose from all or the")
+    assert "Toys_and_Games" in err and "Video_Games" in err and "Unknown" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_builder_cli_out_of_memory_is_one_line_with_exit_2(tmp_path: Path, capsys) -> None:
+    source = five_user_source(tmp_path / "raw")
+    args = ["build", "--source", str(source), "--out", str(tmp_path / "o"), "--domains", "Books"]
+    assert cli_main([*args, "--test-groups", "1", "--memory-limit", "1MB", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perrecbench build: error: DuckDB ran out of memory in Books: read reviews")
+    assert "--memory-limit 1MB" in err and "raise --memory-limit" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_builder_cli_synth_help_lists_defaults(capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # one line per flag
-    text = help_text("synth", capsys)
+    text = help_text("synth", capsys).split("common options:")[0]
     assert "--reviews-per-domain REVIEWS_PER_DOMAIN" in text and "(default: 60000)" in text
     assert "(default: Books,Clothing_Shoes_and_Jewelry,Home_and_Kitchen,Electronics)" in text
     assert "(default: 0)" in text and "--config FILE.yaml" in text
@@ -84,8 +95,8 @@ def test_builder_cli_build_help_shows_every_flag_with_a_default(capsys, monkeypa
             flags[flag] += line
     expected = {
         "--source", "--out", "--domains", "--window-days", "--min-history", "--min-gap", "--group-size",
-        "--test-groups", "--avg-scope", "--seed", "--threads", "--memory-limit", "--on-bad-line",
-        "--overwrite", "--work-dir", "--push-to-hub", "--no-progress", "--config",
+        "--test-groups", "--split-rule", "--avg-scope", "--seed", "--threads", "--memory-limit",
+        "--on-bad-line", "--overwrite", "--work-dir", "--push-to-hub", "--no-progress", "--config",
     }  # fmt: skip
     assert set(flags) == expected
     for flag, line in flags.items():

@@ -151,6 +151,26 @@ def test_reference_group_size_and_sixth_user():
     assert reference.is_valid_group(rows, QUERY, USERS[:4], group_size=4)
 
 
+def test_reference_window_groups_lists_every_group_of_the_earliest_window():
+    rows = five_users() + member("u5", 3, when=T0 + 5 * DAY)  # u2 or u5 in the middle
+    assert sorted(reference.window_groups(rows, QUERY)) == sorted(
+        [("u0", "u1", "u2", "u3", "u4"), ("u0", "u1", "u3", "u4", "u5")]
+    )
+    assert reference.window_groups(rows, QUERY, group_size=6) == []
+
+
+def test_reference_window_groups_include_groups_not_starting_at_the_window_start():
+    # The window starts at u0 (day 0); u5 (day 6, relative -3) is compatible with everyone: any 5 of the 6
+    # users form a group, u1..u5 included, although it does not start at the window's start.
+    rows = five_users() + member("u5", 1, hist=[4.0] * 21, when=T0 + 6 * DAY)
+    groups = reference.window_groups(rows, QUERY)
+    assert len(groups) == 6 and ("u1", "u2", "u3", "u4", "u5") in groups
+    assert all(reference.is_valid_group(rows, QUERY, g) for g in groups)
+    # a later window alone is not used: with u0 at day 0 and the others at day 40+, no group at all
+    late = five_users(u0=member("u0", 1, when=T0 - 40 * DAY))
+    assert reference.window_groups(late, QUERY) == []
+
+
 def test_reference_user_without_query_review_is_reported():
     rows = five_users()
     assert reference.why_invalid(rows, QUERY, [*USERS[:4], "stranger"]).startswith("no review")

@@ -72,8 +72,8 @@ def dirty(tmp_path_factory) -> tuple[Path, dict]:
 
 def test_synth_writes_the_raw_layout(clean):
     names = sorted(p.name for p in clean.iterdir())
-    expected = [f"{d}.jsonl" for d in DOMAINS] + [f"meta_{d}.jsonl" for d in DOMAINS] + [synth.TRUTH_FILE]
-    assert names == sorted(expected)
+    expected = [f"{d}.jsonl" for d in DOMAINS] + [f"meta_{d}.jsonl" for d in DOMAINS]
+    assert names == sorted([*expected, synth.TRUTH_FILE, synth.SYNTH_MARKER])
     for domain in DOMAINS:
         assert len(read_lines(clean / f"{domain}.jsonl")) == SMALL
 
