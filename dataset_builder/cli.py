@@ -23,9 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         SynthConfig,
         run_synth,
         help="write synthetic raw Amazon Reviews 2023 files with a planted preference signal",
-        description="Write the four domains in the raw Amazon Reviews 2023 layout (<Category>.jsonl,\n"
-        "meta_<Category>.jsonl) with a planted, documented personal preference signal, plus\n"
-        "synth_truth.json with the planted parameters.",
+        description="Write Amazon Reviews 2023 categories (default: the paper's four; any category or all)\n"
+        "in the raw layout (<Category>.jsonl, meta_<Category>.jsonl) with a planted, documented personal\n"
+        "preference signal, plus synth_truth.json with the planted parameters and synth_marker.json with\n"
+        "the sha256 of every file written (a build from them is marked synthetic in its card).",
     )
     cliconfig.add_command(
         subparsers,

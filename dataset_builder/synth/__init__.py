@@ -1,14 +1,19 @@
 """Synthetic raw Amazon Reviews 2023 files with a planted, documented personal preference signal.
 
-``perrecbench synth --out DIR`` writes, per domain, ``<Category>.jsonl`` and ``meta_<Category>.jsonl`` (or
-``.jsonl.gz``) in the raw schema of PROTOCOL §1, and ``synth_truth.json`` with the planted parameters (the
-builder ignores that file). The demo, the tests and the benchmarks build the benchmark from these files.
+``perrecbench synth --out DIR`` writes, per domain (any Amazon Reviews 2023 category; default the paper's
+four), ``<Category>.jsonl`` and ``meta_<Category>.jsonl`` (or ``.jsonl.gz``) in the raw schema of PROTOCOL
+§1, ``synth_truth.json`` with the planted parameters (the builder ignores that file), and the provenance
+marker ``synth_marker.json``: the size and sha256 of every file written (merged with an earlier marker in the
+same folder). ``perrecbench build`` compares its inputs' content hashes with the marker and records
+``"source_kind": "synthetic"`` (or ``"mixed"``) in its manifest and card; a file replaced later by another no
+longer matches. The demo, the tests and the benchmarks build the benchmark from these files.
 
 The generative model (per domain; independent random streams seeded by ``(seed, domain)``; :class:`Signal`):
 
-* **Topics.** Each domain has six topics of eight topic words. Item ``i`` has one topic ``k(i)``; its title
-  carries two of that topic's words among generic words shared by all topics, so BM25 over a user's history
-  titles finds the same-topic items.
+* **Topics.** Each domain has six topics of eight topic words (the paper's four domains their own; any
+  other category a generic set, its ``main_category`` and category path named after it). Item ``i`` has
+  one topic ``k(i)``; its title carries two of that topic's words among generic words shared by all topics,
+  so BM25 over a user's history titles finds the same-topic items.
 * **Ratings.** ``rating = clip(round(3.7 + b_u + q_i + a_{u,k(i)} + e), 1, 5)`` with user bias
   ``b_u ~ N(0, 0.5)``, item quality ``q_i ~ N(0, 0.4)``, user-by-topic affinity ``a_{u,k} ~ N(0, 1)`` and
   noise ``e ~ N(0, 0.5)``. Within a group the item quality is shared and the relative rating (rating minus
@@ -28,8 +33,9 @@ The generative model (per domain; independent random streams seeded by ``(seed, 
   with probability 0.06 (several items rated in one millisecond) and that of the previous review of the same
   item with probability 0.01, when that review is at most 30 days earlier.
 * **Texts and layout.** Review title/text come from three templates per star rating naming a topic word;
-  metadata has every field of PROTOCOL §1 (Books with ``subtitle`` and ``author``: 70 % full, 20 % name only,
-  10 % absent); 2 % of items have ``main_category: null``; the review lines are in random order.
+  metadata has every field of PROTOCOL §1 (Books with ``subtitle``; Books and Kindle_Store with an
+  ``author`` object, as in the real files: 70 % full, 20 % name only, 10 % absent); 2 % of items have
+  ``main_category: null``; the review lines are in random order.
 
 Calibration (measured; ``seed`` 0–3): the selection of PROTOCOL §2 finds 430–510 groups at the default
 60,000 reviews per domain (240,000 in total), about 1,700 at 240,000 per domain, and 1,680 per domain at
