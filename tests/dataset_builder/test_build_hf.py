@@ -51,6 +51,14 @@ def test_build_hf_source_reads_through_registered_filesystem(hub: Path, tmp_path
         assert (out / name).read_bytes() == (local / name).read_bytes()
 
 
+def test_build_hf_domains_all_lists_the_hub_folders(hub: Path, tmp_path: Path) -> None:
+    out = build(config(HF_RAW_SOURCE, tmp_path / "bench", domains="all"))
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["parameters"]["domains"] == ["Books"]
+    assert manifest["source_kind"] == "raw"  # hand-made files; hashes from the served bytes
+    assert all(entry["hash"].startswith("sha256:") for entry in manifest["inputs"])
+
+
 def test_build_hf_bad_line_is_located_in_the_remote_gz_file(hub: Path, tmp_path: Path) -> None:
     review_file = (
         tmp_path / "hub" / HF_RAW_SOURCE.removeprefix("hf://") / "review_categories" / "Books.jsonl.gz"
