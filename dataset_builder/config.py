@@ -128,7 +128,8 @@ def out_of_memory(memory_limit: str, stage: str, err: Exception) -> BuildError:
     reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     return BuildError(
         f"DuckDB ran out of memory in {stage} with --memory-limit {memory_limit} ({reason}); raise "
-        "--memory-limit (at least 256MB; 2GB or more for the real files) or lower --threads"
+        "--memory-limit (its JSON reader alone takes 128 MiB per thread: allow about 256MB per --threads, "
+        "2GB or more for the real files) or lower --threads"
     )
 
 
