@@ -10,6 +10,8 @@ import pytest
 
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
+from dataset_builder.groups import Candidate, find_group, item_rng
+from tests.dataset_builder import reference
 from tests.dataset_builder.build_fixture import DAY, QUERY, T0, Scenario, config, five_users
 
 
@@ -197,3 +199,29 @@ def test_build_selection_picks_a_window_a_global_greedy_would_miss(tmp_path: Pat
         scenario.add_user(f"D{k}", [3.0] * 21, rating, query_ts=T0 - 200 * DAY + k * 40 * DAY)
     [group] = run(tmp_path, scenario)
     assert sorted(u["user_id"] for u in group["users"]) == ["U0", "U1", "U2", "U3", "U4"]
+
+
+def test_build_selection_draws_among_every_group_of_the_window(tmp_path: Path) -> None:
+    # Six users, any five of them valid (X: relative -3): six groups, one drawn per seed, the same one as
+    # the pure search draws from the item's stream, and always one of the oracle's groups.
+    scenario = Scenario()
+    five_users(scenario)
+    scenario.add_user("X", [4.0] * 21, 1.0, query_ts=T0 + DAY)
+    source = scenario.write(tmp_path / "raw")
+    reviews = reference.load_reviews(source / "Books.jsonl")
+    oracle = {frozenset(g) for g in reference.window_groups(reviews, QUERY)}
+    assert len(oracle) == 6
+    cands = [
+        Candidate(rel, ts, user)
+        for user, rel, ts in [(f"U{k}", k - 2.0, T0) for k in range(5)] + [("X", -3.0, T0 + DAY)]
+    ]
+    drawn = set()
+    for seed in range(6):
+        [group] = full_groups(build(config(source, tmp_path / f"out{seed}", seed=seed)))
+        users = frozenset(u["user_id"] for u in group["users"])
+        expected = find_group(
+            cands, window_ms=30 * DAY, min_gap=0.6, group_size=5, rng=item_rng(seed, "Books", QUERY)
+        )
+        assert users in oracle and users == {c.user_id for c in expected.members}
+        drawn.add(users)
+    assert len(drawn) > 1
