@@ -230,10 +230,31 @@ def _options_of(help_text: str) -> dict[str, str]:
     return options
 
 
-@pytest.mark.parametrize("command", ["synth", "build", "evaluate", "score", "profiles", "report"])
+def _commands(parser=None, prefix=()):
+    """Every runnable (sub)command path of the CLI, nested ones (``sft train``) included."""
+    import argparse
+
+    from perrec_eval.cli import build_parser
+
+    parser = parser or build_parser()
+    paths = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                nested = _commands(sub, (*prefix, name))
+                paths += nested or [(*prefix, name)]
+    return paths
+
+
+def test_cli_knows_the_documented_commands():
+    commands = {" ".join(path) for path in _commands()}
+    assert {"synth", "build", "evaluate", "score", "profiles", "report"} <= commands
+
+
+@pytest.mark.parametrize("command", _commands(), ids=" ".join)
 def test_cli_every_flag_has_help_and_a_default(command, capsys):
     with pytest.raises(SystemExit):
-        main([command, "--help"])
+        main([*command, "--help"])
     options = _options_of(capsys.readouterr().out)
     assert "--config" in options
     for flag, text in options.items():
