@@ -254,8 +254,8 @@ def test_openai_options_parse_extra_body():
 
 
 def test_vllm_options_pass_only_the_llm_options_that_are_set():
-    assert VLLMOptions().llm_options() == {}
-    options = VLLMOptions(tensor_parallel_size=2, dtype="bfloat16", enable_prefix_caching=True, seed=5)
+    assert VLLMOptions().llm_options() == {"enable_prefix_caching": True}  # on unless turned off
+    options = VLLMOptions(tensor_parallel_size=2, dtype="bfloat16", seed=5)
     assert options.llm_options() == {
         "tensor_parallel_size": 2,
         "dtype": "bfloat16",
