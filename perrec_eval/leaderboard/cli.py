@@ -1,36 +1,116 @@
-"""`perrecbench report`: one Table-1 style table from several run folders."""
+"""`perrecbench report` (a leaderboard folder from run folders) and `perrecbench sweep` (a k x shots grid)."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 
 from perrec_eval.cliconfig import add_command, option
+from perrec_eval.config import EvalConfig
+from perrec_eval.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportConfig:
-    """Settings of `perrecbench report`: one Table-1 style table from several run folders."""
+    """Settings of `perrecbench report`: leaderboard, analyses and an HTML page from run folders."""
 
     run_dirs: tuple[str, ...] = option(
         "run folders to compare (a folder of run folders, such as the baselines', stands for all of them)",
         positional=True,
     )
-    out: str | None = option("write the markdown report here (default: print the table only)", default=None)
+    out: str | None = option(
+        "report folder: leaderboard.md/.json/.csv/.tex, plots/*.png and index.html (default: print the "
+        "leaderboard only)",
+        default=None,
+        metavar="REPORT_DIR",
+    )
+    allow_mixed: bool = option(
+        "show runs over different builds, splits or group sets in separate tables instead of refusing them",
+        default=False,
+    )
+    plots: bool = option("draw the PNG plots (needs the report extra: matplotlib)", default=True)
+    resamples: int = option("resamples of the paired significance tests", default=10_000)
+    seed: int = option("seed of the significance tests' resampling", default=0)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.run_dirs, str):
+            object.__setattr__(self, "run_dirs", (self.run_dirs,))
+        if not self.run_dirs:
+            raise ConfigError("pass at least one RUN_DIR (a run folder or a folder of run folders)")
+        if self.resamples < 1:
+            raise ConfigError(f"--resamples must be >= 1, got {self.resamples}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepConfig(EvalConfig):
+    """Settings of `perrecbench sweep`: one engine over every (k, shots) pair, one run folder each."""
+
+    ks: tuple[int, ...] = option(
+        "retrieved history sizes k of the grid (replaces --k; the paper's Fig. 6 used 1,2,4,8,12,16)",
+        default=(2, 4, 8),
+    )
+    shots_grid: tuple[int, ...] = option(
+        "few-shot counts of the grid (replaces --shots; the paper's Fig. 6 used 0,1,2,3,4,5)",
+        default=(0, 1, 2, 3),
+    )
+    plots: bool = option("draw the PNG plots of the grid's report (needs the report extra)", default=True)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from perrec_eval.commands import engine_options_help
+
     add_command(
-        subparsers, "report", ReportConfig, report, help="one Table-1 style table from several run folders"
+        subparsers,
+        "report",
+        ReportConfig,
+        report,
+        help="compare run folders: leaderboard with significance, the paper's analyses, plots, an HTML page",
+        description="Compare finished run folders. Runs must share the dataset fingerprint, split and group "
+        "set (else they are refused, or split into tables with --allow-mixed). Writes leaderboard.md, "
+        ".json, .csv, .tex (the paper's Table 1 layout), plots/*.png and index.html into --out.",
+    )
+    add_command(
+        subparsers,
+        "sweep",
+        SweepConfig,
+        sweep,
+        help="evaluate one engine over a grid of k and shots (paper Fig. 6), then report the grid",
+        description="Evaluate one model at every (k, shots) pair of --ks x --shots-grid, each into "
+        "OUT/k<K>-shots<S>/ (resumable), then write the grid's report into OUT/report/.",
+        epilog=engine_options_help(),
     )
 
 
 def report(config: ReportConfig) -> int:
-    from perrec_eval import fileio, rundir
-    from perrec_eval import report as tables
+    from perrec_eval.leaderboard import assemble, render
 
-    systems = [rundir.load_run(d) for path in config.run_dirs for d in rundir.run_folders(path)]
+    runs = assemble.load_runs(config.run_dirs)
+    result = assemble.assemble(
+        runs, allow_mixed=config.allow_mixed, n_resamples=config.resamples, seed=config.seed
+    )
+    for table in result.tables:
+        print(f"{render.table_heading(table, len(table.rows))}\n\n{render.leaderboard_markdown(table)}\n")
     if config.out:
-        fileio.write_text(config.out, tables.render(systems))
-    print(tables.table(systems))
+        index = assemble.write(result, config.out, plots=config.plots)
+        print(f"report written to {config.out}/ (leaderboard.md, .json, .csv, .tex, plots/); open {index}")
+    return 0
+
+
+def sweep(config: SweepConfig) -> int:
+    from perrec_eval.leaderboard import assemble, sweep
+
+    results = sweep.run_grid(config)
+    out = Path(config.out)
+    report_dir = out / "report"
+    result = assemble.report_folder([out], report_dir, plots=config.plots, seed=config.seed)
+    from perrec_eval.leaderboard import render
+
+    for table in result.tables:
+        print(render.leaderboard_markdown(table) + "\n")
+    incomplete = [name for name, scores in results if not scores.get("complete", True)]
+    print(f"{len(results)} grid points in {out}/; report: {report_dir / 'index.html'}")
+    if incomplete:
+        print(f"perrecbench sweep: provisional points (engine errors): {', '.join(incomplete)}; run it again")
+        return 1
     return 0

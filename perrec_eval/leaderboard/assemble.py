@@ -1,0 +1,89 @@
+"""Run folders → a report folder: tables, analyses, plots, and every file of ``REPORT_DIR``.
+
+``REPORT_DIR`` holds ``leaderboard.md``, ``leaderboard.json``, ``leaderboard.csv``, ``leaderboard.tex``,
+``index.html`` and ``plots/*.png``; each file is written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perrec_eval import fileio
+from perrec_eval.leaderboard import analyses, compare
+from perrec_eval.leaderboard.board import N_RESAMPLES, Table, build_table
+from perrec_eval.leaderboard.published import Published, load
+from perrec_eval.leaderboard.runs import Run, load_runs
+
+FILES = ("leaderboard.md", "leaderboard.json", "leaderboard.csv", "leaderboard.tex", "index.html")
+
+
+@dataclass(slots=True)
+class Report:
+    """Everything a report shows: one table per comparable set of runs, its analyses, statistics, plots."""
+
+    tables: list[Table]
+    analyses: list[dict[str, Any]]
+    stats: list[dict[str, Any]]
+    published: Published
+    n_resamples: int = N_RESAMPLES
+    plots: dict[str, list[Any]] = field(default_factory=dict)
+
+
+def assemble(
+    runs: Sequence[Run], *, allow_mixed: bool = False, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> Report:
+    """The report of `runs`: refused when they are not comparable, unless `allow_mixed` (one table each).
+
+    Raises:
+        DataError: the runs differ in dataset fingerprint, split or group set and `allow_mixed` is off.
+    """
+    if not allow_mixed:
+        compare.check_comparable(runs)
+    tables = [
+        build_table(comparable, number, n_resamples=n_resamples, seed=seed)
+        for number, comparable in enumerate(compare.partition(runs), start=1)
+    ]
+    return Report(
+        tables=tables,
+        analyses=[analyses.analyse(table) for table in tables],
+        stats=analyses.benchmark_stats(runs),
+        published=load(),
+        n_resamples=n_resamples,
+    )
+
+
+def write(report: Report, out: str | os.PathLike, *, plots: bool = True) -> Path:
+    """Write the report folder (plots first, so every page can show them); returns index.html's path."""
+    from perrec_eval.leaderboard import html, render
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if plots:
+        from perrec_eval.leaderboard import plots as drawing
+
+        report.plots = drawing.draw(report, out)
+    fileio.write_text(out / "leaderboard.md", render.markdown(report))
+    fileio.write_json(out / "leaderboard.json", render.json_data(report))
+    fileio.write_text(out / "leaderboard.csv", render.csv_text(report))
+    fileio.write_text(out / "leaderboard.tex", render.latex(report))
+    fileio.write_text(out / "index.html", html.page(report))
+    return out / "index.html"
+
+
+def report_folder(
+    run_dirs: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    *,
+    allow_mixed: bool = False,
+    plots: bool = True,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> Report:
+    """Load the runs at `run_dirs`, assemble their report and write it into `out`."""
+    report = assemble(load_runs(run_dirs), allow_mixed=allow_mixed, n_resamples=n_resamples, seed=seed)
+    write(report, out, plots=plots)
+    return report

@@ -1,0 +1,359 @@
+"""The leaderboard of one comparable set of runs: rows, cells, averages, significance against the best.
+
+- Columns are the (level, method) cells any run of the table scored, in the paper's Table 1 order.
+- A row's "Avg." is the mean over *all* the table's columns, so it exists only for complete rows; a row
+  missing cells lists them instead.
+- Each cell is tested against the best row of its column, and each average against the best average,
+  with a paired test on the groups both runs share: per cell the metric's own `perrec_eval.ptc.paired_test`
+  (sign-flip permutation test on per-group tau differences); for the average the same sign-flip test on
+  each group's mean difference over the table's cells. Rows scored with another metric (variant or
+  failed-group policy) than the best are not tested against it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perrec_eval import ptc
+from perrec_eval.leaderboard import compare
+from perrec_eval.leaderboard.diagnostics import cell_diagnostics
+from perrec_eval.leaderboard.runs import Cell, Run
+from perrec_eval.types import LEVELS, METHODS
+
+ALPHA = 0.05
+N_RESAMPLES = 10_000
+CELLS: tuple[Cell, ...] = tuple((level, method) for level in LEVELS for method in METHODS)
+_SCORE_FIELDS = (
+    "ptc",
+    "ptc_ci_low",
+    "ptc_ci_high",
+    "num_groups",
+    "num_invalid",
+    "parse_failure_rate",
+    "engine_error_rate",
+    "num_engine_errors",
+    "mae",
+    "rmse",
+)
+
+
+@dataclass(slots=True)
+class Entry:
+    """One cell of one row: its scores, diagnostics and the test against the column's best."""
+
+    level: str
+    method: str
+    scores: dict[str, Any]
+    diagnostics: dict[str, Any] | None
+    best: bool = False
+    vs_best: dict[str, Any] | None = None
+    untested: str | None = None
+
+    @property
+    def ptc(self) -> float | None:
+        return self.scores.get("ptc")
+
+    @property
+    def significant(self) -> bool:
+        """Below the column's best at level `ALPHA`."""
+        return _below(self.vs_best)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "method": self.method,
+            **self.scores,
+            "best": self.best,
+            "vs_best": self.vs_best,
+            "untested": self.untested,
+            "diagnostics": self.diagnostics,
+        }
+
+
+@dataclass(slots=True)
+class Row:
+    """One run in a table."""
+
+    label: str
+    run: Run
+    entries: dict[Cell, Entry]
+    missing: list[Cell]
+    average: float | None
+    best: bool = False
+    vs_best: dict[str, Any] | None = None
+    untested: str | None = None
+
+    @property
+    def provisional(self) -> bool:
+        return not self.run.complete
+
+    @property
+    def significant(self) -> bool:
+        return _below(self.vs_best)
+
+    def to_json(self, differing: Sequence[str]) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "model": self.run.model,
+            "run_dir": str(self.run.path),
+            "settings": dict(self.run.settings),
+            "differing_settings": {name: self.run.settings.get(name) for name in differing},
+            "provisional": self.provisional,
+            "num_groups": len(self.run.group_ids),
+            "average": self.average,
+            "average_cells": len(self.entries) if self.average is not None else None,
+            "missing_cells": [f"{level}/{method}" for level, method in self.missing],
+            "best_average": self.best,
+            "average_vs_best": self.vs_best,
+            "average_untested": self.untested,
+            "cells": [entry.to_json() for entry in self.entries.values()],
+        }
+
+
+@dataclass(slots=True)
+class Table:
+    """A leaderboard over one comparable set of runs (same fingerprint, split and group set)."""
+
+    number: int
+    rows: list[Row]
+    columns: list[Cell]
+    differing: list[str]
+    paper_variant: bool = False
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.rows[0].run.fingerprint
+
+    @property
+    def split(self) -> str:
+        return self.rows[0].run.split
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.rows[0].run.group_ids)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.number,
+            "dataset_fingerprint": self.fingerprint,
+            "split": self.split,
+            "num_groups": self.num_groups,
+            "columns": [f"{level}/{method}" for level, method in self.columns],
+            "differing_settings": self.differing,
+            "rows": [row.to_json(self.differing) for row in self.rows],
+        }
+
+
+def build_table(
+    runs: Sequence[Run], number: int = 1, *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> Table:
+    """The leaderboard of comparable `runs` (see `compare.check_comparable`), best average first."""
+    labels = compare.labels(runs)
+    columns = [cell for cell in CELLS if any(cell in run.cell_scores() for run in runs)]
+    rows = [_row(label, run, columns) for label, run in zip(labels, runs, strict=True)]
+    rows.sort(key=lambda row: (row.average is None, -(row.average or 0.0)))
+    for cell in columns:
+        _mark_best_cell(rows, cell, n_resamples, seed)
+    _mark_best_average(rows, columns, n_resamples, seed)
+    return Table(
+        number=number,
+        rows=rows,
+        columns=columns,
+        differing=compare.differing_settings(runs),
+        paper_variant=any(run.variant == "paper" for run in runs),
+    )
+
+
+def _row(label: str, run: Run, columns: Sequence[Cell]) -> Row:
+    diagnostics = cell_diagnostics(run.samples())
+    scored = run.cell_scores()
+    entries = {
+        cell: Entry(
+            level=cell[0],
+            method=cell[1],
+            scores={name: scored[cell].get(name) for name in _SCORE_FIELDS},
+            diagnostics=diagnostics.get(cell),
+        )
+        for cell in columns
+        if cell in scored
+    }
+    missing = [cell for cell in columns if cell not in entries or entries[cell].ptc is None]
+    values = [entries[cell].ptc for cell in columns if cell not in missing]
+    average = sum(values) / len(values) if not missing and values else None
+    return Row(label=label, run=run, entries=entries, missing=missing, average=average)
+
+
+def _same_metric(a: Run, b: Run) -> bool:
+    return (a.variant, a.invalid) == (b.variant, b.invalid)
+
+
+def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int) -> None:
+    scored = [row for row in rows if cell in row.entries and row.entries[cell].ptc is not None]
+    if not scored:
+        return
+    top = max(row.entries[cell].ptc for row in scored)
+    best = next(row for row in scored if row.entries[cell].ptc == top)
+    for row in scored:
+        entry = row.entries[cell]
+        entry.best = entry.ptc == top
+        if row is best:
+            continue
+        if not _same_metric(row.run, best.run):
+            entry.untested = f"scored with another metric than the best ({best.label})"
+            continue
+        entry.vs_best = paired_cell(row.run, best.run, cell, n_resamples=n_resamples, seed=seed)
+        entry.vs_best["against"] = best.label
+
+
+def _mark_best_average(rows: Sequence[Row], columns: Sequence[Cell], n_resamples: int, seed: int) -> None:
+    complete = [row for row in rows if row.average is not None]
+    if not complete:
+        return
+    best = max(complete, key=lambda row: row.average)
+    for row in complete:
+        row.best = row.average == best.average
+        if row is best:
+            continue
+        if not _same_metric(row.run, best.run):
+            row.untested = f"scored with another metric than the best ({best.label})"
+            continue
+        row.vs_best = paired_average(row.run, best.run, columns, n_resamples=n_resamples, seed=seed)
+        row.vs_best["against"] = best.label
+
+
+def _aligned(a: Run, b: Run, cell: Cell):
+    """The groups of `cell` both runs scored: references, each run's predictions and formats."""
+    records_a, records_b = a.by_cell[cell], b.by_cell[cell]
+    shared = sorted(records_a.keys() & records_b.keys())
+    references = [records_a[g].references for g in shared]
+    predictions_a = [records_a[g].prediction for g in shared]
+    predictions_b = [records_b[g].prediction for g in shared]
+    formats = (records_a[shared[0]].format, records_b[shared[0]].format) if shared else ("scores", "scores")
+    return shared, references, predictions_a, predictions_b, formats
+
+
+def paired_cell(
+    a: Run, b: Run, cell: Cell, *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    """`perrec_eval.ptc.paired_test` of PTC(a) - PTC(b) in `cell`, on the groups both runs scored."""
+    shared, references, predictions_a, predictions_b, (format_a, format_b) = _aligned(a, b, cell)
+    if not shared:
+        return {"difference": None, "p_value": math.nan, "num_compared": 0}
+    result = ptc.paired_test(
+        references,
+        predictions_a,
+        predictions_b,
+        prediction_format=format_a,
+        prediction_format_b=format_b,
+        variant=a.variant,
+        invalid=a.invalid,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    keep = ("difference", "p_value", "ci_low", "ci_high", "num_compared")
+    return {name: _finite(result[name]) for name in keep}
+
+
+def group_differences(a: Run, b: Run, columns: Sequence[Cell]) -> np.ndarray:
+    """Per group both runs scored in every column: the mean over the columns of tau(a) - tau(b).
+
+    Failed groups count as tau 0 (policy ``zero``) or leave that cell out of the group's mean when either
+    run failed it (policy ``skip``), as in `ptc.paired_test`.
+    """
+    per_group: dict[str, list[float]] = {}
+    shared_everywhere: set[str] | None = None
+    for cell in columns:
+        shared, references, predictions_a, predictions_b, (format_a, format_b) = _aligned(a, b, cell)
+        shared_everywhere = set(shared) if shared_everywhere is None else shared_everywhere & set(shared)
+        if not shared:
+            continue
+        taus_a, valid_a = ptc.group_taus(
+            references, predictions_a, prediction_format=format_a, variant=a.variant
+        )
+        taus_b, valid_b = ptc.group_taus(
+            references, predictions_b, prediction_format=format_b, variant=a.variant
+        )
+        keep = valid_a & valid_b if a.invalid == "skip" else np.ones(len(shared), dtype=bool)
+        for group, ta, tb, kept in zip(shared, taus_a.tolist(), taus_b.tolist(), keep.tolist(), strict=True):
+            if kept:
+                per_group.setdefault(group, []).append(ta - tb)
+    groups = sorted((shared_everywhere or set()) & per_group.keys())
+    return np.array([sum(per_group[g]) / len(per_group[g]) for g in groups], dtype=np.float64)
+
+
+def paired_average(
+    a: Run, b: Run, columns: Sequence[Cell], *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    """Sign-flip test of avg(a) - avg(b) on per-group mean differences over `columns`."""
+    differences = group_differences(a, b, columns)
+    return signflip_test(differences, n_resamples=n_resamples, seed=seed)
+
+
+def signflip_test(
+    differences: Sequence[float] | np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    """Two-sided paired sign-flip permutation test of mean(differences) = 0, with a bootstrap interval.
+
+    Exact (every sign pattern) when 2**m <= n_resamples, else Monte Carlo with the +1 correction; the
+    interval is the 95% percentile bootstrap of the mean.
+
+    >>> result = signflip_test([1.0] * 8)
+    >>> result["difference"], result["p_value"], result["num_compared"]
+    (1.0, 0.0078125, 8)
+    >>> signflip_test([1.0, -1.0] * 4)["p_value"]
+    1.0
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    m = d.size
+    if m == 0:
+        return {"difference": None, "p_value": math.nan, "ci_low": None, "ci_high": None, "num_compared": 0}
+    rng = np.random.default_rng(seed)
+    observed = abs(d.mean()) - 1e-12  # resampled means equal to the observed one up to rounding count
+    if 2**m <= n_resamples:
+        signs = ((np.arange(2**m)[:, None] >> np.arange(m)[None, :]) & 1) * 2 - 1
+        p_value = float((np.abs(signs @ d / m) >= observed).mean())
+    else:
+        extreme = 0
+        for rows in _chunks(n_resamples, m):
+            signs = rng.integers(0, 2, size=(rows, m), dtype=np.int8) * 2 - 1
+            extreme += int((np.abs(signs @ d / m) >= observed).sum())
+        p_value = (extreme + 1) / (n_resamples + 1)
+    means = np.concatenate(
+        [d[rng.integers(0, m, size=(rows, m))].mean(axis=1) for rows in _chunks(n_resamples, m)]
+    )
+    low, high = np.quantile(means, [0.025, 0.975]).tolist()
+    return {
+        "difference": float(d.mean()),
+        "p_value": p_value,
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "num_compared": int(m),
+    }
+
+
+def _chunks(n_resamples: int, m: int) -> list[int]:
+    """Resample counts per chunk, so that a chunk holds about a million numbers."""
+    size = max(1, 1_000_000 // m)
+    return [min(size, n_resamples - start) for start in range(0, n_resamples, size)]
+
+
+def _below(test: Mapping[str, Any] | None) -> bool:
+    """Whether a test against the best found a difference at level `ALPHA`."""
+    return test is not None and test.get("p_value") is not None and test["p_value"] < ALPHA
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def best_rows(table: Table) -> Mapping[Cell, list[str]]:
+    """The labels of the best row(s) per column."""
+    return {
+        cell: [row.label for row in table.rows if cell in row.entries and row.entries[cell].best]
+        for cell in table.columns
+    }

@@ -1,0 +1,211 @@
+"""Run folders as the report sees them: what was run, on which groups, with which settings.
+
+A `Run` holds a finished run folder's run.json, scores.json and prediction records, plus what comparing
+runs needs: the dataset fingerprint, split and group set (run.json's ``groups``, or the group ids of
+predictions.jsonl for runs that do not list them, such as the baselines), and the settings that can tell
+two runs of one model apart (`SETTINGS`). A setting that does not apply to a run (the pairwise strategy
+of a run without pairwise cells, the prompt of a no-LLM baseline) is None.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perrec_eval import fileio, rundir
+from perrec_eval.errors import DataError
+from perrec_eval.records import PredictionRecord
+
+BASELINE = "baseline"
+# Settings that can tell two runs of one model apart, in the order a row label shows them.
+SETTINGS: tuple[str, ...] = (
+    "engine",
+    "pairwise",
+    "prompt",
+    "profiles",
+    "k",
+    "shots",
+    "samples",
+    "aggregate",
+    "temperature",
+    "top_p",
+    "metric",
+    "failed",
+    "seed",
+)
+# The prompting settings of the paper's Table 2 (the rest are the run's other settings).
+PROMPTING: tuple[str, ...] = ("prompt", "shots", "samples", "aggregate")
+
+Cell = tuple[str, str]  # (level, method)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One finished run folder, loaded for comparison."""
+
+    path: Path
+    model: str
+    info: Mapping[str, Any]
+    scores: Mapping[str, Any]
+    records: tuple[PredictionRecord, ...]
+    settings: Mapping[str, Any]
+    groups: Mapping[str, frozenset[str]]
+    by_cell: Mapping[Cell, Mapping[str, PredictionRecord]]
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.info.get("dataset_fingerprint")
+
+    @property
+    def split(self) -> str:
+        return self.info.get("config", {}).get("split", "test")
+
+    @property
+    def group_ids(self) -> frozenset[str]:
+        """Every group the run scored, over all its levels (levels share their query items)."""
+        return frozenset().union(*self.groups.values())
+
+    @property
+    def complete(self) -> bool:
+        """False when some requests failed (engine errors): the scores are provisional."""
+        return bool(self.info.get("complete", self.scores.get("complete", True)))
+
+    @property
+    def variant(self) -> str:
+        return self.info.get("metric", {}).get("variant") or self.scores.get("variant") or "tau_b"
+
+    @property
+    def invalid(self) -> str:
+        return self.info.get("metric", {}).get("invalid") or self.scores.get("invalid") or "zero"
+
+    @property
+    def data(self) -> str | None:
+        """The benchmark folder (or Hub id) the run read."""
+        return self.info.get("config", {}).get("data")
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.info.get("engine", {}).get("name") == BASELINE
+
+    def cell_scores(self) -> dict[Cell, Mapping[str, Any]]:
+        """scores.json's cells by (level, method)."""
+        return {(cell["level"], cell["method"]): cell for cell in self.scores.get("cells", [])}
+
+    def samples(self) -> Iterator[dict[str, Any]]:
+        """samples.jsonl's lines as plain dicts (keys beyond `SampleRecord`'s, such as finish reasons, kept);
+        nothing for runs without engine requests."""
+        path = self.path / "samples.jsonl"
+        if not path.is_file():
+            return
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    yield json.loads(line)
+
+
+def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
+    """The runs at `paths` (each a run folder or a folder of run folders), each folder once, in order."""
+    folders: list[Path] = []
+    for path in paths:
+        for folder in rundir.run_folders(path):
+            if folder.resolve() not in {f.resolve() for f in folders}:
+                folders.append(folder)
+    if not folders:
+        raise DataError("no run folders given: pass RUN_DIR... (run folders or folders of run folders)")
+    return [load_run(folder) for folder in folders]
+
+
+def load_run(folder: str | os.PathLike) -> Run:
+    """One finished run folder (run.json, scores.json, predictions.jsonl)."""
+    folder = Path(folder)
+    _, scores = rundir.load_run(folder)
+    info = fileio.read_json(folder / "run.json")
+    records = tuple(rundir.read_predictions(folder))
+    return Run(
+        path=folder,
+        model=system_name(info, folder),
+        info=info,
+        scores=scores,
+        records=records,
+        settings=settings_of(info, records),
+        groups=group_sets(info, records),
+        by_cell=records_by_cell(records),
+    )
+
+
+def records_by_cell(records: Sequence[PredictionRecord]) -> dict[Cell, dict[str, PredictionRecord]]:
+    """Prediction records by (level, method), then by group id."""
+    out: dict[Cell, dict[str, PredictionRecord]] = {}
+    for record in records:
+        out.setdefault((record.level, record.method), {})[record.group_id] = record
+    return out
+
+
+def system_name(info: Mapping[str, Any], folder: Path) -> str:
+    """The model, with its LoRA adapter's name when it has one.
+
+    >>> system_name({"engine": {"model": "m"}, "config": {"adapter": ["pw=/a/b"]}}, Path("x"))
+    'm + pw'
+    >>> system_name({"engine": {"model": "m"}, "config": {"adapter": ["/a/merged"]}}, Path("x"))
+    'm + merged'
+    """
+    model = info.get("engine", {}).get("model") or folder.name
+    adapters = info.get("config", {}).get("adapter") or ()
+    if isinstance(adapters, str):
+        adapters = (adapters,)
+    names = []
+    for spec in adapters:
+        name, sep, path = spec.partition("=")
+        names.append(name if sep else Path(spec).name or spec)
+    return " + ".join([model, *names])
+
+
+def group_sets(info: Mapping[str, Any], records: Sequence[PredictionRecord]) -> dict[str, frozenset[str]]:
+    """The group ids per level: run.json's ``groups`` where it has them, else those of the predictions."""
+    listed = info.get("groups")
+    if listed:
+        return {level: frozenset(ids) for level, ids in listed.items()}
+    found: dict[str, set[str]] = {}
+    for record in records:
+        found.setdefault(record.level, set()).add(record.group_id)
+    return {level: frozenset(ids) for level, ids in found.items()}
+
+
+def settings_of(info: Mapping[str, Any], records: Sequence[PredictionRecord]) -> dict[str, Any]:
+    """The run's value of each of `SETTINGS` (None where the setting does not apply to the run).
+
+    >>> info = {"engine": {"name": "baseline"}, "metric": {"variant": "tau_b", "invalid": "zero"},
+    ...         "config": {"k": 4, "seed": 0, "pairwise_strategy": "allpairs"}}
+    >>> {k: v for k, v in settings_of(info, []).items() if v is not None}
+    {'k': 4, 'metric': 'tau_b', 'failed': 'zero', 'seed': 0}
+    """
+    config = info.get("config", {})
+    engine = info.get("engine", {}).get("name") or config.get("engine")
+    llm = engine != BASELINE
+    methods = {record.method for record in records}
+    samples = config.get("samples", 1)
+    profiles = info.get("profiles")
+    metric = info.get("metric", {})
+    return {
+        "engine": engine if llm else None,
+        "pairwise": config.get("pairwise_strategy") if "pairwise" in methods else None,
+        "prompt": (info.get("prompt_variant") or "default") if llm else None,
+        "profiles": _profiles_name(profiles) if llm and profiles else None,
+        "k": config.get("k"),
+        "shots": config.get("shots", 0) if llm else None,
+        "samples": samples if llm else None,
+        "aggregate": config.get("sc_aggregate") if llm and samples > 1 and "pointwise" in methods else None,
+        "temperature": config.get("temperature") if llm else None,
+        "top_p": config.get("top_p") if llm else None,
+        "metric": metric.get("variant", "tau_b"),
+        "failed": metric.get("invalid", "zero"),
+        "seed": config.get("seed"),
+    }
+
+
+def _profiles_name(profiles: Mapping[str, Any]) -> str:
+    return profiles.get("file", "file") if profiles.get("source") == "file" else "generated"

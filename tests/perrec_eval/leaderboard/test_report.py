@@ -1,0 +1,137 @@
+"""`perrecbench report` end to end: the report folder, refusals on the command line, published rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import struct
+
+import pytest
+
+from perrec_eval.cli import main
+from perrec_eval.leaderboard.published import load
+
+
+@pytest.fixture(scope="module")
+def baselines_report(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "report"
+    assert main(["report", str(runs["baselines"]), "--out", str(out), "--resamples", "2000"]) == 0
+    return out
+
+
+def _png_size(path) -> tuple[int, int]:
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", header[16:24])
+
+
+def test_report_writes_every_file(baselines_report):
+    names = {p.name for p in baselines_report.iterdir()}
+    assert {"leaderboard.md", "leaderboard.json", "leaderboard.csv", "leaderboard.tex", "index.html"} <= names
+
+
+def test_report_plots_are_non_empty_pngs(baselines_report):
+    import matplotlib.image
+
+    plots = sorted((baselines_report / "plots").glob("*.png"))
+    kinds = {p.name for p in plots}
+    assert {"t1_leaderboard.png", "t1_by_domain.png", "t1_by_group_size.png", "t1_by_method.png"} <= kinds
+    assert {"t1_rating_errors.png", "benchmark_stats_1.png"} <= kinds
+    for plot in plots:
+        width, height = _png_size(plot)
+        assert width > 300 and height > 200
+        pixels = matplotlib.image.imread(plot)
+        assert pixels.std() > 0.01, f"{plot.name} is blank"
+
+
+def test_report_json_has_rows_tests_and_analyses(baselines_report):
+    data = json.loads((baselines_report / "leaderboard.json").read_text())
+    (table,) = data["tables"]
+    assert table["num_groups"] == 6 and table["columns"] == [
+        "easy/pointwise",
+        "medium/pointwise",
+        "hard/pointwise",
+    ]
+    assert len(table["rows"]) == 4 and sum(row["best_average"] for row in table["rows"]) >= 1
+    for row in table["rows"]:
+        assert row["average_cells"] == 3 and row["num_groups"] == 6
+        for cell in row["cells"]:
+            assert {"ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate", "engine_error_rate"} <= set(
+                cell
+            )
+            assert cell["best"] or cell["vs_best"] is not None
+    assert set(table["analyses"]) >= {"by_domain", "by_group_size", "by_method", "rating_errors", "k_shots"}
+    assert data["published"]["source"]["arxiv"] == "2501.13391"
+    assert {plot["kind"] for plot in table["plots"]} >= {"leaderboard", "by_domain", "rating_errors"}
+
+
+def test_report_csv_has_a_line_per_cell_and_average(baselines_report):
+    rows = list(csv.DictReader(io.StringIO((baselines_report / "leaderboard.csv").read_text())))
+    runs = [row for row in rows if row["source"] == "run"]
+    assert len(runs) == 4 * (3 + 1)
+    assert {row["method"] for row in runs} == {"pointwise", "average"}
+    published = [row for row in rows if row["source"] == "published"]
+    assert len(published) == len(load().rows) * 10
+
+
+def test_report_latex_uses_the_table_1_layout(baselines_report):
+    tex = (baselines_report / "leaderboard.tex").read_text()
+    assert r"\multicolumn{1}{c}{easy}" in tex and r"\toprule" in tex and r"\bottomrule" in tex
+    assert r"\textbf{" in tex and "history-affinity" in tex and r"\scriptsize[" in tex
+
+
+def test_report_markdown_names_groups_and_the_test(baselines_report):
+    text = (baselines_report / "leaderboard.md").read_text()
+    assert "| System | Groups | easy point | medium point | hard point | Avg. |" in text
+    assert "paired sign-flip permutation test" in text
+    assert "## Published results (arXiv 2501.13391)" in text
+    assert "### Published (paper-mode metric" not in text  # no paper-variant run in this table
+
+
+def test_report_prints_the_leaderboard_and_the_page(runs, tmp_path, capsys):
+    assert (
+        main(["report", str(runs["truth"]), str(runs["reverse"]), "--out", str(tmp_path / "r"), "--no-plots"])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "| fake [truth] | 6 |" in printed and str(tmp_path / "r" / "index.html") in printed
+    assert not (tmp_path / "r" / "plots").exists()
+
+
+def test_report_shows_published_rows_next_to_paper_variant_runs(runs, tmp_path):
+    out = tmp_path / "paper"
+    assert main(["report", str(runs["paper"]), "--out", str(out), "--no-plots"]) == 0
+    text = (out / "leaderboard.md").read_text()
+    inline = text.index("### Published (paper-mode metric")
+    assert text.index("## Table 1") < inline < text.index("### Average against the best")
+    assert "Claude-3.5-Sonnet" in text[inline:] and "published, paper-mode metric" in text
+    assert "Claude-3.5-Sonnet" in (out / "leaderboard.tex").read_text()
+
+
+def test_report_refusal_is_one_line_with_exit_2(runs, capsys):
+    assert main(["report", str(runs["truth"]), str(runs["few4"])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "group sets differ" in err and "--allow-mixed" in err
+
+
+def test_report_row_missing_cells_says_so(runs, tmp_path, capsys):
+    assert main(["report", str(runs["truth"]), str(runs["always_a"]), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "– (3 of 9 cells)" in printed
+
+
+def test_report_without_matplotlib_names_the_extra(runs, tmp_path, monkeypatch, capsys):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert main(["report", str(runs["truth"]), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "perrecbench[report]" in err and "--no-plots" in err
