@@ -134,8 +134,9 @@ def _analyses(report: Report, table: Table, analyses: Mapping[str, Any]) -> list
         parts += [
             "<h3>PTC against rating error (paper Figs. 1 and 3)</h3>",
             f'<p class="note">Pearson r over {r_mae["n"]} cells with predicted ratings: PTC vs MAE '
-            f"{render.number(r_mae['r'])}, PTC vs RMSE {render.number(r_rmse['r'])}. A low rating error "
-            "does not mean a model ranks users by preference.</p>",
+            f"{render.number(r_mae['r'])}, PTC vs RMSE {render.number(r_rmse['r'])}. The paper found these "
+            "correlations weak (Fig. 3): a low rating error need not mean a model ranks users by "
+            "preference.</p>",
             _images(report, key, "rating_errors"),
         ]
     return parts

@@ -74,14 +74,14 @@ def _bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float | None]
         if errors is not None:
             low, high = errors[name]
             yerr = [
-                [0 if v is None or lo is None else v - lo for v, lo in zip(values, low, strict=True)],
-                [0 if v is None or hi is None else hi - v for v, hi in zip(values, high, strict=True)],
+                [math.nan if v is None or lo is None else v - lo for v, lo in zip(values, low, strict=True)],
+                [math.nan if v is None or hi is None else hi - v for v, hi in zip(values, high, strict=True)],
             ]
         ax.bar(xs, heights, width=width, label=name, yerr=yerr, capsize=2 if yerr else 0)
+    # Long labels side by side overlap: slant them.
+    crowded = any(len(line) > 12 for group in groups for line in group.split("\n"))
     ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(
-        groups, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center"
-    )
+    ax.set_xticklabels(groups, rotation=30 if crowded else 0, ha="right" if crowded else "center")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.grid(axis="y", alpha=0.3)
 
@@ -147,6 +147,7 @@ def by_group_size(data: Mapping[str, Any], out: Path, prefix: str) -> Plot:
     axes[0][0].set_ylabel("PTC (Kendall tau)")
     _legend(axes[0][-1], len(keep))
     fig.suptitle(f"PTC by group size and method (paper Fig. 7){suffix}")
+    fig.tight_layout()
     return _save(fig, out, f"{prefix}by_group_size.png", "PTC by group size (Fig. 7)", "by_group_size")
 
 
@@ -227,7 +228,7 @@ def rating_errors(data: Mapping[str, Any], out: Path, prefix: str) -> Plot | Non
     axes[0].set_xlabel("system")
     axes[0].set_ylabel("error of the predicted rating (stars)")
     axes[0].legend(fontsize=8, title="metric")
-    labels = sorted({p["label"] for p in data["points"]})
+    labels = [s["label"] for s in systems]  # the table's order, so colours match the other plots
     for ax, metric in zip(axes[1:], ("mae", "rmse"), strict=True):
         for label in labels:
             points = [p for p in data["points"] if p["label"] == label]
