@@ -15,6 +15,8 @@ whose argmax then picks exactly the drawn token. Greedy requests (temperature 0)
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import logging
 import secrets
 from collections.abc import Sequence
@@ -122,11 +124,18 @@ class HFEngine:
         lm = transformers.AutoModelForCausalLM.from_pretrained(
             model, dtype=options.dtype, trust_remote_code=trust_remote_code
         )
+        # The adapters loaded into `lm` (name -> path), shared with the views `with_adapter` returns; the
+        # adapter this engine generates with (None: the base model, with any loaded adapter switched off).
+        self._adapters: dict[str, str] = {}
+        self._adapter_name: str | None = None
         if adapter is not None:
             peft = require("peft", engine="hf")
             lm = peft.PeftModel.from_pretrained(lm, adapter)
             if options.merge_adapter:
                 lm = lm.merge_and_unload()
+            else:
+                self._adapters["default"] = adapter
+                self._adapter_name = "default"
         self.lm = lm.to(self.device).eval()
         self.ignored_generation_defaults = self._neutralize_generation_config()
         self.max_positions: int | None = getattr(self.lm.config, "max_position_embeddings", None)
@@ -277,7 +286,7 @@ class HFEngine:
                 {"input_ids": [encoded[index] for index in batch]}, padding=True, return_tensors="pt"
             ).to(self.device)
             inputs = {name: tensor.repeat_interleave(rows, dim=0) for name, tensor in inputs.items()}
-            with torch.inference_mode():
+            with torch.inference_mode(), self._adapter_scope():
                 output = self.lm.generate(
                     **inputs, generation_config=self.generation_config(params), logits_processor=processors
                 )
@@ -324,11 +333,50 @@ class HFEngine:
                 return self.tokenizer.decode(kept, skip_special_tokens=True), position + 1, "stop"
         return self.tokenizer.decode(new_tokens, skip_special_tokens=True), len(new_tokens), "length"
 
-    def with_adapter(self, name: str, path: str) -> Any:
-        """Several adapters on one loaded base model are not supported by this engine yet."""
-        raise ConfigError(
-            "the hf engine evaluates one adapter per run so far: run once per --adapter PATH"
-        )
+    def with_adapter(self, name: str, path: str) -> HFEngine:
+        """This engine answering with LoRA adapter `path` under `name`, sharing the loaded base weights.
+
+        The adapter is loaded once into the shared model (`PeftModel.from_pretrained` for the first,
+        `load_adapter` after); the returned view switches to it (`set_adapter`) before each generation,
+        and the engine without an adapter generates with every adapter switched off
+        (`disable_adapter`), so each answers as if it were loaded alone. The view's `adapter` is `path`.
+
+        Raises:
+            ConfigError: `name` is already loaded from another path, or an adapter was merged into the
+                weights (``merge_adapter=true``).
+        """
+        if self.options.merge_adapter and self.adapter is not None:
+            raise ConfigError(
+                "merge_adapter=true merged the adapter into the base weights: leave it off to evaluate "
+                "several adapters on one base model"
+            )
+        loaded = self._adapters.get(name)
+        if loaded is not None and loaded != path:
+            raise ConfigError(
+                f"adapter name {name!r} is already loaded from {loaded}: give {path} another name"
+            )
+        if loaded is None:
+            peft = require("peft", engine="hf")
+            if isinstance(self.lm, peft.PeftModel):
+                self.lm.load_adapter(path, adapter_name=name)
+            else:
+                # Wrapping injects the LoRA layers into the base model's modules in place; this engine
+                # itself then answers through `disable_adapter` (see `_adapter_scope`).
+                self.lm = peft.PeftModel.from_pretrained(self.lm, path, adapter_name=name)
+            self.lm.to(self.device).eval()
+            self._adapters[name] = path
+        view = copy.copy(self)
+        view.adapter, view._adapter_name = path, name
+        return view
+
+    def _adapter_scope(self) -> contextlib.AbstractContextManager:
+        """Around a generation: this engine's adapter switched on, or every loaded adapter switched off."""
+        if self._adapter_name is not None:
+            self.lm.set_adapter(self._adapter_name)
+            return contextlib.nullcontext()
+        if self._adapters:
+            return self.lm.disable_adapter()
+        return contextlib.nullcontext()
 
     def info(self) -> dict[str, Any]:
         """Model, adapter, device, dtype, batch size, library versions and the dropped generation defaults."""
@@ -345,4 +393,6 @@ class HFEngine:
         }
         if self.adapter is not None:
             info["peft_version"] = require("peft", engine="hf").__version__
+        if self._adapter_name not in (None, "default"):
+            info["adapter_name"] = self._adapter_name
         return info

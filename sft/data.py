@@ -1,0 +1,473 @@
+"""Fine-tuning examples from the benchmark's train split, rendered and answered exactly as the runner asks.
+
+One example is one request the runner would send for a train group, paired with its true answer:
+
+- **pointwise**: one per user (``UserSlot``), answered with the user's true rating;
+- **pairwise**: one per ordered pair (``PairSlot``, both orders, as the runner's all-pairs asks them),
+  answered with the user of higher relative rating; each pair gives one ``[User A]`` and one ``[User B]``
+  answer, so the two labels are exactly balanced;
+- **listwise**: one per group and level (``ListSlot``), answered with the true best-first order;
+- **mixed**: the union of the three, shuffled (seeded).
+
+Nothing about the text is re-implemented here: the slots are the runner's rankers' own requests
+(`perrec_eval.rankers.make_ranker`), the prompts come from `perrec_eval.run.render_slot`, the truth from
+`perrec_eval.rankers.demonstration` (what few-shot demonstrations show) and the answer text from
+`perrec_eval.prompts.format_answer`, so `perrec_eval.parsing.parse` reads every answer back to its truth.
+An example whose prompt is identical to an earlier one (the same user, or the same ordered pair, seen in
+several levels) is kept once.
+
+**No test label.** Only the train split is read for examples. The test split's labels, every test
+(user, query item) pair, are loaded too, and a train group that would show one of them (as its query or in a
+user's history) is left out and counted: whatever split rule the benchmark was built with, no test rating
+reaches the examples.
+
+Examples are written as a `datasets` folder: ``train-<sha12>.parquet`` (named by a hash of its content,
+PITFALLS 1) with the conversational prompt-completion columns TRL's `SFTTrainer` reads (``prompt``:
+system + user messages, ``completion``: the assistant answer) and provenance columns, a card (``README.md``
+with its ``configs:``) and ``sft_data.json`` (the facts the card states, read by `perrecbench sft train`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from perrec_eval import context, fileio, prompts
+from perrec_eval.context import GroupContext
+from perrec_eval.errors import DataError
+from perrec_eval.rankers import Slot, demonstration, make_ranker
+from perrec_eval.records import Group, UserKey
+from perrec_eval.run import render_slot
+from perrec_eval.types import METHODS, Message, Method
+from sft.config import DataConfig
+
+logger = logging.getLogger(__name__)
+
+INFO_FILE = "sft_data.json"
+TestLabel = tuple[str, str]  # (user_id, parent_asin) of a test review
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One training conversation: the runner's request for a train group and its true answer.
+
+    `answer` is the truth (rating | "A"/"B" | best-first 1-based indices); the assistant message of
+    `completion` writes it in the format the prompt asks for.
+    """
+
+    format: Method
+    group_id: str
+    domain: str
+    level: str
+    user_ids: tuple[str, ...]
+    prompt: tuple[Message, ...]
+    completion: tuple[Message, ...]
+    answer: float | str | list[int]
+
+    def to_row(self) -> dict[str, Any]:
+        """The parquet row: `prompt`/`completion` for TRL, provenance, and the truth as JSON."""
+        return {
+            "prompt": [dict(message) for message in self.prompt],
+            "completion": [dict(message) for message in self.completion],
+            "format": self.format,
+            "group_id": self.group_id,
+            "domain": self.domain,
+            "level": self.level,
+            "user_ids": list(self.user_ids),
+            "answer": json.dumps(self.answer),
+        }
+
+
+def truth(method: Method, group: Group, slot: Slot) -> float | str | list[int]:
+    """The true answer to the runner's request `slot` of `group` (the few-shot demonstrations' rule).
+
+    >>> from perrec_eval.records import User
+    >>> users = tuple(User(f"u{i}", r, 0, 3.0, 3.0, r - 3.0, ()) for i, r in enumerate([2.0, 5.0, 4.0]))
+    >>> group = Group("g", "Books", "medium", None, 0, users)
+    >>> from perrec_eval.rankers import ListSlot, PairSlot, UserSlot
+    >>> truth("pointwise", group, UserSlot(1)), truth("pairwise", group, PairSlot(2, 0))
+    (5.0, 'A')
+    >>> truth("listwise", group, ListSlot(3))
+    [2, 3, 1]
+    """
+    shown = [group.users[i] for i in slot.users]
+    _, answer = demonstration(method, [u.relative_rating for u in shown], [u.rating for u in shown])
+    return answer
+
+
+def group_examples(method: Method, ctx: GroupContext, variant: str) -> list[Example]:
+    """Every request the runner sends for `ctx` with `method` (all pairs for pairwise), with its truth."""
+    group = ctx.group
+    examples = []
+    for slot in make_ranker(method, group.avg_ratings).pending():
+        answer = truth(method, group, slot)
+        text = prompts.format_answer(method, answer, n_users=len(slot.users))
+        examples.append(
+            Example(
+                format=method,
+                group_id=group.group_id,
+                domain=group.domain,
+                level=ctx.level,
+                user_ids=tuple(group.users[i].user_id for i in slot.users),
+                prompt=tuple(render_slot(method, ctx, slot, variant)),
+                completion=({"role": "assistant", "content": text},),
+                answer=answer,
+            )
+        )
+    return examples
+
+
+def build_examples(
+    methods: Sequence[Method], contexts: Iterable[GroupContext], variant: str, *, seed: int = 0
+) -> list[Example]:
+    """Examples of `methods` for every group context, identical prompts kept once.
+
+    With one method the examples keep the groups' order; with several they are shuffled (seeded).
+    """
+    contexts = list(contexts)
+    seen: set[str] = set()
+    examples = []
+    for method in methods:
+        for ctx in contexts:
+            for example in group_examples(method, ctx, variant):
+                key = json.dumps(example.prompt, sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    examples.append(example)
+    if len(methods) > 1:
+        random.Random(seed).shuffle(examples)
+    return examples
+
+
+def labels_of(groups: Iterable[Group]) -> set[TestLabel]:
+    """Every (user_id, query parent_asin) of the test groups: the reviews whose ratings are test labels."""
+    return {(user.user_id, group.query.parent_asin) for group in groups for user in group.users}
+
+
+def shows_test_label(group: Group, labels: set[TestLabel]) -> bool:
+    """Whether a train group shows a test review: as one of its users' query review or in a history.
+
+    >>> from perrec_eval.records import HistoryItem, Query, User
+    >>> item = HistoryItem("q1", "Dune", None, 5.0, 1)
+    >>> user = User("u", 4.0, 2, 3.0, 3.0, 1.0, (item,))
+    >>> group = Group("g", "Books", "easy", Query("q2", "Emma"), 0, (user,))
+    >>> shows_test_label(group, {("u", "q1")}), shows_test_label(group, {("v", "q1")})
+    (True, False)
+    """
+    for user in group.users:
+        if (user.user_id, group.query.parent_asin) in labels:
+            return True
+        if any((user.user_id, item.parent_asin) in labels for item in user.history):
+            return True
+    return False
+
+
+def methods_of(fmt: str) -> tuple[Method, ...]:
+    """The ranking methods a data format holds.
+
+    >>> methods_of("mixed"), methods_of("pairwise")
+    (('pointwise', 'pairwise', 'listwise'), ('pairwise',))
+    """
+    return METHODS if fmt == "mixed" else (fmt,)  # type: ignore[return-value]
+
+
+def _check_profiles(users: set[UserKey], profiles: Mapping[UserKey, str], config: DataConfig) -> None:
+    missing = sorted(key for key in users if key not in profiles)
+    if missing:
+        raise DataError(
+            f"{config.profiles} has no profile for {len(missing)} train (group, user) pairs, "
+            f"e.g. {missing[0]}: "
+            f"write them with `perrecbench profiles --data {config.data} --splits train "
+            f"--levels {','.join(config.levels)} --out {config.profiles} ...`, or pass --no-profile"
+        )
+
+
+def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[str, Any]]:
+    """The train groups of every level as prompts see them, without groups that show a test label.
+
+    Returns:
+        (contexts in level then dataset order, facts for the card: groups per level, groups left out)
+    """
+    test = context.load_groups(config.data, "full", "test")
+    labels = labels_of(test)
+    test_ids = {group.group_id for group in test}
+    train: dict[str, list[Group]] = {}
+    dropped: dict[str, int] = {}
+    for level in config.levels:
+        groups = context.load_groups(config.data, level, "train")
+        kept = [g for g in groups if g.group_id not in test_ids and not shows_test_label(g, labels)]
+        dropped[level] = len(groups) - len(kept)
+        if config.max_groups is not None:
+            kept = context.sample_groups(kept, config.max_groups, config.seed)
+        train[level] = kept
+    if any(dropped.values()):
+        logger.warning("left out train groups that show a test review (label): %s", dropped)
+    if not any(train.values()):
+        raise DataError(f"{config.data} has no usable train groups in levels {','.join(config.levels)}")
+    all_groups = [group for groups in train.values() for group in groups]
+    retrieved = context.retrieve(all_groups, config.k, progress=config.progress)
+    profiles = None
+    if config.profiles:
+        from perrec_eval.profiles import load_profiles
+
+        profiles = load_profiles(config.profiles)
+        _check_profiles({(g.group_id, u.user_id) for g in all_groups for u in g.users}, profiles, config)
+    contexts = [
+        ctx for level, groups in train.items() for ctx in context.contexts(groups, level, retrieved, profiles)
+    ]
+    facts = {
+        "train_groups": {level: len(groups) for level, groups in train.items()},
+        "test_label_groups_left_out": dropped,
+        "test_labels_checked": len(labels),
+    }
+    return contexts, facts
+
+
+def _summary(values: Sequence[int]) -> dict[str, float | int]:
+    """min / mean / median / p95 / max of lengths.
+
+    >>> _summary([1, 2, 3, 10])
+    {'min': 1, 'mean': 4.0, 'median': 2.5, 'p95': 10, 'max': 10}
+    """
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {
+        "min": ordered[0],
+        "mean": round(statistics.fmean(ordered), 1),
+        "median": statistics.median(ordered),
+        "p95": p95,
+        "max": ordered[-1],
+    }
+
+
+def example_lengths(examples: Sequence[Example], tokenizer: Any | None = None) -> list[int]:
+    """Length of each conversation: tokens of its chat-templated text with `tokenizer`, else characters."""
+    if tokenizer is None:
+        return [sum(len(m["content"]) for m in (*ex.prompt, *ex.completion)) for ex in examples]
+    return [len(token_ids(tokenizer, [*ex.prompt, *ex.completion])) for ex in examples]
+
+
+def token_ids(tokenizer: Any, messages: Sequence[Message]) -> list[int]:
+    """Token ids of a whole conversation through the tokenizer's chat template (what training sees)."""
+    text = tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=False)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def answer_counts(examples: Sequence[Example]) -> dict[str, dict[str, int]]:
+    """Per format, how often each answer occurs (pairwise: A/B; pointwise: ratings; listwise: group sizes)."""
+    counts: dict[str, Counter] = {}
+    for ex in examples:
+        if ex.format == "listwise":
+            key = f"{len(ex.user_ids)} users"
+        elif ex.format == "pointwise":
+            key = f"{float(ex.answer):g}"  # type: ignore[arg-type]
+        else:
+            key = str(ex.answer)
+        counts.setdefault(ex.format, Counter())[key] += 1
+    return {fmt: dict(sorted(counter.items())) for fmt, counter in counts.items()}
+
+
+def describe(
+    examples: Sequence[Example], config: DataConfig, facts: Mapping[str, Any], lengths: Sequence[int]
+) -> dict[str, Any]:
+    """The facts of an examples folder (``sft_data.json``): what it holds, where from, how long."""
+    per_format: dict[str, list[int]] = {}
+    for ex, length in zip(examples, lengths, strict=True):
+        per_format.setdefault(ex.format, []).append(length)
+    return {
+        "format": config.format,
+        "examples": len(examples),
+        "examples_per_format": {fmt: len(values) for fmt, values in per_format.items()},
+        "groups": len({ex.group_id for ex in examples}),
+        "answers": answer_counts(examples),
+        "length_unit": "tokens" if config.tokenizer else "characters",
+        "tokenizer": config.tokenizer,
+        "lengths": {fmt: _summary(values) for fmt, values in per_format.items()},
+        "total_length": sum(lengths),
+        "variant": config.variant,
+        "k": config.k,
+        "levels": list(config.levels),
+        "max_groups": config.max_groups,
+        "seed": config.seed,
+        "source": {
+            "data": config.data,
+            "split": "train",
+            "dataset_fingerprint": context.dataset_fingerprint(config.data),
+            "source_kind": source_kind(config.data),
+            "profiles": config.profiles,
+        },
+        **facts,
+        "templates": prompts.template_info(),
+    }
+
+
+def source_kind(data: str) -> str | None:
+    """``amazon``, ``synthetic`` or ``mixed`` from the build's ``manifest.json`` (None when there is none)."""
+    manifest = Path(data) / "manifest.json"
+    return fileio.read_json(manifest).get("source_kind") if manifest.is_file() else None
+
+
+def content_name(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``train-<sha12>.parquet``: the data file named by a hash of its rows (PITFALLS 1).
+
+    >>> content_name([{"a": 1}]) == content_name([{"a": 1}]) != content_name([{"a": 2}])
+    True
+    """
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\n")
+    return f"train-{digest.hexdigest()[:12]}.parquet"
+
+
+def _features() -> Any:
+    import datasets
+
+    message = [{"role": datasets.Value("string"), "content": datasets.Value("string")}]
+    return datasets.Features(
+        {
+            "prompt": message,
+            "completion": message,
+            "format": datasets.Value("string"),
+            "group_id": datasets.Value("string"),
+            "domain": datasets.Value("string"),
+            "level": datasets.Value("string"),
+            "user_ids": [datasets.Value("string")],
+            "answer": datasets.Value("string"),
+        }
+    )
+
+
+def write_folder(out: str | Path, examples: Sequence[Example], info: Mapping[str, Any]) -> Path:
+    """Write the parquet file, ``sft_data.json`` and the card into `out`; return the parquet path.
+
+    Data files of an earlier build in `out` (other ``train-*.parquet``) are removed.
+    """
+    import datasets
+
+    if not examples:
+        raise DataError("no examples to write: the chosen train groups gave none")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [example.to_row() for example in examples]
+    name = content_name(rows)
+    path = out / name
+    if not path.is_file():
+        tmp = out / f".{name}.tmp"
+        datasets.Dataset.from_list(rows, features=_features()).to_parquet(str(tmp))
+        tmp.replace(path)
+    for old in out.glob("train-*.parquet"):
+        if old.name != name:
+            old.unlink()
+    info = {**info, "file": name}
+    fileio.write_json(out / INFO_FILE, info)
+    fileio.write_text(out / "README.md", card(info))
+    return path
+
+
+def _size_category(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
+        if n < limit:
+            return label
+    return "100K<n<1M"
+
+
+_SOURCE_NOTES = {
+    "synthetic": "**Synthetic data** (`perrecbench synth`): no Amazon review; for testing the pipeline.\n\n",
+    "mixed": "**Partly synthetic data** (see the benchmark's `manifest.json`).\n\n",
+}
+
+
+def card(info: Mapping[str, Any]) -> str:
+    """The dataset card of an examples folder: YAML header with ``configs:``, then what it holds."""
+    header = {
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": info["file"]}]}],
+        "task_categories": ["text-generation"],
+        "tags": ["perrecbench", "personalization", "recommendation", "sft", "trl"],
+        "size_categories": [_size_category(info["examples"])],
+    }
+    unit = info["length_unit"]
+    rows = ["| format | examples | min | mean | median | p95 | max |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for fmt, stats in info["lengths"].items():
+        rows.append(
+            f"| {fmt} | {info['examples_per_format'][fmt]:,} | {stats['min']:,} | {stats['mean']:,} | "
+            f"{stats['median']:,} | {stats['p95']:,} | {stats['max']:,} |"
+        )
+    answers = "\n".join(
+        f"- {fmt}: " + ", ".join(f"{answer} × {n}" for answer, n in counts.items())
+        for fmt, counts in info["answers"].items()
+    )
+    left_out = sum(info["test_label_groups_left_out"].values())
+    levels = ", ".join(f"{level} {n}" for level, n in info["train_groups"].items())
+    note = _SOURCE_NOTES.get(info["source"]["source_kind"], "")
+    profile_text = (
+        "without user profiles (prompt variant `no_profile`: evaluate with `--no-profile`)"
+        if info["variant"] == "no_profile"
+        else f"with user profiles from `{info['source']['profiles']}` (prompt variant `default`)"
+    )
+    return f"""---
+{yaml.safe_dump(header, sort_keys=False).rstrip()}
+---
+
+# PerRecBench fine-tuning examples ({info["format"]})
+
+Conversational prompt-completion examples for TRL's `SFTTrainer`, written by `perrecbench sft data` from the
+**train** split of `{info["source"]["data"]}` (PerRecBench: rank users by how much each one likes an item).
+Each `prompt` is the exact request `perrecbench evaluate` sends for a train group (same templates, BM25 top
+{info["k"]} history items, {profile_text}); each `completion` is the true answer in the format the prompt
+asks for, which the runner's parser reads back to the truth.
+
+| format | one example per | answer |
+|---|---|---|
+| pointwise | user | the user's true rating, `{{"predicted_rating": 4.0}}` |
+| pairwise | ordered pair (both orders) | the user of higher relative rating, `[User A]` / `[User B]` |
+| listwise | group and level | the true best-first order, `{{"predicted_ranking": [2, 1, 3]}}` |
+
+Train groups used per level: {levels} (levels: {", ".join(info["levels"])}). {info["groups"]:,} distinct
+groups give {info["examples"]:,} examples; an identical prompt seen in several levels is kept once.
+
+Lengths of whole conversations in {unit}{f" (tokenizer `{info['tokenizer']}`)" if info["tokenizer"] else ""}:
+
+{chr(10).join(rows)}
+
+Answers:
+{answers}
+
+{note}No test label: {info["test_labels_checked"]:,} test (user, item) reviews were checked; {left_out}
+train groups that would show one (as a query or in a history) were left out.
+
+```python
+from datasets import load_dataset
+train = load_dataset("PATH_TO_THIS_FOLDER", split="train")
+```
+
+Train a LoRA adapter on it: `perrecbench sft train --model MODEL --data PATH_TO_THIS_FOLDER --out ADAPTER`.
+"""
+
+
+def build(config: DataConfig) -> tuple[Path, dict[str, Any]]:
+    """`perrecbench sft data`: build the examples of `config` and write the folder.
+
+    Returns:
+        (the parquet file, the facts written to ``sft_data.json``)
+    """
+    contexts, facts = load_train_contexts(config)
+    examples = build_examples(methods_of(config.format), contexts, config.variant, seed=config.seed)
+    tokenizer = None
+    if config.tokenizer:
+        from sft.deps import require
+
+        tokenizer = require("transformers").AutoTokenizer.from_pretrained(config.tokenizer)
+    lengths = example_lengths(examples, tokenizer)
+    info = describe(examples, config, facts, lengths)
+    return write_folder(config.out, examples, info), info

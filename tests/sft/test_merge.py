@@ -1,0 +1,104 @@
+"""`perrecbench sft merge`: cat is the exact weighted mean of the updates; factor-mean the paper's script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from perrec_eval.errors import ConfigError
+from sft.config import MergeConfig
+from sft.merge import merge
+
+pytestmark = pytest.mark.slow
+
+WEIGHTS = (1.0, 2.0, 3.0)  # normalized to 1/6, 2/6, 3/6
+
+
+def factors(folder: Path) -> dict[str, tuple[torch.Tensor, torch.Tensor, float]]:
+    """Per adapted module: (A, B, scaling) of a saved LoRA adapter."""
+    config = json.loads((folder / "adapter_config.json").read_text())
+    state = load_file(str(folder / "adapter_model.safetensors"))
+    scale = config["lora_alpha"] / config["r"]
+    modules = sorted(key.removesuffix(".lora_A.weight") for key in state if key.endswith(".lora_A.weight"))
+    return {m: (state[f"{m}.lora_A.weight"], state[f"{m}.lora_B.weight"], scale) for m in modules}
+
+
+def updates(folder: Path) -> dict[str, torch.Tensor]:
+    """ΔW = B·A·(alpha/r) per module."""
+    return {m: b @ a * scale for m, (a, b, scale) in factors(folder).items()}
+
+
+def weighted(parts: list[dict[str, torch.Tensor]], weights: list[float]) -> dict[str, torch.Tensor]:
+    return {m: sum(w * part[m] for w, part in zip(weights, parts, strict=True)) for m in parts[0]}
+
+
+def run(adapters, out: Path, **kwargs) -> dict:
+    return merge(MergeConfig(adapters=tuple(map(str, adapters)), out=str(out), **kwargs))
+
+
+def test_merge_cat_is_the_weighted_mean_of_the_updates(random_adapters, tmp_path):
+    # Different ranks and alphas are fine for cat: adapter a3 has r 2, alpha 6.
+    sources = [random_adapters[0], random_adapters[1], random_adapters[3]]
+    info = run(sources, tmp_path / "cat", weights=WEIGHTS)
+    assert info["weights"] == pytest.approx([1 / 6, 2 / 6, 3 / 6]) and info["rank"] == 4 + 4 + 2
+    expected = weighted([updates(a) for a in sources], info["weights"])
+    merged = updates(tmp_path / "cat")
+    assert merged.keys() == expected.keys()
+    assert max((merged[m] - expected[m]).abs().max().item() for m in merged) < 1e-6
+
+
+def test_merge_factor_mean_averages_a_and_b_separately(random_adapters, tmp_path):
+    sources = random_adapters[:3]
+    info = run(sources, tmp_path / "fm", method="factor-mean", weights=WEIGHTS)
+    merged = factors(tmp_path / "fm")
+    parts = [factors(a) for a in sources]
+    for module, (a, b, scale) in merged.items():
+        assert torch.allclose(
+            a, sum(w * p[module][0] for w, p in zip(info["weights"], parts, strict=True)), atol=1e-7
+        )
+        assert torch.allclose(
+            b, sum(w * p[module][1] for w, p in zip(info["weights"], parts, strict=True)), atol=1e-7
+        )
+        assert scale == parts[0][module][2]
+    mean_update = weighted([updates(a) for a in sources], info["weights"])
+    assert max((updates(tmp_path / "fm")[m] - mean_update[m]).abs().max().item() for m in merged) > 1e-2
+    with pytest.raises(ConfigError, match="--method cat"):
+        run([random_adapters[0], random_adapters[3]], tmp_path / "bad", method="factor-mean")
+
+
+def test_merge_into_base_adds_the_merged_update_to_the_weights(random_adapters, tiny_model_dir, tmp_path):
+    sources = random_adapters[:2]
+    info = run(sources, tmp_path / "full", merge_into_base=True)
+    assert info["kind"] == "merged-model"
+    base = load_file(str(tiny_model_dir / "model.safetensors"))
+    full = load_file(str(tmp_path / "full" / "model.safetensors"))
+    delta = {
+        m.removeprefix("base_model.model.") + ".weight": d
+        for m, d in weighted([updates(a) for a in sources], info["weights"]).items()
+    }
+    assert full.keys() == base.keys() and delta.keys() < full.keys()
+    for name, weight in full.items():
+        expected = base[name] + delta[name] if name in delta else base[name]
+        assert (weight - expected).abs().max().item() < 1e-6, name
+    assert (tmp_path / "full" / "tokenizer.json").is_file()
+
+
+@pytest.mark.parametrize("method", ["linear", "ties", "svd"])
+def test_merge_peft_methods_write_an_adapter_named_in_its_card(random_adapters, tmp_path, method):
+    info = run(random_adapters[:3], tmp_path / method, method=method)
+    assert (tmp_path / method / "adapter_model.safetensors").is_file() and info["method"] == method
+    card = (tmp_path / method / "README.md").read_text()
+    assert f"with `{method}`" in card and "| `a0` |" in card
+    if method == "linear":  # PITFALLS 8: not the mean of the updates
+        mean_update = weighted([updates(a) for a in random_adapters[:3]], info["weights"])
+        merged = updates(tmp_path / method)
+        assert max((merged[m] - mean_update[m]).abs().max().item() for m in merged) > 1e-2
+
+
+def test_merge_refuses_to_overwrite_a_source(random_adapters):
+    with pytest.raises(ConfigError, match="new folder"):
+        run(random_adapters[:2], random_adapters[0])

@@ -1,0 +1,71 @@
+"""`perrecbench sft ...` from the command line: help with defaults, one-line errors, the data command."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from perrec_eval.cli import main
+from perrec_eval.engines import MissingExtraError
+from sft.deps import require
+
+
+def help_text(capsys, *argv: str) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--help"])
+    assert exit_info.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_sft_help_lists_the_subcommands_and_the_loop(capsys):
+    out = help_text(capsys, "sft")
+    for command in ("data", "train", "merge", "push", "perrecbench sft merge adapters/pointwise"):
+        assert command in out
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        (
+            "data",
+            ["--format {pointwise,pairwise,listwise,mixed}", "(default: easy,medium,hard)", "(default: 4)"],
+        ),
+        (
+            "train",
+            ["LoRA rank (default: 16)", "(default: 0.05)", "(default: 32)", "(default: 1e-05)", "cosine"],
+        ),
+        ("merge", ["{cat,linear,factor-mean,ties,svd}", "(default: cat)", "(default: equal)"]),
+        ("push", ["ORG/NAME", "--dry-run", "--run RUN"]),
+    ],
+)
+def test_sft_subcommand_help_shows_defaults(capsys, command, shown):
+    out = " ".join(help_text(capsys, "sft", command).split())
+    for text in shown:
+        assert text in out
+
+
+def test_sft_data_without_a_profile_choice_is_one_line(capsys, sft_bench, tmp_path):
+    code = main(
+        ["sft", "data", "--data", str(sft_bench), "--format", "pairwise", "--out", str(tmp_path / "d")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--no-profile" in err
+
+
+def test_sft_data_command_writes_the_folder(capsys, sft_bench, tmp_path):
+    out = tmp_path / "listwise"
+    argv = ["--no-progress", "sft", "data", "--data", str(sft_bench), "--format", "listwise", "--no-profile"]
+    assert main([*argv, "--out", str(out)]) == 0
+    info = json.loads((out / "sft_data.json").read_text())
+    assert f"{info['examples']} examples (listwise {info['examples']})" in capsys.readouterr().out
+
+
+def test_sft_missing_train_extra_is_one_line_naming_the_pip_command(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "trl", None)  # import trl now fails as if it were not installed
+    with pytest.raises(MissingExtraError, match=r'pip install "perrecbench\[train\]"'):
+        require("trl")
+    code = main(["sft", "train", "--model", "m", "--data", str(tmp_path), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and 'pip install -e ".[train]"' in err
