@@ -88,7 +88,8 @@ def differing_settings(runs: Sequence[Run]) -> list[str]:
 def labels(runs: Sequence[Run]) -> list[str]:
     """One distinct row label per run: model (+ adapter) and every setting that differs in the table.
 
-    Runs that still share a label (the same command twice) get their folder name appended.
+    Runs that still share a label (the same command twice) get their folder name appended (their path
+    where the folder names agree too).
     """
     names = differing_settings(runs)
     out = []
@@ -97,11 +98,15 @@ def labels(runs: Sequence[Run]) -> list[str]:
             f"{name}={_show(run.settings[name])}" for name in names if run.settings.get(name) is not None
         ]
         out.append(run.model + (f" ({', '.join(shown)})" if shown else ""))
-    counts = {label: out.count(label) for label in out}
-    return [
-        f"{label} [{run.path.name}]" if counts[label] > 1 else label
-        for label, run in zip(out, runs, strict=True)
-    ]
+    labelled = out
+    for where in (lambda run: run.path.name, lambda run: str(run.path)):
+        labelled = [
+            f"{label} [{where(run)}]" if out.count(label) > 1 else label
+            for label, run in zip(out, runs, strict=True)
+        ]
+        if len(set(labelled)) == len(labelled):
+            break
+    return labelled
 
 
 def _show(value: Any) -> str:

@@ -87,3 +87,10 @@ def test_compare_labels_tell_prompt_variants_apart(runs):
 def test_compare_identical_settings_get_their_folder_names(runs):
     labels = compare.labels(load_runs([runs["truth"], runs["reverse"]]))
     assert labels == ["fake [truth]", "fake [reverse]"]
+
+
+def test_compare_identical_runs_in_same_named_folders_get_their_paths(runs, tmp_path):
+    copy = tmp_path / "again" / "truth"
+    shutil.copytree(runs["truth"], copy)
+    labels = compare.labels(load_runs([runs["truth"], copy]))
+    assert labels == [f"fake [{runs['truth']}]", f"fake [{copy}]"]
