@@ -65,7 +65,7 @@ def evaluate(config: EvalConfig) -> int:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:
         print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
-    print(f"next: perrecbench report {config.out} --out report.md   (compare with other runs)")
+    print(f"next: perrecbench report {config.out} --out report   (leaderboard, plots, index.html)")
     failed = [scores for _, scores in systems if not scores.get("complete", True)]
     if failed:
         print(

@@ -106,13 +106,15 @@ def test_cli_fake_engine_run_then_rescore_and_report(built, capsys):
                 "report",
                 str(out),
                 str(built / "runs" / "baselines" / "history-affinity"),
+                "--allow-mixed",  # 4 sampled groups against all 12: two tables
+                "--no-plots",
                 "--out",
-                str(built / "table.md"),
+                str(built / "report"),
             ]
         )
         == 0
     )
-    table = (built / "table.md").read_text()
+    table = (built / "report" / "leaderboard.md").read_text()
     assert "| constant |" in table and "| history-affinity |" in table
 
 
@@ -351,8 +353,8 @@ def test_cli_score_write_updates_the_run_json_metric(built, capsys):
 def test_cli_report_and_score_understand_a_folder_of_baseline_runs(built, tmp_path, capsys):
     baselines = built / "runs" / "baselines"
     assert not any(baselines.glob("*/samples.jsonl"))  # baselines send no requests
-    assert main(["report", str(baselines), "--out", str(tmp_path / "table.md")]) == 0
-    table = (tmp_path / "table.md").read_text()
+    assert main(["report", str(baselines), "--no-plots", "--out", str(tmp_path / "report")]) == 0
+    table = (tmp_path / "report" / "leaderboard.md").read_text()
     assert all(
         f"| {name} |" in table for name in ("random", "rating-bias", "item-quality", "history-affinity")
     )
