@@ -239,11 +239,16 @@ class SampleRecord:
     prompt_tokens: int | None
     completion_tokens: int | None
     error: str | None = None
+    finish_reasons: list[str | None] | None = None  # per sample, when the engine reports them ("length": cut)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SampleRecord:
-        # `error` came later: runs written before it have none.
-        return cls(**{name: data[name] for name in cls.__slots__ if name != "error"}, error=data.get("error"))
+        # `error` and `finish_reasons` came later: runs written before them have none.
+        later = ("error", "finish_reasons")
+        return cls(
+            **{name: data[name] for name in cls.__slots__ if name not in later},
+            **{name: data.get(name) for name in later},
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}

@@ -177,6 +177,7 @@ def _sample(
         prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens,
         error=completion.error,
+        finish_reasons=completion.extra.get("finish_reasons"),
     )
 
 

@@ -193,3 +193,13 @@ def test_missing_local_data_folder_fails_at_once(tmp_path):
 
     with pytest.raises(DataError, match="perrecbench build"):
         load_groups(tmp_path / "typo", "easy")
+
+
+def test_samples_record_the_engines_finish_reasons(bench, tmp_path):
+    def cut(request, params, i):
+        return Completion(texts=('{"predicted_rating": 4',), extra={"finish_reasons": ["length"]})
+
+    evaluate(_config(bench, tmp_path, methods=("pointwise",), levels=("easy",)), FakeEngine(cut))
+    samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert samples and all(s["finish_reasons"] == ["length"] for s in samples)
+    assert all(s["error"] is None and s["reason"] for s in samples)  # an answer cut short, not an engine error
