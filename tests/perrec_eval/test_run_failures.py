@@ -202,4 +202,4 @@ def test_samples_record_the_engines_finish_reasons(bench, tmp_path):
     evaluate(_config(bench, tmp_path, methods=("pointwise",), levels=("easy",)), FakeEngine(cut))
     samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert samples and all(s["finish_reasons"] == ["length"] for s in samples)
-    assert all(s["error"] is None and s["reason"] for s in samples)  # an answer cut short, not an engine error
+    assert all(s["error"] is None for s in samples)  # an answer cut short is an answer, not an engine error
