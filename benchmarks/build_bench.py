@@ -1,12 +1,20 @@
-"""Benchmark `perrecbench build` on synthetic raw data of growing size: wall time, peak RSS, reviews/s.
+"""Benchmark `perrecbench build` on synthetic data: stage breakdown next to a naive pandas pass; scaling.
 
-Usage: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/build_bench.py [--totals 1000000,4000000,8000000]``
+Usage:
+  ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/build_bench.py [--total 1500000] [--repeat 2]
+  [--baseline GIT_REF]``: a fresh build's seconds per stage, peak RSS and the input side's reviews/s, next
+  to a naive in-memory pandas pass that only *finds* the groups (:func:`naive_pass`), run side by side and
+  repeated in rotating order. ``--baseline`` also builds with the code of an older commit (``git archive``
+  into the work folder; the same interpreter and packages), for before/after tables taken in one run.
 
-For each total size the four domains get ``total / 4`` reviews each (``perrecbench synth``, not timed); then
-``perrecbench build`` runs in a subprocess from scratch (no stage files) and the peak resident memory of its
-whole process tree is sampled every 50 ms. Data lives in ``benchmarks/_work/build_bench/`` and is deleted
-afterwards (``--keep`` keeps it; existing raw data of the same size is reused).
-Results are printed as a Markdown table (paste into ``benchmarks/RESULTS.md``).
+  ``... benchmarks/build_bench.py --totals 1000000,4000000,8000000``: wall time, peak RSS and reviews/s of
+  fresh and resumed builds of growing size.
+
+Each total size gives the four domains ``total / 4`` reviews each (``perrecbench synth``, not timed).
+Every build runs in a subprocess from scratch (no stage files); the peak resident memory of its whole process
+tree is sampled every 50 ms. Data lives in ``benchmarks/_work/build_bench/`` and is deleted afterwards
+(``--keep`` keeps it; existing raw data of the same size is reused). Results are printed as Markdown tables
+(paste into ``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -25,10 +34,19 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parent
+REPO = ROOT.parent
 # Its own folder under benchmarks/_work (other benchmarks share _work: only this folder is deleted).
 WORK = ROOT / "_work" / "build_bench"
 PAPER_REVIEWS = 207_000_000  # Books + Clothing + Home + Electronics (PROTOCOL §1)
 PAPER_BYTES = (102 + 50) * 10**9  # review + metadata JSONL
+DOMAINS = ("Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics")
+# The build's stages (its INFO log), grouped as in RESULTS.md: the input side reads and filters the raw
+# files; the output side assembles, writes and measures what was selected.
+INPUT_STAGES = ("read reviews", "deduplicate", "user history", "read metadata", "candidates")
+OUTPUT_STAGES = ("histories", "write configs", "statistics")
+# Logged only by newer builds (older ones count them in "other": wall time outside the logged stages).
+EXTRA_STAGES = ("split", "card")
+GAP_TOLERANCE = 1e-9  # dataset_builder.config.GAP_TOLERANCE: gaps are compared with the builder's slack
 
 
 def _tree_rss(process: psutil.Process) -> int:
@@ -41,10 +59,14 @@ def _tree_rss(process: psutil.Process) -> int:
     return total
 
 
-def run_measured(command: list[str]) -> tuple[float, int, str, str]:
+def run_measured(
+    command: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[float, int, str, str]:
     """Run ``command``; return wall seconds, peak RSS of its process tree, its stdout and its stderr."""
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env
+    )
     handle = psutil.Process(proc.pid)
     peak = 0
     done = threading.Event()
@@ -76,29 +98,33 @@ def stage_seconds(log: str) -> dict[str, float]:
     """Seconds per build stage, summed over domains, from the build's INFO log lines.
 
     >>> stage_seconds("x INFO dataset_builder.build: Books: search took 1.5 s\\n"
-    ...               "x INFO dataset_builder.build: Electronics: search took 0.5 s")
-    {'search': 2.0}
+    ...               "x INFO dataset_builder.build: Electronics: search took 0.52 s")
+    {'search': 2.02}
     """
     out: dict[str, float] = {}
     for stage, seconds in _TOOK.findall(log):
-        out[stage] = round(out.get(stage, 0.0) + float(seconds), 1)
+        out[stage] = round(out.get(stage, 0.0) + float(seconds), 2)
     return out
 
 
-def bench(total: int, threads: int, memory_limit: str) -> dict:
-    per_domain = total // 4
+def synth(total: int) -> Path:
+    """Raw data of ``total`` reviews over the four domains (reused when present)."""
     raw = WORK / f"raw-{total}"
-    out = WORK / f"bench-{total}"
-    exe = Path(sys.executable).parent / "perrecbench"
     if not raw.exists():
         subprocess.run(
-            [str(exe), "synth", "--out", str(raw), "--reviews-per-domain", str(per_domain)],
+            [str(Path(sys.executable).parent / "perrecbench"), "synth", "--out", str(raw), "--no-progress"]
+            + ["--reviews-per-domain", str(total // 4)],
             check=True,
             capture_output=True,
         )
-    shutil.rmtree(out.with_name(out.name + ".stages"), ignore_errors=True)
-    command = [
-        str(exe),
+    return raw
+
+
+def build_command(raw: Path, out: Path, threads: int, memory_limit: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "perrec_eval.cli",
         "build",
         "--source",
         str(raw),
@@ -111,6 +137,173 @@ def bench(total: int, threads: int, memory_limit: str) -> dict:
         "--memory-limit",
         memory_limit,
     ]
+
+
+def code_of(ref: str) -> Path:
+    """The packages of commit ``ref`` (``git archive``: nothing in the checkout or ``.git`` changes)."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short=12", ref], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    folder = WORK / f"code-{sha}"
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "archive", sha, "dataset_builder", "perrec_eval"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+        # Older builds log stage times to 0.1 s: two decimals, so that sums over domains compare.
+        build_py = folder / "dataset_builder" / "build.py"
+        build_py.write_text(build_py.read_text().replace("took %.1f s", "took %.2f s"))
+    return folder
+
+
+def fresh_build(raw: Path, code: Path, threads: int, memory_limit: str) -> dict:
+    """One build from scratch with the packages in ``code`` (imported first: they shadow the checkout)."""
+    out = WORK / f"out-{code.name}"
+    shutil.rmtree(out.with_name(out.name + ".stages"), ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    wall, peak, _, log = run_measured(build_command(raw, out, threads, memory_limit), cwd=code, env=env)
+    stats = json.loads((out / "stats.json").read_text())
+    stages = stage_seconds(log)
+    reviews = sum(funnel["lines"] for funnel in stats["selection"].values())
+    input_s = sum(stages.get(s, 0.0) for s in INPUT_STAGES)
+    return {
+        "wall": wall,
+        "peak_rss": peak,
+        "stages": stages,
+        "input_s": input_s,
+        "output_s": sum(stages.get(s, 0.0) for s in OUTPUT_STAGES),
+        "input_reviews_per_s": reviews / input_s,
+        "groups": {d: f["items_with_group"] for d, f in stats["selection"].items()},
+    }
+
+
+def naive_pass(
+    source: Path, domains: tuple[str, ...], window_ms: int, min_history: int, min_gap: float, k: int
+) -> dict[str, int]:
+    """Find (not write) each domain's items with a group, the obvious way with pandas, in memory.
+
+    The builder's rules: earliest review per (user, item), ties by (rating, asin); average over the
+    reviews strictly before (equal timestamps excluded); more than ``min_history`` of them; query items
+    need a metadata title; a group is ``k`` candidates inside one closed window ``[t, t + Δ]`` whose
+    relative ratings pairwise differ by more than ``min_gap`` (a greedy scan over the sorted values decides
+    it, window starts tried in time order).
+
+    Returns:
+        Items with a group per domain (must equal the build's ``items_with_group``).
+    """
+    import numpy as np
+    import pandas as pd
+
+    found = {}
+    for domain in domains:
+        reviews = pd.read_json(
+            source / f"{domain}.jsonl",
+            lines=True,
+            dtype={"user_id": str, "parent_asin": str, "asin": str},
+            convert_dates=False,
+        )[["user_id", "parent_asin", "asin", "rating", "timestamp"]]
+        reviews = reviews.sort_values(["user_id", "parent_asin", "timestamp", "rating", "asin"])
+        reviews = reviews.drop_duplicates(["user_id", "parent_asin"], keep="first")
+        moments = reviews.groupby(["user_id", "timestamp"]).rating.agg(["count", "sum"]).reset_index()
+        per_user = moments.groupby("user_id", sort=False)
+        moments["n_before"] = per_user["count"].cumsum() - moments["count"]
+        moments["s_before"] = per_user["sum"].cumsum() - moments["sum"]
+        reviews = reviews.merge(moments.drop(columns=["count", "sum"]), on=["user_id", "timestamp"])
+        cand = reviews[reviews.n_before > min_history].copy()
+        cand["rel"] = cand.rating - cand.s_before / cand.n_before
+        meta = pd.read_json(source / f"meta_{domain}.jsonl", lines=True, dtype={"parent_asin": str})
+        titles = meta.groupby("parent_asin").title.min()
+        cand = cand[cand.parent_asin.isin(titles[titles.fillna("") != ""].index)]
+        found[domain] = 0
+        for _, item in cand.groupby("parent_asin", sort=False):
+            if len(item) < k:
+                continue
+            ts, rels = item.timestamp.to_numpy(), item.rel.to_numpy()
+            for start in np.unique(ts):
+                inside = np.sort(rels[(ts >= start) & (ts <= start + window_ms)])
+                taken, last = 1, inside[0]
+                for value in inside[1:]:
+                    if value - last > min_gap + GAP_TOLERANCE:
+                        taken, last = taken + 1, value
+                if taken >= k:
+                    found[domain] += 1
+                    break
+    return found
+
+
+def naive_run(raw: Path) -> dict:
+    """:func:`naive_pass` in a subprocess with the build's default parameters: wall, peak RSS, groups."""
+    command = [sys.executable, __file__, "--naive-source", str(raw)]
+    wall, peak, out, _ = run_measured(command)
+    return {"wall": wall, "peak_rss": peak, "groups": json.loads(out)}
+
+
+def compare(total: int, repeat: int, baselines: list[str], threads: int, memory_limit: str) -> None:
+    """Fresh builds (current code and each baseline) and the naive pass, ``repeat`` rounds, rotating order."""
+    raw = synth(total)
+    variants = {f"build @ {ref}": code_of(ref) for ref in baselines}
+    variants["build (this checkout)"] = REPO
+    names = [*variants, "naive pandas pass"]
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for round_ in range(repeat):
+        order = names[round_ % len(names) :] + names[: round_ % len(names)]
+        for name in order:
+            if name in variants:
+                row = fresh_build(raw, variants[name], threads, memory_limit)
+            else:
+                row = naive_run(raw)
+            runs[name].append(row)
+            print(json.dumps({"variant": name, "round": round_, **row}), flush=True)
+    expected = runs["naive pandas pass"][0]["groups"]
+    for name in variants:
+        if any(r["groups"] != expected for r in runs[name]):
+            raise RuntimeError(f"{name} found other groups than the naive pass: {runs[name][0]['groups']}")
+    groups = sum(expected.values())
+    print(f"\n{total:,} reviews, {groups:,} groups; --threads {threads} --memory-limit {memory_limit}")
+    print_stage_table(runs, variants)
+
+
+def print_stage_table(runs: dict[str, list[dict]], variants: dict[str, Path]) -> None:
+    naive = runs["naive pandas pass"]
+    stages = [*INPUT_STAGES, "search", *OUTPUT_STAGES, *EXTRA_STAGES]
+    print("\nSeconds per stage, one column per run (summed over domains; other = wall − stages: start-up,")
+    print("imports, waiting for hashes):\n")
+    columns = [(name, i, r) for name in variants for i, r in enumerate(runs[name])]
+    print("| stage | " + " | ".join(f"{name} #{i + 1}" for name, i, _ in columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for stage in stages:
+        print(
+            f"| {stage} | " + " | ".join(f"{r['stages'].get(stage, 0.0):.2f}" for _, _, r in columns) + " |"
+        )
+    rows = {
+        "input side": lambda r: f"{r['input_s']:.2f}",
+        "output side": lambda r: f"{r['output_s']:.2f}",
+        "other": lambda r: f"{r['wall'] - sum(r['stages'].values()):.2f}",
+        "**wall**": lambda r: f"**{r['wall']:.2f}**",
+        "peak RSS MB": lambda r: f"{r['peak_rss'] / 2**20:,.0f}",
+        "input reviews/s": lambda r: f"{r['input_reviews_per_s']:,.0f}",
+    }
+    for label, cell in rows.items():
+        print(f"| {label} | " + " | ".join(cell(r) for _, _, r in columns) + " |")
+    walls = [r["wall"] for r in naive]
+    print(
+        f"\nnaive pandas pass: {', '.join(f'{w:.2f}' for w in walls)} s, peak RSS "
+        f"{max(r['peak_rss'] for r in naive) / 2**20:,.0f} MB"
+    )
+    for name in variants:
+        ratios = [r["wall"] / statistics.median(walls) for r in runs[name]]
+        print(f"{name}: wall / naive median = {', '.join(f'{x:.2f}' for x in ratios)}")
+
+
+def scaling(total: int, threads: int, memory_limit: str) -> dict:
+    raw = synth(total)
+    out = WORK / f"bench-{total}"
+    shutil.rmtree(out.with_name(out.name + ".stages"), ignore_errors=True)
+    command = build_command(raw, out, threads, memory_limit)
     wall, peak, _, log = run_measured(command)
     # unchanged inputs: stage files are reused once the inputs' content hashes are checked
     resumed_wall, resumed_peak, _, _ = run_measured(command)
@@ -134,25 +327,8 @@ def bench(total: int, threads: int, memory_limit: str) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--totals", default="1000000,4000000,8000000")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--memory-limit", default="2GB")
-    parser.add_argument("--keep", action="store_true", help="keep benchmarks/_work/build_bench")
-    args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    WORK.mkdir(parents=True, exist_ok=True)
-    rows = []
-    try:
-        for total in (int(x) for x in args.totals.split(",")):
-            row = bench(total, args.threads, args.memory_limit)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    finally:
-        if not args.keep:
-            shutil.rmtree(WORK, ignore_errors=True)
-    print(f"\n--threads {args.threads} --memory-limit {args.memory_limit}\n")
+def print_scaling(rows: list[dict], threads: int, memory_limit: str) -> None:
+    print(f"\n--threads {threads} --memory-limit {memory_limit}\n")
     print(
         "| reviews (4 domains) | input MB | groups | history rows | wall s | resumed s | peak RSS MB "
         "(resumed) | reviews/s | MB/s | 207M reviews at this rate | 152 GB at this rate |"
@@ -170,6 +346,38 @@ def main() -> None:
     print("\nseconds per stage (summed over domains):")
     for r in rows:
         print(f"  {r['total']:,}: " + ", ".join(f"{k} {v}" for k, v in r["stages"].items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--total", type=int, default=1_500_000, help="reviews of the stage comparison")
+    parser.add_argument("--repeat", type=int, default=2, help="rounds of the stage comparison")
+    parser.add_argument(
+        "--baseline", action="append", default=[], metavar="GIT_REF", help="also build with a commit's code"
+    )
+    parser.add_argument("--totals", help="comma-separated sizes: the scaling table instead")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--memory-limit", default="2GB")
+    parser.add_argument("--keep", action="store_true", help="keep benchmarks/_work/build_bench")
+    parser.add_argument("--naive-source", type=Path, help=argparse.SUPPRESS)  # the naive pass's subprocess
+    args = parser.parse_args()
+    if args.naive_source:
+        print(json.dumps(naive_pass(args.naive_source, DOMAINS, 30 * 86_400_000, 20, 0.6, 5)))
+        return
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    WORK.mkdir(parents=True, exist_ok=True)
+    try:
+        if args.totals:
+            rows = []
+            for total in (int(x) for x in args.totals.split(",")):
+                rows.append(scaling(total, args.threads, args.memory_limit))
+                print(json.dumps(rows[-1]), flush=True)
+            print_scaling(rows, args.threads, args.memory_limit)
+        else:
+            compare(args.total, args.repeat, args.baseline, args.threads, args.memory_limit)
+    finally:
+        if not args.keep:
+            shutil.rmtree(WORK, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -99,6 +99,7 @@ def build(config: BuildConfig) -> Path:
     results = {item.domain: _domain(source, item, config) for item in inputs}
 
     funnel = {d: r["funnel"] for d, r in results.items()}
+    split_started = time.perf_counter()
     index = _group_index(results, config.domains)
     if not index.num_rows:
         raise BuildError(
@@ -121,6 +122,7 @@ def build(config: BuildConfig) -> Path:
         logger.info(
             "--split-rule %s dropped %d of %d train groups", config.split_rule, len(split.dropped), total
         )
+    _took("split", split_started)
     kind = source_kind(source, results)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -207,7 +209,7 @@ def _select(
         now = time.perf_counter()
         if started:
             bar.update(1)
-            logger.info("%s: %s took %.1f s", item.domain, started[-1][0], now - started[-1][1])
+            _took(f"{item.domain}: {started[-1][0]}", started[-1][1], now)
         started.append((stage, now))
         bar.set_postfix_str(stage)
 
@@ -419,7 +421,7 @@ def _write(
             writer.path.replace(folder / relative)
             files[name][label] = relative
     files = {name: splits for name, splits in files.items() if splits}
-    logger.info("write configs took %.1f s", time.perf_counter() - started)
+    _took("write configs", started)
     started = time.perf_counter()
     stats = stats_mod.compute(
         {name: folder / path for name, path in files["full"].items()},
@@ -433,7 +435,8 @@ def _write(
         threads=cfg.threads,
         spill=folder / ".stats-spill",
     )
-    logger.info("statistics took %.1f s", time.perf_counter() - started)
+    _took("statistics", started)
+    started = time.perf_counter()
     write_json(folder / "stats.json", stats)
     write_json(folder / "manifest.json", manifest(cfg, results, inputs, files, split, provenance))
     card = build_card(
@@ -444,6 +447,13 @@ def _write(
         source_kind=provenance["source_kind"],
     )
     write_text(folder / "README.md", card)
+    _took("card", started)
+
+
+def _took(stage: str, started: float, now: float | None = None) -> None:
+    """Log a stage's wall time (``benchmarks/build_bench.py`` reads these lines)."""
+    now = time.perf_counter() if now is None else now
+    logger.info("%s took %.2f s", stage, now - started)
 
 
 def split_counts(split: Split, cfg: BuildConfig) -> dict[str, Any]:
