@@ -1,6 +1,12 @@
 """Any OpenAI-compatible chat server: vLLM's, `transformers serve`, hosted APIs.
 
-Before its first request the engine asks the server for its models once (`OpenAIEngine.check`): an address
+``base_url`` may list several servers, comma-separated (``--base-url`` repeated): one vLLM server per GPU
+or node. Requests then spread over them, at most ``concurrency`` in flight *per server*, each to the least
+busy server. A server that fails with a connection error is taken out of rotation for the rest of the call
+(the next call tries it again) and its requests go at once to the others; only when every server is out do
+requests fail (and the call raises `ServerUnreachableError` if none got through).
+
+Before its first request the engine asks each server for its models once (`OpenAIEngine.check`): an address
 where nothing answers raises `ServerUnreachableError` within ``connect_timeout`` seconds, a rejected API key
 (401/403) raises `ServerRejectedKeyError`; a server that cannot list models (404, or the 500 of
 `transformers serve`) is only warned about.
@@ -80,14 +86,33 @@ class _Attempt:
         return self.kind in ("connection", "timeout", "rate_limit", "server", "bad_response", "empty")
 
 
+@dataclass(slots=True, eq=False)
+class _Server:
+    """One OpenAI-compatible endpoint and its client."""
+
+    url: str
+    client: Any
+
+    @property
+    def public(self) -> str:
+        return public_url(self.url)
+
+
 @dataclass(slots=True)
 class _CallState:
-    """Shared by the workers of one `generate` call."""
+    """Shared by the workers of one `generate` call: cancellation, and which servers take requests."""
 
+    servers: int
     stop: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)
     successes: int = 0
     unreachable: str | None = None
+    in_flight: list[int] = field(default_factory=list)  # per server
+    turn: int = 0  # the server after the last one picked
+    down: dict[int, str] = field(default_factory=dict)  # server index -> why it left the rotation
+
+    def __post_init__(self) -> None:
+        self.in_flight = [0] * self.servers
 
 
 def public_url(url: str) -> str:
@@ -155,14 +180,16 @@ class OpenAIOptions:
     """Options of the OpenAI-compatible engine (``--engine-arg KEY=VALUE``)."""
 
     base_url: str | None = option(
-        "the API root, e.g. http://127.0.0.1:8000/v1; none: $OPENAI_BASE_URL, else OpenAI", default=None
+        "the API root, e.g. http://127.0.0.1:8000/v1, or several comma-separated (requests spread over "
+        "them); none: $OPENAI_BASE_URL, else OpenAI",
+        default=None,
     )
     api_key_env: str | None = option(
         "environment variable holding the API key (never recorded); none, or unset with a local server: "
         "a placeholder key",
         default="OPENAI_API_KEY",
     )
-    concurrency: int = option("requests in flight at once", default=16)
+    concurrency: int = option("requests in flight at once, per server", default=16)
     max_retries: int = option("retries per request after the first attempt", default=6)
     timeout: float = option("seconds per HTTP attempt", default=600.0)
     connect_timeout: float = option(
@@ -196,6 +223,8 @@ class OpenAIOptions:
                 f"retry delays must be >= 0 seconds, got {self.retry_base_delay} and {self.retry_max_delay}"
             )
         self.extra_fields()  # fails now, at configuration time, if extra_body is not a JSON object
+        if self.base_url is not None:
+            server_urls(self.base_url)
 
     def extra_fields(self) -> dict[str, Any]:
         """`extra_body` parsed: the JSON object's fields, or ``{}``.
@@ -217,14 +246,39 @@ class OpenAIOptions:
         return fields
 
 
+def server_urls(base_url: str) -> list[str]:
+    """The server URLs in a comma-separated `base_url`, without trailing slashes.
+
+    Raises:
+        ConfigError: an empty entry, or the same server twice.
+
+    >>> server_urls("http://a:8000/v1/, http://b:8000/v1")
+    ['http://a:8000/v1', 'http://b:8000/v1']
+    """
+    urls = [url.strip().rstrip("/") for url in base_url.split(",")]
+    if not all(urls):
+        raise ConfigError(
+            f"base_url {base_url!r} has an empty entry: give URL1,URL2,... or repeat --base-url"
+        )
+    repeated = sorted({url for url in urls if urls.count(url) > 1})
+    if repeated:
+        raise ConfigError(
+            f"base_url lists {public_url(repeated[0])} twice: raise --engine-arg concurrency instead"
+        )
+    return urls
+
+
 class OpenAIEngine:
-    """Chat completions from an OpenAI-compatible endpoint.
+    """Chat completions from one or several OpenAI-compatible endpoints.
 
     Args:
         model: the served model name (for `transformers serve` pinned to a folder: that folder's path).
         options: see `OpenAIOptions`; default: its defaults.
         adapter: a LoRA adapter *served by name* (vLLM ``--lora-modules name=path``): requests then ask for
             that name instead of `model`; recorded in cache keys.
+
+    Attributes:
+        base_url: the comma-separated server URLs (with any credentials: never record it; `info` does not).
     """
 
     name = "openai"
@@ -237,23 +291,26 @@ class OpenAIEngine:
         self.model = model
         self.adapter = adapter
         self.options = options
-        base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self.base_url = base_url.rstrip("/")
+        urls = server_urls(options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        self.base_url = ",".join(urls)
         self.api_key_env = options.api_key_env
         self.extra_body = options.extra_fields()
         self._rng = random.Random()
         self._checked = False
-        timeout = options.timeout
-        self._client = self._openai.OpenAI(
-            base_url=self.base_url,
-            api_key=self._api_key(),
-            max_retries=0,
-            timeout=self._openai.Timeout(timeout, connect=min(timeout, options.connect_timeout)),
-        )
+        timeout = self._openai.Timeout(options.timeout, connect=min(options.timeout, options.connect_timeout))
+        api_key = self._api_key(urls)
+        self._servers = [
+            _Server(url, self._openai.OpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=timeout))
+            for url in urls
+        ]
+        self._client = self._servers[0].client  # the only one, with a single server
         _quiet_http_logs()
 
     def __repr__(self) -> str:
-        return f"OpenAIEngine(model={self.model!r}, base_url={public_url(self.base_url)!r})"
+        return f"OpenAIEngine(model={self.model!r}, base_url={self._public_urls()!r})"
+
+    def _public_urls(self) -> str:
+        return ",".join(server.public for server in self._servers)
 
     def with_adapter(self, name: str, path: str) -> OpenAIEngine:
         """The same server and client, asking for the LoRA adapter the server serves as `name`.
@@ -266,17 +323,17 @@ class OpenAIEngine:
         view._checked = False  # the served model list must contain this name too
         return view
 
-    def _api_key(self) -> str:
+    def _api_key(self, urls: list[str]) -> str:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
             return key
-        host = urlsplit(self.base_url).hostname or ""
-        if self.api_key_env and host not in _LOCAL_HOSTS:
+        remote = [url for url in urls if (urlsplit(url).hostname or "") not in _LOCAL_HOSTS]
+        if self.api_key_env and remote:
             logger.warning(
                 "$%s is not set: sending no API key to %s (set it, or pass --api-key-env to name another "
                 "variable)",
                 self.api_key_env,
-                public_url(self.base_url),
+                public_url(remote[0]),
             )
         return _PLACEHOLDER_KEY
 
@@ -288,63 +345,71 @@ class OpenAIEngine:
         return text
 
     def check(self) -> None:
-        """Ask the server for its models once, so a wrong address or key fails in seconds, not per request.
+        """Ask each server for its models once, so a wrong address or key fails in seconds, not per request.
 
-        `generate` calls this before its first request. A server that cannot list its models (HTTP 404, the
-        500 of `transformers serve` without ``$HF_HOME/hub``, a slow answer) is only warned about, and so is
-        a list without the requested model: generation may still work.
+        `generate` calls this before its first request; the servers are asked at the same time. A server
+        that cannot list its models (HTTP 404, the 500 of `transformers serve` without ``$HF_HOME/hub``, a
+        slow answer) is only warned about, and so is a list without the requested model: generation may
+        still work.
 
         Raises:
-            ServerUnreachableError: nothing answered at `base_url` within ``connect_timeout`` seconds.
-            ServerRejectedKeyError: the server answered 401/403.
+            ServerUnreachableError: nothing answered at one of the servers within ``connect_timeout`` seconds.
+            ServerRejectedKeyError: a server answered 401/403.
         """
-        served = self._served_models()
+        with ThreadPoolExecutor(max_workers=len(self._servers), thread_name_prefix="perrec-check") as pool:
+            listed = list(pool.map(self._served_models, self._servers))
         self._checked = True
         wanted = self.adapter or self.model
-        if served and wanted not in served:
-            shown = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "")
-            logger.warning(
-                "the server at %s does not list %r (it serves %s): its requests may be rejected",
-                public_url(self.base_url),
-                wanted,
-                shown,
-            )
+        for server, served in zip(self._servers, listed, strict=True):
+            if served and wanted not in served:
+                shown = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "")
+                logger.warning(
+                    "the server at %s does not list %r (it serves %s): its requests may be rejected",
+                    server.public,
+                    wanted,
+                    shown,
+                )
 
-    def _served_models(self) -> list[str]:
-        """The served model ids, or ``[]`` (after a warning) when the server cannot list them."""
+    def _served_models(self, server: _Server) -> list[str]:
+        """The model ids `server` serves, or ``[]`` (after a warning) when it cannot list them."""
         openai = self._openai
         connect = min(self.options.timeout, self.options.connect_timeout)
         timeout = openai.Timeout(min(self.options.timeout, _CHECK_TIMEOUT), connect=connect)
         try:
-            return [model.id for model in self._client.with_options(timeout=timeout).models.list().data]
+            return [model.id for model in server.client.with_options(timeout=timeout).models.list().data]
         except openai.APITimeoutError as err:
             if _is_connect_timeout(err):
-                raise self._unreachable(f"connection attempt timed out after {connect:g}s") from err
+                raise self._unreachable(f"connection attempt timed out after {connect:g}s", server) from err
             problem = f"no answer within {min(self.options.timeout, _CHECK_TIMEOUT):g}s"
         except openai.APIConnectionError as err:
-            raise self._unreachable(f"connection failed: {self._scrub(_describe(err))}") from err
+            raise self._unreachable(f"connection failed: {self._scrub(_describe(err))}", server) from err
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
-                raise self._rejected_key(f"HTTP {err.status_code}") from err
-            problem = self._status_message(err)
+                raise self._rejected_key(f"HTTP {err.status_code}", server) from err
+            problem = self._status_message(err, server)
         except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as err:
             problem = self._scrub(f"invalid response: {_describe(err)}")
         logger.warning(
             "could not list the models at %s (%s): going on without checking the server",
-            public_url(self.base_url),
+            server.public,
             problem,
         )
         return []
 
-    def _unreachable(self, detail: str) -> ServerUnreachableError:
+    def _unreachable(self, detail: str, server: _Server | None = None) -> ServerUnreachableError:
+        """Nothing answers at `server` (None: at any of the servers)."""
+        if server is not None or len(self._servers) == 1:
+            where = f"server at {(server or self._servers[0]).public}"
+        else:
+            where = f"servers at {self._public_urls()} (none answers)"
         return ServerUnreachableError(
-            f"cannot reach the OpenAI-compatible server at {public_url(self.base_url)} ({detail}): "
+            f"cannot reach the OpenAI-compatible {where} ({detail}): "
             "is it running, and is --base-url right (it usually ends in /v1)?"
         )
 
-    def _rejected_key(self, detail: str) -> ServerRejectedKeyError:
+    def _rejected_key(self, detail: str, server: _Server) -> ServerRejectedKeyError:
         return ServerRejectedKeyError(
-            f"the server at {public_url(self.base_url)} rejected the API key ({detail}): "
+            f"the server at {server.public} rejected the API key ({detail}): "
             f"set ${self.api_key_env or 'OPENAI_API_KEY'} (or name another variable with --api-key-env)"
         )
 
@@ -354,7 +419,7 @@ class OpenAIEngine:
             "name": self.name,
             "model": self.model,
             "adapter": self.adapter,
-            "base_url": public_url(self.base_url),
+            "base_url": self._public_urls(),
             "api_key_env": self.api_key_env,
             "openai_version": self._openai.__version__,
             "concurrency": self.options.concurrency,
@@ -371,7 +436,7 @@ class OpenAIEngine:
         *,
         on_results: ResultsCallback | None = None,
     ) -> list[Completion]:
-        """Complete every request, at most `concurrency` at a time.
+        """Complete every request, at most `concurrency` at a time per server.
 
         Args:
             requests: the conversations to complete.
@@ -383,18 +448,19 @@ class OpenAIEngine:
             has ``error`` set and no texts.
 
         Raises:
-            ServerUnreachableError: the first call's `check` found no server, or no request got through and
-                one ran out of retries on connection errors.
+            ServerUnreachableError: the first call's `check` found a server unreachable, or no request got
+                through and one ran out of retries on connection errors (with every server out of rotation).
             ServerRejectedKeyError: the server answered 401/403.
         """
         if not self._checked:
             self.check()
-        state = _CallState()
+        state = _CallState(servers=len(self._servers))
         results: list[Completion | None] = [None] * len(requests)
         bar = tqdm(
             total=len(requests), desc=f"openai {self.model}", unit="req", disable=not self.options.progress
         )
-        pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="perrec-openai")
+        workers = self.options.concurrency * len(self._servers)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="perrec-openai")
         futures: dict[Future[Completion], int] = {
             pool.submit(self._complete, request, params, state): index
             for index, request in enumerate(requests)
@@ -452,20 +518,32 @@ class OpenAIEngine:
     def _with_retries(
         self, request: ChatRequest, params: GenParams, n: int, seed: int | None, state: _CallState
     ) -> Completion:
-        attempt = _Attempt()
-        for retry in range(self.options.max_retries + 1):
+        attempt = _Attempt(kind="connection", message="every server is out of rotation")
+        retry = 0
+        while True:
             if state.stop.is_set():
                 return Completion(texts=(), error="cancelled: the call was aborted")
-            attempt = self._attempt(request, params, n, seed)
+            server = self._acquire(state)
+            if server is None:
+                if state.stop.is_set():
+                    return Completion(texts=(), error="cancelled: the call was aborted")
+                break
+            try:
+                attempt = self._attempt(self._servers[server], request, params, n, seed)
+            finally:
+                self._release(state, server)
             if attempt.completion is not None:
                 return attempt.completion
             if attempt.kind == "auth":
                 state.stop.set()
-                raise self._rejected_key(attempt.message)
+                raise self._rejected_key(attempt.message, self._servers[server])
+            if attempt.kind == "connection" and self._take_out(state, server, attempt.message):
+                continue  # the other servers take it at once: not a retry
             if not attempt.retryable or retry == self.options.max_retries:
                 break
+            retry += 1
             delay = backoff_delay(
-                retry, self.options.retry_base_delay, self.options.retry_max_delay, self._rng
+                retry - 1, self.options.retry_base_delay, self.options.retry_max_delay, self._rng
             )
             if attempt.retry_after is not None:  # the server knows best, within our cap
                 delay = min(attempt.retry_after, self.options.retry_max_delay)
@@ -486,7 +564,54 @@ class OpenAIEngine:
     def _wait(self, state: _CallState, seconds: float) -> None:
         state.stop.wait(seconds)
 
-    def _attempt(self, request: ChatRequest, params: GenParams, n: int, seed: int | None) -> _Attempt:
+    def _acquire(self, state: _CallState) -> int | None:
+        """A slot on the least busy server in rotation (waiting for one); None when every server is out or
+        the call was aborted."""
+        with state.lock:
+            while True:
+                live = [i for i in range(len(self._servers)) if i not in state.down]
+                if not live or state.stop.is_set():
+                    return None
+                # Ties go round the servers, so a retry usually lands on another server than the last try.
+                count = len(self._servers)
+                server = min(live, key=lambda i: (state.in_flight[i], (i - state.turn) % count))
+                if state.in_flight[server] < self.options.concurrency:
+                    state.in_flight[server] += 1
+                    state.turn = server + 1
+                    return server
+                state.lock.wait(timeout=1.0)  # woken by `_release`; the timeout only bounds an abort
+
+    def _release(self, state: _CallState, server: int) -> None:
+        with state.lock:
+            state.in_flight[server] -= 1
+            state.lock.notify_all()
+
+    def _take_out(self, state: _CallState, server: int, why: str) -> bool:
+        """Take `server` out of rotation after a connection error, if another server can take its requests.
+
+        Returns:
+            True when the request should go to another server at once; False when `server` is the last one
+            in rotation (its connection errors are then retried with backoff, like a single server's).
+        """
+        with state.lock:
+            live = [i for i in range(len(self._servers)) if i not in state.down]
+            if server in live:
+                if len(live) == 1:
+                    return False
+                state.down[server] = why
+                logger.warning(
+                    "the server at %s stopped answering (%s): its requests go to the %d other(s) for the "
+                    "rest of this call",
+                    self._servers[server].public,
+                    why,
+                    len(live) - 1,
+                )
+                state.lock.notify_all()
+            return len(live) > 1 or server not in live
+
+    def _attempt(
+        self, server: _Server, request: ChatRequest, params: GenParams, n: int, seed: int | None
+    ) -> _Attempt:
         openai = self._openai
         body: dict[str, Any] = {
             "model": self.adapter or self.model,
@@ -499,7 +624,7 @@ class OpenAIEngine:
         if seed is not None:
             body["seed"] = seed
         try:
-            response = self._client.chat.completions.create(
+            response = server.client.chat.completions.create(
                 **body, extra_body=self.extra_body or None, stream=False
             )
         except openai.APITimeoutError as err:
@@ -509,20 +634,20 @@ class OpenAIEngine:
         except openai.APIConnectionError as err:
             return _Attempt(kind="connection", message=f"connection failed: {self._scrub(_describe(err))}")
         except openai.APIStatusError as err:
-            return self._status_failure(err)
+            return self._status_failure(err, server)
         except (openai.APIResponseValidationError, ValueError, TypeError, KeyError) as err:
             return _Attempt(kind="bad_response", message=self._scrub(f"invalid response: {_describe(err)}"))
         return self._read(response)
 
-    def _status_message(self, err: Any) -> str:
+    def _status_message(self, err: Any, server: _Server) -> str:
         """``HTTP <status> from <url>: <the first 200 characters of the body>``, without the API key."""
         response = getattr(err, "response", None)
         body = " ".join(str(getattr(response, "text", "") or err).split())
-        return self._scrub(f"HTTP {err.status_code} from {public_url(self.base_url)}: {body[:200]}")
+        return self._scrub(f"HTTP {err.status_code} from {server.public}: {body[:200]}")
 
-    def _status_failure(self, err: Any) -> _Attempt:
+    def _status_failure(self, err: Any, server: _Server) -> _Attempt:
         status = err.status_code
-        message = self._status_message(err)
+        message = self._status_message(err, server)
         retry_after = parse_retry_after(getattr(err.response, "headers", None))
         if status in (401, 403):
             return _Attempt(kind="auth", message=f"HTTP {status}")
