@@ -59,7 +59,8 @@ _OWN_FIELDS = {
     "disable_tqdm": "--no-progress",
     "bf16": "--precision",
     "fp16": "--precision",
-    "dataloader_pin_memory": "nothing: on when there is a CUDA GPU",
+    "dataloader_pin_memory": "nothing: on when there is a GPU",
+    "use_cpu": "nothing: on when there is no GPU",
     "model_init_kwargs": "--dtype and --attn-implementation",
     "completion_only_loss": "nothing: the loss is always on the answer only",
     "save_total_limit": "nothing: the last checkpoint is kept",
@@ -92,11 +93,18 @@ def trl_overrides(pairs: Sequence[str], fields: set[str]) -> dict[str, Any]:
 
 def device_flags(precision: str, torch: Any) -> dict[str, bool]:
     """bf16/fp16 for `precision` (auto = bf16 on a CUDA GPU that supports it, else fp32: TRL's bf16 default
-    fails on CPU, PITFALLS 7), and pinned memory only where there is a GPU to copy to."""
+    fails on CPU, PITFALLS 7); on a machine without any accelerator, `use_cpu` (so that several processes
+    from torchrun train as one CPU data-parallel job) and no pinned memory."""
     cuda = torch.cuda.is_available()
     if precision == "auto":
         precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
-    return {"bf16": precision == "bf16", "fp16": precision == "fp16", "dataloader_pin_memory": cuda}
+    cpu_only = torch.accelerator.current_accelerator() is None
+    return {
+        "bf16": precision == "bf16",
+        "fp16": precision == "fp16",
+        "use_cpu": cpu_only,
+        "dataloader_pin_memory": not cpu_only,
+    }
 
 
 def sft_config(config: TrainConfig, world_size: int, torch: Any) -> Any:

@@ -53,6 +53,7 @@ def test_sft_config_defaults_are_the_papers_recipe():
     )
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 32
     assert args.bf16 is False and args.fp16 is False  # CPU: TRL's bf16 default would fail (PITFALLS 7)
+    assert args.use_cpu is True  # so that torchrun processes on a CPU-only machine train as one DDP job
     assert sft_config(config, world_size=4, torch=torch).gradient_accumulation_steps == 2  # still 32 in all
     lora = lora_config(config)
     assert (lora.r, lora.lora_alpha, lora.lora_dropout, lora.target_modules) == (16, 16, 0.05, "all-linear")
