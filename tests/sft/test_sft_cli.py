@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from perrec_eval.cli import main
 from perrec_eval.engines import MissingExtraError
@@ -69,3 +71,21 @@ def test_sft_missing_train_extra_is_one_line_naming_the_pip_command(capsys, monk
     code = main(["sft", "train", "--model", "m", "--data", str(tmp_path), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and 'pip install -e ".[train]"' in err
+
+
+def test_sft_lora_yaml_spells_out_the_default_recipe():
+    from perrec_eval.cli import build_parser
+    from perrec_eval.cliconfig import from_namespace
+    from sft.config import TrainConfig
+
+    root = Path(__file__).resolve().parents[2]
+    argv = ["sft", "train", "--config", str(root / "sft/configs/lora.yaml"), "--model", "m", "--data", "d"]
+    from_file = from_namespace(TrainConfig, build_parser().parse_args([*argv, "--out", "o"]))
+    assert from_file == TrainConfig(model="m", data="d", out="o")
+
+
+@pytest.mark.parametrize(("name", "kind"), [("ddp", "MULTI_GPU"), ("zero3", "DEEPSPEED"), ("fsdp", "FSDP")])
+def test_sft_accelerate_configs_name_their_strategy(name, kind):
+    config = yaml.safe_load((Path(__file__).resolve().parents[2] / f"sft/configs/{name}.yaml").read_text())
+    assert config["distributed_type"] == kind and config["mixed_precision"] == "bf16"
+    assert config.get("deepspeed_config", {}).get("zero_stage", 3) == 3
