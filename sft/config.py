@@ -215,7 +215,7 @@ class MergeConfig:
         "write a full model (base weights + merged update) to serve without LoRA", default=False
     )
     model: str | None = option(
-        "base model; default: the adapters' base_model_name_or_path", default=None, shown="from the adapters"
+        "base model the adapters were trained on", default=None, shown="their base_model_name_or_path"
     )
     density: float = option("fraction of each update kept by ties", default=0.5)
     svd_rank: int | None = option("rank of the svd result", default=None, shown="the largest adapter rank")
