@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -59,10 +60,17 @@ def _tree_rss(process: psutil.Process) -> int:
     return total
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_measured(
     command: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
-) -> tuple[float, int, str, str]:
-    """Run ``command``; return wall seconds, peak RSS of its process tree, its stdout and its stderr."""
+) -> tuple[float, int, str, str, float]:
+    """Run ``command``; return wall seconds, peak RSS of its process tree, its stdout, its stderr and its
+    CPU seconds (user + system of it and its waited-for children)."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env
@@ -88,7 +96,7 @@ def run_measured(
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed ({proc.returncode}):\n{err[-3000:]}")
-    return wall, peak, out, err
+    return wall, peak, out, err, _children_cpu() - cpu
 
 
 _TOOK = re.compile(r"INFO dataset_builder\.build: (?:[\w]+: )?(.+?) took ([\d.]+) s")
@@ -165,13 +173,14 @@ def fresh_build(raw: Path, code: Path, threads: int, memory_limit: str) -> dict:
     out = WORK / f"out-{code.name}"
     shutil.rmtree(out.with_name(out.name + ".stages"), ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(code)}
-    wall, peak, _, log = run_measured(build_command(raw, out, threads, memory_limit), cwd=code, env=env)
+    wall, peak, _, log, cpu = run_measured(build_command(raw, out, threads, memory_limit), cwd=code, env=env)
     stats = json.loads((out / "stats.json").read_text())
     stages = stage_seconds(log)
     reviews = sum(funnel["lines"] for funnel in stats["selection"].values())
     input_s = sum(stages.get(s, 0.0) for s in INPUT_STAGES)
     return {
         "wall": wall,
+        "cpu": cpu,
         "peak_rss": peak,
         "stages": stages,
         "input_s": input_s,
@@ -238,8 +247,8 @@ def naive_pass(
 def naive_run(raw: Path) -> dict:
     """:func:`naive_pass` in a subprocess with the build's default parameters: wall, peak RSS, groups."""
     command = [sys.executable, __file__, "--naive-source", str(raw)]
-    wall, peak, out, _ = run_measured(command)
-    return {"wall": wall, "peak_rss": peak, "groups": json.loads(out)}
+    wall, peak, out, _, cpu = run_measured(command)
+    return {"wall": wall, "cpu": cpu, "peak_rss": peak, "groups": json.loads(out)}
 
 
 def compare(total: int, repeat: int, baselines: list[str], threads: int, memory_limit: str) -> None:
@@ -284,6 +293,7 @@ def print_stage_table(runs: dict[str, list[dict]], variants: dict[str, Path]) ->
         "output side": lambda r: f"{r['output_s']:.2f}",
         "other": lambda r: f"{r['wall'] - sum(r['stages'].values()):.2f}",
         "**wall**": lambda r: f"**{r['wall']:.2f}**",
+        "CPU s (user + system)": lambda r: f"{r['cpu']:.2f}",
         "peak RSS MB": lambda r: f"{r['peak_rss'] / 2**20:,.0f}",
         "input reviews/s": lambda r: f"{r['input_reviews_per_s']:,.0f}",
     }
@@ -291,7 +301,8 @@ def print_stage_table(runs: dict[str, list[dict]], variants: dict[str, Path]) ->
         print(f"| {label} | " + " | ".join(cell(r) for _, _, r in columns) + " |")
     walls = [r["wall"] for r in naive]
     print(
-        f"\nnaive pandas pass: {', '.join(f'{w:.2f}' for w in walls)} s, peak RSS "
+        f"\nnaive pandas pass: {', '.join(f'{w:.2f}' for w in walls)} s (CPU "
+        f"{', '.join(f'{cpu:.2f}' for cpu in (r['cpu'] for r in naive))} s), peak RSS "
         f"{max(r['peak_rss'] for r in naive) / 2**20:,.0f} MB"
     )
     for name in variants:
@@ -304,9 +315,9 @@ def scaling(total: int, threads: int, memory_limit: str) -> dict:
     out = WORK / f"bench-{total}"
     shutil.rmtree(out.with_name(out.name + ".stages"), ignore_errors=True)
     command = build_command(raw, out, threads, memory_limit)
-    wall, peak, _, log = run_measured(command)
+    wall, peak, _, log, _ = run_measured(command)
     # unchanged inputs: stage files are reused once the inputs' content hashes are checked
-    resumed_wall, resumed_peak, _, _ = run_measured(command)
+    resumed_wall, resumed_peak, *_ = run_measured(command)
     stats = json.loads((out / "stats.json").read_text())
     groups = sum(s["all"]["groups"] for s in stats["splits"].values())
     history = sum(s["all"]["rating_history"] for s in stats["splits"].values())

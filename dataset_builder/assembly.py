@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataset_builder.config import AvgScope
-from dataset_builder.schema import FEATURES
+from dataset_builder.schema import ARROW_SCHEMA
 from perrec_eval.fileio import atomic_open
 
 _BATCH_ROWS = 200_000
@@ -204,10 +204,10 @@ class RowGroupWriter:
             self._file.__exit__(exc_type, exc, tb)  # atomic_open drops the temp file
 
     def write(self, table: pa.Table) -> None:
-        """Add rows (any schema castable to :data:`FEATURES`)."""
+        """Add rows (any schema castable to :data:`ARROW_SCHEMA`)."""
         if table.num_rows == 0:
             return
-        self._pending.append(table.cast(FEATURES.arrow_schema))
+        self._pending.append(table.cast(ARROW_SCHEMA))
         self._pending_rows += table.num_rows
         self.rows += table.num_rows
         while self._pending_rows >= self.rows_per_group:
@@ -217,7 +217,7 @@ class RowGroupWriter:
         buffered = pa.concat_tables(self._pending)
         if self._writer is None:
             handle = self._file.enter_context(atomic_open(self.path, "wb"))
-            self._writer = pq.ParquetWriter(handle, FEATURES.arrow_schema, compression="zstd")
+            self._writer = pq.ParquetWriter(handle, ARROW_SCHEMA, compression="zstd")
             self._file.callback(self._writer.close)  # the footer is written before the file moves in
         self._writer.write_table(buffered.slice(0, n), row_group_size=n)
         rest = buffered.slice(n)

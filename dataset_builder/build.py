@@ -8,10 +8,14 @@ with its size and mtime restored, is selected again). Then :mod:`dataset_builder
 split (stratified by domain) and applies the train rule, the levels are drawn, and everything is written to
 a temp folder next to ``out`` that is renamed into place when complete.
 
-Memory: group rows never become Python objects. Stage files are streamed in Arrow batches of
-``_WRITE_BATCH`` groups, the levels are cut with Arrow ``take``, each config × split file is written in row
-groups of 256 groups, and the statistics are DuckDB queries over the written files. What Python holds per
-group is its index row (id, user ids and times, window summary: a few hundred bytes).
+Output: the stage files are read once, in Arrow batches of ``_WRITE_BATCH`` groups; each batch is cut into
+the levels with Arrow ``take`` and handed to a thread pool that encodes the eight config × split files
+concurrently (each in row groups of 256 groups), while the statistics count the same ``full`` rows
+(:class:`dataset_builder.stats.SplitFigures`), so no written file is read back.
+
+Memory: group rows never become Python objects. What Python holds per group is its index row (id, user ids
+and times, window summary: a few hundred bytes) and, for the statistics, its users' ids; histories stay in
+Arrow buffers (two batches at a time).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from dataset_builder import stats as stats_mod
 from dataset_builder.assembly import RowGroupWriter
 from dataset_builder.card import build_card
 from dataset_builder.config import ALL_DOMAINS, SYNTH_MARKER, BuildConfig, BuildError, portable_name
-from dataset_builder.schema import CONFIGS, FEATURES
+from dataset_builder.schema import ARROW_SCHEMA, CONFIGS
 from dataset_builder.selection import INDEX_SCHEMA, STAGES, DomainResult, run_domain
 from dataset_builder.sources import InputFile, Source
 from dataset_builder.splits import GroupMembers, Split, split_groups
@@ -177,26 +181,45 @@ def _domain(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, A
     """The domain's groups and accounting, from its stage when the inputs' bytes are unchanged.
 
     The content hashes are computed in a thread. When a stage with the same parameters and file sizes
-    exists, the build waits for them to decide whether it can be reused; otherwise the selection runs while
-    they are computed (hashlib releases the GIL) and the new stage is keyed by them.
+    exists, the build waits for them to decide whether it can be reused; otherwise they are computed
+    while the selection runs its Python search (hashlib releases the GIL; the SQL stages before it keep
+    every core busy) and the new stage is keyed by them.
     """
     stage_dir = cfg.stage_root / item.domain
     with ThreadPoolExecutor(max_workers=1) as pool:
-        futures = [pool.submit(source.content_hash, f) for f in (item.reviews, item.meta)]
+        hashes = _Hashes(pool, source, (item.reviews, item.meta))
         if any(read_json(p).get("selection") == item.selection(cfg) for p in stage_dir.glob("*.json")):
-            key = item.stage_key(cfg, [f.result() for f in futures])
+            key = item.stage_key(cfg, hashes.result())
             if (stage_dir / f"{key}.json").exists():
                 logger.info("%s: inputs unchanged since the last run, reusing stage %s", item.domain, key)
                 return _load_stage(stage_dir, key)
             logger.info(
                 "%s: an input changed since the last run (content hash), selecting again", item.domain
             )
-        info = _select(source, item, cfg, stage_dir, futures)
+        info = _select(source, item, cfg, stage_dir, hashes)
     return _load_stage(stage_dir, info["key"])
 
 
+class _Hashes:
+    """The content hashes of a domain's input files, computed in ``pool`` from the first :meth:`start`."""
+
+    def __init__(self, pool: ThreadPoolExecutor, source: Source, files: tuple[InputFile, ...]) -> None:
+        self._pool, self._source, self._files = pool, source, files
+        self._futures: list[Future[str]] = []
+
+    def start(self) -> None:
+        """Begin hashing (once)."""
+        if not self._futures:
+            self._futures = [self._pool.submit(self._source.content_hash, f) for f in self._files]
+
+    def result(self) -> list[str]:
+        """The hashes, waiting for them (starting them first if needed)."""
+        self.start()
+        return [future.result() for future in self._futures]
+
+
 def _select(
-    source: Source, item: DomainInputs, cfg: BuildConfig, stage_dir: Path, hashes: list[Future[str]]
+    source: Source, item: DomainInputs, cfg: BuildConfig, stage_dir: Path, hashes: _Hashes
 ) -> dict[str, Any]:
     """Run the domain's selection into a work folder and save it as a stage; return the stage's JSON."""
     from tqdm.auto import tqdm
@@ -212,6 +235,8 @@ def _select(
             _took(f"{item.domain}: {started[-1][0]}", started[-1][1], now)
         started.append((stage, now))
         bar.set_postfix_str(stage)
+        if stage == "search":
+            hashes.start()
 
     try:
         groups_tmp, index_tmp = work / "groups.parquet", work / "index.parquet"
@@ -219,7 +244,7 @@ def _select(
             source, item.reviews, item.meta, cfg, work, groups_tmp, index_tmp, tick=tick
         )
         tick("done")
-        content = [h.result() for h in hashes]
+        content = hashes.result()
         key = item.stage_key(cfg, content)
         info = {
             "domain": item.domain,
@@ -284,7 +309,7 @@ def _save_stage(stage_dir: Path, key: str, groups: Path, index: Path, info: dict
         index.replace(stage_dir / f"{key}.index.parquet")
     else:  # no group: empty files with the schemas, so every stage has its parquet
         for name, schema in (
-            (f"{key}.parquet", FEATURES.arrow_schema),
+            (f"{key}.parquet", ARROW_SCHEMA),
             (f"{key}.index.parquet", INDEX_SCHEMA),
         ):
             with atomic_open(stage_dir / name, "wb") as handle:
@@ -378,62 +403,23 @@ def _write(
     index: pa.Table,
     provenance: dict[str, Any],
 ) -> None:
-    """Stream every domain's stage file once, in ``group_id`` order, into the config × split files
-    (groups the split rule dropped are not written)."""
+    """Write the config × split files, ``stats.json``, the manifest and the card."""
     folder.mkdir(parents=True)
     started = time.perf_counter()
     splits = split.as_dict()
-    split_of = {gid: name for name, ids in splits.items() for gid in ids}
-    # Rows are ordered by group_id = "<domain>:<item>": domains by that prefix, items within the stage file.
-    domains = sorted(cfg.domains, key=lambda d: f"{d}:")
-    with (
-        contextlib.ExitStack() as files_open,
-        _bar(cfg, sum(results[d]["groups"] for d in domains), "  write configs") as bar,
-    ):
-        writers = {
-            (name, label): files_open.enter_context(RowGroupWriter(folder / f".{name}-{label}.parquet"))
-            for label in splits
-            for name in CONFIGS
-        }
-        for domain in domains:
-            if not results[domain]["groups"]:
-                continue
-            for batch in pq.ParquetFile(results[domain]["groups_path"]).iter_batches(_WRITE_BATCH):
-                table = pa.Table.from_batches([batch])
-                labels = pa.array(
-                    [split_of.get(g) for g in table.column("group_id").to_pylist()], pa.string()
-                )
-                for label in splits:
-                    part = table.filter(pc.equal(labels, label))
-                    if part.num_rows:
-                        for name, rows in level_tables(part, cfg.seed).items():
-                            writers[(name, label)].write(rows)
-                bar.update(table.num_rows)
-    files: dict[str, dict[str, str]] = {name: {} for name in CONFIGS}
-    for label in splits:
-        for name in CONFIGS:
-            writer = writers[(name, label)]
-            if not writer.rows:
-                continue
-            # Content-hashed names: datasets serves a stale cache for a rewritten file name (PITFALLS 1).
-            relative = f"{name}/{label}-{_sha256(writer.path)[:12]}.parquet"
-            (folder / name).mkdir(exist_ok=True)
-            writer.path.replace(folder / relative)
-            files[name][label] = relative
-    files = {name: splits for name, splits in files.items() if splits}
+    figures = {label: stats_mod.SplitFigures(cfg.domains) for label in splits}
+    leaks = stats_mod.LeakCounts(_test_members(index, split.test))
+    files = _write_configs(folder, cfg, splits, results, figures, leaks)
     _took("write configs", started)
     started = time.perf_counter()
     stats = stats_mod.compute(
-        {name: folder / path for name, path in files["full"].items()},
-        cfg.domains,
+        figures,
         funnel,
         windows={
             name: index.filter(pc.is_in(index["group_id"], pa.array(ids))) for name, ids in splits.items()
         },
         split=split_counts(split, cfg),
-        memory_limit=cfg.memory_limit,
-        threads=cfg.threads,
-        spill=folder / ".stats-spill",
+        leaks=leaks,
     )
     _took("statistics", started)
     started = time.perf_counter()
@@ -448,6 +434,102 @@ def _write(
     )
     write_text(folder / "README.md", card)
     _took("card", started)
+
+
+def _write_configs(
+    folder: Path,
+    cfg: BuildConfig,
+    splits: dict[str, list[str]],
+    results: dict[str, dict[str, Any]],
+    figures: dict[str, stats_mod.SplitFigures],
+    leaks: stats_mod.LeakCounts,
+) -> dict[str, dict[str, str]]:
+    """Stream every domain's stage file once, in ``group_id`` order, into the config × split files (groups
+    the split rule dropped are not written); the statistics count the same ``full`` rows on the way.
+
+    Each batch's rows are decoded and cut into levels once; a thread pool encodes and compresses the eight
+    files and counts the statistics (pyarrow releases the GIL) while this thread prepares the next batch.
+    Every writer (and the statistics) gets one task per batch and a batch is handed out only when the
+    previous one is done, so each file receives its rows in order and the bytes do not depend on the
+    scheduling.
+
+    Returns:
+        ``{config: {split: path relative to folder}}`` of the files written.
+    """
+    split_of = {gid: name for name, ids in splits.items() for gid in ids}
+    # Rows are ordered by group_id = "<domain>:<item>": domains by that prefix, items within the stage file.
+    domains = sorted(cfg.domains, key=lambda d: f"{d}:")
+    workers = min(len(splits) * len(CONFIGS), cfg.threads or os.cpu_count() or 1)
+    with (
+        contextlib.ExitStack() as files_open,
+        _bar(cfg, sum(results[d]["groups"] for d in domains), "  write configs") as bar,
+    ):
+        writers = {
+            (name, label): files_open.enter_context(RowGroupWriter(folder / f".{name}-{label}.parquet"))
+            for label in splits
+            for name in CONFIGS
+        }
+        # Entered last, so it is shut down (its writes finished) before the files are closed or dropped.
+        pool = files_open.enter_context(ThreadPoolExecutor(max_workers=workers))
+        writing: list[Future[None]] = []
+        for domain in domains:
+            if not results[domain]["groups"]:
+                continue
+            for batch in pq.ParquetFile(results[domain]["groups_path"]).iter_batches(_WRITE_BATCH):
+                table = pa.Table.from_batches([batch])
+                labels = pa.array(
+                    [split_of.get(g) for g in table.column("group_id").to_pylist()], pa.string()
+                )
+                parts = {}
+                for label in splits:
+                    part = table.filter(pc.equal(labels, label))
+                    if part.num_rows:
+                        parts[label] = level_tables(part, cfg.seed)
+                for done in writing:
+                    done.result()
+                writing = [
+                    pool.submit(writers[(name, label)].write, rows)
+                    for label, levels in parts.items()
+                    for name, rows in levels.items()
+                ]
+                writing.append(pool.submit(_count, parts, figures, leaks))
+                bar.update(table.num_rows)
+        for done in writing:
+            done.result()
+    files: dict[str, dict[str, str]] = {name: {} for name in CONFIGS}
+    for label in splits:
+        for name in CONFIGS:
+            writer = writers[(name, label)]
+            if not writer.rows:
+                continue
+            # Content-hashed names: datasets serves a stale cache for a rewritten file name (PITFALLS 1).
+            relative = f"{name}/{label}-{_sha256(writer.path)[:12]}.parquet"
+            (folder / name).mkdir(exist_ok=True)
+            writer.path.replace(folder / relative)
+            files[name][label] = relative
+    return {name: splits for name, splits in files.items() if splits}
+
+
+def _count(
+    parts: dict[str, dict[str, pa.Table]],
+    figures: dict[str, stats_mod.SplitFigures],
+    leaks: stats_mod.LeakCounts,
+) -> None:
+    """Feed one batch's ``full`` rows of each split to the statistics."""
+    for label, levels in parts.items():
+        figures[label].add(levels["full"])
+        leaks.add(label, levels["full"])
+
+
+def _test_members(index: pa.Table, test: list[str]) -> list[tuple[str, str, str]]:
+    """``(domain, user_id, query item)`` of every member of the ``test`` groups, from the group index."""
+    rows = index.filter(pc.is_in(index["group_id"], pa.array(test, pa.string())))
+    columns = rows.select(["group_id", "domain", "user_ids"]).to_pydict()
+    return [
+        (domain, user, gid.split(":", 1)[1])
+        for gid, domain, users in zip(*columns.values(), strict=True)
+        for user in users
+    ]
 
 
 def _took(stage: str, started: float, now: float | None = None) -> None:

@@ -158,18 +158,20 @@ def _run(
     bad_lines: list[dict[str, Any]] = []
 
     tick("read reviews")
+    # Each JSON value is typed and converted once, in the inner projection (written inline, DuckDB
+    # evaluated json_type and the casts once per use: ≈ 25% of this stage).
     con.sql(f"""
         CREATE OR REPLACE TABLE raw AS
-        WITH j AS (SELECT *, coalesce("timestamp", sort_timestamp, sortTimestamp) AS t
-                   FROM {_read_json(reviews.uri, _REVIEW_COLUMNS)})
-        SELECT user_id ->> '$' AS user_id, parent_asin ->> '$' AS parent_asin, coalesce(asin, '') AS asin,
-               CASE WHEN json_type(rating) IN {_NUMBER} THEN TRY_CAST(rating AS DOUBLE) END AS rating,
-               CASE WHEN json_type(t) IN {_INTEGER} THEN TRY_CAST(t AS BIGINT) END AS ts,
-               coalesce(json_type(user_id) = 'VARCHAR' AND user_id ->> '$' <> ''
-                        AND json_type(parent_asin) = 'VARCHAR' AND parent_asin ->> '$' <> ''
-                        AND json_type(rating) IN {_NUMBER} AND TRY_CAST(rating AS DOUBLE) BETWEEN 1 AND 5
-                        AND json_type(t) IN {_INTEGER} AND TRY_CAST(t AS BIGINT) >= 0, false) AS ok
-        FROM j""")
+        SELECT uid AS user_id, pid AS parent_asin, coalesce(asin, '') AS asin,
+               CASE WHEN rt IN {_NUMBER} THEN r END AS rating, CASE WHEN tt IN {_INTEGER} THEN tv END AS ts,
+               coalesce(ut = 'VARCHAR' AND uid <> '' AND pt = 'VARCHAR' AND pid <> ''
+                        AND rt IN {_NUMBER} AND r BETWEEN 1 AND 5
+                        AND tt IN {_INTEGER} AND tv >= 0, false) AS ok
+        FROM (SELECT json_type(user_id) AS ut, user_id ->> '$' AS uid, json_type(parent_asin) AS pt,
+                     parent_asin ->> '$' AS pid, asin, json_type(rating) AS rt,
+                     TRY_CAST(rating AS DOUBLE) AS r, json_type(t) AS tt, TRY_CAST(t AS BIGINT) AS tv
+              FROM (SELECT *, coalesce("timestamp", sort_timestamp, sortTimestamp) AS t
+                    FROM {_read_json(reviews.uri, _REVIEW_COLUMNS)}))""")
     funnel["lines"], bad = _check_bad(con, source, reviews, "raw", cfg)
     if bad is not None:
         bad_lines.append(bad.as_dict())

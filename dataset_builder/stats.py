@@ -1,20 +1,19 @@
 """The benchmark's statistics: the paper's Table 4 per split and domain, the Figure 5 distributions, the
 neutrality of the group choice (chosen users against every candidate of the chosen windows) and the split's
-leak counts, measured on the written files."""
+leak counts, measured on the rows written (:class:`SplitFigures` and :class:`LeakCounts` are fed the same
+Arrow batches as the parquet writers, so the files are never read back)."""
 
 from __future__ import annotations
 
-import shutil
+import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from dataset_builder.config import MS_PER_DAY, duckdb_settings, out_of_memory
 
 # Figure 5 bins. Relative ratings: half-point bins; history lengths: a long tail, so widening bins.
 REL_EDGES: tuple[float, ...] = tuple(x / 2 for x in range(-8, 9))
@@ -138,158 +137,221 @@ def candidate_figures(index: pa.Table, prefix: str) -> dict[str, Any]:
 
 
 def compute(
-    files: dict[str, Path],
-    domains: Sequence[str],
+    figures: Mapping[str, SplitFigures],
     funnel: dict[str, dict[str, int]],
     *,
     windows: Mapping[str, pa.Table] | None = None,
     split: Mapping[str, Any] | None = None,
-    memory_limit: str = "1GB",
-    threads: int | None = None,
-    spill: Path | None = None,
+    leaks: LeakCounts | None = None,
 ) -> dict[str, Any]:
-    """The content of ``stats.json``, computed by DuckDB over the written ``full`` parquet files.
-
-    Equal to :func:`table4` and :func:`distributions` applied to the rows, but out of core: only grouped
-    counts (per distinct title, rating, relative rating, history length, day) reach Python, in batches.
+    """The content of ``stats.json``, from figures accumulated over the written ``full`` rows.
 
     Args:
-        files: ``{"test": path, "train": path}`` of the ``full`` config (``train`` may be absent).
-        domains: the built domains, in order.
+        figures: per split (``test``, ``train`` if any), its :class:`SplitFigures` fed with every ``full``
+            row written to it.
         funnel: per domain, how many reviews/items each selection criterion kept.
         windows: per split, the index rows of its groups (the chosen windows' candidates); none leaves
             the window figures out.
-        split: the split rule and its per-domain counts; the leak counts measured on ``files`` are added.
-        memory_limit: DuckDB's memory limit.
-        threads: DuckDB threads (None: all cores).
-        spill: DuckDB's spill folder (removed afterwards).
+        split: the split rule and its per-domain counts; the leak counts are added.
+        leaks: the leak counts, fed with the same rows (needed with ``split``).
 
     Returns:
         Table 4 per split (overall and per domain), Figure 5 distributions per split, the choice's
         neutrality per split, the split with its leak counts, and the funnel.
     """
-    import duckdb
-
     out: dict[str, Any] = {"splits": {}, "selection": funnel}
-    try:
-        con = duckdb.connect(":memory:", config=duckdb_settings(memory_limit, threads, spill))
-        try:
-            for name, path in files.items():
-                out["splits"][name] = _split_stats(con, path, domains)
-                if windows is not None:
-                    choice = out["splits"][name]["choice"]
-                    choice["window_candidates"] = candidate_figures(windows[name], "window")
-                    choice["item_candidates"] = candidate_figures(windows[name], "item")
-            if split is not None:
-                out["split"] = {**split, "leaks": leaks(con, files)}
-        finally:
-            con.close()
-            if spill is not None:
-                shutil.rmtree(spill, ignore_errors=True)
-    except duckdb.OutOfMemoryException as err:
-        raise out_of_memory(memory_limit, "statistics", err) from err
+    for name, split_figures in figures.items():
+        out["splits"][name] = split_figures.result()
+        if windows is not None:
+            choice = out["splits"][name]["choice"]
+            choice["window_candidates"] = candidate_figures(windows[name], "window")
+            choice["item_candidates"] = candidate_figures(windows[name], "item")
+    if split is not None:
+        if leaks is None:
+            raise ValueError("compute(split=...) needs the leak counts (leaks=LeakCounts(...))")
+        out["split"] = {**split, "leaks": leaks.result()}
     return out
 
 
-def leaks(con: Any, files: Mapping[str, Path]) -> dict[str, int]:
-    """Test (user, query item) reviews found in the train split, counted on the written ``full`` files.
+@dataclass(slots=True)
+class _DomainFigures:
+    """Running Table 4 sums of one domain of one split."""
 
-    Returns:
-        ``test_reviews_as_train_queries`` (train members whose (user, query item) is a test one),
-        ``test_reviews_in_train_histories`` (train history rows that are a test user's test review) and
-        ``train_users_also_in_test`` (distinct (domain, user) pairs in both splits; not a leak by itself).
+    items: set[str] = field(default_factory=set)
+    users: set[str] = field(default_factory=set)
+    reviews: int = 0
+    history: int = 0
+    titles: list[pa.StructArray] = field(default_factory=list)  # (values, counts) of title counts
+    first: int | None = None  # earliest and latest query review so far
+    last: int | None = None
+
+    def merge_titles(self) -> None:
+        """Sum the title counts into one (values, counts) array (bounds memory by the distinct titles)."""
+        if len(self.titles) < 2:
+            return
+        counts = pa.Table.from_struct_array(pa.chunked_array(self.titles))
+        total = counts.group_by("values", use_threads=False).aggregate([("counts", "sum")])
+        columns = [total.column(name).combine_chunks() for name in ("values", "counts_sum")]
+        self.titles = [pa.StructArray.from_arrays(columns, ["values", "counts"])]
+
+    def tokens(self) -> int:
+        """Whitespace-separated words of every title counted (Python's ``str.split``, as :func:`table4`)."""
+        if not self.titles:
+            return 0
+        self.merge_titles()
+        counts = self.titles[0]
+        values, ns = counts.field("values").to_pylist(), counts.field("counts").to_pylist()
+        return sum(len((title or "").split()) * n for title, n in zip(values, ns, strict=True))
+
+
+_MERGE_TITLES = 16  # batches of title counts summed at once
+
+
+class SplitFigures:
+    """Table 4 (per domain and overall), Figure 5 and the chosen users' relative ratings of one split,
+    accumulated from its ``full`` rows batch by batch, equal to :func:`table4` and :func:`distributions`
+    over all the rows.
+
+    History rows stay in Arrow: their titles are counted per distinct value (Arrow ``value_counts``, summed
+    every few batches) and each distinct title is split once at the end (Python's ``str.split``, as in
+    :func:`table4`). What is kept grows with the users, items and titles of the split, not with histories.
+
+    >>> rows = [{"group_id": "B:q", "domain": "B", "level": "full", "window_start": 0,
+    ...     "query": {"parent_asin": "q", "title": "A B"}, "users": [{"user_id": "u", "timestamp": 0,
+    ...     "rating": 5.0, "relative_rating": 0.5, "history": [{"title": "C D E"}]}]}]
+    >>> figures = SplitFigures(["B"])
+    >>> figures.add(pa.Table.from_pylist(rows))
+    >>> figures.result()["all"] == table4(rows)
+    True
     """
-    if "train" not in files:
-        return dict.fromkeys(_LEAKS, 0)
-    test, train = (str(files[s]).replace("'", "''") for s in ("test", "train"))
-    members = "SELECT domain, query.parent_asin AS item, unnest(users) AS u FROM read_parquet('{}')"
-    con.sql(f"""CREATE OR REPLACE TABLE test_pairs AS
-                SELECT DISTINCT domain, u.user_id AS user_id, item FROM ({members.format(test)})""")
-    con.sql(f"""CREATE OR REPLACE TABLE train_members AS
-                SELECT domain, u.user_id AS user_id, item, u.history AS history
-                FROM ({members.format(train)})""")
-    as_query, in_history, shared = con.sql("""
-        SELECT (SELECT count(*) FROM train_members JOIN test_pairs USING (user_id, item)),
-               (SELECT count(*) FROM (SELECT user_id, unnest(history).parent_asin AS item FROM train_members)
-                JOIN test_pairs USING (user_id, item)),
-               (SELECT count(*) FROM (SELECT DISTINCT domain, user_id FROM train_members)
-                JOIN (SELECT DISTINCT domain, user_id FROM test_pairs) USING (domain, user_id))
-        """).fetchall()[0]
-    con.sql("DROP TABLE test_pairs")
-    con.sql("DROP TABLE train_members")
-    return dict(zip(_LEAKS, (as_query, in_history, shared), strict=True))
+
+    def __init__(self, domains: Sequence[str]) -> None:
+        self._domains = {domain: _DomainFigures() for domain in domains}
+        self._rating: Counter[str] = Counter()
+        self._rel: Counter[str] = Counter()
+        self._length: Counter[str] = Counter()
+        self._year: Counter[str] = Counter()
+        self._rels: list[float] = []
+
+    def add(self, table: pa.Table) -> None:
+        """Count rows of the split (any batching gives the same result)."""
+        for batch in table.to_batches():
+            for domain in pc.unique(batch.column("domain")).to_pylist():
+                part = batch.filter(pc.equal(batch.column("domain"), domain))
+                self._add(self._domains[domain], part)
+
+    def _add(self, figures: _DomainFigures, batch: pa.RecordBatch) -> None:
+        users = batch.column("users")
+        members = users.flatten()
+        query = batch.column("query")
+        figures.items.update(query.field("parent_asin").to_pylist())
+        figures.users.update(members.field("user_id").to_pylist())
+        figures.reviews += len(members)
+        history = members.field("history")
+        lengths = pc.list_value_length(history).to_numpy(zero_copy_only=False)
+        figures.history += int(lengths.sum())
+        # The query title counts once per user (as in table4), next to every history title.
+        titles = pa.concat_arrays(
+            [history.flatten().field("title"), query.field("title").take(pc.list_parent_indices(users))]
+        )
+        figures.titles.append(pc.value_counts(titles))
+        if len(figures.titles) >= _MERGE_TITLES:
+            figures.merge_titles()
+        times = members.field("timestamp").to_pylist()
+        if times:
+            figures.first = min(times) if figures.first is None else min(figures.first, *times)
+            figures.last = max(times) if figures.last is None else max(figures.last, *times)
+        rels = members.field("relative_rating").to_pylist()
+        self._rels.extend(rels)
+        for rating, rel, length, timestamp in zip(
+            members.field("rating").to_pylist(), rels, lengths.tolist(), times, strict=True
+        ):
+            self._rating[f"{rating:.1f}"] += 1
+            self._rel[bin_label(rel, REL_EDGES)] += 1
+            self._length[bin_label(length, HISTORY_EDGES)] += 1
+            self._year[_date(timestamp)[:4]] += 1
+
+    def result(self) -> dict[str, Any]:
+        """The split's entry of ``stats.json``: ``all``, ``domains``, ``distributions``, ``choice``."""
+        negatives = sum(rel < 0 for rel in self._rels)
+        return {
+            "all": _figures(list(self._domains.values())),
+            "domains": {domain: _figures([figures]) for domain, figures in self._domains.items()},
+            "distributions": _figure5(self._rating, self._rel, self._length, self._year),
+            "choice": {"chosen_users": rel_figures(len(self._rels), math.fsum(self._rels), negatives)},
+        }
+
+
+def _figures(parts: Sequence[_DomainFigures]) -> dict[str, Any]:
+    """Table 4 of the union of some domains' rows."""
+    groups = len(set().union(*(p.items for p in parts)))
+    reviews = sum(p.reviews for p in parts)
+    times = [t for p in parts for t in (p.first, p.last) if t is not None]
+    return {
+        "groups": groups,
+        "reviews": reviews,
+        "users": len(set().union(*(p.users for p in parts))),
+        "query_items": groups,
+        "rating_history": sum(p.history for p in parts),
+        "tokens": sum(p.tokens() for p in parts),
+        "time_range": [_date(min(times)), _date(max(times))] if reviews else None,
+    }
+
+
+class LeakCounts:
+    """Test (user, query item) reviews found in the train split, counted on the rows written to it.
+
+    The test split's (domain, user, query item) triples are known before any row is written (from the
+    group index); the test rows written must hold exactly these (checked by :meth:`result`).
+
+    Args:
+        test_members: ``(domain, user_id, parent_asin)`` of every member of every test group.
+    """
+
+    def __init__(self, test_members: Iterable[tuple[str, str, str]]) -> None:
+        pairs = sorted(set(test_members))
+        self._pairs = pa.table({"user_id": [u for _, u, _ in pairs], "item": [i for _, _, i in pairs]})
+        self._expected = set(pairs)
+        self._written: set[tuple[str, str, str]] = set()
+        self._test_users = {(domain, user) for domain, user, _ in pairs}
+        self._train_users: set[tuple[str, str]] = set()
+        self._as_query = self._in_history = 0
+
+    def add(self, split: str, table: pa.Table) -> None:
+        """Count the ``full`` rows written to ``split`` (``test`` rows are only recorded)."""
+        for batch in table.to_batches():
+            users = batch.column("users")
+            members = users.flatten()
+            parents = pc.list_parent_indices(users)
+            user_ids = members.field("user_id")
+            domains = batch.column("domain").take(parents).to_pylist()
+            items = batch.column("query").field("parent_asin").take(parents)
+            if split == "test":
+                self._written.update(zip(domains, user_ids.to_pylist(), items.to_pylist(), strict=True))
+                continue
+            self._train_users.update(zip(domains, user_ids.to_pylist(), strict=True))
+            self._as_query += self._matches(user_ids, items)
+            history = members.field("history")
+            self._in_history += self._matches(
+                user_ids.take(pc.list_parent_indices(history)), history.flatten().field("parent_asin")
+            )
+
+    def _matches(self, user_ids: pa.Array, items: pa.Array) -> int:
+        """How many (user, item) rows equal a test pair (one count per matching (domain, user, item))."""
+        rows = pa.table({"user_id": user_ids, "item": items})
+        return rows.join(self._pairs, ["user_id", "item"], join_type="inner").num_rows
+
+    def result(self) -> dict[str, int]:
+        """``test_reviews_as_train_queries`` (train members whose (user, query item) is a test one),
+        ``test_reviews_in_train_histories`` (train history rows that are a test user's test review) and
+        ``train_users_also_in_test`` (distinct (domain, user) pairs in both splits; not a leak by itself)."""
+        if self._written != self._expected:
+            raise RuntimeError("internal error: the test rows written differ from the test split's groups")
+        shared = len(self._train_users & self._test_users)
+        return dict(zip(_LEAKS, (self._as_query, self._in_history, shared), strict=True))
 
 
 _LEAKS = ("test_reviews_as_train_queries", "test_reviews_in_train_histories", "train_users_also_in_test")
-
-
-def _batches(con: Any, sql: str) -> Iterator[tuple]:
-    for batch in con.sql(sql).to_arrow_reader(100_000):
-        yield from zip(*batch.to_pydict().values(), strict=True)
-
-
-def _split_stats(con: Any, path: Path, domains: Sequence[str]) -> dict[str, Any]:
-    escaped = str(path).replace("'", "''")
-    con.sql(f"""
-        CREATE OR REPLACE TABLE users AS
-        SELECT domain, item, qtitle, u.user_id AS user_id, u.timestamp AS ts, u.rating AS rating,
-               u.relative_rating AS rel, len(u.history) AS n_history
-        FROM (SELECT domain, query.parent_asin AS item, query.title AS qtitle, unnest(users) AS u
-              FROM read_parquet('{escaped}'))""")
-    tokens: Counter[str] = Counter()
-    # Words per distinct title (Python's str.split, as in table4), times how often it occurs.
-    for domain, title, n in _batches(
-        con,
-        f"""SELECT domain, title, count(*) FROM (
-                SELECT domain, h.title AS title FROM (
-                    SELECT domain, unnest(u.history) AS h FROM (
-                        SELECT domain, unnest(users) AS u FROM read_parquet('{escaped}')))
-                UNION ALL SELECT domain, qtitle FROM users)
-            GROUP BY ALL""",
-    ):
-        tokens[domain] += len((title or "").split()) * n
-
-    def figures(where: str, domain: str | None) -> dict[str, Any]:
-        groups, reviews, users, history, first, last = con.sql(f"""
-            SELECT count(DISTINCT item), count(*), count(DISTINCT user_id), coalesce(sum(n_history), 0),
-                   min(ts), max(ts)
-            FROM users {where}""").fetchall()[0]
-        return {
-            "groups": groups,
-            "reviews": reviews,
-            "users": users,
-            "query_items": groups,
-            "rating_history": int(history),
-            "tokens": tokens[domain] if domain is not None else sum(tokens.values()),
-            "time_range": [_date(first), _date(last)] if reviews else None,
-        }
-
-    per_domain = {}
-    for domain in domains:
-        per_domain[domain] = figures(f"WHERE domain = '{domain.replace(chr(39), chr(39) * 2)}'", domain)
-    rating: Counter[str] = Counter()
-    rel: Counter[str] = Counter()
-    length: Counter[str] = Counter()
-    year: Counter[str] = Counter()
-    for value, n in _batches(con, "SELECT rating, count(*) FROM users GROUP BY ALL"):
-        rating[f"{value:.1f}"] += n
-    for value, n in _batches(con, "SELECT rel, count(*) FROM users GROUP BY ALL"):
-        rel[bin_label(value, REL_EDGES)] += n
-    for value, n in _batches(con, "SELECT n_history, count(*) FROM users GROUP BY ALL"):
-        length[bin_label(value, HISTORY_EDGES)] += n
-    for day, n in _batches(con, f"SELECT ts // {MS_PER_DAY}, count(*) FROM users GROUP BY ALL"):
-        year[_date(day * MS_PER_DAY)[:4]] += n
-    users, rel_sum, negatives = con.sql(
-        "SELECT count(*), coalesce(sum(rel), 0), count_if(rel < 0) FROM users"
-    ).fetchall()[0]
-    result = {
-        "all": figures("", None),
-        "domains": per_domain,
-        "distributions": _figure5(rating, rel, length, year),
-        "choice": {"chosen_users": rel_figures(users, rel_sum, negatives)},
-    }
-    con.sql("DROP TABLE users")
-    return result
 
 
 def format_table(stats: dict[str, Any]) -> str:
