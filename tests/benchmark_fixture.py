@@ -7,6 +7,7 @@ ranking method end to end against known PTC values.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -88,10 +89,15 @@ def write_tiny_benchmark(folder: Path, n_test: int = 6, n_train: int = 4, seed: 
             for row in rows:
                 users = rng.sample(row["users"], size) if size < 5 else row["users"]
                 level_rows.append({**row, "level": config, "users": users})
-            path = folder / config / f"{split}.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            datasets.Dataset.from_list(level_rows, features=FEATURES).to_parquet(str(path))
-            yaml_lines += [f"  - split: {split}", f"    path: {config}/{split}.parquet"]
+            # datasets caches a data file by folder name and relative path, not content (PITFALLS 1):
+            # name each file by its content, as the builder does, so two tiny benchmarks never collide.
+            tmp = folder / config / f".{split}.parquet"
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            datasets.Dataset.from_list(level_rows, features=FEATURES).to_parquet(str(tmp))
+            digest = hashlib.sha256(tmp.read_bytes()).hexdigest()[:12]
+            name = f"{split}-{digest}.parquet"
+            tmp.replace(folder / config / name)
+            yaml_lines += [f"  - split: {split}", f"    path: {config}/{name}"]
     yaml_lines.append("---")
     (folder / "README.md").write_text("\n".join(yaml_lines) + "\n# tiny PerRecBench\n", encoding="utf-8")
     return folder
@@ -101,7 +107,8 @@ def write_truth_profiles(folder: Path, path: Path) -> Path:
     """Profiles JSONL whose text states each user's true relative rating and rating."""
     with path.open("w", encoding="utf-8") as f:
         for split in ("test", "train"):
-            rows = datasets.Dataset.from_parquet(str(folder / "full" / f"{split}.parquet"))
+            (data_file,) = (folder / "full").glob(f"{split}-*.parquet")
+            rows = datasets.Dataset.from_parquet(str(data_file))
             for row in rows:
                 for u in row["users"]:
                     text = f"TRUTH rel={u['relative_rating']!r} rating={u['rating']!r}"

@@ -200,10 +200,13 @@ def test_load_groups_hides_history_items_without_metadata(tmp_path):
     rows[0]["users"][0]["history"][0]["title"] = None
     folder = tmp_path / "bench"
     (folder / "easy").mkdir(parents=True)
-    datasets.Dataset.from_list(rows, features=FEATURES).to_parquet(str(folder / "easy" / "test.parquet"))
+    # A file name of its own: datasets caches by folder and file name (PITFALLS 1).
+    datasets.Dataset.from_list(rows, features=FEATURES).to_parquet(
+        str(folder / "easy" / "test-untitled.parquet")
+    )
     (folder / "README.md").write_text(
         "---\nconfigs:\n- config_name: easy\n  data_files:\n"
-        "  - split: test\n    path: easy/test.parquet\n---\n"
+        "  - split: test\n    path: easy/test-untitled.parquet\n---\n"
     )
     loaded = load_groups(folder, "easy")
     before = len(rows[0]["users"][0]["history"])

@@ -16,12 +16,13 @@ from perrec_eval.run import evaluate, evaluate_baselines
 from perrec_eval.types import Completion
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
 
-N_TEST = 6  # the size other tests use: datasets may serve a cached copy of same-named files (PITFALLS 1)
+N_TEST = 6
 
 
 def _write_stats(folder: Path) -> None:
     """A stats.json like the builder's (Table 4 figures and Fig. 5 distributions of the test split)."""
-    rows = datasets.Dataset.from_parquet(str(folder / "full" / "test.parquet")).to_list()
+    (path,) = (folder / "full").glob("test-*.parquet")
+    rows = datasets.Dataset.from_parquet(str(path)).to_list()
     stats = {"splits": {"test": {"all": table4(rows), "distributions": distributions(rows)}}}
     (folder / "stats.json").write_text(json.dumps(stats), encoding="utf-8")
 
