@@ -274,6 +274,7 @@ def compare(total: int, repeat: int, baselines: list[str], threads: int, memory_
     groups = sum(expected.values())
     print(f"\n{total:,} reviews, {groups:,} groups; --threads {threads} --memory-limit {memory_limit}")
     print_stage_table(runs, variants)
+    compression_table(WORK / f"out-{REPO.name}.stages")
 
 
 def print_stage_table(runs: dict[str, list[dict]], variants: dict[str, Path]) -> None:
@@ -308,6 +309,38 @@ def print_stage_table(runs: dict[str, list[dict]], variants: dict[str, Path]) ->
     for name in variants:
         ratios = [r["wall"] / statistics.median(walls) for r in runs[name]]
         print(f"{name}: wall / naive median = {', '.join(f'{x:.2f}' for x in ratios)}")
+
+
+CODECS = (("zstd", 1), ("zstd", 3), ("lz4", None), ("snappy", None), ("none", None))
+
+
+def compression_table(stages: Path) -> None:
+    """Encode every group's ``full`` row (the stage files, in row groups of 256 groups as the builder writes)
+    with each codec: best-of-5 write and read seconds, and size (the builder writes zstd level 1)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    paths = [p for p in sorted(stages.glob("*/*.parquet")) if not p.name.endswith(".index.parquet")]
+    table = pa.concat_tables([pq.read_table(path) for path in paths])
+    print(f"\nCodecs on {table.num_rows:,} full rows ({table.nbytes / 1e6:,.0f} MB in Arrow):\n")
+    print("| codec | write s | read s | MB |")
+    print("|---|---:|---:|---:|")
+    for codec, level in CODECS:
+        writes, reads = [], []
+        for _ in range(5):
+            buffer = io.BytesIO()
+            start = time.perf_counter()
+            with pq.ParquetWriter(buffer, table.schema, compression=codec, compression_level=level) as writer:
+                for offset in range(0, table.num_rows, 256):
+                    writer.write_table(table.slice(offset, 256), row_group_size=256)
+            writes.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            pq.read_table(io.BytesIO(buffer.getvalue()))
+            reads.append(time.perf_counter() - start)
+        name = codec if level is None else f"{codec} {level}"
+        print(f"| {name} | {min(writes):.3f} | {min(reads):.3f} | {len(buffer.getvalue()) / 1e6:.1f} |")
 
 
 def scaling(total: int, threads: int, memory_limit: str) -> dict:
