@@ -8,9 +8,11 @@ with its size and mtime restored, is selected again). Then :mod:`dataset_builder
 split (stratified by domain) and applies the train rule, the levels are drawn, and everything is written to
 a temp folder next to ``out`` that is renamed into place when complete.
 
-Output: the stage files are read once, in Arrow batches of ``_WRITE_BATCH`` groups; each batch is cut into
-the levels with Arrow ``take`` and handed to a thread pool that encodes the eight config × split files
-concurrently (each in row groups of 256 groups), while the statistics count the same ``full`` rows
+Output: each group's nested row is assembled once, into its domain's stage file (uncompressed Arrow IPC:
+no encoding to write or decode to read). The stage files are read once, in Arrow batches of
+``_WRITE_BATCH`` groups; each batch is cut into the levels with Arrow ``take`` and handed to a thread pool
+that encodes the eight config × split files (zstd parquet in row groups of 256 groups: the only compression
+of the build) and counts the statistics on the same ``full`` rows
 (:class:`dataset_builder.stats.SplitFigures`), so no written file is read back.
 
 Memory: group rows never become Python objects. What Python holds per group is its index row (id, user ids
@@ -42,7 +44,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataset_builder import stats as stats_mod
-from dataset_builder.assembly import RowGroupWriter
+from dataset_builder.assembly import RowGroupWriter, read_stage
 from dataset_builder.card import build_card
 from dataset_builder.config import ALL_DOMAINS, SYNTH_MARKER, BuildConfig, BuildError, portable_name
 from dataset_builder.schema import ARROW_SCHEMA, CONFIGS
@@ -54,7 +56,7 @@ from perrec_eval.fileio import atomic_open, read_json, write_json, write_text
 logger = logging.getLogger(__name__)
 
 # Bump when the stage content changes for the same inputs and parameters (invalidates old stage files).
-STAGE_VERSION = 4
+STAGE_VERSION = 5
 _WRITE_BATCH = 256  # groups per Arrow batch when deriving the levels
 _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", "fsspec")
 
@@ -239,7 +241,7 @@ def _select(
             hashes.start()
 
     try:
-        groups_tmp, index_tmp = work / "groups.parquet", work / "index.parquet"
+        groups_tmp, index_tmp = work / "groups.arrow", work / "index.parquet"
         result: DomainResult = run_domain(
             source, item.reviews, item.meta, cfg, work, groups_tmp, index_tmp, tick=tick
         )
@@ -265,7 +267,7 @@ def _select(
 
 def _load_stage(stage_dir: Path, key: str) -> dict[str, Any]:
     info = read_json(stage_dir / f"{key}.json")
-    info["groups_path"] = stage_dir / f"{key}.parquet"
+    info["groups_path"] = stage_dir / f"{key}.arrow"
     info["index_path"] = stage_dir / f"{key}.index.parquet"
     return info
 
@@ -302,18 +304,17 @@ def _save_stage(stage_dir: Path, key: str, groups: Path, index: Path, info: dict
     stage_dir.mkdir(parents=True, exist_ok=True)
     for old in stage_dir.glob("*.json"):
         old.unlink()
-    for old in stage_dir.glob("*.parquet"):
-        old.unlink()
+    for pattern in ("*.arrow", "*.parquet"):
+        for old in stage_dir.glob(pattern):
+            old.unlink()
     if info["groups"]:
-        groups.replace(stage_dir / f"{key}.parquet")
+        groups.replace(stage_dir / f"{key}.arrow")
         index.replace(stage_dir / f"{key}.index.parquet")
-    else:  # no group: empty files with the schemas, so every stage has its parquet
-        for name, schema in (
-            (f"{key}.parquet", ARROW_SCHEMA),
-            (f"{key}.index.parquet", INDEX_SCHEMA),
-        ):
-            with atomic_open(stage_dir / name, "wb") as handle:
-                pq.write_table(schema.empty_table(), handle)
+    else:  # no group: empty files with the schemas, so every stage has its files
+        with atomic_open(stage_dir / f"{key}.arrow", "wb") as handle, pa.ipc.new_file(handle, ARROW_SCHEMA):
+            pass
+        with atomic_open(stage_dir / f"{key}.index.parquet", "wb") as handle:
+            pq.write_table(INDEX_SCHEMA.empty_table(), handle)
     write_json(stage_dir / f"{key}.json", info)
 
 
@@ -475,8 +476,7 @@ def _write_configs(
         for domain in domains:
             if not results[domain]["groups"]:
                 continue
-            for batch in pq.ParquetFile(results[domain]["groups_path"]).iter_batches(_WRITE_BATCH):
-                table = pa.Table.from_batches([batch])
+            for table in read_stage(results[domain]["groups_path"], _WRITE_BATCH):
                 labels = pa.array(
                     [split_of.get(g) for g in table.column("group_id").to_pylist()], pa.string()
                 )

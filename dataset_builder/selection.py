@@ -115,7 +115,7 @@ def run_domain(
         meta: the domain's metadata file.
         cfg: the build parameters.
         work: a scratch folder for DuckDB's spill files (removed by the caller).
-        groups_file: where the groups go, as parquet rows of the ``full`` config (users ordered by
+        groups_file: where the groups go, as a stage file of ``full`` rows (users ordered by
             relative rating, rows by ``group_id``); not created when there is no group.
         index_file: one row per group (:data:`INDEX_SCHEMA`: members and chosen window); not created
             when there is no group.
