@@ -311,35 +311,57 @@ def print_stage_table(runs: dict[str, list[dict]], variants: dict[str, Path]) ->
         print(f"{name}: wall / naive median = {', '.join(f'{x:.2f}' for x in ratios)}")
 
 
-CODECS = (("zstd", 1), ("zstd", 3), ("lz4", None), ("snappy", None), ("none", None))
+# (format, codec, level). LZ4 parquet is written but not read back: after reading one, pyarrow 26.0.1 aborted
+# at interpreter exit in about half the runs ("terminate called without an active exception").
+CODECS = (
+    ("parquet", "zstd", 1),
+    ("parquet", "zstd", 3),
+    ("parquet", "lz4", None),
+    ("parquet", "snappy", None),
+    ("parquet", "none", None),
+    ("arrow ipc", None, None),
+)
 
 
 def compression_table(stages: Path) -> None:
-    """Encode every group's ``full`` row (the stage files, in row groups of 256 groups as the builder writes)
-    with each codec: best-of-5 write and read seconds, and size (the builder writes zstd level 1)."""
+    """Write every group's ``full`` row (the stage files) in each format: parquet with each codec (row groups
+    of 256 groups, as the builder writes) and uncompressed Arrow IPC; best-of-5 write and read seconds, and
+    size. The builder writes zstd level 1 parquet for the published files and Arrow IPC for its stages."""
     import io
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pa.concat_tables(pa.ipc.open_file(path).read_all() for path in sorted(stages.glob("*/*.arrow")))
-    print(f"\nCodecs on {table.num_rows:,} full rows ({table.nbytes / 1e6:,.0f} MB in Arrow):\n")
-    print("| codec | write s | read s | MB |")
+    print(f"\nFormats on {table.num_rows:,} full rows ({table.nbytes / 1e6:,.0f} MB in Arrow):\n")
+    print("| format | write s | read s | MB |")
     print("|---|---:|---:|---:|")
-    for codec, level in CODECS:
+    for kind, codec, level in CODECS:
         writes, reads = [], []
         for _ in range(5):
             buffer = io.BytesIO()
             start = time.perf_counter()
-            with pq.ParquetWriter(buffer, table.schema, compression=codec, compression_level=level) as writer:
-                for offset in range(0, table.num_rows, 256):
-                    writer.write_table(table.slice(offset, 256), row_group_size=256)
+            if kind == "parquet":
+                with pq.ParquetWriter(
+                    buffer, table.schema, compression=codec, compression_level=level
+                ) as out:
+                    for offset in range(0, table.num_rows, 256):
+                        out.write_table(table.slice(offset, 256), row_group_size=256)
+            else:
+                with pa.ipc.new_file(buffer, table.schema) as out:
+                    out.write_table(table)
             writes.append(time.perf_counter() - start)
+            if codec == "lz4":
+                continue
             start = time.perf_counter()
-            pq.read_table(io.BytesIO(buffer.getvalue()))
+            if kind == "parquet":
+                pq.read_table(io.BytesIO(buffer.getvalue()))
+            else:
+                pa.ipc.open_file(pa.BufferReader(buffer.getvalue())).read_all()
             reads.append(time.perf_counter() - start)
-        name = codec if level is None else f"{codec} {level}"
-        print(f"| {name} | {min(writes):.3f} | {min(reads):.3f} | {len(buffer.getvalue()) / 1e6:.1f} |")
+        name = " ".join(str(part) for part in (kind, codec, level) if part is not None)
+        read = f"{min(reads):.3f}" if reads else "not read"
+        print(f"| {name} | {min(writes):.3f} | {read} | {len(buffer.getvalue()) / 1e6:.1f} |")
 
 
 def scaling(total: int, threads: int, memory_limit: str) -> dict:
