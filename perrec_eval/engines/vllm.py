@@ -369,16 +369,20 @@ class VLLMEngine:
 
     def prompt_lengths(self, conversations: Sequence[list[dict[str, str]]]) -> list[int]:
         """Prompt tokens of each conversation, rendered with the model's chat template and tokenizer."""
-        if not conversations:
-            return []
-        token_ids = self.llm.get_tokenizer().apply_chat_template(
-            list(conversations),
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=False,
-            **self._template_kwargs,
-        )
-        return [len(ids) for ids in token_ids]
+        tokenizer = self.llm.get_tokenizer()
+        # One conversation per call: every tokenizer vLLM loads (mistral's too) takes that form.
+        return [
+            len(
+                tokenizer.apply_chat_template(
+                    conversation,
+                    add_generation_prompt=True,
+                    tokenize=True,
+                    return_dict=False,
+                    **self._template_kwargs,
+                )
+            )
+            for conversation in conversations
+        ]
 
     def info(self) -> dict[str, Any]:
         """Model, adapter, vLLM version, seeding, the `vllm.LLM` options and the `LLM.chat` calls made."""

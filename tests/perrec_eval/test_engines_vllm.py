@@ -32,9 +32,9 @@ class StandInTokenizer:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
 
-    def apply_chat_template(self, conversations, **options):
+    def apply_chat_template(self, messages, **options):
         self.calls.append(options)
-        return [[0] * (1 + sum(len(m["content"].split()) for m in messages)) for messages in conversations]
+        return [0] * (1 + sum(len(m["content"].split()) for m in messages))
 
 
 class StandInLLM:
