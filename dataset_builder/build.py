@@ -183,45 +183,26 @@ def _domain(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, A
     """The domain's groups and accounting, from its stage when the inputs' bytes are unchanged.
 
     The content hashes are computed in a thread. When a stage with the same parameters and file sizes
-    exists, the build waits for them to decide whether it can be reused; otherwise they are computed
-    while the selection runs its Python search (hashlib releases the GIL; the SQL stages before it keep
-    every core busy) and the new stage is keyed by them.
+    exists, the build waits for them to decide whether it can be reused; otherwise the selection runs while
+    they are computed (hashlib releases the GIL) and the new stage is keyed by them.
     """
     stage_dir = cfg.stage_root / item.domain
     with ThreadPoolExecutor(max_workers=1) as pool:
-        hashes = _Hashes(pool, source, (item.reviews, item.meta))
+        futures = [pool.submit(source.content_hash, f) for f in (item.reviews, item.meta)]
         if any(read_json(p).get("selection") == item.selection(cfg) for p in stage_dir.glob("*.json")):
-            key = item.stage_key(cfg, hashes.result())
+            key = item.stage_key(cfg, [f.result() for f in futures])
             if (stage_dir / f"{key}.json").exists():
                 logger.info("%s: inputs unchanged since the last run, reusing stage %s", item.domain, key)
                 return _load_stage(stage_dir, key)
             logger.info(
                 "%s: an input changed since the last run (content hash), selecting again", item.domain
             )
-        info = _select(source, item, cfg, stage_dir, hashes)
+        info = _select(source, item, cfg, stage_dir, futures)
     return _load_stage(stage_dir, info["key"])
 
 
-class _Hashes:
-    """The content hashes of a domain's input files, computed in ``pool`` from the first :meth:`start`."""
-
-    def __init__(self, pool: ThreadPoolExecutor, source: Source, files: tuple[InputFile, ...]) -> None:
-        self._pool, self._source, self._files = pool, source, files
-        self._futures: list[Future[str]] = []
-
-    def start(self) -> None:
-        """Begin hashing (once)."""
-        if not self._futures:
-            self._futures = [self._pool.submit(self._source.content_hash, f) for f in self._files]
-
-    def result(self) -> list[str]:
-        """The hashes, waiting for them (starting them first if needed)."""
-        self.start()
-        return [future.result() for future in self._futures]
-
-
 def _select(
-    source: Source, item: DomainInputs, cfg: BuildConfig, stage_dir: Path, hashes: _Hashes
+    source: Source, item: DomainInputs, cfg: BuildConfig, stage_dir: Path, hashes: list[Future[str]]
 ) -> dict[str, Any]:
     """Run the domain's selection into a work folder and save it as a stage; return the stage's JSON."""
     from tqdm.auto import tqdm
@@ -237,8 +218,6 @@ def _select(
             _took(f"{item.domain}: {started[-1][0]}", started[-1][1], now)
         started.append((stage, now))
         bar.set_postfix_str(stage)
-        if stage == "search":
-            hashes.start()
 
     try:
         groups_tmp, index_tmp = work / "groups.arrow", work / "index.parquet"
@@ -246,7 +225,7 @@ def _select(
             source, item.reviews, item.meta, cfg, work, groups_tmp, index_tmp, tick=tick
         )
         tick("done")
-        content = hashes.result()
+        content = [h.result() for h in hashes]
         key = item.stage_key(cfg, content)
         info = {
             "domain": item.domain,
