@@ -427,7 +427,7 @@ def _write_configs(
     """Stream every domain's stage file once, in ``group_id`` order, into the config × split files (groups
     the split rule dropped are not written); the statistics count the same ``full`` rows on the way.
 
-    Each batch's rows are decoded and cut into levels once; a thread pool encodes and compresses the eight
+    Each batch's rows are read and cut into levels once; a thread pool encodes and compresses the eight
     files and counts the statistics (pyarrow releases the GIL) while this thread prepares the next batch.
     Every writer (and the statistics) gets one task per batch and a batch is handed out only when the
     previous one is done, so each file receives its rows in order and the bytes do not depend on the
@@ -459,7 +459,7 @@ def _write_configs(
                 labels = pa.array(
                     [split_of.get(g) for g in table.column("group_id").to_pylist()], pa.string()
                 )
-                parts = {}
+                parts: dict[str, dict[str, pa.Table]] = {}
                 for label in splits:
                     part = table.filter(pc.equal(labels, label))
                     if part.num_rows:
