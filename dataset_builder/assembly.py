@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import duckdb
 import numpy as np
@@ -177,7 +178,28 @@ def _assemble(flat: pa.Table, users: _Stream, groups: _Stream) -> pa.Table:
     )
 
 
-class StageWriter:
+class _WholeFile:
+    """A writer whose file appears only whole: `close` moves the temp file into place; leaving its `with`
+    block on an error drops the temp file instead (`perrec_eval.fileio.atomic_open` does both)."""
+
+    _file: contextlib.ExitStack
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._file.__exit__(exc_type, exc, tb)
+
+
+class StageWriter(_WholeFile):
     """Rows with the published schema in an uncompressed Arrow IPC file: a stage, written once per selection
     and read once per build (:func:`read_stage`).
 
@@ -192,17 +214,6 @@ class StageWriter:
         self.rows = 0
         self._writer: pa.ipc.RecordBatchFileWriter | None = None
         self._file = contextlib.ExitStack()
-
-    def __enter__(self) -> StageWriter:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self._file.__exit__(exc_type, exc, tb)  # atomic_open drops the temp file
 
     def write(self, table: pa.Table) -> None:
         """Add rows (any schema castable to :data:`ARROW_SCHEMA`)."""
@@ -234,7 +245,7 @@ def read_stage(path: Path, rows: int) -> Iterator[pa.Table]:
                 yield pa.Table.from_batches([batch.slice(offset, rows)])
 
 
-class RowGroupWriter:
+class RowGroupWriter(_WholeFile):
     """A parquet writer with the published schema whose row groups hold exactly ``rows_per_group`` rows.
 
     Row-group boundaries thus depend only on the content (not on how batches arrived), so the same rows
@@ -251,17 +262,6 @@ class RowGroupWriter:
         self._pending_rows = 0
         self._writer: pq.ParquetWriter | None = None
         self._file = contextlib.ExitStack()
-
-    def __enter__(self) -> RowGroupWriter:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self._file.__exit__(exc_type, exc, tb)  # atomic_open drops the temp file
 
     def write(self, table: pa.Table) -> None:
         """Add rows (any schema castable to :data:`ARROW_SCHEMA`)."""
