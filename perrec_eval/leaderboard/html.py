@@ -83,47 +83,27 @@ def _published(report: Report, number: int) -> str:
 def _analyses(report: Report, table: Table, analyses: Mapping[str, Any]) -> list[str]:
     key = f"t{table.number}"
     parts = []
-    domain = analyses["by_domain"]
-    if domain["rows"]:
-        header = ["System"] + [f"{d} ({domain['num_groups'][d]} groups)" for d in domain["domains"]]
-        rows = [
-            [r["label"]] + [render.number(r["ptc"][d]) for d in domain["domains"]] for r in domain["rows"]
-        ]
+    by_domain = render.domain_table(analyses)
+    if by_domain is not None:
         parts += [
             "<h3>By domain (paper Fig. 4)</h3>",
-            table_html(header, rows),
+            table_html(*by_domain),
             _images(report, key, "by_domain"),
         ]
-    size = analyses["by_group_size"]
-    header = ["System", "method"] + [
-        f"{lv} ({n} users)" for lv, n in zip(size["levels"], size["sizes"], strict=True)
-    ]
-    rows = [
-        [r["label"], m] + [render.number(r["ptc"][m][lv]) for lv in size["levels"]]
-        for r in size["rows"]
-        for m in size["methods"]
-    ]
     parts += [
         "<h3>By group size (paper Fig. 7)</h3>",
-        table_html(header, rows),
+        table_html(*render.group_size_table(analyses)),
         _images(report, key, "by_group_size"),
     ]
-    method = analyses["by_method"]
-    rows = [[r["label"]] + [render.number(r["ptc"][m]) for m in method["methods"]] for r in method["rows"]]
     parts += [
         "<h3>By ranking method (mean over levels)</h3>",
-        table_html(["System", *method["methods"]], rows),
+        table_html(*render.method_table(analyses)),
         _images(report, key, "by_method"),
     ]
     for block in analyses["prompting"]:
-        header = ["Prompting", *render.column_names(table.columns), "Avg."]
-        rows = [
-            [r["prompting"]] + [render.number(v) for v in r["cells"].values()] + [render.number(r["average"])]
-            for r in block["rows"]
-        ]
         parts += [
             f"<h3>Prompting variants of {html.escape(block['model'])} (paper Table 2)</h3>",
-            table_html(header, rows),
+            table_html(*render.prompting_table(table, block)),
         ]
     parts.append(_images(report, key, "prompting"))
     if analyses["k_shots"]:

@@ -224,20 +224,20 @@ def _images(report: Report, key: str, kind: str) -> str:
     )
 
 
-def _analysis_markdown(report: Report, table: Table, analyses: Mapping[str, Any]) -> list[str]:
-    key = f"t{table.number}"
-    parts = []
+TextTable = tuple[list[str], list[list[str]]]  # (header, rows), rendered as markdown or HTML
+
+
+def domain_table(analyses: Mapping[str, Any]) -> TextTable | None:
+    """PTC per domain (paper Fig. 4), or None when no row has every domain."""
     dom = analyses["by_domain"]
-    if dom["rows"]:
-        header = ["System"] + [f"{d} ({dom['num_groups'][d]} groups)" for d in dom["domains"]]
-        rows = [[r["label"]] + [number(r["ptc"][d]) for d in dom["domains"]] for r in dom["rows"]]
-        parts += [
-            "### By domain (paper Fig. 4)",
-            "Mean PTC over the table's cells, on each domain's groups "
-            '(domain = the group id before ":"); complete rows only.',
-            markdown_table(header, rows),
-            _images(report, key, "by_domain"),
-        ]
+    if not dom["rows"]:
+        return None
+    header = ["System"] + [f"{d} ({dom['num_groups'][d]} groups)" for d in dom["domains"]]
+    return header, [[r["label"]] + [number(r["ptc"][d]) for d in dom["domains"]] for r in dom["rows"]]
+
+
+def group_size_table(analyses: Mapping[str, Any]) -> TextTable:
+    """PTC per group size and method (paper Fig. 7)."""
     size = analyses["by_group_size"]
     header = ["System", "method"] + [
         f"{lv} ({n} users)" for lv, n in zip(size["levels"], size["sizes"], strict=True)
@@ -247,25 +247,54 @@ def _analysis_markdown(report: Report, table: Table, analyses: Mapping[str, Any]
         for r in size["rows"]
         for m in size["methods"]
     ]
+    return header, rows
+
+
+def method_table(analyses: Mapping[str, Any]) -> TextTable:
+    """PTC per ranking method, mean over levels."""
+    meth = analyses["by_method"]
+    return ["System", *meth["methods"]], [
+        [r["label"]] + [number(r["ptc"][m]) for m in meth["methods"]] for r in meth["rows"]
+    ]
+
+
+def prompting_table(table: Table, block: Mapping[str, Any]) -> TextTable:
+    """One model's prompting variants side by side (paper Table 2)."""
+    header = ["Prompting", *column_names(table.columns), "Avg."]
+    rows = [
+        [r["prompting"]] + [number(v) for v in r["cells"].values()] + [number(r["average"])]
+        for r in block["rows"]
+    ]
+    return header, rows
+
+
+def _analysis_markdown(report: Report, table: Table, analyses: Mapping[str, Any]) -> list[str]:
+    key = f"t{table.number}"
+    parts = []
+    by_domain = domain_table(analyses)
+    if by_domain is not None:
+        parts += [
+            "### By domain (paper Fig. 4)",
+            "Mean PTC over the table's cells, on each domain's groups "
+            '(domain = the group id before ":"); complete rows only.',
+            markdown_table(*by_domain),
+            _images(report, key, "by_domain"),
+        ]
     parts += [
         "### By group size (paper Fig. 7)",
-        markdown_table(header, rows),
+        markdown_table(*group_size_table(analyses)),
         _images(report, key, "by_group_size"),
     ]
-    meth = analyses["by_method"]
-    rows = [[r["label"]] + [number(r["ptc"][m]) for m in meth["methods"]] for r in meth["rows"]]
     parts += [
         "### By method (mean over levels)",
-        markdown_table(["System", *meth["methods"]], rows),
+        markdown_table(*method_table(analyses)),
         _images(report, key, "by_method"),
     ]
     for block in analyses["prompting"]:
-        header = ["Prompting", *column_names(table.columns), "Avg."]
-        rows = [
-            [r["prompting"]] + [number(v) for v in r["cells"].values()] + [number(r["average"])]
-            for r in block["rows"]
+        parts += [
+            f"### Prompting variants of {block['model']} (paper Table 2)",
+            markdown_table(*prompting_table(table, block)),
         ]
-        parts += [f"### Prompting variants of {block['model']} (paper Table 2)", markdown_table(header, rows)]
     if analyses["prompting"]:
         parts.append(_images(report, key, "prompting"))
     for grid in analyses["k_shots"]:
