@@ -121,14 +121,21 @@ class EngineSpec:
         """
         from perrec_eval.engines import load_engine
 
-        single = self.adapter[0] if len(self.adapter) == 1 and "=" not in self.adapter[0] else None
+        single = self._adapter_loaded_with_model()
         return load_engine(self.engine, self.model, adapter=single, options=self.engine_options())
 
     def adapter_engines(self, base):
         """(name, engine) per adapter, each sharing the loaded `base` (from `load_engine`)."""
-        if len(self.adapter) == 1 and "=" not in self.adapter[0]:
+        if self._adapter_loaded_with_model() is not None:
             return [(next(iter(self.adapters())), base)]
         return [(name, base.with_adapter(name, path)) for name, path in self.adapters().items()]
+
+    def _adapter_loaded_with_model(self) -> str | None:
+        # One plain `--adapter PATH` is loaded together with the model (the engines' long-standing path,
+        # e.g. hf's merge_adapter); named or several adapters go through `with_adapter`.
+        if len(self.adapter) == 1 and "=" not in self.adapter[0]:
+            return self.adapter[0]
+        return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

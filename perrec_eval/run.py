@@ -72,16 +72,12 @@ def _blocked(ctx: GroupContext, slot: Slot, demos: Demonstrations) -> str | None
 
 def _ask(engine: Engine, requests: Sequence[ChatRequest | str], params: GenParams) -> list[Completion]:
     """Send the renderable requests in one call; a blocked one (its reason as a str) fails without a call."""
-    sendable = [(i, request) for i, request in enumerate(requests) if isinstance(request, ChatRequest)]
-    completions: list[Completion] = [
-        Completion(texts=(), error=request) for request in requests if isinstance(request, str)
+    sendable = [request for request in requests if isinstance(request, ChatRequest)]
+    answered = iter(engine.generate(sendable, params) if sendable else [])
+    return [
+        next(answered) if isinstance(request, ChatRequest) else Completion(texts=(), error=request)
+        for request in requests
     ]
-    answered = engine.generate([request for _, request in sendable], params) if sendable else []
-    out: list[Completion | None] = [None] * len(requests)
-    for (i, _), completion in zip(sendable, answered, strict=True):
-        out[i] = completion
-    blocked = iter(completions)
-    return [completion if completion is not None else next(blocked) for completion in out]
 
 
 def run_method(
@@ -200,15 +196,16 @@ def pick_demonstration_groups(
 
 def demonstrations(config: EvalConfig, method: Method, picked: Sequence[GroupContext]) -> Demonstrations:
     """The few-shot examples made from the `picked` held-out groups, each with its true answer."""
-    pool, errors = [], []
+    pool = []
     for ctx in picked:
         slot, answer = demonstration(method, ctx.group.relative_ratings, ctx.group.ratings)
-        errors += [ctx.views[i].profile_error for i in slot.users if ctx.views[i].profile_error]
-        if not errors:
-            users = [ctx.views[i].prompt_input() for i in slot.users]
-            pool.append((ctx.group_id, prompts.Demonstration(ctx.query_input(), users, answer)))
-    if errors:
-        return Demonstrations(config.shots, (), f"profile request failed for a demonstration: {errors[0]}")
+        failed = [ctx.views[i].profile_error for i in slot.users if ctx.views[i].profile_error]
+        if failed:
+            return Demonstrations(
+                config.shots, (), f"profile request failed for a demonstration: {failed[0]}"
+            )
+        users = [ctx.views[i].prompt_input() for i in slot.users]
+        pool.append((ctx.group_id, prompts.Demonstration(ctx.query_input(), users, answer)))
     return Demonstrations(config.shots, tuple(pool))
 
 
@@ -274,7 +271,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         (lv, m): pick_demonstration_groups(config, lv, m, train[lv]) for lv in train for m in config.methods
     }
     test_groups = [g for groups in test.values() for g in groups]
-    demo_groups = list({g.group_id + g.level: g for groups in picked.values() for g in groups}.values())
+    demo_groups = list({(g.group_id, g.level): g for groups in picked.values() for g in groups}.values())
     retrieved = context.retrieve([*test_groups, *demo_groups], config.k, progress=config.progress)
     users = {(g.group_id, u.user_id) for g in test_groups for u in g.users}
     for (_, method), groups in picked.items():
