@@ -110,15 +110,15 @@ def profiles(config: ProfilesConfig) -> int:
         for level in config.levels
         for group in context.load_groups(config.data, level, split, config.max_groups, seed=config.seed)
     ]
-    engine = config.load_engine()
     provenance = {
-        "engine": engine.name,
-        "model": engine.model,
+        "engine": config.engine,
+        "model": config.model,
         "max_items": config.max_items,
         "max_chars": config.max_chars,
     }
-    if out.is_file():
+    if out.is_file():  # refused before any model is loaded
         check_provenance(out, provenance)
+    engine = config.load_engine()
     cached = CachedEngine(engine, out.with_name(out.name + ".cache.jsonl"))
     known = load_profiles(out) if out.is_file() else {}
     budget = HistoryBudget(max_items=config.max_items, max_chars=config.max_chars)
