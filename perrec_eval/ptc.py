@@ -39,6 +39,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
@@ -649,3 +650,66 @@ def paired_test(
         "num_invalid_a": int((~valid_a).sum()),
         "num_invalid_b": int((~valid_b).sum()),
     }
+
+
+def null_tau_variance(num_users: int) -> float:
+    """Variance of one group's Kendall tau when the predicted order is uniformly random (no ties).
+
+    ``2 (2n + 5) / (9 n (n - 1))`` for ``n`` users: 1 for pairs, 0.41 for triples, 0.24 for groups of 4. It is
+    the spread of a system that knows nothing, and close to that of the weak systems the benchmark compares,
+    so it is the planning value for the resolution a benchmark of a given size can have.
+
+    >>> null_tau_variance(2), round(null_tau_variance(3), 4), round(null_tau_variance(4), 4)
+    (1.0, 0.4074, 0.2407)
+    """
+    if num_users < 2:
+        raise ValueError(f"a group has at least 2 users, got {num_users}")
+    return 2 * (2 * num_users + 5) / (9 * num_users * (num_users - 1))
+
+
+def expected_resolution(
+    num_users: int,
+    num_groups: int,
+    *,
+    variance: float | None = None,
+    design_effect: float = 1.0,
+    confidence_level: float = 0.95,
+    power: float = 0.8,
+) -> dict[str, float]:
+    """The precision a PTC cell of ``num_groups`` groups can have (normal approximation).
+
+    ``half_width`` is the expected half-width of the cell's confidence interval; ``min_detectable_difference``
+    the smallest true PTC difference between two systems that a two-sided paired test at
+    ``1 - confidence_level`` finds with probability ``power``, taking the two systems' per-group taus as
+    uncorrelated (correlated systems are told apart at smaller differences). ``design_effect`` inflates the
+    variance for clustered groups (several groups of one query item); ``variance`` replaces the planning
+    value :func:`null_tau_variance` with an observed per-group variance.
+
+    >>> r = expected_resolution(2, 200)
+    >>> round(r["half_width"], 3), round(r["min_detectable_difference"], 3)
+    (0.139, 0.28)
+    >>> round(expected_resolution(4, 2_400)["half_width"], 3)
+    0.02
+    """
+    if num_groups < 1:
+        raise ValueError(f"num_groups must be at least 1, got {num_groups}")
+    if not 0 < confidence_level < 1 or not 0 < power < 1:
+        raise ValueError("confidence_level and power must lie strictly between 0 and 1")
+    sigma2 = (null_tau_variance(num_users) if variance is None else variance) * design_effect
+    normal = NormalDist()
+    z_alpha = normal.inv_cdf(0.5 + confidence_level / 2)
+    z_power = normal.inv_cdf(power)
+    return {
+        "half_width": z_alpha * math.sqrt(sigma2 / num_groups),
+        "min_detectable_difference": (z_alpha + z_power) * math.sqrt(2 * sigma2 / num_groups),
+    }
+
+
+def groups_for_half_width(num_users: int, half_width: float, *, confidence_level: float = 0.95) -> int:
+    """How many groups of ``num_users`` users a cell needs for an expected CI half-width of ``half_width``.
+
+    >>> groups_for_half_width(2, 0.02), groups_for_half_width(3, 0.02), groups_for_half_width(4, 0.02)
+    (9604, 3913, 2312)
+    """
+    z_alpha = NormalDist().inv_cdf(0.5 + confidence_level / 2)
+    return math.ceil((z_alpha / half_width) ** 2 * null_tau_variance(num_users) - 1e-9)
