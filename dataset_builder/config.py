@@ -330,6 +330,8 @@ class BuildConfig:
         data = asdict(self)
         for name in ("progress", "out", "work_dir", "overwrite", "push_to_hub"):
             data.pop(name)
+        if not self.with_interactions:  # absent unless asked for: manifests of other builds are unchanged
+            data.pop("with_interactions")
         data["domains"] = list(self.domains)
         data["source"] = portable_name(self.source)
         return data

@@ -14,6 +14,7 @@ import yaml
 from dataset_builder.build import build
 from dataset_builder.interactions import INTERACTIONS_SCHEMA
 from dataset_builder.synth import write_synthetic
+from perrec_eval.context import dataset_fingerprint
 from tests.dataset_builder.build_fixture import config
 
 
@@ -127,3 +128,17 @@ def test_build_interactions_are_identical_across_builds(raw: Path, built: Path, 
     )
     first = json.loads((built / "manifest.json").read_text())["interactions"]
     assert json.loads((again / "manifest.json").read_text())["interactions"] == first
+
+
+def test_build_interactions_leave_the_dataset_fingerprint_unchanged(
+    raw: Path, built: Path, tmp_path: Path
+) -> None:
+    plain = build(
+        config(raw, tmp_path / "bench", domains=("Books", "Electronics"), min_history=10, test_groups=6)
+    )
+    assert "with_interactions" not in json.loads((plain / "manifest.json").read_text())["parameters"]
+    assert dataset_fingerprint(plain) == dataset_fingerprint(built)
+    other = build(
+        config(raw, tmp_path / "other", domains=("Books", "Electronics"), min_history=10, test_groups=5)
+    )
+    assert dataset_fingerprint(other) != dataset_fingerprint(built)

@@ -267,3 +267,29 @@ def test_cf_cli_all_runs_them_and_records_how(builds, tmp_path, capsys):
         assert set(info["cf"]["cells"]) == {"easy/pointwise", "medium/pointwise", "hard/pointwise"}
         cells = json.loads((tmp_path / name / "scores.json").read_text())["cells"]
         assert all(c["num_groups"] == 6 for c in cells)
+
+
+def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactions(builds, tmp_path, capsys):
+    plain, rich = builds
+    llm, cf_run = tmp_path / "llm", tmp_path / "mf"
+    args = [
+        "evaluate",
+        "--data",
+        str(plain),
+        "--engine",
+        "fake",
+        "--model",
+        "constant",
+        "--methods",
+        "pointwise",
+    ]
+    assert main([*args, "--out", str(llm)]) == 0
+    assert (
+        main(["evaluate", "--data", str(rich), "--engine", "baseline", "--model", "mf", "--out", str(cf_run)])
+        == 0
+    )
+    assert main(["report", str(llm), str(cf_run), "--no-plots", "--out", str(tmp_path / "report")]) == 0
+    board = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
+    assert len(board["tables"]) == 1  # one comparable set: same groups, same fingerprint
+    table = (tmp_path / "report" / "leaderboard.md").read_text()
+    assert "| mf |" in table
