@@ -292,4 +292,10 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
     board = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
     assert len(board["tables"]) == 1  # one comparable set: same groups, same fingerprint
     table = (tmp_path / "report" / "leaderboard.md").read_text()
-    assert "| mf |" in table
+    assert "| mf |" in table and "### LLM runs against the baselines" in table
+    assert "| constant | mf | easy pointwise |" in table
+    versus = board["tables"][0]["analyses"]["versus_baselines"]
+    assert {(v["model"], v["baseline"], v["level"], v["method"]) for v in versus} == {
+        ("constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
+    }
+    assert all(v["num_compared"] == 6 and 0 < v["p_value"] <= 1 for v in versus)
