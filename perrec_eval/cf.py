@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -178,39 +178,60 @@ class Ratings:
         return joined[joined < n]
 
 
-def load_interactions(data: str | Path) -> dict[str, Ratings]:
-    """Every domain's interactions listed in the build's ``manifest.json``.
+class InteractionFiles(Mapping[str, Ratings]):
+    """Domain → its interactions, read from the build's parquet file at each access (never cached), so a
+    caller that takes one domain at a time holds one domain's ratings in memory."""
+
+    def __init__(self, data: str | Path) -> None:
+        folder = Path(data)
+        manifest = folder / "manifest.json"
+        listed = json.loads(manifest.read_text()).get("interactions") if manifest.is_file() else None
+        if not listed:
+            raise DataError(missing_interactions(data))
+        self._paths = {domain: folder / info["path"] for domain, info in listed.items()}
+        for path in self._paths.values():
+            if not path.is_file():
+                raise DataError(
+                    f"{path} is listed in {manifest} but missing; rebuild with --with-interactions"
+                )
+
+    def __getitem__(self, domain: str) -> Ratings:
+        return read_ratings(self._paths[domain])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def read_ratings(path: Path) -> Ratings:
+    """One interactions file (``build --with-interactions``) as :class:`Ratings`."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=["user_id", "parent_asin", "rating", "timestamp"])
+    users = pc.dictionary_encode(table["user_id"]).combine_chunks()
+    items = pc.dictionary_encode(table["parent_asin"]).combine_chunks()
+    timestamps = table["timestamp"].to_numpy()
+    if np.any(np.diff(timestamps) < 0):
+        raise DataError(f"{path} is not ordered by timestamp; rebuild with --with-interactions")
+    return Ratings.make(
+        users.indices.to_numpy(),
+        items.indices.to_numpy(),
+        table["rating"].to_numpy().astype(np.float64),
+        timestamps,
+        {name: i for i, name in enumerate(items.dictionary.to_pylist())},
+    )
+
+
+def load_interactions(data: str | Path) -> InteractionFiles:
+    """Every domain's interactions listed in the build's ``manifest.json`` (read when a domain is asked for).
 
     Raises:
         DataError: the benchmark was built without ``--with-interactions`` (the message says how to rebuild).
     """
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    folder = Path(data)
-    manifest = folder / "manifest.json"
-    listed = json.loads(manifest.read_text()).get("interactions") if manifest.is_file() else None
-    if not listed:
-        raise DataError(missing_interactions(data))
-    out = {}
-    for domain, info in listed.items():
-        path = folder / info["path"]
-        if not path.is_file():
-            raise DataError(f"{path} is listed in {manifest} but missing; rebuild with --with-interactions")
-        table = pq.read_table(path, columns=["user_id", "parent_asin", "rating", "timestamp"])
-        users = pc.dictionary_encode(table["user_id"]).combine_chunks()
-        items = pc.dictionary_encode(table["parent_asin"]).combine_chunks()
-        timestamps = table["timestamp"].to_numpy()
-        if np.any(np.diff(timestamps) < 0):
-            raise DataError(f"{path} is not ordered by timestamp; rebuild with --with-interactions")
-        out[domain] = Ratings.make(
-            users.indices.to_numpy(),
-            items.indices.to_numpy(),
-            table["rating"].to_numpy().astype(np.float64),
-            timestamps,
-            {name: i for i, name in enumerate(items.dictionary.to_pylist())},
-        )
-    return out
+    return InteractionFiles(data)
 
 
 def missing_interactions(data: str | Path) -> str:
@@ -551,11 +572,25 @@ def run(
     tuning: dict[str, Any] = {"split": "train", "config": "full", "groups": len(train), "grid": []}
     if not train:
         tuning["note"] = "no train split: the first grid point is used"
-    best: tuple[float, MFParams | KNNParams, list[GroupOutcome]] | None = None
+    # One domain at a time (its ratings read once, then dropped), every grid point on it.
+    everything = [*train, *flat]
+    per_point: list[list[GroupOutcome | None]] = [[None] * len(everything) for _ in grid]
     models, fit_seconds = 0, 0.0
-    for params in grid:
-        outcomes, figures = predict_groups(name, interactions, [*train, *flat], params, cuts=cuts)
-        models, fit_seconds = models + figures["models"], fit_seconds + figures["fit_seconds"]
+    for domain in sorted({g.domain for g in everything}):
+        members = [i for i, g in enumerate(everything) if g.domain == domain]
+        if domain not in interactions:
+            raise DataError(f"no interactions for domain {domain!r}; rebuild with --with-interactions")
+        ratings = {domain: interactions[domain]}
+        for point, params in enumerate(grid):
+            outcomes, figures = predict_groups(
+                name, ratings, [everything[i] for i in members], params, cuts=cuts
+            )
+            models, fit_seconds = models + figures["models"], fit_seconds + figures["fit_seconds"]
+            for i, outcome in zip(members, outcomes, strict=True):
+                per_point[point][i] = outcome
+    best: tuple[float, MFParams | KNNParams, list[GroupOutcome]] | None = None
+    for params, filled in zip(grid, per_point, strict=True):
+        outcomes = [o for o in filled if o is not None]
         score = _mean_tau(train, outcomes[: len(train)]) if train else 0.0
         tuning["grid"].append({"params": asdict(params), "train_mean_tau_b": round(score, 4)})
         if best is None or score > best[0]:
