@@ -182,9 +182,7 @@ def main() -> None:
     print("| reviews | build s | with interactions s | peak RSS MiB | ratings | MiB | bytes/rating | 207M |")
     print("|---|---|---|---|---|---|---|---|")
     print("\n".join(build_rows))
-    print(
-        "\n| reviews | what | load s | fit + predict s | detail | peak RSS MiB |\n|---|---|---|---|---|---|"
-    )
+    print("\n| reviews | what | seconds | detail | peak RSS MiB |\n|---|---|---|---|---|")
     print("\n".join(fit_rows))
     print("\n" + "\n".join(demo_rows))
 
