@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from perrec_eval import cliconfig
 from perrec_eval.errors import PerrecbenchError
+from perrec_eval.secrets import redact_logs, redact_text
 
 logger = logging.getLogger("perrecbench")
 
@@ -68,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    redact_logs()
     if getattr(args, "no_progress", False):
         _hide_progress()
         if "progress" in {field.name for field in dataclasses.fields(args.config_cls)}:
@@ -81,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         logger.debug("details", exc_info=True)
-        message = " ".join(str(err).split()) or type(err).__name__
+        message = redact_text(" ".join(str(err).split())) or type(err).__name__
         print(f"perrecbench {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

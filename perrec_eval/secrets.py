@@ -43,6 +43,7 @@ _PATTERNS = [
     (re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,})"), REDACTED),
 ]
 _known: set[str] = set()
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def register(value: str | None) -> None:
@@ -52,6 +53,21 @@ def register(value: str | None) -> None:
     """
     if value and len(value) >= 6:
         _known.add(value)
+
+
+def check_env_name(value: str | None, flag: str = "--api-key-env") -> None:
+    """Refuse a `value` that is not an environment variable's name, without echoing it (often, it is the key).
+
+    Raises:
+        ConfigError: `value` is not a name of letters, digits and ``_`` that starts with a letter or ``_``.
+    """
+    from perrec_eval.errors import ConfigError
+
+    if value is not None and not _ENV_NAME.fullmatch(value):
+        raise ConfigError(
+            f"{flag} takes the NAME of an environment variable (letters, digits, _), not the key itself: "
+            f"export OPENAI_API_KEY=... and pass {flag} OPENAI_API_KEY"
+        )
 
 
 def is_secret_name(name: str) -> bool:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import cliconfig, fileio
+from perrec_eval.cliconfig import safe_yaml
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.secrets import is_secret_name, redact
 from sft.card import TRAIN_INFO, model_card
@@ -100,7 +101,10 @@ def trl_overrides(pairs: Sequence[str], fields: set[str]) -> dict[str, Any]:
             raise ConfigError(
                 f"--trl-arg {key}: trl.SFTConfig has no such field (see the TRL SFTConfig docs)"
             )
-        values[key] = yaml.safe_load(raw)
+        try:
+            values[key] = safe_yaml(raw)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"--trl-arg {key}: the value is not valid YAML ({str(err)[:200]})") from err
     return values
 
 
