@@ -81,10 +81,11 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
         return
     try:
         recorded = fileio.read_json(path)["config"]
+        # Settings one side does not know (added or removed by another version) are not compared.
         changed = sorted(
             key
-            for key in recorded.keys() | config.keys()
-            if key not in RUN_ONLY and recorded.get(key) != config.get(key)
+            for key in recorded.keys() & config.keys()
+            if key not in RUN_ONLY and recorded[key] != config[key]
         )
         what = f"{recorded.get('engine')} {recorded.get('model')}"
     except (ValueError, KeyError, TypeError, AttributeError):
