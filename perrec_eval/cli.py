@@ -22,6 +22,7 @@ from perrec_eval.secrets import redact_logs, redact_text
 
 logger = logging.getLogger("perrecbench")
 
+_MAX_MESSAGE = 2000  # characters of an error line
 _COMMAND_MODULES = ("dataset_builder.cli", "perrec_eval.commands", "perrec_eval.leaderboard.cli", "sft.cli")
 
 
@@ -84,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         logger.debug("details", exc_info=True)
         message = redact_text(" ".join(str(err).split())) or type(err).__name__
+        if len(message) > _MAX_MESSAGE:  # a message quoting a huge value must not flood the terminal
+            message = message[:_MAX_MESSAGE] + " ... (cut; --debug shows it whole)"
         print(f"perrecbench {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

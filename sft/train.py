@@ -34,7 +34,7 @@ from perrec_eval import cliconfig, fileio
 from perrec_eval.cliconfig import safe_yaml
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.secrets import is_secret_name, redact
-from sft.card import TRAIN_INFO, model_card
+from sft.card import MERGE_INFO, TRAIN_INFO, model_card
 from sft.config import TrainConfig
 from sft.data import INFO_FILE, token_ids
 from sft.deps import require
@@ -236,8 +236,9 @@ def last_checkpoint(out: Path) -> Path | None:
 
 
 def _written_by_train(out: Path) -> bool:
-    markers = (SETTINGS_FILE, TRAIN_INFO, "adapter_config.json")
-    return any((out / name).exists() for name in markers) or any(out.glob("checkpoint-*"))
+    if (out / MERGE_INFO).exists():
+        return False
+    return any((out / name).exists() for name in (SETTINGS_FILE, TRAIN_INFO)) or any(out.glob("checkpoint-*"))
 
 
 def resume_point(config: TrainConfig, *, main_process: bool = True) -> str | None:

@@ -323,3 +323,10 @@ def test_yaml_config_with_aliases_is_refused_before_it_expands(tmp_path: Path, c
     config.write_text("\n".join(lines) + "\n")
     line = refused(capsys, ["evaluate", "--config", str(config)], "aliases", "not allowed")
     assert len(line) < 600
+
+
+def test_an_error_quoting_a_huge_value_prints_a_bounded_line(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "big.yaml"
+    config.write_text(f"k: {'9' * 50 + 'x' * 100_000}\n")
+    line = refused(capsys, ["evaluate", "--config", str(config)], "k")
+    assert len(line) < 2200

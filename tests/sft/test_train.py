@@ -184,3 +184,12 @@ def test_sft_train_refuses_a_folder_it_did_not_write(tiny_model_dir, pairwise_da
 def test_sft_train_refuses_a_token_as_a_trl_arg():
     with pytest.raises(ConfigError, match="HF_TOKEN"):
         trl_overrides(["hub_token=hf_abcdefghijklmnopqrstuvwxyz"], {"hub_token"})
+
+
+def test_sft_train_refuses_a_merged_adapter_folder(tiny_model_dir, pairwise_data, tmp_path):
+    from sft.train import resume_point
+
+    (tmp_path / "sft_merge.json").write_text("{}")
+    (tmp_path / "adapter_config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="did not write"):
+        resume_point(_short(tiny_model_dir, pairwise_data, tmp_path, overwrite=True))
