@@ -341,7 +341,11 @@ class OpenAIEngine:
         return _PLACEHOLDER_KEY
 
     def _scrub(self, text: str) -> str:
-        """Remove the API key from a server message (some servers echo it back)."""
+        """Remove the API key and any credentials from an error message (some servers echo them back)."""
+        return secrets.redact_text(self._scrub_key(text))
+
+    def _scrub_key(self, text: str) -> str:
+        """Remove the API key from `text` (an answer: nothing else in it is touched)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key and key != _PLACEHOLDER_KEY:
             text = text.replace(key, secrets.REDACTED)
@@ -682,7 +686,7 @@ class OpenAIEngine:
         usage = getattr(response, "usage", None)
         return _Attempt(
             completion=Completion(
-                texts=tuple(self._scrub(text) for text in texts),  # a server may echo the key
+                texts=tuple(self._scrub_key(text) for text in texts),  # a server may echo the key
                 prompt_tokens=getattr(usage, "prompt_tokens", None),
                 completion_tokens=getattr(usage, "completion_tokens", None),
                 extra={"finish_reasons": reasons},
