@@ -164,13 +164,13 @@ def check_out(config: BuildConfig) -> None:
             )
     if not out.exists():
         return
-    if not config.overwrite:
-        raise BuildError(f"{out} already exists; pass --overwrite to replace it or choose another --out")
     if not is_build(out):
         raise BuildError(
             f"--out {out} is a non-empty folder that is not a perrecbench build (no build manifest.json); "
             "--overwrite replaces only an earlier build: choose another --out"
         )
+    if not config.overwrite:
+        raise BuildError(f"{out} already exists; pass --overwrite to replace it or choose another --out")
 
 
 def is_build(folder: Path) -> bool:
