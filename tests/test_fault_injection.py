@@ -2,7 +2,10 @@
 place a user might put one. Each case failed before its fix; a refusal is one line naming the fix, exit 2.
 
 Sections follow the audit's items; tiny fixtures only (the five-user raw source, the fake engine, the local
-OpenAI-compatible stub server).
+OpenAI-compatible stub server). Cases that need the tiny trained model sit beside its fixtures: `sft train`
+killed after a checkpoint and resumed, overlapping or foreign output folders (tests/sft/test_train.py),
+`sft merge` into the base model or over an earlier merge (tests/sft/test_merge.py), adapter names PEFT cannot
+hold (tests/sft/test_hf_adapters.py).
 """
 
 from __future__ import annotations
