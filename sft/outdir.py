@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from perrec_eval.errors import ConfigError
+from perrec_eval.lock import LOCK_FILE
 
 
 def refuse_overlap(out: str | os.PathLike[str], inputs: Mapping[str, str | None]) -> None:
@@ -35,8 +36,8 @@ def refuse_overlap(out: str | os.PathLike[str], inputs: Mapping[str, str | None]
 
 
 def is_empty(folder: Path) -> bool:
-    """Whether `folder` is missing or an empty folder."""
-    return not folder.exists() or (folder.is_dir() and not any(folder.iterdir()))
+    """Whether `folder` is missing or an empty folder (its lock file aside)."""
+    return not folder.exists() or (folder.is_dir() and all(p.name == LOCK_FILE for p in folder.iterdir()))
 
 
 @contextmanager

@@ -21,6 +21,7 @@ trainer every `logging_steps` steps. The output folder holds the adapter (PEFT),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
 import os
@@ -33,6 +34,7 @@ from typing import Any
 from perrec_eval import cliconfig, fileio
 from perrec_eval.cliconfig import safe_yaml
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.lock import folder_lock
 from perrec_eval.secrets import is_secret_name, redact
 from sft.card import MERGE_INFO, TRAIN_INFO, model_card
 from sft.config import TrainConfig
@@ -292,9 +294,19 @@ def resume_point(config: TrainConfig, *, main_process: bool = True) -> str | Non
 def train(config: TrainConfig) -> dict[str, Any]:
     """Fine-tune a LoRA adapter on the examples of `config.data` and save it to `config.out`.
 
+    The main process holds `config.out`'s lock (`perrec_eval.lock`): a second training into the same folder
+    is refused instead of clobbering its checkpoints.
+
     Returns:
         The record written to ``sft_train.json`` (on the main process; the others return it too).
     """
+    refuse_overlap(config.out, {"--model": config.model, "--data": config.data})  # before the lock file
+    main_process = int(os.environ.get("RANK", "0")) == 0
+    with folder_lock(config.out) if main_process else contextlib.nullcontext():
+        return _train(config, main_process)
+
+
+def _train(config: TrainConfig, main_process: bool) -> dict[str, Any]:
     torch = require("torch")
     trl = require("trl")
     from perrec_eval.rundir import versions
@@ -304,7 +316,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
 
         datasets.disable_progress_bars()
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    checkpoint = resume_point(config, main_process=int(os.environ.get("RANK", "0")) == 0)
+    checkpoint = resume_point(config, main_process=main_process)
     tokenizer = load_tokenizer(config)
     dataset, data_info, lengths, dropped = load_examples(config, tokenizer)
     args = sft_config(config, world_size, torch)

@@ -193,3 +193,11 @@ def test_sft_train_refuses_a_merged_adapter_folder(tiny_model_dir, pairwise_data
     (tmp_path / "adapter_config.json").write_text("{}")
     with pytest.raises(ConfigError, match="did not write"):
         resume_point(_short(tiny_model_dir, pairwise_data, tmp_path, overwrite=True))
+
+
+def test_sft_train_second_process_on_one_out_is_refused(tiny_model_dir, pairwise_data, tmp_path):
+    from perrec_eval.lock import folder_lock
+
+    out = tmp_path / "adapter"
+    with folder_lock(out), pytest.raises(DataError, match="in use by another perrecbench process"):
+        train(_short(tiny_model_dir, pairwise_data, out))
