@@ -300,15 +300,15 @@ def train(config: TrainConfig) -> dict[str, Any]:
     Returns:
         The record written to ``sft_train.json`` (on the main process; the others return it too).
     """
+    torch = require("torch")
+    trl = require("trl")
     refuse_overlap(config.out, {"--model": config.model, "--data": config.data})  # before the lock file
     main_process = int(os.environ.get("RANK", "0")) == 0
     with folder_lock(config.out) if main_process else contextlib.nullcontext():
-        return _train(config, main_process)
+        return _train(config, main_process, torch, trl)
 
 
-def _train(config: TrainConfig, main_process: bool) -> dict[str, Any]:
-    torch = require("torch")
-    trl = require("trl")
+def _train(config: TrainConfig, main_process: bool, torch: Any, trl: Any) -> dict[str, Any]:
     from perrec_eval.rundir import versions
 
     if not config.progress:
