@@ -61,11 +61,19 @@ def write(report: Report, out: str | os.PathLike, *, plots: bool = True) -> Path
     """Write the report folder (plots first, so every page can show them); returns index.html's path.
 
     Everything is written into a temp sibling first and then moved in (:func:`move_in`), so a report killed
-    mid-way leaves the old report untouched.
+    mid-way leaves the old report untouched; the folder's lock (`perrec_eval.lock`) refuses a second report
+    into it while this one writes.
     """
-    from perrec_eval.leaderboard import html, render
+    from perrec_eval.lock import folder_lock
 
     out = Path(out).absolute()
+    with folder_lock(out):
+        return _write(report, out, plots=plots)
+
+
+def _write(report: Report, out: Path, *, plots: bool) -> Path:
+    from perrec_eval.leaderboard import html, render
+
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

@@ -99,11 +99,13 @@ def report(config: ReportConfig) -> int:
 
 def sweep(config: SweepConfig) -> int:
     from perrec_eval.leaderboard import assemble, sweep
+    from perrec_eval.lock import folder_lock
 
-    results = sweep.run_grid(config)
     out = Path(config.out)
     report_dir = out / "report"
-    result = assemble.report_folder([out], report_dir, plots=config.plots, seed=config.seed)
+    with folder_lock(out):  # the grid and its report: another sweep on OUT is refused until both are written
+        results = sweep.run_grid(config)
+        result = assemble.report_folder([out], report_dir, plots=config.plots, seed=config.seed)
     from perrec_eval.leaderboard import render
 
     for table in result.tables:
