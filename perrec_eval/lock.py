@@ -45,8 +45,9 @@ def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
     Raises:
         DataError: another process holds the lock; the message names its pid.
     """
-    path = Path(path)
-    with _locked(path.with_name(f".{path.name}.lock"), path):
+    path = Path(os.path.abspath(path))  # "." and "x/.." have a name this way
+    lock_path = path.with_name(f".{path.name}.lock") if path.name else path / LOCK_FILE
+    with _locked(lock_path, path):
         yield
 
 

@@ -5,7 +5,8 @@ Sections follow the audit's items; tiny fixtures only (the five-user raw source,
 OpenAI-compatible stub server). Cases that need the tiny trained model sit beside its fixtures: `sft train`
 killed after a checkpoint and resumed, overlapping or foreign output folders (tests/sft/test_train.py),
 `sft merge` into the base model or over an earlier merge (tests/sft/test_merge.py), adapter names PEFT cannot
-hold (tests/sft/test_hf_adapters.py).
+hold (tests/sft/test_hf_adapters.py), `sft data` into a folder of something else or killed mid-write
+(tests/sft/test_data.py), a second `sft data`/`sft merge` on one --out (tests/sft/test_sft_cli.py).
 """
 
 from __future__ import annotations
@@ -377,6 +378,23 @@ def test_sweep_holds_its_folder_through_the_report(bench: Path, tmp_path: Path, 
     assert seen == [True]
     with folder_lock(out):  # released at the end
         pass
+
+
+def test_build_second_process_on_one_out_is_refused(tmp_path: Path, capsys) -> None:
+    source = five_user_source(tmp_path / "raw")
+    out = tmp_path / "bench"
+    with held_by_another_process(out, "file") as pid:
+        refused(capsys, _build_argv(source, out), "in use by another perrecbench process", str(pid))
+    assert not out.exists() and not (tmp_path / "bench.stages").exists()
+    assert main(_build_argv(source, out)) == 0
+
+
+def test_synth_second_process_on_one_folder_is_refused(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "raw"
+    argv = ["synth", "--out", str(out), "--reviews-per-domain", "200", "--domains", "Books", "--no-progress"]
+    with held_by_another_process(out) as pid:
+        refused(capsys, argv, "in use by another perrecbench process", str(pid))
+    assert [p.name for p in out.iterdir()] == [".perrecbench.lock"]
 
 
 def _child_env() -> dict[str, str]:
