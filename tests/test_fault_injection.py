@@ -168,6 +168,45 @@ def test_report_killed_midway_leaves_the_old_report(bench: Path, tmp_path: Path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report", "runs"]  # no temp folder left
 
 
+def test_report_refuses_a_folder_whose_plots_it_did_not_write(bench: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert main(_eval_argv(bench, run, engine="baseline", model="random")) == 0
+    paper = tmp_path / "paper"
+    (paper / "plots").mkdir(parents=True)
+    (paper / "plots" / "figure1.pdf").write_text("months of work")
+    (paper / "leaderboard.tex").write_text("my own table")
+    argv = ["report", str(run), "--out", str(paper), "--resamples", "20", "--no-plots"]
+    refused(capsys, argv, "plots", "leaderboard.tex", "no perrecbench report wrote", "another --out")
+    assert (paper / "plots" / "figure1.pdf").read_text() == "months of work"
+    assert (paper / "leaderboard.tex").read_text() == "my own table"
+
+
+def test_report_killed_while_moving_in_is_replaced_by_the_next_one(
+    bench: Path, tmp_path: Path, monkeypatch
+) -> None:
+    run = tmp_path / "run"
+    assert main(_eval_argv(bench, run, engine="baseline", model="random")) == 0
+    report = tmp_path / "report"
+    argv = ["report", str(run), "--out", str(report), "--resamples", "20", "--no-plots"]
+    assert main(argv) == 0
+    real_rename = Path.rename
+    moved = []
+
+    def killed(self, target):  # the old report is gone, the new leaderboard.json is in, the rest is not
+        if Path(target).parent == report:
+            moved.append(Path(target).name)
+            if len(moved) == 2:
+                raise KeyboardInterrupt
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", killed)
+    assert main(argv) == 130
+    monkeypatch.undo()
+    assert moved[0] == "leaderboard.json" and not (report / "index.html").exists()  # visibly incomplete
+    assert main(argv) == 0
+    assert {p.name for p in report.iterdir()} >= {"index.html", "leaderboard.md", "leaderboard.json"}
+
+
 # ------------------------------------------------------------------------------- 5. adapter names
 
 

@@ -85,6 +85,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def report(config: ReportConfig) -> int:
     from perrec_eval.leaderboard import assemble, render
 
+    if config.out:
+        assemble.check_out(config.out)  # before the runs are loaded and resampled
     runs = assemble.load_runs(config.run_dirs)
     result = assemble.assemble(
         runs, allow_mixed=config.allow_mixed, n_resamples=config.resamples, seed=config.seed
