@@ -31,9 +31,11 @@ def folder_lock(folder: str | os.PathLike[str], lock_file: str = LOCK_FILE) -> I
         lock_file: the lock's file name inside `folder` (`file_lock` names one per output file).
 
     Raises:
-        DataError: another process holds the lock; the message names its pid.
+        DataError: `folder` is a file, or another process holds the lock (the message names its pid).
     """
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise DataError(f"{folder} is a file: --out takes a folder; choose another --out")
     with _locked(folder / lock_file, folder):
         yield
 

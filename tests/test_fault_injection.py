@@ -76,6 +76,55 @@ def test_build_overwrite_replaces_an_earlier_build(tmp_path: Path) -> None:
     assert json.loads((out / "manifest.json").read_text())["outputs"]
 
 
+# ----------------------------------------------------------------------------- synth: files it did not write
+
+
+def _synth_argv(out: Path, seed: int = 0) -> list[str]:
+    flags = f"--reviews-per-domain 200 --domains Books --seed {seed} --no-progress"
+    return ["synth", "--out", str(out), *flags.split()]
+
+
+def test_synth_refuses_to_replace_a_downloaded_file(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "raw"
+    out.mkdir()
+    (out / "Books.jsonl").write_text('{"a real": "download"}\n')
+    refused(capsys, _synth_argv(out), "Books.jsonl", "synth did not write", "another --out")
+    assert (out / "Books.jsonl").read_text() == '{"a real": "download"}\n'
+    assert not (out / "meta_Books.jsonl").exists()
+
+
+def test_synth_refuses_to_replace_a_file_changed_since_it_wrote_it(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "raw"
+    assert main(_synth_argv(out)) == 0
+    assert main(_synth_argv(out, seed=1)) == 0  # its own files: replaced
+    with (out / "Books.jsonl").open("a") as handle:
+        handle.write('{"added": "by hand"}\n')
+    refused(capsys, _synth_argv(out), "Books.jsonl", "changed since")
+
+
+def test_synth_killed_before_its_marker_runs_again(tmp_path: Path, monkeypatch) -> None:
+    from dataset_builder.synth import writer
+
+    out = tmp_path / "raw"
+    assert main(_synth_argv(out)) == 0
+
+    def killed(*args, **kwargs):  # both files of the new seed are in, the marker still has the old hashes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer, "_write_marker", killed)
+    assert main(_synth_argv(out, seed=1)) == 130
+    monkeypatch.undo()
+    assert main(_synth_argv(out, seed=1)) == 0
+    marker = json.loads((out / "synth_marker.json").read_text())
+    assert "pending" not in marker and marker["files"]["Books.jsonl"]["seed"] == 1
+
+
+def test_synth_out_that_is_a_file_is_one_line(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "raw"
+    out.write_text("a file")
+    refused(capsys, _synth_argv(out), "is a file")
+
+
 # --------------------------------------------------------------------- 4, 12, 13. run folders: reuse, kills
 
 
