@@ -485,6 +485,18 @@ def test_synth_second_process_on_one_folder_is_refused(tmp_path: Path, capsys) -
     assert [p.name for p in out.iterdir()] == [".perrecbench.lock"]
 
 
+def test_sweep_refuses_a_report_folder_of_something_else_before_the_grid(
+    bench: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "sweep"
+    (out / "report" / "plots").mkdir(parents=True)
+    (out / "report" / "plots" / "mine.png").write_bytes(b"png")
+    flags = "--engine fake --model constant --methods pointwise --levels easy --max-groups 2 --no-profile"
+    argv = ["sweep", "--data", str(bench), "--out", str(out), "--ks", "1", "--shots-grid", "0", "--no-plots"]
+    refused(capsys, [*argv, *flags.split()], "plots", "no perrecbench report wrote")
+    assert sorted(p.name for p in out.iterdir()) == [".perrecbench.lock", "report"]  # no grid point run
+
+
 def _child_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}

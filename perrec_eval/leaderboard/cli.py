@@ -106,6 +106,7 @@ def sweep(config: SweepConfig) -> int:
     out = Path(config.out)
     report_dir = out / "report"
     with folder_lock(out):  # the grid and its report: another sweep on OUT is refused until both are written
+        assemble.check_out(report_dir)  # before the grid runs
         results = sweep.run_grid(config)
         result = assemble.report_folder([out], report_dir, plots=config.plots, seed=config.seed)
     from perrec_eval.leaderboard import render
