@@ -21,7 +21,13 @@ from perrec_eval.errors import PerrecbenchError
 
 logger = logging.getLogger("perrecbench")
 
-_COMMAND_MODULES = ("dataset_builder.cli", "perrec_eval.commands", "perrec_eval.leaderboard.cli", "sft.cli")
+_COMMAND_MODULES = (
+    "dataset_builder.cli",
+    "perrec_eval.commands",
+    "perrec_eval.leaderboard.cli",
+    "sft.cli",
+    "perrec_eval.push_cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
