@@ -281,3 +281,31 @@ def test_model_index_of_an_adapter_card_parses_with_huggingface_hub(tmp_path):
     assert (parsed.dataset_type, parsed.dataset_revision, parsed.metric_value) == (DATASET, REVISION, 0.25)
     assert metadata_load(tmp_path / "README.md")["model-index"][0]["name"] == "org/a"
     assert "the paper's recipe (§6)." in text
+
+
+def test_build_push_to_hub_sends_eval_yaml_and_deletes_stale_parquet(at, monkeypatch):
+    import huggingface_hub
+
+    from dataset_builder.build import push_to_hub
+
+    calls = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            calls["create"] = kwargs["repo_type"]
+
+        def list_repo_files(self, repo_id, repo_type):
+            return ["README.md", "easy/test-000000000000.parquet", "notes.txt"]
+
+        def create_commit(self, repo_id, *, operations, commit_message, repo_type):
+            calls["ops"] = {(type(op).__name__, op.path_in_repo) for op in operations}
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    push_to_hub(Path("bench"), DATASET, synthetic=True)
+    assert calls["create"] == "dataset"
+    assert ("CommitOperationAdd", "eval.yaml") in calls["ops"] and (
+        "CommitOperationAdd",
+        "README.md",
+    ) in calls["ops"]
+    assert ("CommitOperationDelete", "easy/test-000000000000.parquet") in calls["ops"]
+    assert not any(path == "notes.txt" for _, path in calls["ops"])
