@@ -56,9 +56,11 @@ _SECRETS = [
         "a key or token assignment",
     ),
 ]
+# The rest of a path: up to a space, a quote, a bracket or a byte that is not printable ASCII.
+_PATH_TAIL = rb"[^\s\"'<>)\]\x00-\x1f\x7f-\xff]*"
 _ABSOLUTE = re.compile(
     rb"(?<![\w.:/~-])(?:/(?:home|root|tmp|Users|mnt|media|work|scratch|private|data|var/folders|opt)/"
-    rb"|[A-Za-z]:\\\\?(?:Users|home)\\)[^\s\"'<>)\]]*"
+    rb"|[A-Za-z]:\\\\?(?:Users|home)\\)" + _PATH_TAIL
 )
 _SECRET_ENV = re.compile(r"(?i)(token|key|secret|password|passwd|credential)")
 
@@ -137,7 +139,9 @@ def scan(name: str, data: bytes, markers: list[tuple[bytes, str]] | None = None)
         if pattern.search(data):
             return f"{name} holds {what}"
     for marker, what in markers if markers is not None else _local_markers():
-        found = re.search(rb"(?<![\w-])" + re.escape(marker) + rb"(?![\w-])[^\s\"'<>)\]]*", data)
+        found = re.search(
+            rb"(?<![\w-])" + re.escape(marker) + rb"(?![\w-])[^\s\"'<>)\]\x00-\x1f\x7f-\xff]*", data
+        )
         if found:
             shown = found.group().decode(errors="replace")[:80] if what.endswith("path") else ""
             return f"{name} holds {what}" + (f" ({shown})" if shown else "")

@@ -208,7 +208,7 @@ def _recipe_words(info: Mapping[str, Any]) -> str:
     changed = recipe_overrides(info["recipe"])
     if not changed:
         return "the paper's recipe (§6)"
-    return "the paper's recipe (§6) except " + ", ".join(changed)
+    return "**not** the paper's recipe (§6): " + ", ".join(changed)
 
 
 def _data_line(info: Mapping[str, Any]) -> str:

@@ -3,9 +3,10 @@
 The card is ``hub_cards/model_card.md`` filled from the folder's ``sft_train.json`` / ``sft_merge.json`` and,
 with ``--run``, the PTC table of a run of exactly this adapter on its base model (``--base-run``: the base
 model's row beside it); with ``--dataset``/``--dataset-revision`` also the card's ``model-index`` and the
-``.eval_results/`` entries. The upload is built in memory (`perrec_eval.publish.Upload`): every file of the
-folder except training checkpoints (``checkpoint-*``) and hidden files, the card as ``README.md`` and
-``adapter_config.json`` naming the base model's Hub id. Nothing is written into the folder, dry run or not.
+``.eval_results/`` entries. The upload is built in memory (`perrec_eval.publish.Upload`): every file of
+the folder except checkpoints (``checkpoint-*``), ``training_args.bin`` and hidden files, the card as
+``README.md`` and ``adapter_config.json`` naming the base model's Hub id. Nothing is written into the
+folder, dry run or not.
 """
 
 from __future__ import annotations
@@ -21,10 +22,15 @@ from perrec_eval.publish import push as send
 from sft.card import base_model_ids, hub_base_model, model_card, read_info
 from sft.config import PushConfig
 
+# Never uploaded: training checkpoints, and the trainer's pickled arguments (local paths, maybe a token; the
+# recipe is in sft_train.json).
+SKIP = ("checkpoint-", "training_args.bin")
+
 
 def upload_files(folder: str | Path) -> list[str]:
-    """The folder's files an upload sends, as sorted relative paths: no checkpoints, no hidden files."""
-    return sorted(folder_files(Path(folder), skip=("checkpoint-",)))
+    """The folder's files an upload sends, as sorted relative paths: no checkpoints, no pickled trainer
+    arguments, no hidden files."""
+    return sorted(folder_files(Path(folder), skip=SKIP))
 
 
 def _run(path: str, *, ids: tuple[str, ...], adapter: Path | None) -> tuple[Path, dict[str, Any]]:
@@ -73,7 +79,7 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
     info = read_info(folder)
     ids = base_model_ids(folder)
     systems, costs, eval_results = [], [], []
-    files: dict[str, Any] = dict(folder_files(folder, skip=("checkpoint-",)))
+    files: dict[str, Any] = dict(folder_files(folder, skip=SKIP))
     if config.base_run:
         base_dir, base_info = _run(config.base_run, ids=ids, adapter=None)
         systems.append((f"base ({hub_base_model(info)})", load_run(base_dir)[1]))
