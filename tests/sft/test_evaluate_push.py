@@ -127,7 +127,7 @@ def test_push_dry_run_lists_the_upload_and_writes_nothing_into_the_folder(
     text = card.text
     assert "| base (org/tiny-base) | " in text and "\n| pairwise | " in text and "requests in" in text
     assert 'AutoTokenizer.from_pretrained("org/tiny-base")' in text
-    assert "**not** the paper's recipe (§6): max steps 10 (paper: -1), effective batch 4 (paper: 32), " in text
+    assert "**not** the paper's recipe (§6): max steps 10 (paper: -1), effective batch 4 (paper: 32)" in text
     assert "learning rate 0.003 (paper: 1e-05), warmup 0 (paper: 0.1)." in text
 
 
