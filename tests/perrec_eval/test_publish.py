@@ -309,3 +309,12 @@ def test_build_push_to_hub_sends_eval_yaml_and_deletes_stale_parquet(at, monkeyp
     ) in calls["ops"]
     assert ("CommitOperationDelete", "easy/test-000000000000.parquet") in calls["ops"]
     assert not any(path == "notes.txt" for _, path in calls["ops"])
+
+
+def test_run_json_records_the_cost_and_the_leaderboard_shows_it(at):
+    cost = json.loads((at / "runs/model/run.json").read_text())["cost"]
+    requests = len((at / "runs/model/samples.jsonl").read_text().splitlines())
+    assert cost["requests"] == requests > 0 and cost["wall_seconds"] > 0
+    assert cost["requests_per_second"] == pytest.approx(requests / cost["wall_seconds"], rel=1e-2)
+    (row,) = json.loads((at / "report/leaderboard.json").read_text())["tables"][0]["rows"]
+    assert row["cost"] == cost
