@@ -171,11 +171,13 @@ def check_publishable(upload: Upload) -> None:
             )
 
 
-def push(upload: Upload, *, dry_run: bool, private: bool = False) -> str | None:
-    """Check `upload` and send it as one commit (creating the repository if needed).
+def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: bool = False) -> str | None:
+    """Check `upload` and send it as one commit (creating the repository if needed), or as a pull request
+    to an existing repository (`create_pr`: one you cannot write to, such as the base model's).
 
     Returns:
-        The repository's URL, or None for a dry run (which touches no network and writes nothing).
+        The commit's (or pull request's) URL, which names the new revision; the repository's URL when the
+        Hub answers none; None for a dry run (which touches no network and writes nothing).
     """
     check_publishable(upload)
     if dry_run:
@@ -183,13 +185,14 @@ def push(upload: Upload, *, dry_run: bool, private: bool = False) -> str | None:
     from huggingface_hub import CommitOperationAdd, HfApi
 
     api = HfApi()
-    api.create_repo(
-        upload.repo,
-        repo_type=upload.repo_type,
-        private=private,
-        exist_ok=True,
-        **({"space_sdk": upload.space_sdk} if upload.space_sdk else {}),
-    )
+    if not create_pr:
+        api.create_repo(
+            upload.repo,
+            repo_type=upload.repo_type,
+            private=private,
+            exist_ok=True,
+            **({"space_sdk": upload.space_sdk} if upload.space_sdk else {}),
+        )
     operations: list[Any] = [
         CommitOperationAdd(
             path_in_repo=name, path_or_fileobj=content if isinstance(content, bytes) else str(content)
@@ -206,10 +209,14 @@ def push(upload: Upload, *, dry_run: bool, private: bool = False) -> str | None:
             if name not in upload.files and any(Path(name).match(p) for p in upload.delete_patterns)
         ]
         operations += [CommitOperationDelete(path_in_repo=name) for name in stale]
-    api.create_commit(
-        upload.repo, operations=operations, commit_message=upload.commit_message, repo_type=upload.repo_type
+    commit = api.create_commit(
+        upload.repo,
+        operations=operations,
+        commit_message=upload.commit_message,
+        repo_type=upload.repo_type,
+        **({"create_pr": True} if create_pr else {}),
     )
-    return upload.url
+    return getattr(commit, "pr_url", None) or getattr(commit, "commit_url", None) or upload.url
 
 
 def stage_files(upload: Upload, folder: str | os.PathLike) -> Path:

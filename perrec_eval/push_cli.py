@@ -78,6 +78,11 @@ class PushResultsConfig:
         default=None,
     )
     private: bool = option("create the repository as private", default=False)
+    create_pr: bool = option(
+        "open a pull request instead of committing: for a repository you cannot write to (the model's "
+        "authors review it)",
+        default=False,
+    )
     dry_run: bool = _dry_run()
     stage: str | None = _stage()
 
@@ -143,15 +148,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
-def report(upload, *, dry_run: bool, private: bool, stage: str | None) -> int:
+def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr: bool = False) -> int:
     """Stage, send (or not) and print what went where."""
     from perrec_eval.publish import push, stage_files
 
     if stage:
         stage_files(upload, stage)
-    url = push(upload, dry_run=dry_run, private=private)
+    url = push(upload, dry_run=dry_run, private=private, create_pr=create_pr)
     kind = upload.repo_type + (f", sdk {upload.space_sdk}" if upload.space_sdk else "")
-    verb = "dry run: would upload" if dry_run else "uploaded"
+    verb = "dry run: would upload" if dry_run else "pull request with" if create_pr else "uploaded"
     print(f"{verb} {len(upload.files)} files to {url or upload.url} ({kind}):")
     for line in upload.describe():
         print(f"  {line}")
@@ -190,7 +195,9 @@ def run_results(config: PushResultsConfig) -> int:
         model=config.model,
         adapter=config.adapter,
     )
-    return report(upload, dry_run=config.dry_run, private=config.private, stage=config.stage)
+    return report(
+        upload, dry_run=config.dry_run, private=config.private, stage=config.stage, create_pr=config.create_pr
+    )
 
 
 def run_benchmark(config: PushBenchmarkConfig) -> int:

@@ -318,3 +318,24 @@ def test_run_json_records_the_cost_and_the_leaderboard_shows_it(at):
     assert cost["requests_per_second"] == pytest.approx(requests / cost["wall_seconds"], rel=1e-2)
     (row,) = json.loads((at / "report/leaderboard.json").read_text())["tables"][0]["rows"]
     assert row["cost"] == cost
+
+
+def test_push_create_pr_opens_a_pull_request_without_creating_the_repo(monkeypatch):
+    import types
+
+    import huggingface_hub
+
+    calls = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            calls["create"] = repo_id
+
+        def create_commit(self, repo_id, *, operations, commit_message, repo_type, **kwargs):
+            calls["commit"] = kwargs
+            return types.SimpleNamespace(pr_url="https://huggingface.co/org/m/discussions/3", commit_url="c")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    upload = Upload("org/m", "model", {".eval_results/perrecbench.yaml": b"[]"}, "m")
+    assert push(upload, dry_run=False, create_pr=True) == "https://huggingface.co/org/m/discussions/3"
+    assert calls == {"commit": {"create_pr": True}}
