@@ -4,7 +4,8 @@ Each kind of upload is an `Upload` (the repository, its type, and every file by 
 built without network by one function here:
 
 - `metric_upload`: the PTC `evaluate` module as a Gradio Space (module, card with the Space header,
-  ``app.py``, ``requirements.txt``), the files `perrec_eval.metric_path()` ships with the package;
+  ``app.py``: the files `perrec_eval.metric_path()` ships with the package; ``requirements.txt`` and the
+  math it imports, ``perrec_eval/ptc.py``, so that the Space runs on its own);
 - `leaderboard_upload`: a report folder (`perrecbench report`) as a static Space (its ``index.html``);
 - `results_upload`: a run's PTC cells as ``.eval_results/*.yaml`` entries of a model repository
   (`huggingface_hub.EvalResultEntry`, the Hub's beta Eval Results format), pinned to the benchmark's dataset
@@ -269,22 +270,36 @@ def split_card(text: str) -> tuple[dict[str, Any], str]:
 # ------------------------------------------------------------------------------------------ the metric
 
 
+SPACE_REQUIREMENTS = """# The Space runs the module with the math it imports (perrec_eval/ptc.py, bundled).
+evaluate==0.4.6
+numpy>=1.26
+"""
+_SPACE_PACKAGE = '"""The PTC math of perrecbench (perrec_eval/ptc.py), bundled with the metric Space."""\n'
+
+
 def metric_upload(repo: str) -> Upload:
-    """The PTC `evaluate` module as a Gradio Space, from the files the installed package ships."""
+    """The PTC `evaluate` module as a Gradio Space, from the files the installed package ships.
+
+    The module imports its math from `perrec_eval.ptc`; the Space bundles that one file (as
+    ``perrec_eval/ptc.py``, numpy its only dependency), so the Space runs without perrecbench installed.
+    """
+    from importlib import resources
+
     from perrec_eval import metric_path
 
     folder = Path(metric_path())
-    files: dict[str, Content] = {
-        name: folder / name for name in ("ptc.py", "README.md", "app.py", "requirements.txt")
-    }
+    files: dict[str, Content] = {name: folder / name for name in ("ptc.py", "README.md", "app.py")}
     missing = [name for name, path in files.items() if not Path(path).is_file()]
     if missing:
         raise DataError(
             f"the installed metric module in {folder} lacks {', '.join(missing)}: reinstall perrecbench"
         )
-    header, body = split_card((folder / "README.md").read_text(encoding="utf-8"))
+    header, _ = split_card((folder / "README.md").read_text(encoding="utf-8"))
     if header.get("sdk") != "gradio" or header.get("app_file") != "app.py":
         raise DataError(f"{folder / 'README.md'} has no Space header (sdk: gradio, app_file: app.py)")
+    files["requirements.txt"] = SPACE_REQUIREMENTS.encode()
+    files["perrec_eval/__init__.py"] = _SPACE_PACKAGE.encode()
+    files["perrec_eval/ptc.py"] = resources.files("perrec_eval").joinpath("ptc.py").read_bytes()
     return Upload(
         repo=check_repo_id(repo),
         repo_type="space",

@@ -12,7 +12,7 @@ import yaml
 from huggingface_hub import DatasetCard, SpaceCard, parse_eval_result_entries
 from huggingface_hub.repocard import metadata_load
 
-from perrec_eval import metric_path
+from perrec_eval import metric_path, ptc
 from perrec_eval.cli import main
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
@@ -82,14 +82,51 @@ def refusal(capsys, *argv: str) -> str:
 def test_push_metric_dry_run_lists_the_module_as_a_gradio_space(capsys, tmp_path):
     head, names = dry_run(capsys, "metric", "--repo", "org/ptc", "--stage", str(tmp_path / "stage"))
     assert (
-        head == "dry run: would upload 4 files to https://huggingface.co/spaces/org/ptc (space, sdk gradio):"
+        head == "dry run: would upload 6 files to https://huggingface.co/spaces/org/ptc (space, sdk gradio):"
     )
-    assert names == ["README.md", "app.py", "ptc.py", "requirements.txt"]
-    for name in names:
+    assert names == [
+        "README.md",
+        "app.py",
+        "perrec_eval/__init__.py",
+        "perrec_eval/ptc.py",
+        "ptc.py",
+        "requirements.txt",
+    ]
+    for name in ("README.md", "app.py", "ptc.py"):
         assert (tmp_path / "stage" / name).read_bytes() == (Path(metric_path()) / name).read_bytes()
+    assert (tmp_path / "stage" / "perrec_eval/ptc.py").read_bytes() == Path(ptc.__file__).read_bytes()
     card = SpaceCard.load(tmp_path / "stage" / "README.md")
     assert (card.data.sdk, card.data.app_file) == ("gradio", "app.py")
-    assert "evaluate" in (tmp_path / "stage" / "requirements.txt").read_text()
+    assert "perrecbench" not in (tmp_path / "stage" / "requirements.txt").read_text().split("\n", 1)[1]
+
+
+@pytest.mark.slow
+def test_push_metric_space_runs_on_its_own(capsys, tmp_path):
+    """The staged Space loads with evaluate and imports the bundled math, not an installed perrecbench."""
+    import os
+    import subprocess
+    import sys
+
+    dry_run(capsys, "metric", "--repo", "org/ptc", "--stage", str(tmp_path / "space"))
+    script = (
+        "import evaluate, json, perrec_eval.ptc as p; m = evaluate.load('ptc.py', cache_dir='../cache'); "
+        "out = m.compute(references=[[0.5, -1.2]], predictions=[[0.9, 0.1]]); "
+        "print(json.dumps([p.__file__, out['ptc']]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {
+        "HF_MODULES_CACHE": str(tmp_path / "m")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path / "space",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    path, value = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(path).resolve() == (tmp_path / "space" / "perrec_eval" / "ptc.py").resolve() and value == 1.0
 
 
 def test_push_leaderboard_dry_run_is_the_report_as_a_static_space(capsys, at, tmp_path):
