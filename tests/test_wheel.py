@@ -1,13 +1,14 @@
 """The built wheel, installed into a fresh environment, ships the PTC `evaluate` module and its templates.
 
-The wheel is built from this checkout (pip's own build, no isolation: setuptools and wheel come from the
-test environment) and installed without dependencies into a fresh venv whose only other path is the test
+The wheel is built from this checkout (pip's own build; without isolation when the test environment has
+setuptools) and installed without dependencies into a fresh venv whose only other path is the test
 environment's site-packages as a plain directory: its `.pth` files (the editable install of the clone) are
 not processed, so `perrec_eval` can only come from the wheel. Everything runs offline.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -55,8 +56,10 @@ def installed(tmp_path_factory) -> Path:
     pytest.importorskip("evaluate")
     tmp = tmp_path_factory.mktemp("wheel")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    # Without build isolation when this environment can build (offline); else pip fetches setuptools.
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(ROOT)],
+        [*pip, "wheel", "--no-deps", *isolation, "-w", str(tmp / "dist"), str(ROOT)],
         check=True,
         capture_output=True,
         cwd=tmp,
