@@ -122,6 +122,34 @@ def base_model_ids(folder: str | os.PathLike) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for name in names if name))
 
 
+def record_hub_base(folder: str | os.PathLike, model_id: str, local: str) -> None:
+    """Point a folder trained or merged from `local` (a copy of the Hub model `model_id`) at the Hub id: its
+    ``adapter_config.json`` (base_model_name_or_path) names `model_id`, and the hidden ``LOCAL_INFO`` notes
+    `local`, so that runs made with the local copy are recognized as runs of the base model."""
+    folder = Path(folder)
+    path = folder / "adapter_config.json"
+    if path.is_file():
+        adapter_config = fileio.read_json(path)
+        adapter_config["base_model_name_or_path"] = model_id
+        fileio.write_json(path, adapter_config)
+    fileio.write_json(folder / LOCAL_INFO, {"base_model_local": local})
+
+
+def published_base(base: str, recorded: Sequence[str | None]) -> str:
+    """The name to publish for base model `base`: itself if a Hub id, else the one Hub id that every source
+    records (the local copy's original), else `base`.
+
+    >>> published_base("/m/tiny", ["org/tiny", "org/tiny"]), published_base("/m/tiny", ["org/a", "org/b"])
+    ('org/tiny', '/m/tiny')
+    """
+    if is_hub_id(base):
+        return base
+    names = set(recorded)
+    if len(names) == 1 and (name := names.pop()) and is_hub_id(name):
+        return name
+    return base
+
+
 def recipe_overrides(recipe: Mapping[str, Any]) -> list[str]:
     """The recipe's departures from the paper's, each named with both values.
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
-from sft.card import MERGE_INFO, model_card, read_info
+from sft.card import MERGE_INFO, model_card, published_base, read_info, record_hub_base
 from sft.config import MergeConfig
 from sft.deps import require
 
@@ -174,9 +174,13 @@ def merge(config: MergeConfig) -> dict[str, Any]:
             merge_into_base(model, out, base)
         else:
             model.save_pretrained(str(out), selected_adapters=[MERGED])
+    # Merged from a local copy of a Hub model the sources name: the record and adapter name the Hub id.
+    named = published_base(base, [c.get("base_model_name_or_path") for c in configs])
+    if named != base:
+        record_hub_base(out, named, base)
     info = {
         "kind": "merged-model" if config.merge_into_base else "merged-adapter",
-        "base_model": base,
+        "base_model": named,
         "perrecbench": versions("perrecbench")["perrecbench"],
         "method": config.method,
         "weights": weights,

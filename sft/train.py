@@ -31,7 +31,7 @@ from typing import Any
 
 from perrec_eval import cliconfig, fileio
 from perrec_eval.errors import ConfigError, DataError
-from sft.card import LOCAL_INFO, TRAIN_INFO, model_card
+from sft.card import TRAIN_INFO, model_card, record_hub_base
 from sft.config import TrainConfig
 from sft.data import INFO_FILE, token_ids
 from sft.deps import require
@@ -203,15 +203,6 @@ def load_tokenizer(config: TrainConfig) -> Any:
     return tokenizer
 
 
-def set_base_model(folder: Path, model_id: str) -> None:
-    """Point the saved adapter's ``adapter_config.json`` at the base model's Hub id (it records the local
-    folder it was trained from, which nobody else has)."""
-    path = folder / "adapter_config.json"
-    adapter_config = fileio.read_json(path)
-    adapter_config["base_model_name_or_path"] = model_id
-    fileio.write_json(path, adapter_config)
-
-
 def train(config: TrainConfig) -> dict[str, Any]:
     """Fine-tune a LoRA adapter on the examples of `config.data` and save it to `config.out`.
 
@@ -280,10 +271,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
     }
     if trainer.is_world_process_zero():
         if config.base_model_id:
-            set_base_model(Path(config.out), config.base_model_id)
-            # The local copy it was trained from: for `sft push --run` to recognize runs made with that copy;
-            # a hidden file, never uploaded.
-            fileio.write_json(Path(config.out) / LOCAL_INFO, {"base_model_local": config.model})
+            record_hub_base(config.out, config.base_model_id, config.model)
         fileio.write_json(Path(config.out) / TRAIN_INFO, info)
         fileio.write_text(Path(config.out) / "README.md", model_card(info, name=Path(config.out).name))
     trainer.accelerator.print(

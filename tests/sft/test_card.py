@@ -115,3 +115,23 @@ def test_sft_train_with_base_model_id_writes_it_into_the_adapter_config(
     assert json.loads((out / LOCAL_INFO).read_text()) == {"base_model_local": str(tiny_model_dir)}
     card = (out / "README.md").read_text()
     assert "base_model: org/tiny-base" in card and str(tiny_model_dir) not in card
+
+
+@pytest.mark.slow
+def test_sft_merge_from_a_local_copy_records_the_sources_hub_id(random_adapters, tiny_model_dir, tmp_path):
+    import shutil
+
+    from sft.card import LOCAL_INFO, base_model_ids, record_hub_base
+    from sft.config import MergeConfig
+    from sft.merge import merge
+
+    sources = []
+    for i, adapter in enumerate(random_adapters[:2]):
+        sources.append(shutil.copytree(adapter, tmp_path / f"s{i}"))
+        record_hub_base(sources[-1], "org/tiny-base", str(tiny_model_dir))
+    out = tmp_path / "merged"
+    info = merge(MergeConfig(adapters=tuple(map(str, sources)), out=str(out), model=str(tiny_model_dir)))
+    assert info["base_model"] == "org/tiny-base"
+    assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "org/tiny-base"
+    assert json.loads((out / LOCAL_INFO).read_text()) == {"base_model_local": str(tiny_model_dir)}
+    assert set(base_model_ids(out)) == {"org/tiny-base", str(tiny_model_dir)}
