@@ -44,20 +44,21 @@ def _run(path: str, *, ids: tuple[str, ...], adapter: Path | None) -> tuple[Path
 
 
 def _eval_results(scores: dict[str, Any], dataset: str, revision: str) -> list[Any]:
-    """The card's model-index results (`huggingface_hub.EvalResult`), one per scored cell."""
+    """The card's model-index results (`huggingface_hub.EvalResult`), one per scored cell: a task per level
+    (the dataset config), a PTC metric per method (its ``config``)."""
     from huggingface_hub import EvalResult
 
     return [
         EvalResult(
             task_type="text-generation",
-            task_name=f"PerRecBench {cell['level']} {cell['method']}",
+            task_name=f"PerRecBench {cell['level']}",
             dataset_type=dataset,
             dataset_name="PerRecBench",
             dataset_config=cell["level"],
             dataset_split="test",
             dataset_revision=revision,
             metric_type="ptc",
-            metric_name="PTC",
+            metric_name=f"PTC {cell['method']}",
             metric_value=round(float(cell["ptc"]), 4),
             metric_config=cell["method"],
         )
