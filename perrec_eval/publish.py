@@ -116,7 +116,9 @@ def _local_markers() -> list[tuple[bytes, str]]:
     the values of environment variables named like secrets."""
     markers: list[tuple[bytes, str]] = []
     host = socket.gethostname().split(".")[0]
-    if len(host) >= 4 and host.lower() not in {"localhost", "runner", "ubuntu", "debian"}:
+    # A name with a digit or a dash (gpu-node-17, ip-10-0-0-5): a plain word ("main", "test") would also be
+    # found in any card's prose.
+    if len(host) >= 5 and re.search(r"[\d-]", host):
         markers.append((host.encode(), "this machine's name"))
     for folder in {str(Path.home()), os.getcwd(), tempfile.gettempdir()}:
         if len(folder) > 1:
@@ -140,9 +142,7 @@ def scan(name: str, data: bytes, markers: list[tuple[bytes, str]] | None = None)
         if pattern.search(data):
             return f"{name} holds {what}"
     for marker, what in markers if markers is not None else _local_markers():
-        found = re.search(
-            rb"(?<![\w-])" + re.escape(marker) + rb"(?![\w-])[^\s\"'<>)\]\x00-\x1f\x7f-\xff]*", data
-        )
+        found = re.search(rb"(?<![\w-])" + re.escape(marker) + rb"(?![\w-])" + _PATH_TAIL, data)
         if found:
             shown = found.group().decode(errors="replace")[:80] if what.endswith("path") else ""
             return f"{name} holds {what}" + (f" ({shown})" if shown else "")
@@ -461,8 +461,8 @@ def check_run_of_model(
     if len(specs) != 1:
         raise DataError(f"{run_dir} is a run without adapter {adapter.name!r}: pass the adapter's own run")
     _, _, path = specs[0].rpartition("=")
-    recorded = (info.get("adapter_sha256") or {}) if isinstance(info.get("adapter_sha256"), dict) else {}
-    digest = next(iter(recorded.values()), None)
+    # The adapter's weights as the run recorded them; runs from before that record compare the path.
+    digest = next(iter((info.get("adapter_sha256") or {}).values()), None)
     same = digest == adapter_fingerprint(adapter) if digest else _same_path(path, str(adapter))
     if not same:
         raise DataError(f"{run_dir} is a run of adapter {specs[0]!r}, not of {adapter.name!r} ({adapter})")
