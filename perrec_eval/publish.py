@@ -538,6 +538,11 @@ def results_files(
     run_dir = one_run_folder(run)
     info = fileio.read_json(run_dir / "run.json")
     check_run_of_model(run_dir, info, model_ids=model_ids, adapter=adapter)
+    data = (info.get("config") or {}).get("data")
+    if data and not Path(data).exists() and data != dataset:
+        raise DataError(
+            f"{run_dir} evaluated the Hub dataset {data!r}, not {dataset!r}: name it in --dataset"
+        )
     _, scores = load_run(run_dir)
     entries = eval_result_entries(run_dir, info, scores, dataset=dataset, revision=revision)
     slug, _ = run_setup(info)

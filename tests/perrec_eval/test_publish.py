@@ -376,3 +376,17 @@ def test_push_create_pr_opens_a_pull_request_without_creating_the_repo(monkeypat
     upload = Upload("org/m", "model", {".eval_results/perrecbench.yaml": b"[]"}, "m")
     assert push(upload, dry_run=False, create_pr=True) == "https://huggingface.co/org/m/discussions/3"
     assert calls == {"commit": {"create_pr": True}}
+
+
+def test_push_results_refuses_a_run_of_another_hub_dataset(capsys, at, tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copytree(at / "runs" / "model", tmp_path / "model")
+    info = json.loads((tmp_path / "model" / "run.json").read_text())
+    info["config"]["data"] = "other/bench"
+    (tmp_path / "model" / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    err = refusal(
+        capsys, "results", "model", "--repo", "org/model", "--dataset", DATASET, "--dataset-revision", "r"
+    )
+    assert "evaluated the Hub dataset 'other/bench', not 'org/perrecbench'" in err
