@@ -355,6 +355,8 @@ def test_run_json_records_the_cost_and_the_leaderboard_shows_it(at):
     assert cost["requests_per_second"] == pytest.approx(requests / cost["wall_seconds"], rel=1e-2)
     (row,) = json.loads((at / "report/leaderboard.json").read_text())["tables"][0]["rows"]
     assert row["cost"] == cost
+    board = (at / "report/leaderboard.md").read_text()
+    assert "### Cost (each run's last invocation)" in board and f"| org/model | {requests:,} | " in board
 
 
 def test_push_create_pr_opens_a_pull_request_without_creating_the_repo(monkeypatch):
