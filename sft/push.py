@@ -19,6 +19,7 @@ from perrec_eval import fileio
 from perrec_eval.errors import DataError
 from perrec_eval.publish import Upload, check_run_of_model, folder_files, results_files
 from perrec_eval.publish import push as send
+from perrec_eval.secrets import has_secret
 from sft.card import base_model_ids, hub_base_model, model_card, read_info
 from sft.config import PushConfig
 
@@ -78,6 +79,11 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
 
     folder = Path(config.adapter)
     info = read_info(folder)
+    if has_secret(info):
+        raise DataError(
+            f"{folder} records a secret (e.g. a --trl-arg hub_token=...) in its sft_train.json and "
+            "training_args.bin: train it again without it (set HF_TOKEN instead) before uploading"
+        )
     ids = base_model_ids(folder)
     systems, costs, eval_results = [], [], []
     files: dict[str, Any] = dict(folder_files(folder, skip=SKIP))
