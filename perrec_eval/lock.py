@@ -2,10 +2,11 @@
 
 Two `perrecbench evaluate` runs on one folder would both send every request (twice the cost) and write over
 each other's files; two `perrecbench profiles` into one file would both generate every profile. `folder_lock`
-takes an exclusive `flock` on ``FOLDER/.perrecbench.lock`` and `file_lock` one on ``.NAME.lock`` beside a
-file, both without waiting; the operating system releases it when the process ends, however it ends (kill -9
-included), so a stale lock file never blocks a later run. A process may take a lock it already holds
-(`sweep` holds its folder for the grid and the report, and each grid point's run takes it again).
+takes an exclusive `flock` on ``FOLDER/.perrecbench.lock`` and `file_lock` one on ``.NAME.perrecbench.lock``
+beside an output, both without waiting; the operating system releases it when the process ends, however it
+ends (kill -9 included), so a stale lock file never blocks a later run. A process may take a lock it
+already holds (`sweep` holds its folder for the grid and the report, and each grid point's run takes it
+again).
 """
 
 from __future__ import annotations
@@ -42,13 +43,16 @@ def folder_lock(folder: str | os.PathLike[str], lock_file: str = LOCK_FILE) -> I
 
 @contextmanager
 def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold the lock of output file `path` (``.NAME.lock`` beside it; its folder is created if missing).
+    """Hold the lock of output `path`: ``.NAME.perrecbench.lock`` beside it (its folder is made if missing).
+
+    For outputs replaced whole by a rename (a build, a profiles file), whose own folder cannot hold the lock.
 
     Raises:
         DataError: another process holds the lock; the message names its pid.
     """
     path = Path(os.path.abspath(path))  # "." and "x/.." have a name this way
-    lock_path = path.with_name(f".{path.name}.lock") if path.name else path / LOCK_FILE
+    # not ".NAME.lock": beside `build --out X/perrecbench` that is X's own folder lock
+    lock_path = path.with_name(f".{path.name}{LOCK_FILE}") if path.name else path / LOCK_FILE
     with _locked(lock_path, path):
         yield
 

@@ -497,6 +497,13 @@ def test_sweep_refuses_a_report_folder_of_something_else_before_the_grid(
     assert sorted(p.name for p in out.iterdir()) == [".perrecbench.lock", "report"]  # no grid point run
 
 
+def test_lock_beside_an_output_named_perrecbench_is_not_its_folders_lock(tmp_path: Path) -> None:
+    from perrec_eval.lock import file_lock
+
+    with held_by_another_process(tmp_path), file_lock(tmp_path / "perrecbench"):  # `build --out X/perrecbench`
+        assert (tmp_path / ".perrecbench.perrecbench.lock").is_file()
+
+
 def _child_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
