@@ -500,7 +500,7 @@ def test_sweep_refuses_a_report_folder_of_something_else_before_the_grid(
 def test_lock_beside_an_output_named_perrecbench_is_not_its_folders_lock(tmp_path: Path) -> None:
     from perrec_eval.lock import file_lock
 
-    with held_by_another_process(tmp_path), file_lock(tmp_path / "perrecbench"):  # `build --out X/perrecbench`
+    with held_by_another_process(tmp_path), file_lock(tmp_path / "perrecbench"):  # build --out X/perrecbench
         assert (tmp_path / ".perrecbench.perrecbench.lock").is_file()
 
 
