@@ -504,6 +504,14 @@ def test_lock_beside_an_output_named_perrecbench_is_not_its_folders_lock(tmp_pat
         assert (tmp_path / ".perrecbench.perrecbench.lock").is_file()
 
 
+def test_baselines_all_refuse_a_run_folder_another_process_holds(bench: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "baselines"
+    with held_by_another_process(out / "random") as pid:  # e.g. a `score --write` on that run
+        argv = _eval_argv(bench, out, engine="baseline", model="all")
+        refused(capsys, argv, "in use by another perrecbench process", str(pid))
+    assert not list(out.glob("*/run.json"))
+
+
 def _child_env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
