@@ -191,6 +191,11 @@ class SynthConfig:
         "metadata), recorded in synth_truth.json",
         default=False,
     )
+    twins: bool = option(
+        "plant twin items: every 20th item gets a second id with an edition or format note in its title, "
+        "reviewed (same rating) ten days before the original by its reviewers; recorded in synth_truth.json",
+        default=False,
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))

@@ -198,8 +198,6 @@ def resolution(
     >>> r["groups"], r["query_items"], r["design_effect"]
     (3, 2, 1.6667)
     """
-    from perrec_eval.ptc import expected_resolution
-
     out: dict[str, Any] = {}
     for level, size in levels.items():
         rows = index if preset == "paper" else index.filter(pc.equal(index["level"], level))
@@ -209,20 +207,30 @@ def resolution(
             if not part.num_rows:
                 continue
             per_item = Counter(part.column("parent_asin").to_pylist())
-            n = part.num_rows
-            deff = sum(m * m for m in per_item.values()) / n
-            plain = expected_resolution(size, n)
-            bound = expected_resolution(size, n, design_effect=deff)
-            out[level][name] = {
-                "groups": n,
-                "query_items": len(per_item),
-                "design_effect": round(deff, 4),
-                "half_width": round(plain["half_width"], 4),
-                "min_detectable_difference": round(plain["min_detectable_difference"], 4),
-                "half_width_bound": round(bound["half_width"], 4),
-                "min_detectable_difference_bound": round(bound["min_detectable_difference"], 4),
-            }
+            deff = sum(m * m for m in per_item.values()) / part.num_rows
+            out[level][name] = resolution_entry(size, part.num_rows, len(per_item), deff)
     return out
+
+
+def resolution_entry(size: int, groups: int, items: int, design_effect: float) -> dict[str, Any]:
+    """One cell's figures: :func:`perrec_eval.ptc.expected_resolution` without and with the design effect.
+
+    >>> resolution_entry(2, 200, 200, 1.0)["half_width"]
+    0.1386
+    """
+    from perrec_eval.ptc import expected_resolution
+
+    plain = expected_resolution(size, groups)
+    bound = expected_resolution(size, groups, design_effect=design_effect)
+    return {
+        "groups": groups,
+        "query_items": items,
+        "design_effect": round(design_effect, 4),
+        "half_width": round(plain["half_width"], 4),
+        "min_detectable_difference": round(plain["min_detectable_difference"], 4),
+        "half_width_bound": round(bound["half_width"], 4),
+        "min_detectable_difference_bound": round(bound["min_detectable_difference"], 4),
+    }
 
 
 def twin_counts(index: pa.Table, domains: Sequence[str]) -> dict[str, dict[str, int]]:
