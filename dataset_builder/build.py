@@ -275,6 +275,7 @@ def split_levels(index: pa.Table, cfg: BuildConfig, funnel: dict[str, dict[str, 
             cfg.split_rule,
             cfg.avg_scope,
             train_fraction=cfg.train_fraction,
+            salt="" if name == "full" else name,
         )
     return out
 

@@ -229,7 +229,9 @@ class BuildConfig:
         "a user needs MORE than this many reviews strictly before the query review", default=20
     )
     min_gap: float = option("every pair in a group differs by MORE than this in relative rating", default=0.6)
-    group_size: int = option("users per group (the full config); easy/medium/hard draw 2/3/4", default=5)
+    group_size: int = option(
+        "paper preset: users per group (the full config); easy/medium/hard draw 2/3/4", default=5
+    )
     preset: Preset = option(
         "paper: one 5-user group per item, easy/medium/hard drawn from it (the paper's protocol); large: "
         "groups of 2/3/4 users found per level directly, several user-disjoint groups per item (many more "
@@ -242,12 +244,12 @@ class BuildConfig:
         default=200,
     )
     train_fraction: float | None = option(
-        "--preset large only: hold out this share of each level's groups (stratified by domain) for train "
+        "large preset only: hold out this share of each level's groups (stratified by domain) for train "
         "and put all the others in test, instead of --test-groups per level",
         default=None,
     )
     max_groups_per_item: int | None = option(
-        "--preset large only: at most this many groups per item and level (none: as many user-disjoint "
+        "large preset only: at most this many groups per item and level (none: as many user-disjoint "
         "groups as the item's reviewers hold)",
         default=None,
     )
@@ -319,6 +321,10 @@ class BuildConfig:
             raise BuildConfigError(
                 "--train-fraction and --max-groups-per-item apply to --preset large only; drop them or add "
                 "--preset large"
+            )
+        if self.preset == "large" and self.group_size != 5:
+            raise BuildConfigError(
+                "--group-size applies to --preset paper; the large preset's levels have 2, 3 and 4 users"
             )
         if self.train_fraction is not None and not 0 < self.train_fraction < 1:
             raise BuildConfigError(f"--train-fraction must lie in (0, 1), got {self.train_fraction}")

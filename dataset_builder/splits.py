@@ -132,6 +132,7 @@ def split_groups(
     avg_scope: AvgScope,
     *,
     train_fraction: float | None = None,
+    salt: str = "",
 ) -> Split:
     """The seeded, domain-stratified test sample, and train = the other groups that ``rule`` keeps.
 
@@ -143,6 +144,7 @@ def split_groups(
         avg_scope: the build's average scope.
         train_fraction: instead of ``test_groups``, each domain keeps ``round(train_fraction * n)`` of its
             ``n`` groups out of test (for train) and puts the others in test.
+        salt: tells the random streams of several splits of one build apart (the large preset's levels).
 
     Returns:
         The split (ids sorted).
@@ -164,7 +166,8 @@ def split_groups(
         quotas = {d: n - round(train_fraction * n) for d, n in sizes.items()}
     test: set[str] = set()
     for domain, ids in by_domain.items():
-        test.update(random.Random(f"{seed}:test:{domain}").sample(sorted(ids), quotas[domain]))
+        stream = f"{seed}:test:{domain}" + (f":{salt}" if salt else "")
+        test.update(random.Random(stream).sample(sorted(ids), quotas[domain]))
     first_test: dict[tuple[str, str], int] = {}
     for group in groups:
         if group.group_id in test:
