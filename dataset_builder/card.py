@@ -91,14 +91,15 @@ def build_card(
         + " |"
         for name, splits in files.items()
     )
+    columns = dict(_FUNNEL_COLUMNS)
+    if cfg.preset == "large":  # its item filters use k = 2; then the groups each level found
+        columns.update({f"groups_{level}": f"{level} groups" for level in cfg.level_sizes()})
     funnel_rows = [
-        "| domain | " + " | ".join(_FUNNEL_COLUMNS.values()) + " |",
-        "|---" * (len(_FUNNEL_COLUMNS) + 1) + "|",
+        "| domain | " + " | ".join(columns.values()) + " |",
+        "|---" * (len(columns) + 1) + "|",
     ]
     for domain, counts in stats["selection"].items():
-        funnel_rows.append(
-            f"| {domain} | " + " | ".join(f"{counts.get(k, 0):,}" for k in _FUNNEL_COLUMNS) + " |"
-        )
+        funnel_rows.append(f"| {domain} | " + " | ".join(f"{counts.get(k, 0):,}" for k in columns) + " |")
     train_note = (
         ""
         if "train" in stats["splits"]
