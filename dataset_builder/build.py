@@ -6,7 +6,9 @@ the result is kept as a stage keyed by the **content hashes** of the input files
 parameters, so a second run on unchanged inputs skips finished domains (and a file rewritten in place, even
 with its size and mtime restored, is selected again). Then :mod:`dataset_builder.splits` draws the test
 split (stratified by domain) and applies the train rule, the levels are drawn, and everything is written to
-a temp folder next to ``out`` that is renamed into place when complete.
+a temp folder next to ``out`` that is renamed into place when complete. With ``--preset large`` the stage
+already holds each level's own groups (:func:`dataset_builder.selection.item_groups`); the split is drawn per
+level (:func:`split_levels`) and :func:`large_level_tables` replaces the level draw.
 
 Output: each group's nested row is assembled once, into its domain's stage file (uncompressed Arrow IPC:
 no encoding to write or decode to read). The stage files are read once, in Arrow batches of
