@@ -36,14 +36,16 @@ def valid(group: tuple[Candidate, ...], window_ms: int, min_gap: float) -> bool:
 
 
 def earliest_window_groups(cands: list[Candidate], window_ms: int, k: int) -> list[frozenset[str]]:
-    """Brute force: every valid k-group of the earliest window (by first member) that holds one."""
-    groups = [g for g in combinations(cands, k) if valid(g, window_ms, 0.6)]
-    if not groups:
-        return []
-    t0 = min(min(c.timestamp for c in g) for g in groups)
-    return [
-        frozenset(c.user_id for c in g) for g in groups if all(t0 <= c.timestamp <= t0 + window_ms for c in g)
-    ]
+    """Brute force: every valid k-group of the earliest window ``[t, t + Δ]`` (t a candidate's time) that
+    holds one (the oracle's rule, ``reference._window_groups``)."""
+    for start in sorted({c.timestamp for c in cands}):
+        inside = [c for c in cands if start <= c.timestamp <= start + window_ms]
+        groups = [
+            frozenset(c.user_id for c in g) for g in combinations(inside, k) if valid(g, window_ms, 0.6)
+        ]
+        if groups:
+            return groups
+    return []
 
 
 candidate_lists = st.lists(st.tuples(st.integers(0, 10), st.integers(-8, 8)), min_size=0, max_size=10).map(
