@@ -225,6 +225,13 @@ def resolution_section(cfg: BuildConfig, stats: dict[str, Any]) -> str:
         "each other are told apart at smaller differences). Published 8B models differ by 0.01–0.05.\n\n"
         + "\n".join(rows)
     )
+    from perrec_eval.ptc import groups_for_half_width
+
+    needed = " / ".join(f"{groups_for_half_width(CONFIGS[level], 0.02):,}" for level in resolution)
+    text += (
+        f"\n\nA half-width of ±0.02 per cell needs {needed} groups ({' / '.join(resolution)}; "
+        "`groups_for_half_width`): build with `--preset large` and `--test-groups` or `--train-fraction`."
+    )
     if cfg.preset == "large":
         text += "\n\n" + _LARGE_ESTIMATE
     if clustered:
