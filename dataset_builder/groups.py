@@ -25,6 +25,10 @@ So an item gives a maximal set of user-disjoint groups (not a maximum one: choos
 groups would favour some users), each draw uniform given the ones before it, and no valid group is left
 among the users not drawn.
 
+:func:`find_groups` does this in one sweep over the window starts (removing candidates never gives an earlier
+start a group), so an item costs about what one search costs plus ``O(k w)`` per group drawn (``w``: the
+window's candidates) rather than a search per group.
+
 The windows slide: a sorted list of the window's ratings is updated incrementally, so an item with ``m``
 candidates costs ``O(m log m)`` comparisons plus ``O(m²)`` cheap list moves in the worst case, plus
 ``O(k m)`` for the draw in the chosen window.
@@ -255,15 +259,36 @@ def find_groups(
     ...                                      rng=random.Random(0))]
     [2, 2, 2]
     """
-    remaining = list(candidates)
+    # The same as calling find_group on the undrawn candidates again and again (one rng draw per group, in
+    # the same order), in one sweep: drawing removes groups, so a window start that held none before holds
+    # none after, and the scan goes on from the current start. A start is the time of an undrawn candidate.
+    by_time = sorted(candidates, key=lambda c: (c.timestamp, c.user_id))
+    drawn: set[str] = set()
+    window: list[Candidate] = []  # the undrawn candidates of by_time[kept:end], by (rel, timestamp, user_id)
+    kept = end = 0
     out: list[Choice] = []
-    while max_groups is None or len(out) < max_groups:
-        choice = find_group(remaining, window_ms=window_ms, min_gap=min_gap, group_size=group_size, rng=rng)
-        if choice is None:
-            break
-        out.append(choice)
-        drawn = {c.user_id for c in choice.members}
-        remaining = [c for c in remaining if c.user_id not in drawn]
+    for start, first in enumerate(by_time):
+        if start and by_time[start - 1].timestamp == first.timestamp:
+            continue
+        for gone in by_time[kept:start]:
+            if gone.user_id not in drawn:
+                del window[bisect.bisect_left(window, gone)]
+        kept = start
+        while end < len(by_time) and by_time[end].timestamp - first.timestamp <= window_ms:
+            if by_time[end].user_id not in drawn:
+                bisect.insort(window, by_time[end])
+            end += 1
+        while (
+            (max_groups is None or len(out) < max_groups)
+            and any(c.timestamp == first.timestamp and c.user_id not in drawn for c in by_time[start:end])
+            and len(window) >= group_size
+            and len(greedy_chain(window, min_gap, group_size)) == group_size
+        ):
+            members, total = draw_chain(window, min_gap, group_size, rng)
+            out.append(Choice(members, list(window), total))
+            for member in members:
+                drawn.add(member.user_id)
+                del window[bisect.bisect_left(window, member)]
     return out
 
 
