@@ -70,6 +70,24 @@ def test_build_large_draws_replay_brute_force(
     assert earliest_window_groups(left, window, k) == []  # no valid group remains: the item gave all it holds
 
 
+@settings(max_examples=200, deadline=None)
+@given(cands=candidate_lists, window_days=st.integers(0, 5), k=st.integers(2, 4), seed=st.integers(0, 9))
+def test_build_large_sweep_equals_a_search_per_draw(
+    cands: list[Candidate], window_days: int, k: int, seed: int
+) -> None:
+    # find_groups sweeps the windows once; the definition is find_group again on the undrawn candidates.
+    rng, left, expected = random.Random(seed), list(cands), []
+    while (
+        choice := find_group(left, window_ms=window_days * DAY, min_gap=0.6, group_size=k, rng=rng)
+    ) is not None:
+        expected.append(choice)
+        left = [c for c in left if c not in choice.members]
+    swept = find_groups(
+        cands, window_ms=window_days * DAY, min_gap=0.6, group_size=k, rng=random.Random(seed)
+    )
+    assert swept == expected
+
+
 def test_build_large_draws_are_disjoint_and_capped() -> None:
     cands = [Candidate(float(r), 0, f"u{r}") for r in range(9)]
     drawn = find_groups(cands, window_ms=0, min_gap=0.6, group_size=2, rng=random.Random(0))
