@@ -292,3 +292,10 @@ def test_build_large_options_need_the_large_preset() -> None:
         BuildConfig(source="s", out="o", train_fraction=0.2)
     with pytest.raises(BuildConfigError, match="--train-fraction"):
         BuildConfig(source="s", out="o", preset="large", train_fraction=1.0)
+
+
+def test_build_large_max_groups_per_item_caps_each_item_and_level(raw: Path, tmp_path: Path) -> None:
+    out = build(large_config(raw, tmp_path / "out", max_groups_per_item=1, split_rule="none"))
+    ids = [row["group_id"] for split in ("test", "train") for row in rows_of(out, "full", split)]
+    assert ids and all(gid.endswith("-0") for gid in ids)
+    assert len({gid.rsplit(":", 1)[0] + gid.rsplit(":", 1)[1][:-2] for gid in ids}) == len(ids)
