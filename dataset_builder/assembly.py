@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataset_builder.config import AvgScope
+from dataset_builder.config import AvgScope, BuildError
 from dataset_builder.schema import ARROW_SCHEMA
 from dataset_builder.twins import author_key, title_key
 from perrec_eval.fileio import atomic_open
@@ -163,6 +163,16 @@ def _find_twins(con: duckdb.DuckDBPyConnection, keep_twins: bool) -> None:
     con.sql("""
         INSERT INTO twin_counts
         SELECT gkey, count(*), count(DISTINCT pos) FROM twin_rows GROUP BY gkey""")
+    emptied = con.sql("""
+        SELECT t.gkey, count(*) AS n FROM twin_rows t JOIN chosen c USING (gkey, pos)
+        GROUP BY t.gkey, t.pos, c.user_id, c.ts
+        HAVING n = (SELECT count(*) FROM act a WHERE a.user_id = c.user_id AND a.ts < c.ts)
+        LIMIT 1""").fetchall()
+    if emptied:
+        raise BuildError(
+            f"a member of group {emptied[0][0]} has only twins of the query item before it (possible with a "
+            "small --min-history): raise --min-history or pass --keep-twins"
+        )
 
 
 class _Stream:

@@ -9,9 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataset_builder.build import build
+from dataset_builder.config import BuildError
 from dataset_builder.synth import write_synthetic
 from dataset_builder.twins import are_twins, title_key
-from tests.dataset_builder.build_fixture import config
+from tests.dataset_builder.build_fixture import DAY, QUERY, T0, Scenario, config
 
 
 @pytest.mark.parametrize(
@@ -96,3 +97,17 @@ def test_twins_removed_in_the_large_preset_too(raw: Path, tmp_path: Path) -> Non
     out = build(config(raw, tmp_path / "large", preset="large", min_history=10, test_groups=5))
     assert twin_rows(rows(out)) == 0
     assert json.loads((out / "stats.json").read_text())["twins"]["Books"]["history_rows_removed"] > 0
+
+
+def test_twins_a_history_of_only_twins_is_one_line_naming_the_fix(tmp_path: Path) -> None:
+    scenario = Scenario()
+    scenario.item("TWIN", f"title of {QUERY} (Paperback)")
+    scenario.review("A", "TWIN", 3.0, T0 - DAY)
+    scenario.add_user("A", [], 5.0)  # relative rating 2 (average 3, over the twin only)
+    scenario.add_user("B", [3.0], 1.0)  # relative rating -2
+    source = scenario.write(tmp_path / "raw")
+    settings = {"min_history": 0, "group_size": 2}
+    with pytest.raises(BuildError, match="only twins of the query item.*--keep-twins"):
+        build(config(source, tmp_path / "out", **settings))
+    kept = build(config(source, tmp_path / "kept", keep_twins=True, **settings))
+    assert [len(u["history"]) for u in rows(kept)[0]["users"]] == [1, 1]
