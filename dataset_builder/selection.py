@@ -2,9 +2,10 @@
 
 Steps (each a progress tick): read + check the review file, deduplicate, per-user running counts and
 averages, read the metadata, filter candidates, search groups per item (Python, :mod:`dataset_builder.groups`:
-a seeded uniform draw in the chosen window) into the tables ``chosen`` and ``windows``, and finally hand the
-connection to :func:`dataset_builder.assembly.write_groups`, which streams the groups with the chosen users'
-histories to parquet; a small index (members and window summary per group) feeds the split and the
+a seeded uniform draw in the chosen window; with ``--preset large`` several user-disjoint draws per item and
+level, :func:`item_groups`) into the tables ``chosen`` and ``windows`` (one group per ``gkey``), and finally
+hand the connection to :func:`dataset_builder.assembly.write_groups`, which streams the groups with the chosen
+users' histories to parquet; a small index (members and window summary per group) feeds the split and the
 neutrality statistics. DuckDB running out of memory becomes a :class:`BuildError` that names
 ``--memory-limit``. Only the candidates of items that pass every SQL filter reach Python objects (one item
 at a time); history rows stay in DuckDB and Arrow buffers, so memory is bounded by the DuckDB limit plus a
