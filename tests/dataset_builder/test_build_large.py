@@ -163,8 +163,13 @@ def rows_of(folder: Path, config: str, split: str) -> list[dict]:
     return pq.read_table(folder / path).to_pylist() if path else []
 
 
-def test_build_large_items_and_draws_match_the_oracle(raw: Path, tmp_path: Path) -> None:
-    out = build(large_config(raw, tmp_path / "out", split_rule="none", keep_twins=True))
+@pytest.mark.parametrize(
+    "params",
+    [{"min_history": 10}, {"min_history": 10, "window_days": 10, "min_gap": 0.8, "avg_scope": "all"}],
+    ids=["default", "window10,gap0.8,all"],
+)
+def test_build_large_items_and_draws_match_the_oracle(raw: Path, tmp_path: Path, params: dict) -> None:
+    out = build(large_config(raw, tmp_path / "out", split_rule="none", keep_twins=True, **params))
     reviews = reference.load_reviews(raw / "Books.jsonl")
     with (raw / "meta_Books.jsonl").open() as handle:
         titled = {m["parent_asin"] for m in map(json.loads, filter(str.strip, handle)) if m.get("title")}
@@ -178,26 +183,24 @@ def test_build_large_items_and_draws_match_the_oracle(raw: Path, tmp_path: Path)
         level, n = tag.split("-")
         draws[(item, level)].append((int(n), row))
     for level, k in LEVELS.items():
-        expected = reference.items_with_valid_group(reviews, min_history=10, group_size=k, query_items=titled)
+        expected = reference.items_with_valid_group(reviews, group_size=k, query_items=titled, **params)
         assert expected and {item for item, lv in draws if lv == level} == expected
     replayed = 0
+    scope = params.get("avg_scope", "history")
     for (item, level), found in sorted(draws.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:12]:
         taken: set[str] = set()
         for _, row in sorted(found, key=lambda pair: pair[0]):
             users = {u["user_id"] for u in row["users"]}
             choices = reference.window_groups(
-                reviews, item, min_history=10, group_size=LEVELS[level], exclude=taken
+                reviews, item, group_size=LEVELS[level], exclude=taken, **params
             )
             assert users in [set(g) for g in choices] and counts[row["group_id"]] == len(choices)
-            truth = reference.relative_ratings(reviews, item, users)
+            truth = reference.relative_ratings(reviews, item, users, avg_scope=scope)
             for user in row["users"]:
                 assert user["relative_rating"] == pytest.approx(truth[user["user_id"]][2], abs=1e-12)
             taken |= users
             replayed += 1
-        assert (
-            reference.window_groups(reviews, item, min_history=10, group_size=LEVELS[level], exclude=taken)
-            == []
-        )
+        assert reference.window_groups(reviews, item, group_size=LEVELS[level], exclude=taken, **params) == []
     assert replayed > 12  # some items gave several groups
 
 
