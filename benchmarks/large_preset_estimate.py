@@ -39,18 +39,18 @@ LEVELS = {"easy": 2, "medium": 3, "hard": 4, "full (5)": 5}
 PROMPT_TOKENS, CACHE_HIT, PREFILL_PER_S, DECODE_PER_S, ANSWER_TOKENS = 700, 0.61, 25_000, 5_333, 30
 
 
-def relative_ratings(n: int, rng: np.random.Generator) -> np.ndarray:
+def relative_ratings(n: int, rng: np.random.Generator, noise: float) -> np.ndarray:
     mu = np.clip(rng.normal(4.2, 0.45, n), 1.5, 5.0)
-    rating = np.clip(np.round(mu + 0.3 + rng.normal(0.0, 1.1, n)), 1, 5)
+    rating = np.clip(np.round(mu + 0.3 + rng.normal(0.0, noise, n)), 1, 5)
     return rating - mu
 
 
-def groups_drawn(n: int, k: int, reps: int, seed: int) -> tuple[float, float]:
+def groups_drawn(n: int, k: int, reps: int, seed: int, noise: float) -> tuple[float, float]:
     """Mean number of disjoint k-groups drawn among n reviewers of one window, and P(at least one)."""
     rng = np.random.default_rng(seed)
     counts = []
     for rep in range(reps):
-        rels = relative_ratings(n, rng)
+        rels = relative_ratings(n, rng, noise)
         cands = [Candidate(float(r), 0, f"u{i}") for i, r in enumerate(rels)]
         drawn = find_groups(cands, window_ms=0, min_gap=0.6, group_size=k, rng=random.Random(rep))
         counts.append(len(drawn))
@@ -69,6 +69,9 @@ def interpolate(table: dict[int, float], n: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=60, help="simulated windows per (N, k)")
+    parser.add_argument(
+        "--noise", type=float, default=1.1, help="spread of a rating around the user's average"
+    )
     args = parser.parse_args()
     mean: dict[int, dict[int, float]] = {k: {} for k in LEVELS.values()}
     exists: dict[int, dict[int, float]] = {k: {} for k in LEVELS.values()}
@@ -76,7 +79,7 @@ def main() -> None:
         for n in GRID:
             if n >= k:
                 mean[k][n], exists[k][n] = groups_drawn(
-                    n, k, args.reps if n <= 50 else args.reps // 4, n * 10 + k
+                    n, k, args.reps if n <= 50 else args.reps // 4, n * 10 + k, args.noise
                 )
             else:
                 mean[k][n], exists[k][n] = 0.0, 0.0
