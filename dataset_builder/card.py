@@ -252,9 +252,11 @@ _LARGE_ESTIMATE = (
     "five-user group needs about 12–20 active reviewers in one 30-day window, a pair only two, and the "
     "number of items with n active reviewers in a window falls like a power of n. Calibrated on the 666 and "
     "with that power swept over 1.5–2.5, the preset yields about 30k–90k easy, 11k–19k medium and 4k hard "
-    "groups (hard hardly depends on the power: it is close to the anchor), i.e. about ±0.01 / ±0.01 / ±0.017 "
-    "per cell with 80% of them in test, and a full evaluation of an 8B model with vLLM on one H100 takes "
-    "about 1.5–3.3 hours. Synthetic data is far denser in groups than real data and says nothing about this."
+    "groups (hard hardly depends on the power: it is close to the anchor; other rating models widen the "
+    "ranges to 22k–194k, 9k–33k and 3.4k–5.8k), i.e. about ±0.01 / ±0.01 / ±0.017 per cell with 80% of "
+    "them in test, and a full evaluation of an 8B model with vLLM on one H100 takes about 1.5–3.3 hours "
+    "(1.2–6.4 over those models). Synthetic data is far denser in groups than real data and says nothing "
+    "about this."
 )
 
 
