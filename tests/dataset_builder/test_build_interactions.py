@@ -142,3 +142,28 @@ def test_build_interactions_leave_the_dataset_fingerprint_unchanged(
         config(raw, tmp_path / "other", domains=("Books", "Electronics"), min_history=10, test_groups=5)
     )
     assert dataset_fingerprint(other) != dataset_fingerprint(built)
+
+
+def test_build_interactions_large_preset_removes_every_levels_test_labels(raw: Path, tmp_path: Path) -> None:
+    out = build(
+        config(
+            raw, tmp_path / "large", domains=("Books", "Electronics"), min_history=10, test_groups=6,
+            preset="large", with_interactions=True,
+        )
+    )  # fmt: skip
+    ratings = _interactions(out)
+    pairs = {(d, r["user_id"], r["parent_asin"]) for d, rows in ratings.items() for r in rows}
+    header = yaml.safe_load((out / "README.md").read_text().split("---")[1])
+    labels = {
+        (row["domain"], user["user_id"], row["query"]["parent_asin"])
+        for entry in header["configs"]
+        for name in [entry["config_name"]]
+        for row in _rows(out, name, "test")
+        for user in row["users"]
+    }
+    assert labels and not labels & pairs
+    removed = sum(
+        info["test_labels_removed"]
+        for info in json.loads((out / "manifest.json").read_text())["interactions"].values()
+    )
+    assert removed == len(labels)
