@@ -40,7 +40,6 @@ build without a train split uses the first grid point.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -53,8 +52,6 @@ import scipy.sparse as sp
 from perrec_eval.errors import DataError
 from perrec_eval.records import Group
 
-logger = logging.getLogger(__name__)
-
 CF_BASELINES: tuple[str, ...] = ("mf", "item-knn")
 DEFAULT_CUTS = 4
 RULE = (
@@ -65,7 +62,6 @@ RULE = (
     "a user the model cannot score gets the user's average (relative prediction 0)"
 )
 _ROW_BLOCK = 32_768  # rows whose Gram matrices are held at once
-_CHUNK = 16_384  # ratings whose outer products are held at once
 _KNN_EPS = 1e-8
 
 
