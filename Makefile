@@ -19,7 +19,7 @@ $(VENV)/.core: pyproject.toml
 # torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB CUDA build.
 $(VENV)/.full: $(VENV)/.core
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[test,hf,openai,train,report]"
+	$(PIP) install -q -e ".[test,hf,structured,openai,train,report]"
 	touch $@
 
 demo: $(VENV)/.core

@@ -139,4 +139,5 @@ def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     if not scores_path.is_file():
         raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
     info = fileio.read_json(run_dir / "run.json")
-    return info["engine"].get("model", run_dir.name), fileio.read_json(scores_path)
+    name = info.get("label") or info["engine"].get("model", run_dir.name)
+    return name, fileio.read_json(scores_path)
