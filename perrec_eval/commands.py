@@ -81,6 +81,7 @@ def evaluate(config: EvalConfig) -> int:
     else:
         print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
     print(f"next: perrecbench report {config.out} --out report   (leaderboard, plots, index.html)")
+    _warn_suspect_profiles(config)
     failed = [scores for _, scores in systems if not scores.get("complete", True)]
     if failed:
         print(
@@ -91,6 +92,21 @@ def evaluate(config: EvalConfig) -> int:
         )
         return 1
     return 0
+
+
+def _warn_suspect_profiles(config: EvalConfig) -> None:
+    """One line on stderr when the run's profiles were cut at their budget or look degenerate."""
+    run_json = Path(config.out) / "run.json"
+    if config.engine == BASELINE_ENGINE or not run_json.is_file():
+        return
+    quality = (json.loads(run_json.read_text(encoding="utf-8")).get("profiles") or {}).get("quality")
+    if quality and quality["flagged"]:
+        print(
+            f"perrecbench evaluate: {quality['flagged']} profiles are suspect ({quality['cut']} cut at the "
+            f"token budget, {quality['copied']} mostly copied history, {quality['repetitive']} repetitive); "
+            f"--degenerate-profiles {config.degenerate_profiles} (run.json: profiles.quality)",
+            file=sys.stderr,
+        )
 
 
 def score(config: ScoreConfig) -> int:

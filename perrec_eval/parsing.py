@@ -30,14 +30,17 @@ kept.
   permutation of 1..n: duplicates, missing users, out-of-range or 0-based indices fail (`not_permutation`);
   nothing is repaired.
 
-Leniency, side by side (what each parser accepts beyond the exact requested form, and what it never does):
+Leniency, side by side (what each parser accepts beyond the exact requested form; README "Reading answers"):
 
-| | pointwise | pairwise |
-|---|---|---|
-| exact form | ``{"predicted_rating": 4}`` | ``[User A]`` |
-| accepted variants | any JSON object holding the key (last one wins), loose JSON, a ``predicted_rating: x`` pair, a bare number (``4``, ``Rating: 4/5``) | any dress of the label, an explicit "Answer: …", one user named throughout, a lone-label line, the last line naming one user |
-| prose around it | only around a JSON object or a key-value pair: "The user's rating is 5.0." fails (``no_json``) | yes: the label may sit anywhere in the reply |
-| never | clips, rounds or repairs a rating | votes when the decisive part names both users (``ambiguous``) or only describes both (``no_choice``) |
+- exact form: pointwise ``{"predicted_rating": 4}``; pairwise ``[User A]``.
+- variants accepted: pointwise: any JSON object holding the key (the last wins), loose JSON, a
+  ``predicted_rating: x`` pair, a reply that is only a number (``4``, ``Rating: 4/5``); pairwise: the label
+  in any dress, an explicit "Answer: …", one user named throughout, a lone-label line, the last line naming
+  one user.
+- prose around the answer: pointwise: only around a JSON object or a key-value pair ("The user's rating is
+  5.0." fails, ``no_json``); pairwise: anywhere (the label may sit in a sentence).
+- never: pointwise clips, rounds or repairs a rating; pairwise votes when the decisive part names both
+  users (``ambiguous``) or only describes both (``no_choice``).
 
 So pairwise is the more lenient of the two: a chatty model parses more often pairwise than pointwise.
 `--structured-outputs` removes the difference (every answer is in the exact form).
