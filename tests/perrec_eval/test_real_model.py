@@ -110,3 +110,20 @@ def test_real_model_free_answers_are_parsed_and_counted(engine, bench, tmp_path)
         failed = sum(not sample["ok"] for sample in mine)
         assert cell["parse_failure_rate"] == pytest.approx(failed / len(mine))
         assert all(sample["reason"] for sample in mine if not sample["ok"])  # every failure says why
+
+
+def test_real_model_converted_folder_answers_like_the_gguf_file(engine, smollm2, tmp_path):
+    from perrec_eval.engines.hf import convert_gguf
+    from perrec_eval.types import GenParams
+
+    folder = convert_gguf(str(smollm2), str(tmp_path / "model"))
+    converted = load_engine("hf", folder, options=HFOptions(device="cpu", progress=False))
+    requests = [
+        ChatRequest(messages=({"role": "user", "content": f"Rate the book {title} from 1 to 5."},))
+        for title in ("Dune", "Emma")
+    ]
+    greedy = GenParams(temperature=0.0, max_tokens=12)
+    assert [c.texts for c in converted.generate(requests, greedy)] == [
+        c.texts for c in engine.generate(requests, greedy)
+    ]
+    assert "gguf_file" not in converted.info()
