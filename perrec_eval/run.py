@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from perrec_eval import context, parsing, prompts
 from perrec_eval.cache import CachedEngine, request_key
-from perrec_eval.config import EvalConfig
+from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError
@@ -330,6 +330,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     scores = score_cells(
         records, samples, variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
     )
+    label = config.label or default_label(engine.model)  # the engine's model: a test may pass its own engine
     run_info = {
         "config": asdict(config),
         "complete": scores["complete"],
@@ -347,7 +348,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         "cache": {"hits": cached.hits, "misses": cached.misses},
         "profiles": profiles_info,
         "profile_failures": len(failures),
-        "label": config.system_label,
+        "label": label,
         "generation": {
             "max_new_tokens": {method: config.token_budgets()[method] for method in config.methods},
             "profile_max_new_tokens": None if config.no_profile else config.token_budgets()["profile"],
@@ -361,7 +362,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
             else None,
         },
     }
-    write_run(out, config.system_label, samples=samples, records=records, scores=scores, run_info=run_info)
+    write_run(out, label, samples=samples, records=records, scores=scores, run_info=run_info)
     return scores
 
 
