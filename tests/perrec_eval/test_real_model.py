@@ -73,8 +73,16 @@ def test_real_model_loads_from_gguf_with_its_own_chat_template(engine, smollm2):
     assert info["dtype"] == "torch.float32"
 
 
-def test_real_model_structured_run_answers_every_method_in_format(engine, bench, tmp_path):
-    info, samples = _run(engine, bench, tmp_path / "structured", structured_outputs=True)
+@pytest.fixture(scope="module")
+def structured_run(engine, bench, tmp_path_factory) -> tuple[Path, dict, list[dict]]:
+    """A run with profiles (32-token budget), structured outputs, short caps: (folder, run.json, samples)."""
+    out = tmp_path_factory.mktemp("structured") / "run"
+    info, samples = _run(engine, bench, out, structured_outputs=True)
+    return out, info, samples
+
+
+def test_real_model_structured_run_answers_every_method_in_format(structured_run):
+    _, info, samples = structured_run
     assert {sample["method"] for sample in samples} == {"pointwise", "pairwise", "listwise"}
     formats = info["generation"]["answer_formats"]
     for sample in samples:
@@ -87,9 +95,8 @@ def test_real_model_structured_run_answers_every_method_in_format(engine, bench,
     assert info["engine"]["structured_outputs"]["backend"] == "outlines-core"
 
 
-def test_real_model_records_profile_quality_as_the_engine_ran_it(engine, bench, tmp_path):
-    out = tmp_path / "profiles"
-    info, _ = _run(engine, bench, out, structured_outputs=True)
+def test_real_model_records_profile_quality_as_the_engine_ran_it(structured_run):
+    out, info, _ = structured_run
     cached = [json.loads(line) for line in (out / "cache.jsonl").read_text().splitlines()]
     written = [json.loads(line) for line in (out / "profiles.jsonl").read_text().splitlines()]
     cut = [record for record in written if "cut" in record.get("flags", [])]
