@@ -9,6 +9,7 @@ verbatim in ``run.json``; ``--config FILE.yaml`` reads the same fields from a fi
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,6 +19,7 @@ from perrec_eval.errors import ConfigError
 from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
 from perrec_eval.rankers import PairwiseStrategy
 from perrec_eval.retrieval import DEFAULT_K
+from perrec_eval.secrets import check_env_name
 from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS, GenParams, Level, Method
 
 # Answer budgets of the released code, per method, and of a profile (`--max-new-tokens` changes them).
@@ -25,6 +27,7 @@ MAX_TOKENS: dict[str, int] = {"pointwise": 800, "pairwise": 512, "listwise": 800
 PROFILE_MAX_TOKENS = PROFILE_PARAMS.max_tokens
 DegeneratePolicy = Literal["keep", "fail"]
 BASELINE_ENGINE = "baseline"
+ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 Aggregate = Literal["mean", "median", "mode"]
 
 
@@ -144,6 +147,7 @@ class EngineSpec:
             elif getattr(self, name) is None:
                 object.__setattr__(self, name, ())
         self.adapters()  # validates the names
+        check_env_name(self.api_key_env)
         self.token_budgets()  # validates --max-new-tokens
 
     def token_budgets(self) -> dict[str, int]:
@@ -167,6 +171,12 @@ class EngineSpec:
                 name, path = Path(spec).name or spec, spec
             if not name or not path:
                 raise ConfigError(f"--adapter {spec!r} must be PATH or NAME=PATH")
+            if not ADAPTER_NAME.fullmatch(name):
+                # The name becomes a folder under --out: never a path, never . or ..
+                raise ConfigError(
+                    f"--adapter {spec!r}: the name {name!r} is not an identifier (letters, digits, _ . -, "
+                    "starting with a letter or digit): pass --adapter NAME=PATH with such a NAME"
+                )
             if name in named:
                 raise ConfigError(f"two adapters are called {name!r}: name them with --adapter NAME=PATH")
             named[name] = path
@@ -259,6 +269,10 @@ class EvalConfig(EngineSpec):
         default=None,
     )
     seed: int = option("seed for sampling, few-shot picks and bootstrap intervals", default=0)
+    overwrite: bool = option(
+        "replace a finished run of other settings in --out (the same command resumes without it)",
+        default=False,
+    )
 
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)

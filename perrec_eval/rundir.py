@@ -15,9 +15,10 @@ finished run:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,37 @@ def versions(*packages: str) -> dict[str, str | None]:
     return found
 
 
+def adapter_fingerprint(folder: str | os.PathLike) -> str | None:
+    """sha256 of an adapter folder's weights (``adapter_model.safetensors``), None when it has none."""
+    weights = Path(folder) / "adapter_model.safetensors"
+    if not weights.is_file():
+        return None
+    digest = hashlib.sha256()
+    with weights.open("rb") as handle:
+        for block in iter(lambda: handle.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def run_cost(samples: Sequence[SampleRecord], wall_seconds: float, cache_hits: int) -> dict[str, Any]:
+    """What the run's last invocation cost: wall seconds, requests (sent and from the cache), requests per
+    second, prompt and answer tokens (summed over the requests whose engine reported them).
+
+    >>> run_cost([], 2.0, 0)["requests_per_second"]
+    0.0
+    """
+    prompt = [s.prompt_tokens for s in samples if s.prompt_tokens is not None]
+    answer = [s.completion_tokens for s in samples if s.completion_tokens is not None]
+    return {
+        "wall_seconds": round(wall_seconds, 3),
+        "requests": len(samples),
+        "cache_hits": cache_hits,
+        "requests_per_second": round(len(samples) / wall_seconds, 3) if wall_seconds > 0 else None,
+        "prompt_tokens": sum(prompt) if prompt else None,
+        "answer_tokens": sum(answer) if answer else None,
+    }
+
+
 def write_run(
     out: Path,
     name: str,
@@ -54,12 +86,51 @@ def write_run(
     """
     from perrec_eval.report import write_report
 
+    (out / "run.json").unlink(missing_ok=True)  # until the new one is written, the folder is unfinished
     if samples is not None:
         fileio.write_jsonl(out / "samples.jsonl", (sample.to_json() for sample in samples))
     fileio.write_jsonl(out / "predictions.jsonl", (record.to_json() for record in records))
     fileio.write_json(out / "scores.json", scores)
     write_report(out, [(name, scores)])
     fileio.write_json(out / "run.json", run_info)
+
+
+# Config fields that do not change a run's results (a finished run may be resumed with other values).
+RUN_ONLY = ("progress", "out", "overwrite")
+
+
+def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
+    """Make `out` ready for a run of `config` (its run.json record): refuse another config's finished run.
+
+    The same config resumes (its cache answers); with `overwrite`, another config's run.json is removed
+    first, so the folder reads as unfinished until the new run is written.
+
+    Raises:
+        DataError: `out` holds a finished run of another config and `overwrite` is off.
+    """
+    path = out / "run.json"
+    if not path.is_file():
+        return
+    try:
+        recorded = fileio.read_json(path)["config"]
+        # Settings one side does not know (added or removed by another version) are not compared.
+        changed = sorted(
+            key
+            for key in recorded.keys() & config.keys()
+            if key not in RUN_ONLY and recorded[key] != config[key]
+        )
+        what = f"{recorded.get('engine')} {recorded.get('model')}"
+    except (ValueError, KeyError, TypeError, AttributeError):
+        changed, what = ["run.json unreadable"], "an unknown run"
+    if not changed:
+        return
+    if not overwrite:
+        shown = ", ".join(changed[:4]) + (", ..." if len(changed) > 4 else "")
+        raise DataError(
+            f"{out} holds a finished run of {what} with other settings ({shown}): choose another --out, "
+            "or pass --overwrite to replace it"
+        )
+    path.unlink()
 
 
 def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:
