@@ -254,8 +254,9 @@ class VLLMEngine:
             return self._vllm.LLM(model=self.model, **kwargs)
         except Exception as err:
             if self.model.endswith(".gguf"):
+                first_line = (str(err).splitlines() or [type(err).__name__])[0][:200]
                 raise ConfigError(
-                    f"this vLLM could not load the GGUF file {self.model} ({err}): {_GGUF_FIX}"
+                    f"this vLLM could not load the GGUF file {self.model} ({first_line}): {_GGUF_FIX}"
                 ) from err
             if not isinstance(err, ValueError):
                 raise
