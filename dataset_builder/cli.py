@@ -10,6 +10,7 @@ by :func:`perrec_eval.cli.main`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from dataset_builder.config import BuildConfig, SynthConfig
 from perrec_eval import cliconfig
@@ -43,6 +44,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_synth(config: SynthConfig) -> int:
+    """``perrecbench synth``, holding the output folder's lock: two synths into one folder would mix files."""
+    from perrec_eval.lock import folder_lock
+
+    with folder_lock(config.out):
+        return _run_synth(config)
+
+
+def _run_synth(config: SynthConfig) -> int:
     """``perrecbench synth``: write the files and print a one-screen summary.
 
     Args:
@@ -76,6 +85,16 @@ def run_synth(config: SynthConfig) -> int:
 
 
 def run_build(config: BuildConfig) -> int:
+    """``perrecbench build``, holding the lock beside ``--out`` (and ``--work-dir``): a second build into
+    the same folder, or with the same stages, is refused instead of deleting the other's stage files."""
+    from perrec_eval.lock import file_lock
+
+    work_dir = file_lock(config.work_dir) if config.work_dir is not None else contextlib.nullcontext()
+    with file_lock(config.out), work_dir:  # the default stages sit beside --out: its lock covers them
+        return _run_build(config)
+
+
+def _run_build(config: BuildConfig) -> int:
     """``perrecbench build``: build the folder and print its statistics (the paper's Table 4 layout).
 
     Args:

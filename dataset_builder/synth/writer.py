@@ -319,6 +319,38 @@ def _write_marker(out: Path, seed: int, names: list[str]) -> None:
     )
 
 
+def claim_files(out: Path, names: Sequence[str]) -> None:
+    """Refuse to replace a file of `out` that synth did not write; then mark `names` as being written.
+
+    A file is synth's when the marker lists it with its current size and sha256, or as pending (a synth
+    killed before it wrote the marker); anything else (a downloaded ``Books.jsonl``, a file edited since)
+    would be lost.
+
+    Raises:
+        BuildConfigError: `out` holds such a file.
+    """
+    path = out / SYNTH_MARKER
+    marker = read_json(path) if path.is_file() else {}
+    known, pending = marker.get("files", {}), set(marker.get("pending", []))
+    for name in names:
+        file = out / name
+        if not file.exists() or name in pending:
+            continue
+        entry = known.get(name) or {}
+        if entry.get("size") != file.stat().st_size or entry.get("sha256") != _sha256(file):
+            raise BuildConfigError(
+                f"--out {out} holds {name}, which synth did not write (or which changed since): synth "
+                "would replace it; choose another --out"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(path, {**marker, "files": known, "pending": sorted(pending | set(names))})
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 # ------------------------------------------------------------------------------------------------ public API
 
 
@@ -363,8 +395,8 @@ def write_synthetic(
     out, names = config.out, config.domains
     if out.exists() and not out.is_dir():
         raise BuildConfigError(f"--out {out} is a file; pass a folder path")
-    out.mkdir(parents=True, exist_ok=True)
     suffix = ".jsonl.gz" if gzip else ".jsonl"
+    claim_files(out, [f for name in names for f in (f"{name}{suffix}", f"meta_{name}{suffix}")])
     started = time.perf_counter()
     summary: dict = {
         "generator": "perrecbench synth (dataset_builder/synth)",
