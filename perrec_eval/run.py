@@ -16,7 +16,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from perrec_eval import context, parsing, prompts
+from perrec_eval import context, parsing, presentation, prompts
 from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig
 from perrec_eval.context import GroupContext
@@ -89,19 +89,26 @@ def run_method(
     variant: str = "default",
     demonstrations: Demonstrations = NO_DEMONSTRATIONS,
     pairwise_strategy: PairwiseStrategy = "allpairs",
+    listwise_orders: Mapping[str, Sequence[int]] | None = None,
     aggregate: str = "mean",
     progress: bool = True,
 ) -> tuple[dict[str, Prediction], list[SampleRecord]]:
     """Rank every group with one method; all pending requests of a step go to the engine in one call.
 
     A request whose prompt needs a failed profile is not sent: it is recorded as an engine error, like a
-    request the engine failed, and its slot gets no answer.
+    request the engine failed, and its slot gets no answer. `listwise_orders` (group id -> shown group
+    positions, `perrec_eval.presentation`) sets the listwise presentation; None shows the dataset's order.
 
     Returns:
         (predictions by group_id, one sample record per request)
     """
     rankers = {
-        g.group_id: make_ranker(method, g.group.avg_ratings, pairwise_strategy=pairwise_strategy)
+        g.group_id: make_ranker(
+            method,
+            g.group.avg_ratings,
+            pairwise_strategy=pairwise_strategy,
+            listwise_order=None if listwise_orders is None else listwise_orders[g.group_id],
+        )
         for g in groups
     }
     by_id = {g.group_id: g for g in groups}
@@ -283,6 +290,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     engine_calls: dict[str, int] = {}
     for level in config.levels:
         groups = context.contexts(test[level], level, retrieved, profiles, failures)
+        orders = presentation.listwise_orders(test[level], config.presentation, seed=config.seed, level=level)
         for method in config.methods:
             demo_contexts = context.contexts(
                 picked.get((level, method), []), level, retrieved, profiles, failures
@@ -295,6 +303,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
                 variant=config.variant,
                 demonstrations=demonstrations(config, method, demo_contexts),
                 pairwise_strategy=config.pairwise_strategy,
+                listwise_orders=orders,
                 aggregate=config.sc_aggregate,
                 progress=config.progress,
             )
@@ -310,6 +319,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         "complete": scores["complete"],
         "engine_errors": {"requests": scores["num_engine_errors"], "first": scores["first_engine_error"]},
         "prompt_variant": config.variant,
+        "presentation": config.presentation,
         "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
         "engine": engine.info(),
         "versions": versions("perrecbench", "datasets", "bm25s", "transformers", "torch", "openai", "vllm"),
