@@ -43,8 +43,9 @@ class EngineSpec:
         "(transformers), openai (any OpenAI-compatible server), vllm (offline)"
     )
     model: str = option(
-        "model id or path; for --engine baseline one of random, rating-bias, item-quality, "
-        "history-affinity or all; for --engine fake a script name (constant)"
+        "model id or path; for --engine baseline one of random, rating-bias, item-quality, constant "
+        "(the same rating for everyone: the pointwise floor), history-affinity or all; for --engine fake "
+        "a script name (constant: fixed well-formed answers)"
     )
     adapter: tuple[str, ...] = option(
         "LoRA adapter on top of --model: PATH, or NAME=PATH (openai: the name the server serves it under); "
