@@ -42,8 +42,8 @@ def table(systems: Sequence[tuple[str, Mapping[str, Any]]], *, with_ci: bool = T
 
 # Rows under the systems: the same for every system of a report, whose systems share their groups.
 _REFERENCE_ROWS = (
-    ("*floor: constant rating*", "constant_floor"),
-    ("*min. detectable Δ*", "min_detectable_difference"),
+    ("floor: constant rating", "constant_floor"),
+    ("min. detectable Δ", "min_detectable_difference"),
 )
 
 
@@ -119,13 +119,13 @@ def legend(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     text = (
         f"PTC = {metric}, mean over groups (-1 to 1, higher is better); brackets: 95% CI over groups "
         f"(percentile bootstrap, {' / '.join(f'{n:,}' for n in resamples)} resamples); – = not run. "
-        "*floor*: the pointwise PTC of a model that answers the same rating for every user, on these groups: "
-        "pointwise ranks by rating minus the user's average, so a constant ranks users by minus their "
-        "averages, which is not 0; a pointwise cell must beat it (a fixed answer scores exactly 0 in "
-        "all-pairs pairwise and in balanced listwise). *min. detectable Δ*: the smallest true PTC difference "
-        "a paired test at p < 0.05 finds with power 0.8 on this many groups (normal approximation with the "
-        "null tau variance, `ptc.expected_resolution`); closer systems are not told apart here. Significance "
-        "between runs: `perrecbench report`."
+        'Row "floor": the pointwise PTC of a model that answers the same rating for every user, on these '
+        "groups: pointwise ranks by rating minus the user's average, so a constant ranks users by minus "
+        "their averages, which is not 0; a pointwise cell must beat it (a fixed answer scores exactly 0 in "
+        'all-pairs pairwise and in balanced listwise). Row "min. detectable Δ": the smallest true PTC '
+        "difference a paired test at p < 0.05 finds with power 0.8 on this many groups (normal "
+        "approximation with the null tau variance, `ptc.expected_resolution`); closer systems are not told "
+        "apart here. Significance between runs: `perrecbench report`."
     )
     if any(not s.get("complete", True) for _, s in systems):
         text += " (provisional) = some requests failed: run the same command again to retry them."
