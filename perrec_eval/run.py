@@ -8,6 +8,7 @@ the run folder). `evaluate` runs a model, `evaluate_baselines` the no-LLM baseli
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -27,6 +28,8 @@ from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
 from perrec_eval.rundir import versions, write_run
 from perrec_eval.scoring import prediction_records, score_cells
 from perrec_eval.types import ChatRequest, Completion, GenParams, Level, Method
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,15 +92,14 @@ def run_method(
     variant: str = "default",
     demonstrations: Demonstrations = NO_DEMONSTRATIONS,
     pairwise_strategy: PairwiseStrategy = "allpairs",
-    listwise_orders: Mapping[str, Sequence[int]] | None = None,
     aggregate: str = "mean",
     progress: bool = True,
 ) -> tuple[dict[str, Prediction], list[SampleRecord]]:
     """Rank every group with one method; all pending requests of a step go to the engine in one call.
 
     A request whose prompt needs a failed profile is not sent: it is recorded as an engine error, like a
-    request the engine failed, and its slot gets no answer. `listwise_orders` (group id -> shown group
-    positions, `perrec_eval.presentation`) sets the listwise presentation; None shows the dataset's order.
+    request the engine failed, and its slot gets no answer. Listwise shows each group's users in its
+    context's `listwise_order`.
 
     Returns:
         (predictions by group_id, one sample record per request)
@@ -107,7 +109,7 @@ def run_method(
             method,
             g.group.avg_ratings,
             pairwise_strategy=pairwise_strategy,
-            listwise_order=None if listwise_orders is None else listwise_orders[g.group_id],
+            listwise_order=g.listwise_order,
         )
         for g in groups
     }
@@ -201,6 +203,26 @@ def pick_demonstration_groups(
     return random.Random(f"{config.seed}:{level}:{method}").sample(list(train), needed)
 
 
+def _demonstration_pool(config: EvalConfig) -> tuple[dict[str, list[Group]], dict[str, int]]:
+    """The held-out groups of each level that may be shown as demonstrations, and how many were left out.
+
+    A group that would show a test label (`context.TestLabels`: a test user's rating of a test query, as a
+    query or in a history; possible on builds with ``--split-rule none``) is never a demonstration, as in
+    `sft data`.
+    """
+    if not config.shots:
+        return {}, {}
+    labels = context.TestLabels.of(context.load_groups(config.data, "full", "test"))
+    train, left_out = {}, {}
+    for level in config.levels:
+        groups = context.load_groups(config.data, level, "train")
+        train[level] = labels.without_leaks(groups)
+        left_out[level] = len(groups) - len(train[level])
+    if any(left_out.values()):
+        logger.warning("few-shot: left out held-out groups that show a test label: %s", left_out)
+    return train, left_out
+
+
 def demonstrations(config: EvalConfig, method: Method, picked: Sequence[GroupContext]) -> Demonstrations:
     """The few-shot examples made from the `picked` held-out groups, each with its true answer."""
     pool = []
@@ -271,9 +293,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         for lv in config.levels
     }
     # Few-shot demonstrations come from the held-out split; only the groups shown need retrieval and profiles.
-    train = (
-        {lv: context.load_groups(config.data, lv, "train") for lv in config.levels} if config.shots else {}
-    )
+    train, left_out = _demonstration_pool(config)
     picked = {
         (lv, m): pick_demonstration_groups(config, lv, m, train[lv]) for lv in train for m in config.methods
     }
@@ -289,8 +309,8 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     samples: list[SampleRecord] = []
     engine_calls: dict[str, int] = {}
     for level in config.levels:
-        groups = context.contexts(test[level], level, retrieved, profiles, failures)
         orders = presentation.listwise_orders(test[level], config.presentation, seed=config.seed, level=level)
+        groups = context.contexts(test[level], level, retrieved, profiles, failures, listwise_orders=orders)
         for method in config.methods:
             demo_contexts = context.contexts(
                 picked.get((level, method), []), level, retrieved, profiles, failures
@@ -303,7 +323,6 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
                 variant=config.variant,
                 demonstrations=demonstrations(config, method, demo_contexts),
                 pairwise_strategy=config.pairwise_strategy,
-                listwise_orders=orders,
                 aggregate=config.sc_aggregate,
                 progress=config.progress,
             )
@@ -328,6 +347,7 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         "dataset_fingerprint": context.dataset_fingerprint(config.data),
         "groups": {level: [g.group_id for g in groups] for level, groups in test.items()},
         "demonstration_groups": {f"{lv}/{m}": [g.group_id for g in gs] for (lv, m), gs in picked.items()},
+        "demonstration_groups_left_out": left_out,
         "engine_calls": engine_calls,
         "cache": {"hits": cached.hits, "misses": cached.misses},
         "profiles": profiles_info,
