@@ -12,17 +12,24 @@ from perrec_eval.types import LEVELS, METHODS
 _SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 
 
-def _cell(cell: Mapping[str, Any] | None, with_ci: bool) -> str:
+Marks = Mapping[str, Mapping[str, str]]  # system name -> {"easy/pointwise" | "average": mark}
+
+
+def _cell(cell: Mapping[str, Any] | None, with_ci: bool, mark: str = "") -> str:
     if cell is None or cell.get("ptc") is None:
         return "–"
-    text = f"{cell['ptc']:.2f}"
+    text = f"{cell['ptc']:.2f}{mark}"
     if with_ci and cell.get("ptc_ci_low") is not None:
         text += f" [{cell['ptc_ci_low']:.2f}, {cell['ptc_ci_high']:.2f}]"
     return text
 
 
-def table(systems: Sequence[tuple[str, Mapping[str, Any]]], *, with_ci: bool = True) -> str:
+def table(
+    systems: Sequence[tuple[str, Mapping[str, Any]]], *, with_ci: bool = True, marks: Marks | None = None
+) -> str:
     """Markdown table: rows = systems, columns = easy/medium/hard × pointwise/pairwise/listwise + Avg.
+
+    `marks` (from `significance_marks`) follow a system's value in a cell or its average.
 
     >>> s = {"cells": [{"level": "easy", "method": "pairwise", "ptc": 0.5}], "average": 0.5}
     >>> print(table([("m", s)], with_ci=False).splitlines()[2])
@@ -31,10 +38,12 @@ def table(systems: Sequence[tuple[str, Mapping[str, Any]]], *, with_ci: bool = T
     header = ["System"] + [f"{lv} {_SHORT[m]}" for lv in LEVELS for m in METHODS] + ["Avg."]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, scores in systems:
-        cells = _cells(scores)
-        row = [_label(name, scores)] + [_cell(cells.get((lv, m)), with_ci) for lv in LEVELS for m in METHODS]
+        cells, mark = _cells(scores), (marks or {}).get(name, {})
+        row = [_label(name, scores)] + [
+            _cell(cells.get((lv, m)), with_ci, mark.get(f"{lv}/{m}", "")) for lv in LEVELS for m in METHODS
+        ]
         avg = scores.get("average")
-        row.append("–" if avg is None else f"{avg:.2f}")
+        row.append("–" if avg is None else f"{avg:.2f}{mark.get('average', '')}")
         lines.append("| " + " | ".join(row) + " |")
     lines += [_reference_row(name, key, systems) for name, key in _REFERENCE_ROWS]
     return "\n".join(line for line in lines if line)
@@ -105,7 +114,29 @@ _METRIC_NAMES = {
 }
 
 
-def legend(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+def significance_marks(folders: Mapping[str, Path]) -> dict[str, dict[str, str]]:
+    """Per system (name -> its run folder) and cell, how it stands against the best of the column.
+
+    The leaderboard's own comparison (`perrec_eval.leaderboard.board.build_table`: the paired sign-flip test
+    of `perrec_eval.ptc`): ``" (best)"``, ``"*"`` below the best at p < 0.05, ``" ≈"`` not found different
+    from it (their order is not established).
+    """
+    from perrec_eval.leaderboard.board import build_table
+    from perrec_eval.leaderboard.runs import load_run
+
+    names = {Path(folder).resolve(): name for name, folder in folders.items()}
+    table = build_table([load_run(folder) for folder in folders.values()])
+    marks: dict[str, dict[str, str]] = {}
+    for row in table.rows:
+        tests = [(f"{lv}/{m}", entry) for (lv, m), entry in row.entries.items()] + [("average", row)]
+        marks[names[row.run.path.resolve()]] = {
+            key: " (best)" if item.best else "*" if item.significant else " ≈" if item.tied else ""
+            for key, item in tests
+        }
+    return marks
+
+
+def legend(systems: Sequence[tuple[str, Mapping[str, Any]]], *, marks: Marks | None = None) -> str:
     """What the numbers of `table` are.
 
     >>> print(legend([("m", {"variant": "tau_b", "n_resamples": 10000, "cells": []})]))
@@ -127,17 +158,33 @@ def legend(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         "approximation with the null tau variance, `ptc.expected_resolution`); closer systems are not told "
         "apart here. Significance between runs: `perrecbench report`."
     )
+    if marks:
+        text += (
+            " (best): best of the column; `*`: below it at p < 0.05; ≈: not found different from it, so "
+            "their order is not established (paired sign-flip permutation test on the groups, not corrected "
+            "for multiple comparisons)."
+        )
     if any(not s.get("complete", True) for _, s in systems):
         text += " (provisional) = some requests failed: run the same command again to retry them."
     return text
 
 
-def render(systems: Sequence[tuple[str, Mapping[str, Any]]], *, title: str = "PerRecBench results") -> str:
-    return f"# {title}\n\n{legend(systems)}\n\n{table(systems)}\n\n## Details\n\n{details(systems)}\n"
+def render(
+    systems: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    title: str = "PerRecBench results",
+    marks: Marks | None = None,
+) -> str:
+    return (
+        f"# {title}\n\n{legend(systems, marks=marks)}\n\n{table(systems, marks=marks)}\n\n"
+        f"## Details\n\n{details(systems)}\n"
+    )
 
 
-def write_report(out: Path, systems: Sequence[tuple[str, Mapping[str, Any]]]) -> Path:
+def write_report(
+    out: Path, systems: Sequence[tuple[str, Mapping[str, Any]]], *, marks: Marks | None = None
+) -> Path:
     """Write `out/report.md` (atomically) for the given (name, scores) systems."""
     path = Path(out) / "report.md"
-    fileio.write_text(path, render(systems))
+    fileio.write_text(path, render(systems, marks=marks))
     return path

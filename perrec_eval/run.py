@@ -367,7 +367,7 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
         spec = f"{name}={config.adapters()[name]}"
         sub = replace(config, adapter=(spec,), out=str(Path(config.out) / name))
         systems.append((name, evaluate(sub, engine=adapted)))
-    write_report(Path(config.out), systems)
+    write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
     return systems
 
 
@@ -414,8 +414,17 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
-        write_report(Path(config.out), systems)
+        write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
     return systems
+
+
+def significance_marks(out: str, systems: Sequence[tuple[str, Any]]) -> dict[str, dict[str, str]]:
+    """`report.significance_marks` of systems written one run folder each under `out` (none for one)."""
+    from perrec_eval import report
+
+    if len(systems) < 2:
+        return {}
+    return report.significance_marks({name: Path(out) / name for name, _ in systems})
 
 
 def _baseline_prediction(name: str, group: Group, retrieved: Mapping[UserKey, Any], seed: int) -> Prediction:

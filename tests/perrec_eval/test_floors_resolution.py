@@ -67,7 +67,8 @@ def test_report_shows_the_floor_row_and_resolution_row(baselines):
     floor_row = next(line for line in text.splitlines() if line.startswith("| floor: constant rating |"))
     constant_row = next(line for line in text.splitlines() if line.startswith("| constant |"))
     # The floor row's pointwise cells are the constant baseline's PTC (without its interval).
-    assert [part.split(" [")[0] for part in constant_row.split(" | ")[1:4]] == floor_row.split(" | ")[1:4]
+    values = [part.split()[0].rstrip("*") for part in constant_row.split(" | ")[1:4]]  # marks, CI off
+    assert values == floor_row.split(" | ")[1:4]
     assert "| min. detectable Δ |" in text and "10,000 resamples" in text
 
 
@@ -120,3 +121,19 @@ def test_report_render_keeps_old_scores_readable():
     old = {"variant": "tau_b", "cells": [{**cell, "parse_failure_rate": 0.0}], "average": 0.5}
     text = render([("m", old)])
     assert "1,000 resamples" in text and "floor: constant rating" not in text
+
+
+def test_report_of_several_systems_marks_the_best_and_the_untold_orderings(baselines):
+    _, out = baselines
+    lines = (out / "report.md").read_text().splitlines()
+    rows = [
+        next(line for line in lines if line.startswith(f"| {name} |"))
+        for name in ("constant", "history-affinity")
+    ]
+    cells = [[c for c in row.strip("| ").split(" | ")[1:]] for row in rows]
+    for column in zip(*cells, strict=True):
+        if column[0] == "–":
+            continue
+        # Each value carries one mark: the best of the column, below it (*), or not told apart from it (≈).
+        assert all(sum(mark in value for mark in ("(best)", "*", "≈")) == 1 for value in column)
+        assert any("(best)" in value for value in column)
