@@ -547,7 +547,12 @@ def latex_escape(text: str) -> str:
 
 
 def _latex_value(
-    value: float | None, rank: int | None, *, star: bool = False, ci: tuple | None = None
+    value: float | None,
+    rank: int | None,
+    *,
+    star: bool = False,
+    tied: bool = False,
+    ci: tuple | None = None,
 ) -> str:
     if value is None:
         return "--"
@@ -555,6 +560,8 @@ def _latex_value(
     text = rf"\textbf{{{text}}}" if rank == 1 else rf"\underline{{{text}}}" if rank == 2 else text
     if star:
         text += "$^{*}$"
+    if tied:
+        text += r"$^{\approx}$"
     if ci is not None and ci[0] is not None:
         text += rf"\,{{\scriptsize[{ci[0]:.2f}, {ci[1]:.2f}]}}"
     return text
@@ -603,10 +610,21 @@ def latex(report: Report) -> str:
                 entry = row.entries.get(cell)
                 ci = (entry.scores.get("ptc_ci_low"), entry.scores.get("ptc_ci_high")) if entry else None
                 star = entry is not None and entry.significant
-                values.append(_latex_value(_entry_ptc(row, cell), ranks[cell][i], star=star, ci=ci))
-            values.append(_latex_value(row.average, average_ranks[i], star=row.significant))
+                tied = entry is not None and entry.tied
+                values.append(
+                    _latex_value(_entry_ptc(row, cell), ranks[cell][i], star=star, tied=tied, ci=ci)
+                )
+            values.append(_latex_value(row.average, average_ranks[i], star=row.significant, tied=row.tied))
             name = latex_escape(row.label) + (r"$^{\dagger}$" if row.provisional else "")
             lines.append(" & ".join([name, str(len(row.run.group_ids)), *values]) + r" \\")
+        lines.append(r"\midrule")
+        floors = any(value is not None for value in table.floors.values())
+        references = [("floor: constant rating", table.floors, None)] if floors else []
+        references.append((r"min. detectable $\Delta$", table.resolution, table.average_resolution))
+        for title, values_by_cell, average in references:
+            values = [_latex_value(values_by_cell.get(cell), None) for cell in table.columns]
+            row_text = [title, str(table.num_groups), *values, _latex_value(average, None)]
+            lines.append(" & ".join(row_text) + r" \\")
         if table.paper_variant and list(table.columns) == list(CELLS):
             lines += [
                 r"\midrule",
@@ -626,7 +644,10 @@ def latex(report: Report) -> str:
             f"{(table.fingerprint or 'unknown')[:12]}. PTC (Kendall tau, $-1$ to 1; higher is better) with "
             "95\\% bootstrap intervals; best in bold, second best underlined; $^{*}$ below the best of the "
             "column at "
-            f"$p<{ALPHA}$ (paired sign-flip permutation test); $^{{\\dagger}}$ provisional (engine errors)."
+            f"$p<{ALPHA}$, $^{{\\approx}}$ not found different from it (paired sign-flip permutation test); "
+            "$^{\\dagger}$ provisional (engine errors). Floor: the pointwise PTC of answering one rating "
+            "for every user; min. detectable $\\Delta$: the smallest difference a paired test finds with "
+            "power 0.8 on these groups."
         )
         lines += [rf"\caption{{{caption}}}", rf"\label{{tab:perrecbench-{table.number}}}", r"\end{table*}"]
         blocks.append("\n".join(lines))
