@@ -187,18 +187,20 @@ def _sample(
 
 
 def pick_demonstration_groups(
-    config: EvalConfig, level: Level, method: Method, train: Sequence[Group]
+    config: EvalConfig, level: Level, method: Method, train: Sequence[Group], left_out: int = 0
 ) -> list[Group]:
     """The held-out groups whose demonstrations a (level, method) shows, in their seeded order.
 
-    One extra candidate when the train split itself is evaluated, so no group is shown itself.
+    One extra candidate when the train split itself is evaluated, so no group is shown itself. `left_out`
+    counts the groups already removed because they show a test label (for the error message).
     """
     if config.shots == 0:
         return []
     needed = config.shots + (config.split == "train")
     if len(train) < needed:
+        why = f" ({left_out} more left out: they would show a test label)" if left_out else ""
         raise ConfigError(
-            f"--shots {config.shots} needs {needed} held-out groups; {level}/train has {len(train)}"
+            f"--shots {config.shots} needs {needed} held-out groups; {level}/train has {len(train)}{why}"
         )
     return random.Random(f"{config.seed}:{level}:{method}").sample(list(train), needed)
 
@@ -295,7 +297,9 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
     # Few-shot demonstrations come from the held-out split; only the groups shown need retrieval and profiles.
     train, left_out = _demonstration_pool(config)
     picked = {
-        (lv, m): pick_demonstration_groups(config, lv, m, train[lv]) for lv in train for m in config.methods
+        (lv, m): pick_demonstration_groups(config, lv, m, train[lv], left_out[lv])
+        for lv in train
+        for m in config.methods
     }
     test_groups = [g for groups in test.values() for g in groups]
     demo_groups = list({(g.group_id, g.level): g for groups in picked.values() for g in groups}.values())
