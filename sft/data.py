@@ -419,6 +419,10 @@ asks for, which the runner's parser reads back to the truth.
 | pairwise | ordered pair (both orders) | the user of higher relative rating, `[User A]` / `[User B]` |
 | listwise | group and level | the true best-first order, `{{"predicted_ranking": [2, 1, 3]}}` |
 
+Listwise prompts show each group's users in the `{info["presentation"]}` presentation, as `perrecbench
+evaluate --presentation {info["presentation"]}` does (balanced: paired across each level's groups, so that
+any fixed answer is as often right as wrong).
+
 Train groups used per level: {levels} (levels: {", ".join(info["levels"])}). {info["groups"]:,} distinct
 groups give {info["examples"]:,} examples; an identical prompt seen in several levels is kept once.
 
