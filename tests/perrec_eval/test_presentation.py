@@ -137,3 +137,17 @@ def test_balanced_orders_are_seeded_and_permutations():
     assert first != balanced_orders(groups, seed=6, level="hard")
     assert all(sorted(order) == [0, 1, 2, 3] for order in first.values())
     assert true_ranks([0.1, 2.0, -1.0]) == [1, 0, 2]
+
+
+def test_paper_mode_outputs_are_those_of_the_runner_without_presentations(bench, tmp_path, monkeypatch):
+    # --paper-mode (dataset presentation) must write what the runner wrote before presentations existed:
+    # every listwise request in group order, byte for byte.
+    from perrec_eval import presentation
+
+    folder, profiles = bench
+    config = dict(data=str(folder), engine="fake", model="constant", profiles=str(profiles), paper_mode=True)
+    evaluate(EvalConfig(out=str(tmp_path / "paper"), **config), FakeEngine(constant))
+    monkeypatch.setattr(presentation, "listwise_orders", lambda *args, **kwargs: None)
+    evaluate(EvalConfig(out=str(tmp_path / "plain"), **config), FakeEngine(constant))
+    for name in ("samples.jsonl", "predictions.jsonl", "cache.jsonl"):
+        assert (tmp_path / "paper" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes(), name
