@@ -21,10 +21,10 @@ from tqdm.auto import tqdm
 
 from perrec_eval import context, parsing, presentation, prompts
 from perrec_eval.cache import CachedEngine, request_key
-from perrec_eval.config import EvalConfig
+from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import Engine
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstration, make_ranker
 from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
@@ -257,21 +257,46 @@ def _profiles(
     config: EvalConfig, engine: CachedEngine, groups: Sequence[Group], users: set[UserKey], out: Path
 ) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
     """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance."""
-    from perrec_eval.profiles import file_sha256, generate_profiles, load_profiles, save_profiles
+    from perrec_eval.profiles import (
+        file_sha256,
+        flag_counts,
+        generate_profiles,
+        load_profile_flags,
+        load_profiles,
+        save_profiles,
+    )
 
     if config.no_profile:
         return None, {}, None
+    params = config.profile_params()
     if config.profiles:
-        profiles = load_profiles(config.profiles)
-        context.check_profiles(users, profiles, config.profiles, config.data)
+        known = load_profiles(config.profiles)
+        context.check_profiles(users, known, config.profiles, config.data)
         path, source = Path(config.profiles), "file"
-        failures: dict[UserKey, str] = {}
     else:
         path, source = out / "profiles.jsonl", "generated"
         known = load_profiles(path) if path.is_file() else {}
-        profiles, failures = generate_profiles(engine, groups, known=known, users=users)
-        save_profiles(path, profiles, {"engine": engine.name, "model": engine.model})
-    info = {"source": source, "file": path.name, "sha256": file_sha256(path), "failures": len(failures)}
+    flagged = load_profile_flags(path) if path.is_file() else {}
+    profiles, failures = generate_profiles(
+        engine,
+        groups,
+        params=params,
+        known=known,
+        users=users,
+        degenerate=config.degenerate_profiles,
+        flagged=flagged,
+    )
+    if source == "generated":
+        save_profiles(path, profiles, {"engine": engine.name, "model": engine.model}, flagged)
+    info = {
+        "source": source,
+        "file": path.name,
+        "sha256": file_sha256(path),
+        "failures": len(failures),
+        "max_tokens": params.max_tokens,
+        "quality": flag_counts({key: flags for key, flags in flagged.items() if key in users}),
+        "degenerate_policy": config.degenerate_profiles,
+    }
     return profiles, failures, info
 
 
@@ -346,7 +371,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
                 method,
                 groups,
                 cached,
-                config.params(method),
+                config.params(method, level),
                 variant=config.variant,
                 demonstrations=demonstrations(config, method, demo_contexts),
                 pairwise_strategy=config.pairwise_strategy,
@@ -360,6 +385,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
     scores = score_cells(
         records, samples, variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
     )
+    label = config.label or default_label(engine.model)  # the engine's model: a test may pass its own engine
     run_info = {
         "config": run_record(config),
         "complete": scores["complete"],
@@ -381,8 +407,21 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
         "adapter_sha256": {name: adapter_fingerprint(path) for name, path in config.adapters().items()},
         "profiles": profiles_info,
         "profile_failures": len(failures),
+        "label": label,
+        "generation": {
+            "max_new_tokens": {method: config.token_budgets()[method] for method in config.methods},
+            "profile_max_new_tokens": None if config.no_profile else config.token_budgets()["profile"],
+            "structured_outputs": config.structured_outputs,
+            "answer_formats": {
+                f"{level}/{method}": config.params(method, level).answer_format
+                for level in config.levels
+                for method in config.methods
+            }
+            if config.structured_outputs
+            else None,
+        },
     }
-    write_run(out, config.model, samples=samples, records=records, scores=scores, run_info=run_info)
+    write_run(out, label, samples=samples, records=records, scores=scores, run_info=run_info)
     return scores
 
 
@@ -408,15 +447,18 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
 def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
     """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder.
 
-    With several names, each goes to `out/<name>/`; groups and retrieval are computed once per level.
+    With several names, each goes to `out/<name>/`; groups and retrieval are computed once per level. The
+    collaborative-filtering baselines (`perrec_eval.cf`: mf, item-knn) fit on the build's interactions
+    under the past-only rule, tuned on the train split; their `run.json` records how (`cf`).
     """
-    from perrec_eval import baselines
+    from perrec_eval import baselines, cf
 
-    unknown = [name for name in names if name not in baselines.BASELINES]
+    known = (*baselines.BASELINES, *cf.CF_BASELINES)
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise ConfigError(
-            f"unknown baseline {unknown[0]!r}: choose one of {', '.join(baselines.BASELINES)} or all"
-        )
+        raise ConfigError(f"unknown baseline {unknown[0]!r}: choose one of {', '.join(known)} or all")
+    if any(name in cf.CF_BASELINES for name in names) and not cf.has_interactions(config.data):
+        raise DataError(cf.missing_interactions(config.data))
     with contextlib.ExitStack() as locks:
         locks.enter_context(folder_lock(config.out))
         outs = {name: Path(config.out) / name if len(names) > 1 else Path(config.out) for name in names}
@@ -428,20 +470,26 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
 
 
 def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-    from perrec_eval import baselines, retrieval
+    from perrec_eval import baselines, cf, retrieval
     from perrec_eval.report import write_report
 
+    cf_names = [name for name in names if name in cf.CF_BASELINES]
     records: dict[str, list[PredictionRecord]] = {name: [] for name in names}
+    groups_by_level: dict[str, list[Group]] = {}
     for level in config.levels:
         groups = context.load_groups(config.data, level, config.split, config.max_groups)
+        groups_by_level[level] = groups
         needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
         retrieved = context.retrieve(groups, config.k, progress=config.progress) if needs_retrieval else {}
         contexts = [GroupContext(group, level, ()) for group in groups]
         for name in names:
+            if name in cf.CF_BASELINES:
+                continue
             predictions = {
                 group.group_id: _baseline_prediction(name, group, retrieved, config.seed) for group in groups
             }
             records[name] += prediction_records(level, "pointwise", contexts, predictions)
+    cf_info = _cf_records(config, cf_names, groups_by_level, records) if cf_names else {}
 
     systems = []
     for name in names:
@@ -454,15 +502,45 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
             "config": run_record(replace(config, model=name, out=str(out))),
             "engine": {"name": "baseline", "model": name},
             "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
-            "versions": versions("perrecbench", "datasets", "bm25s"),
+            "versions": versions("perrecbench", "datasets", "bm25s", "numpy", "scipy"),
             "retrieval": retrieval.RETRIEVAL_INFO,
             "dataset_fingerprint": context.dataset_fingerprint(config.data),
         }
+        if name in cf_info:
+            run_info["cf"] = cf_info[name]
         write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
         write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
     return systems
+
+
+def _cf_records(
+    config: EvalConfig,
+    names: Sequence[str],
+    groups_by_level: Mapping[str, list[Group]],
+    records: dict[str, list[PredictionRecord]],
+) -> dict[str, dict[str, Any]]:
+    """Fit and predict the CF baselines `names` (tuned on the train split's `full` groups); add their
+    prediction records and return their `run.json` records."""
+    from perrec_eval import cf
+
+    interactions = cf.load_interactions(config.data)
+    try:
+        train = context.load_groups(config.data, "full", "train")
+    except DataError:  # a build too small for a train split: documented, recorded in run.json
+        train = []
+    info = {}
+    for name in names:
+        outcomes, info[name] = cf.run(name, interactions, groups_by_level, train)
+        for level, groups in groups_by_level.items():
+            contexts = [GroupContext(group, level, ()) for group in groups]
+            predictions = {
+                group.group_id: Prediction("scores", cf.relative(group, o.ratings), list(o.ratings))
+                for group, o in zip(groups, outcomes[level], strict=True)
+            }
+            records[name] += prediction_records(level, "pointwise", contexts, predictions)
+    return info
 
 
 def significance_marks(out: str, systems: Sequence[tuple[str, Any]]) -> dict[str, dict[str, str]]:
