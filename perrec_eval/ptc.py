@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -318,8 +319,63 @@ def _mean(values: np.ndarray, what: str) -> float:
     return math.fsum(values.tolist()) / values.size
 
 
-def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of ``n_resamples`` bootstrap resamples (with replacement) of ``values``."""
+def cluster_codes(clusters: Sequence[Any] | None, n: int) -> np.ndarray | None:
+    """Cluster index (0..k-1, in order of first appearance) of each of ``n`` groups; None when unclustered.
+
+    ``None`` or one cluster per group (every id distinct) means the groups are independent, and the
+    resampling is the plain one over groups, draw for draw.
+
+    >>> cluster_codes(["a", "b", "a"], 3).tolist(), cluster_codes(["a", "b", "c"], 3), cluster_codes(None, 2)
+    ([0, 1, 0], None, None)
+    """
+    if clusters is None:
+        return None
+    if len(clusters) != n:
+        raise ValueError(f"got {len(clusters)} cluster ids for {n} groups; give one cluster id per group")
+    codes: dict[Any, int] = {}
+    out = np.array([codes.setdefault(c, len(codes)) for c in clusters], dtype=np.int64)
+    return None if len(codes) == n else out
+
+
+def design_effect(clusters: Sequence[Any] | None) -> float:
+    """Upper bound ``Σ m_i² / Σ m_i`` of the variance inflation of a mean over clustered groups.
+
+    With ``m_i`` groups in cluster ``i`` the design effect is ``1 + (m̄ - 1) ρ`` with ``m̄ = Σ m_i² / Σ m_i``
+    and ``ρ`` the within-cluster correlation of the taus; ρ is unknown (and differs between systems), so this
+    is its bound at ρ = 1, the same for every run on the same groups. 1 without clusters.
+
+    >>> design_effect(None), design_effect(["a", "b"]), design_effect(["a", "a", "b"])
+    (1.0, 1.0, 1.6666666666666667)
+    """
+    if clusters is None or len(clusters) == 0:
+        return 1.0
+    sizes = Counter(clusters).values()
+    return sum(m * m for m in sizes) / len(clusters)
+
+
+def _cluster_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per cluster: the sum of its groups' values and its number of groups."""
+    k = int(codes.max()) + 1
+    return np.bincount(codes, weights=values, minlength=k), np.bincount(codes, minlength=k).astype(np.float64)
+
+
+def _resampled_means(
+    values: np.ndarray, n_resamples: int, rng: np.random.Generator, codes: np.ndarray | None = None
+) -> np.ndarray:
+    """Means of ``n_resamples`` bootstrap resamples (with replacement) of ``values``.
+
+    With cluster ``codes`` whole clusters are drawn (cluster bootstrap) and each resample's mean is its
+    groups' total over its number of groups.
+    """
+    if codes is not None:
+        sums, sizes = _cluster_sums(values, codes)
+        k = sums.size
+        chunk = max(1, _RESAMPLE_CHUNK // k)
+        means = []
+        for start in range(0, n_resamples, chunk):
+            draws = rng.integers(0, k, size=(min(chunk, n_resamples - start), k))
+            means.append(sums[draws].sum(axis=1) / sizes[draws].sum(axis=1))
+        return np.concatenate(means)
     m = values.size
     chunk = max(1, _RESAMPLE_CHUNK // m)
     means = []
@@ -327,6 +383,16 @@ def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Genera
         rows = min(chunk, n_resamples - start)
         means.append(values[rng.integers(0, m, size=(rows, m))].mean(axis=1))
     return np.concatenate(means)
+
+
+def _kept_codes(clusters: Sequence[Any] | None, keep: np.ndarray, invalid: str) -> np.ndarray | None:
+    """`cluster_codes` of the groups that enter the mean (all, or the kept ones under ``invalid="skip"``)."""
+    if clusters is None:
+        return None
+    cluster_codes(clusters, keep.size)  # checks the length
+    if invalid == "skip":
+        clusters = [c for c, kept in zip(clusters, keep.tolist(), strict=True) if kept]
+    return cluster_codes(clusters, len(clusters))
 
 
 def _check_resampling(confidence_level: float | None, n_resamples: int) -> None:
@@ -337,13 +403,19 @@ def _check_resampling(confidence_level: float | None, n_resamples: int) -> None:
 
 
 def _percentile_interval(
-    values: np.ndarray, estimate: float, confidence_level: float, n_resamples: int, rng: np.random.Generator
+    values: np.ndarray,
+    estimate: float,
+    confidence_level: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+    codes: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean; only float rounding is trimmed so it holds the estimate."""
     if values.size == 0:
         return math.nan, math.nan
     alpha = 1.0 - confidence_level
-    low, high = np.quantile(_resampled_means(values, n_resamples, rng), [alpha / 2, 1 - alpha / 2]).tolist()
+    means = _resampled_means(values, n_resamples, rng, codes)
+    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2]).tolist()
     if estimate < low <= estimate + _TOLERANCE:
         low = estimate
     if estimate - _TOLERANCE <= high < estimate:
@@ -362,6 +434,7 @@ def compute_ptc(
     confidence_level: float | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
+    clusters: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """PTC: the mean over groups of Kendall's tau between predicted and true preferences.
 
@@ -378,6 +451,8 @@ def compute_ptc(
             ``ptc_ci_low`` / ``ptc_ci_high``.
         n_resamples: bootstrap resamples for the interval.
         seed: seed of the bootstrap.
+        clusters: one cluster id per group (e.g. its query item, when an item gives several groups): the
+            interval then resamples whole clusters (cluster bootstrap). None, or every id distinct: groups.
 
     Returns:
         Plain Python values: ``ptc`` (float; NaN only if ``invalid="skip"`` leaves no group), ``num_groups``
@@ -401,7 +476,8 @@ def compute_ptc(
     }
     if confidence_level is not None:
         rng = np.random.default_rng(seed)
-        low, high = _percentile_interval(values, result["ptc"], confidence_level, n_resamples, rng)
+        codes = _kept_codes(clusters, valid, invalid)
+        low, high = _percentile_interval(values, result["ptc"], confidence_level, n_resamples, rng, codes)
         result["ptc_ci_low"], result["ptc_ci_high"] = low, high
     if return_groups:
         result["groups"] = [t if ok else None for t, ok in zip(taus.tolist(), valid.tolist(), strict=True)]
@@ -543,24 +619,62 @@ def rating_errors(
     }
 
 
-def _signflip_p_value(differences: np.ndarray, n_resamples: int, rng: np.random.Generator) -> float:
+def _signflip_p_value(
+    differences: np.ndarray, n_resamples: int, rng: np.random.Generator, codes: np.ndarray | None = None
+) -> float:
     """Two-sided paired permutation test: under H0 each group's difference is equally likely to flip sign.
 
-    Exact (all 2**m sign patterns) when that is no more than ``n_resamples``, otherwise Monte Carlo with the
-    +1 correction.
+    With cluster ``codes`` a cluster's groups flip together (the sign of its summed difference). Exact (all
+    2**k sign patterns of the k units) when that is no more than ``n_resamples``, otherwise Monte Carlo with
+    the +1 correction.
     """
     m = differences.size
+    units = differences if codes is None else _cluster_sums(differences, codes)[0]
+    k = units.size
     observed = abs(differences.mean())
-    if 2**m <= n_resamples:
-        signs = ((np.arange(2**m)[:, None] >> np.arange(m)[None, :]) & 1) * 2 - 1
-        return float((np.abs(signs @ differences / m) >= observed - _TOLERANCE).mean())
-    chunk = max(1, _RESAMPLE_CHUNK // m)
+    if 2**k <= n_resamples:
+        signs = ((np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1) * 2 - 1
+        return float((np.abs(signs @ units / m) >= observed - _TOLERANCE).mean())
+    chunk = max(1, _RESAMPLE_CHUNK // k)
     extreme = 0
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
-        signs = rng.integers(0, 2, size=(rows, m), dtype=np.int8) * 2 - 1
-        extreme += int((np.abs(signs @ differences / m) >= observed - _TOLERANCE).sum())
+        signs = rng.integers(0, 2, size=(rows, k), dtype=np.int8) * 2 - 1
+        extreme += int((np.abs(signs @ units / m) >= observed - _TOLERANCE).sum())
     return (extreme + 1) / (n_resamples + 1)
+
+
+def paired_differences_test(
+    differences: Sequence[float] | np.ndarray,
+    *,
+    clusters: Sequence[Any] | None = None,
+    n_resamples: int = 10_000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Sign-flip test of mean(differences) = 0 and its percentile-bootstrap interval, per cluster if given.
+
+    The test of :func:`paired_test` on per-group differences already computed (e.g. a mean over cells).
+
+    >>> r = paired_differences_test([1.0, 1.0, 1.0, 1.0], clusters=["a", "a", "b", "b"])
+    >>> r["difference"], r["p_value"], r["num_clusters"]  # two clusters: 2 of 4 sign patterns
+    (1.0, 0.5, 2)
+    """
+    _check_resampling(confidence_level, n_resamples)
+    d = np.asarray(differences, dtype=np.float64)
+    codes = cluster_codes(clusters, d.size)
+    rng = np.random.default_rng(seed)
+    difference = _mean(d, "paired_differences_test")
+    p_value = math.nan if d.size == 0 else _signflip_p_value(d, n_resamples, rng, codes)
+    low, high = _percentile_interval(d, difference, confidence_level, n_resamples, rng, codes)
+    return {
+        "difference": difference,
+        "p_value": float(p_value),
+        "ci_low": low,
+        "ci_high": high,
+        "num_compared": int(d.size),
+        "num_clusters": int(d.size if codes is None else codes.max() + 1),
+    }
 
 
 def paired_test(
@@ -576,6 +690,7 @@ def paired_test(
     n_resamples: int = 10_000,
     confidence_level: float = 0.95,
     seed: int = 0,
+    clusters: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
     """Paired significance test of PTC(a) - PTC(b) for two systems scored on the same groups.
 
@@ -600,6 +715,8 @@ def paired_test(
         n_resamples: resamples for the p-value and for the interval.
         confidence_level: level of the interval of the difference.
         seed: seed of all resampling.
+        clusters: one cluster id per group, as in :func:`compute_ptc`: signs flip, and the bootstraps
+            resample, per cluster.
 
     Returns:
         Plain Python values: ``ptc_a``, ``ptc_b``, ``difference`` (a - b), ``p_value``, ``ci_low``,
@@ -629,16 +746,17 @@ def paired_test(
     if invalid == "skip":
         taus_a, taus_b = taus_a[both], taus_b[both]
     differences = taus_a - taus_b
+    codes = _kept_codes(clusters, both, invalid)
     rng = np.random.default_rng(seed)
     difference = _mean(differences, "paired_test")
     if differences.size == 0:
         p_value = math.nan
     elif method == "permutation":
-        p_value = _signflip_p_value(differences, n_resamples, rng)
+        p_value = _signflip_p_value(differences, n_resamples, rng, codes)
     else:
-        shifted = np.abs(_resampled_means(differences, n_resamples, rng) - difference)
+        shifted = np.abs(_resampled_means(differences, n_resamples, rng, codes) - difference)
         p_value = (int((shifted >= abs(difference) - _TOLERANCE).sum()) + 1) / (n_resamples + 1)
-    low, high = _percentile_interval(differences, difference, confidence_level, n_resamples, rng)
+    low, high = _percentile_interval(differences, difference, confidence_level, n_resamples, rng, codes)
     return {
         "ptc_a": _mean(taus_a, "paired_test"),
         "ptc_b": _mean(taus_b, "paired_test"),
