@@ -259,7 +259,9 @@ class PredictionRecord:
     """One group's metric input and truth for one (level, method) cell (a line of ``predictions.jsonl``).
 
     `format` is ``scores`` (higher = preferred, per user) or ``ranking`` (best-first 1-based user indices);
-    `prediction` is None for a group that could not be ranked.
+    `prediction` is None for a group that could not be ranked. `cluster` is the group's query item
+    (``<domain>:<parent_asin>``) when its level has several groups of one item (large-preset builds), so the
+    statistics resample and flip signs per item; None (and absent from the JSON line) otherwise.
     """
 
     level: Level | str
@@ -270,13 +272,32 @@ class PredictionRecord:
     predicted_ratings: list[float | None] | None
     references: list[float]
     true_ratings: list[float]
+    cluster: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PredictionRecord:
         return cls(**{name: data.get(name) for name in cls.__slots__})
 
     def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        # Unclustered runs keep the line they had before `cluster` existed.
+        return {
+            name: getattr(self, name)
+            for name in self.__slots__
+            if name != "cluster" or self.cluster is not None
+        }
+
+
+def clusters_of(records: Sequence[PredictionRecord]) -> list[str] | None:
+    """One cluster id per record (its query item, or its own group id), or None when no record has one.
+
+    >>> a = PredictionRecord("easy", "pointwise", "g1", "scores", None, None, [1.0], [4.0], "B:q")
+    >>> clusters_of([a, PredictionRecord("easy", "pointwise", "g2", "scores", None, None, [1.0], [4.0])])
+    ['B:q', 'g2']
+    >>> clusters_of([PredictionRecord("easy", "pointwise", "g2", "scores", None, None, [1.0], [4.0])])
+    """
+    if all(record.cluster is None for record in records):
+        return None
+    return [record.group_id if record.cluster is None else record.cluster for record in records]
 
 
 def groups_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[Group]:

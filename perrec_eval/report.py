@@ -158,6 +158,12 @@ def legend(systems: Sequence[tuple[str, Mapping[str, Any]]], *, marks: Marks | N
         "approximation with the null tau variance, `ptc.expected_resolution`); closer systems are not told "
         "apart here. Significance between runs: `perrecbench report`."
     )
+    if any(s.get("clustered_by") for _, s in systems):
+        text += (
+            " Clustered by query item: where a level has several groups of one query item (large-preset "
+            "builds), the CI resamples whole items (cluster bootstrap), paired tests flip signs per item and "
+            "the min. detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
+        )
     if marks:
         text += (
             " (best): best of the column; `*`: below it at p < 0.05; ≈: not found different from it, so "

@@ -10,22 +10,31 @@ from typing import Any
 from perrec_eval import ptc
 from perrec_eval.context import GroupContext
 from perrec_eval.rankers import ListSlot, Prediction
-from perrec_eval.records import PredictionRecord, SampleRecord
+from perrec_eval.records import PredictionRecord, SampleRecord, clusters_of
 from perrec_eval.types import LEVELS, METHODS, Method
 
 CONFIDENCE_LEVEL = 0.95
 # 10,000 resamples: with 1,000 the interval's ends moved by about +-0.006 between seeds.
 N_RESAMPLES = 10_000
 CI_METHOD = "percentile bootstrap over groups"
+# Runs whose levels hold several groups of one query item (large-preset builds) resample whole items.
+CLUSTERED_CI_METHOD = "percentile cluster bootstrap over query items"
+CLUSTERED_BY = "query item"
 RESOLUTION_BASIS = "null tau variance"
 
 
 def prediction_records(
     level: str, method: Method, groups: Sequence[GroupContext], predictions: Mapping[str, Prediction]
 ) -> list[PredictionRecord]:
-    """The metric's inputs and the truth, one record per group (predictions.jsonl)."""
+    """The metric's inputs and the truth, one record per group (predictions.jsonl).
+
+    When some query item has several groups in `groups` (large-preset builds), each record names its item as
+    its cluster; otherwise no record has one and the lines are those of an unclustered run.
+    """
+    items = [f"{ctx.group.domain}:{ctx.group.query.parent_asin or ctx.group_id}" for ctx in groups]
+    clustered = len(set(items)) < len(items)
     records = []
-    for ctx in groups:
+    for ctx, item in zip(groups, items, strict=True):
         pred = predictions[ctx.group_id]
         records.append(
             PredictionRecord(
@@ -37,6 +46,7 @@ def prediction_records(
                 predicted_ratings=pred.predicted_ratings,
                 references=ctx.group.relative_ratings,
                 true_ratings=ctx.group.ratings,
+                cluster=item if clustered else None,
             )
         )
     return records
@@ -63,6 +73,7 @@ def score_cells(
         formats = {r.format for r in group_records}
         if len(formats) != 1:
             raise ValueError(f"cell {level}/{method} mixes prediction formats {sorted(formats)}")
+        clusters = clusters_of(group_records)
         result = ptc.compute_ptc(
             [r.references for r in group_records],
             [r.prediction or [] for r in group_records],
@@ -72,6 +83,7 @@ def score_cells(
             confidence_level=CONFIDENCE_LEVEL,
             n_resamples=N_RESAMPLES,
             seed=seed,
+            clusters=clusters,
         )
         count = counts.get((level, method), _Counts())
         cell = {
@@ -83,7 +95,7 @@ def score_cells(
             "num_groups": result["num_groups"],
             "num_invalid": result["num_invalid"],
             "min_detectable_difference": cell_resolution(
-                len(group_records[0].references), result["num_groups"]
+                len(group_records[0].references), result["num_groups"], ptc.design_effect(clusters)
             ),
             "parse_failure_rate": count.parse_failed / count.answered if count.answered else 0.0,
             "num_requests": count.requests,
@@ -94,6 +106,9 @@ def score_cells(
             cell["ptc_missing"] = (
                 f"every group of the cell failed and invalid={invalid!r} drops failed groups: nothing scored"
             )
+        if clusters is not None:
+            cell["num_clusters"] = len(set(clusters))
+            cell["design_effect"] = ptc.design_effect(clusters)
         cell.update(_rating_errors(group_records))
         if method == "pointwise":
             cell["constant_floor"] = constant_floor(group_records, variant=variant, invalid=invalid)
@@ -102,11 +117,12 @@ def score_cells(
         out.append(cell)
     values = [c["ptc"] for c in out if c["ptc"] is not None]
     engine_errors = sum(c["num_engine_errors"] for c in out)
-    return {
+    clustered = any("design_effect" in c for c in out)
+    scores = {
         "variant": variant,
         "invalid": invalid,
         "confidence_level": CONFIDENCE_LEVEL,
-        "ci_method": CI_METHOD,
+        "ci_method": CLUSTERED_CI_METHOD if clustered else CI_METHOD,
         "n_resamples": N_RESAMPLES,
         "resolution_basis": RESOLUTION_BASIS,
         "complete": engine_errors == 0,
@@ -115,9 +131,14 @@ def score_cells(
         "cells": out,
         "average": sum(values) / len(values) if values else None,
         "average_min_detectable_difference": average_resolution(
-            [(len(cells[(c["level"], c["method"])][0].references), c["num_groups"]) for c in out]
+            [(len(cells[(c["level"], c["method"])][0].references), c["num_groups"]) for c in out],
+            max((c.get("design_effect", 1.0) for c in out), default=1.0),
         ),
     }
+    if clustered:
+        # Only clustered runs carry the key, so an unclustered run's scores.json is what it was.
+        scores["clustered_by"] = CLUSTERED_BY
+    return scores
 
 
 def constant_floor(
@@ -141,30 +162,36 @@ def constant_floor(
     return _finite(result["ptc"])
 
 
-def cell_resolution(num_users: int, num_groups: int) -> float:
+def cell_resolution(num_users: int, num_groups: int, design_effect: float = 1.0) -> float:
     """The smallest PTC difference a paired test tells apart (95%, power 0.8) on `num_groups` groups.
 
     The planning value of `perrec_eval.ptc.expected_resolution` with the null tau variance (a system that
     knows nothing; weak systems spread about as much), so every run on the same groups gets the same value.
+    Clustered groups pass `perrec_eval.ptc.design_effect`, the bound Σm²/Σm (taus of one item's groups
+    perfectly correlated), which also depends on the groups alone.
 
     >>> round(cell_resolution(2, 200), 3), round(cell_resolution(4, 200), 3)
     (0.28, 0.137)
+    >>> round(cell_resolution(2, 200, design_effect=2.0), 3)  # pairs of groups of one item
+    0.396
     """
-    return ptc.expected_resolution(num_users, num_groups)["min_detectable_difference"]
+    resolution = ptc.expected_resolution(num_users, num_groups, design_effect=design_effect)
+    return resolution["min_detectable_difference"]
 
 
-def average_resolution(cells: Sequence[tuple[int, int]]) -> float | None:
+def average_resolution(cells: Sequence[tuple[int, int]], design_effect: float = 1.0) -> float | None:
     """`cell_resolution` of the mean over cells of (users per group, groups), the same groups in each cell.
 
     Each group's difference is then the mean of its cells' differences; taking the cells' null taus as
-    independent, its variance is the sum of the cells' null variances over the number of cells squared.
+    independent, its variance is the sum of the cells' null variances over the number of cells squared;
+    clustered runs multiply it by their largest cell's design effect.
 
     >>> round(average_resolution([(2, 200), (3, 200), (4, 200)]), 3)
     0.12
     """
     if not cells:
         return None
-    variance = sum(ptc.null_tau_variance(users) for users, _ in cells) / len(cells) ** 2
+    variance = sum(ptc.null_tau_variance(users) for users, _ in cells) / len(cells) ** 2 * design_effect
     groups = min(groups for _, groups in cells)
     return ptc.expected_resolution(2, groups, variance=variance)["min_detectable_difference"]
 

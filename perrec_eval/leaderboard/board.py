@@ -23,6 +23,7 @@ from perrec_eval import ptc, scoring
 from perrec_eval.leaderboard import compare
 from perrec_eval.leaderboard.diagnostics import cell_diagnostics
 from perrec_eval.leaderboard.runs import Cell, Run
+from perrec_eval.records import clusters_of
 from perrec_eval.types import LEVELS, METHODS
 
 ALPHA = 0.05
@@ -142,6 +143,7 @@ class Table:
     resolution: dict[Cell, float] = field(default_factory=dict)
     average_resolution: float | None = None
     floors: dict[Cell, float | None] = field(default_factory=dict)
+    clustered: bool = False
 
     @property
     def fingerprint(self) -> str | None:
@@ -168,7 +170,7 @@ class Table:
             "resolution_basis": scoring.RESOLUTION_BASIS,
             "constant_floor": {f"{lv}/{m}": v for (lv, m), v in self.floors.items()},
             "rows": [row.to_json(self.differing) for row in self.rows],
-        }
+        } | ({"clustered_by": scoring.CLUSTERED_BY} if self.clustered else {})
 
 
 def build_table(
@@ -183,16 +185,30 @@ def build_table(
         _mark_best_cell(rows, cell, n_resamples, seed)
     _mark_best_average(rows, columns, n_resamples, seed)
     sizes = _cell_sizes(runs, columns)
+    effects = {cell: ptc.design_effect(clusters) for cell, clusters in _cell_clusters(runs, columns).items()}
     return Table(
         number=number,
         rows=rows,
         columns=columns,
         differing=compare.differing_settings(runs),
         paper_variant=any(run.variant == "paper" for run in runs),
-        resolution={cell: scoring.cell_resolution(*size) for cell, size in sizes.items()},
-        average_resolution=scoring.average_resolution(list(sizes.values())),
+        resolution={cell: scoring.cell_resolution(*size, effects[cell]) for cell, size in sizes.items()},
+        average_resolution=scoring.average_resolution(
+            list(sizes.values()), max(effects.values(), default=1.0)
+        ),
         floors=_floors(runs, columns),
+        clustered=any(effect > 1.0 for effect in effects.values()),
     )
+
+
+def _cell_clusters(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, list[str] | None]:
+    """The cluster ids (`records.clusters_of`) of each column's groups, from the first run that scored it."""
+    clusters = {}
+    for cell in columns:
+        records = next((run.by_cell[cell] for run in runs if run.by_cell.get(cell)), None)
+        if records:
+            clusters[cell] = clusters_of(list(records.values()))
+    return clusters
 
 
 def _cell_sizes(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, tuple[int, int]]:
@@ -276,21 +292,22 @@ def _mark_best_average(rows: Sequence[Row], columns: Sequence[Cell], n_resamples
 
 
 def _aligned(a: Run, b: Run, cell: Cell):
-    """The groups of `cell` both runs scored: references, each run's predictions and formats."""
+    """The groups of `cell` both runs scored: references, each run's predictions and formats, clusters."""
     records_a, records_b = a.by_cell[cell], b.by_cell[cell]
     shared = sorted(records_a.keys() & records_b.keys())
     references = [records_a[g].references for g in shared]
     predictions_a = [records_a[g].prediction for g in shared]
     predictions_b = [records_b[g].prediction for g in shared]
     formats = (records_a[shared[0]].format, records_b[shared[0]].format) if shared else ("scores", "scores")
-    return shared, references, predictions_a, predictions_b, formats
+    clusters = clusters_of([records_a[g] for g in shared])
+    return shared, references, predictions_a, predictions_b, formats, clusters
 
 
 def paired_cell(
     a: Run, b: Run, cell: Cell, *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
     """`perrec_eval.ptc.paired_test` of PTC(a) - PTC(b) in `cell`, on the groups both runs scored."""
-    shared, references, predictions_a, predictions_b, (format_a, format_b) = _aligned(a, b, cell)
+    shared, references, predictions_a, predictions_b, (format_a, format_b), clusters = _aligned(a, b, cell)
     if not shared:
         return {"difference": None, "p_value": math.nan, "num_compared": 0}
     result = ptc.paired_test(
@@ -303,6 +320,7 @@ def paired_cell(
         invalid=a.invalid,
         n_resamples=n_resamples,
         seed=seed,
+        clusters=clusters,
     )
     keep = ("difference", "p_value", "ci_low", "ci_high", "num_compared")
     return {name: _finite(result[name]) for name in keep}
@@ -314,10 +332,19 @@ def group_differences(a: Run, b: Run, columns: Sequence[Cell]) -> np.ndarray:
     Failed groups count as tau 0 (policy ``zero``) or leave that cell out of the group's mean when either
     run failed it (policy ``skip``), as in `ptc.paired_test`.
     """
+    return _group_differences(a, b, columns)[0]
+
+
+def _group_differences(a: Run, b: Run, columns: Sequence[Cell]) -> tuple[np.ndarray, list[str] | None]:
+    """`group_differences` and the groups' cluster ids (None when no column is clustered)."""
     per_group: dict[str, list[float]] = {}
+    cluster_of: dict[str, str] = {}
     shared_everywhere: set[str] | None = None
     for cell in columns:
-        shared, references, predictions_a, predictions_b, (format_a, format_b) = _aligned(a, b, cell)
+        aligned = _aligned(a, b, cell)
+        shared, references, predictions_a, predictions_b, (format_a, format_b), clusters = aligned
+        if clusters is not None:
+            cluster_of.update(zip(shared, clusters, strict=True))
         shared_everywhere = set(shared) if shared_everywhere is None else shared_everywhere & set(shared)
         if not shared:
             continue
@@ -332,14 +359,22 @@ def group_differences(a: Run, b: Run, columns: Sequence[Cell]) -> np.ndarray:
             if kept:
                 per_group.setdefault(group, []).append(ta - tb)
     groups = sorted((shared_everywhere or set()) & per_group.keys())
-    return np.array([sum(per_group[g]) / len(per_group[g]) for g in groups], dtype=np.float64)
+    differences = np.array([sum(per_group[g]) / len(per_group[g]) for g in groups], dtype=np.float64)
+    return differences, [cluster_of.get(g, g) for g in groups] if cluster_of else None
 
 
 def paired_average(
     a: Run, b: Run, columns: Sequence[Cell], *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
-    """Sign-flip test of avg(a) - avg(b) on per-group mean differences over `columns`."""
-    differences = group_differences(a, b, columns)
+    """Sign-flip test of avg(a) - avg(b) on per-group mean differences over `columns` (per query item
+    where the groups are clustered: `perrec_eval.ptc.paired_differences_test`)."""
+    differences, clusters = _group_differences(a, b, columns)
+    if clusters is not None and ptc.cluster_codes(clusters, len(clusters)) is not None:
+        result = ptc.paired_differences_test(
+            differences, clusters=clusters, n_resamples=n_resamples, seed=seed
+        )
+        keep = ("difference", "p_value", "ci_low", "ci_high", "num_compared")
+        return {name: _finite(result[name]) for name in keep}
     return signflip_test(differences, n_resamples=n_resamples, seed=seed)
 
 

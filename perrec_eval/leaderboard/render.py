@@ -72,6 +72,12 @@ def legend(report: Report) -> str:
         "fingerprint, split and group set. (provisional) = the run had engine errors: run its command "
         "again to retry them."
     )
+    if any(table.clustered for table in report.tables):
+        text += (
+            " Clustered by query item: where a level holds several groups of one query item (large-preset "
+            "builds), the intervals resample whole items (cluster bootstrap), the tests flip signs per item "
+            "and the min. detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
+        )
     return text
 
 
