@@ -1,0 +1,202 @@
+"""Clustered groups (several groups of one query item, large-preset builds): cluster bootstrap, per-cluster
+sign flips, the design-effect bound, and the runner, scores, report and leaderboard saying so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dataset_builder.build import build
+from dataset_builder.config import BuildConfig
+from dataset_builder.synth import write_synthetic
+from perrec_eval import ptc
+from perrec_eval.cli import main
+from perrec_eval.records import PredictionRecord, clusters_of
+from perrec_eval.scoring import score_cells
+
+
+def duplicated(copies: int, items: int = 60, seed: int = 0):
+    """`items` random 3-user groups and scores, each repeated `copies` times (perfectly correlated)."""
+    rng = np.random.default_rng(seed)
+    references = rng.permutation(np.tile(np.array([1.0, 0.0, -1.0]), (items, 1)), axis=1).tolist()
+    scores = rng.normal(size=(items, 3)).tolist()
+    clusters = [f"item{i}" for i in range(items) for _ in range(copies)]
+    return (
+        [r for r in references for _ in range(copies)],
+        [s for s in scores for _ in range(copies)],
+        clusters,
+    )
+
+
+def half_width(result: dict) -> float:
+    return (result["ptc_ci_high"] - result["ptc_ci_low"]) / 2
+
+
+def test_compute_ptc_cluster_bootstrap_is_wider_on_duplicated_groups() -> None:
+    references, scores, clusters = duplicated(copies=4)
+    naive = ptc.compute_ptc(references, scores, confidence_level=0.95, n_resamples=10_000)
+    clustered = ptc.compute_ptc(
+        references, scores, confidence_level=0.95, n_resamples=10_000, clusters=clusters
+    )
+    assert clustered["ptc"] == naive["ptc"]
+    # Four copies of each item carry one item's information: the honest interval is about twice as wide.
+    assert 1.6 < half_width(clustered) / half_width(naive) < 2.4
+
+
+def test_compute_ptc_cluster_bootstrap_of_the_distinct_groups_matches_one_copy() -> None:
+    references, scores, clusters = duplicated(copies=4)
+    clustered = ptc.compute_ptc(
+        references, scores, confidence_level=0.95, n_resamples=10_000, clusters=clusters
+    )
+    once, once_scores, _ = duplicated(copies=1)
+    single = ptc.compute_ptc(once, once_scores, confidence_level=0.95, n_resamples=10_000)
+    assert half_width(clustered) == pytest.approx(half_width(single), rel=0.1)
+
+
+@pytest.mark.parametrize("invalid", ["zero", "skip"])
+def test_compute_ptc_one_group_per_cluster_is_the_plain_bootstrap(invalid: str) -> None:
+    references, scores, _ = duplicated(copies=1)
+    scores[3] = []
+    naive = ptc.compute_ptc(references, scores, invalid=invalid, confidence_level=0.95, seed=7)
+    clustered = ptc.compute_ptc(
+        references,
+        scores,
+        invalid=invalid,
+        confidence_level=0.95,
+        seed=7,
+        clusters=[f"x{i}" for i in range(len(scores))],
+    )
+    assert clustered == naive
+
+
+def test_compute_ptc_clusters_follow_the_skipped_groups() -> None:
+    references, scores, clusters = duplicated(copies=2, items=10)
+    scores[0] = scores[1] = []  # item0 fails in both copies: the cluster leaves with its groups
+    result = ptc.compute_ptc(references, scores, invalid="skip", confidence_level=0.95, clusters=clusters)
+    assert result["ptc_ci_low"] <= result["ptc"] <= result["ptc_ci_high"]
+
+
+def test_compute_ptc_clusters_need_one_id_per_group() -> None:
+    with pytest.raises(ValueError, match="one cluster id per group"):
+        ptc.compute_ptc([[1.0, 0.0]] * 2, [[1.0, 0.0]] * 2, confidence_level=0.95, clusters=["a"])
+
+
+def test_paired_test_flips_signs_per_cluster() -> None:
+    refs = [[1.0, 0.0, -1.0]] * 8
+    good, bad = [[3, 2, 1]] * 8, [[1, 2, 3]] * 8
+    naive = ptc.paired_test(refs, good, bad)
+    clustered = ptc.paired_test(refs, good, bad, clusters=["a"] * 4 + ["b"] * 4)
+    assert naive["p_value"] == 2 / 2**8
+    assert clustered["p_value"] == 2 / 2**2  # two items: all four sign patterns, two as extreme
+    assert clustered["difference"] == naive["difference"] == 2.0
+
+
+def test_paired_test_cluster_sums_decide_the_flip() -> None:
+    # Item a: differences +2, -2 (sum 0), item b: +2, +2. Flipping per item leaves |mean| at 1 or 1.
+    refs = [[1.0, -1.0]] * 4
+    a = [[2.0, 1.0], [1.0, 2.0], [2.0, 1.0], [2.0, 1.0]]
+    b = [[1.0, 2.0], [2.0, 1.0], [1.0, 2.0], [1.0, 2.0]]
+    result = ptc.paired_test(refs, a, b, clusters=["a", "a", "b", "b"])
+    assert result["difference"] == 1.0
+    assert result["p_value"] == 1.0
+
+
+def test_paired_differences_test_matches_paired_test() -> None:
+    references, scores, clusters = duplicated(copies=3, items=30)
+    other = [list(reversed(s)) for s in scores]
+    full = ptc.paired_test(references, scores, other, clusters=clusters)
+    taus = ptc.group_taus(references, scores)[0] - ptc.group_taus(references, other)[0]
+    direct = ptc.paired_differences_test(taus, clusters=clusters)
+    for key in ("difference", "p_value", "ci_low", "ci_high"):
+        assert direct[key] == pytest.approx(full[key], abs=1e-12)
+    assert direct["num_clusters"] == 30
+
+
+def test_design_effect_is_the_perfect_correlation_bound() -> None:
+    assert ptc.design_effect(["a"] * 4 + ["b"] * 4) == 4.0
+    assert ptc.design_effect(["a", "b", "c"]) == 1.0
+    deff = ptc.design_effect(["a", "a", "b"])
+    resolution = ptc.expected_resolution(2, 3, design_effect=deff)
+    assert resolution["half_width"] == pytest.approx(ptc.expected_resolution(2, 3)["half_width"] * deff**0.5)
+
+
+def record(group_id: str, cluster: str | None, tau_sign: int = 1) -> PredictionRecord:
+    return PredictionRecord(
+        "easy",
+        "pointwise",
+        group_id,
+        "scores",
+        [float(tau_sign), 0.0],
+        [4.0, 3.0],
+        [0.5, -0.5],
+        [4.0, 3.0],
+        cluster,
+    )
+
+
+def test_prediction_record_without_cluster_keeps_its_json_line() -> None:
+    line = record("g", None).to_json()
+    assert "cluster" not in line
+    assert PredictionRecord.from_json(line) == record("g", None)
+    assert PredictionRecord.from_json(record("g", "B:q").to_json()).cluster == "B:q"
+
+
+def test_score_cells_clusters_only_runs_with_clusters() -> None:
+    plain = score_cells([record(f"g{i}", None, (-1) ** i) for i in range(6)])
+    assert "clustered_by" not in plain
+    assert "design_effect" not in plain["cells"][0]
+    records = [record(f"q{i // 3}:{i}", f"B:q{i // 3}", (-1) ** (i // 3)) for i in range(6)]
+    clustered = score_cells(records)
+    cell = clustered["cells"][0]
+    assert clustered["clustered_by"] == "query item"
+    assert clustered["ci_method"] == "percentile cluster bootstrap over query items"
+    assert (cell["num_clusters"], cell["design_effect"]) == (2, 3.0)
+    assert cell["min_detectable_difference"] > plain["cells"][0]["min_detectable_difference"]
+    assert clusters_of(records) == ["B:q0"] * 3 + ["B:q1"] * 3
+
+
+# ------------------------------------------------------------------ a large-preset build, evaluated
+
+
+@pytest.fixture(scope="module")
+def large_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("clustered")
+    write_synthetic(root / "raw", reviews_per_domain=6000, domains="Books", seed=1)
+    config = BuildConfig(
+        source=str(root / "raw"),
+        out=root / "perrecbench",
+        domains=("Books",),
+        preset="large",
+        min_history=10,
+        test_groups=20,
+        threads=1,
+        memory_limit="1GB",
+        progress=False,
+    )
+    build(config)
+    args = ["evaluate", "--data", str(root / "perrecbench"), "--engine", "baseline"]
+    assert main([*args, "--model", "history-affinity", "--out", str(root / "runs" / "affinity")]) == 0
+    assert main([*args, "--model", "random", "--out", str(root / "runs" / "random")]) == 0
+    return root
+
+
+def test_large_build_run_is_scored_clustered_by_query_item(large_run: Path) -> None:
+    run = large_run / "runs" / "affinity"
+    scores = json.loads((run / "scores.json").read_text())
+    assert scores["clustered_by"] == "query item"
+    assert any(cell.get("design_effect", 1.0) > 1.0 for cell in scores["cells"])
+    lines = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    assert all(line["cluster"] == line["group_id"].rsplit(":", 1)[0] for line in lines)
+    assert "Clustered by query item" in (run / "report.md").read_text()
+
+
+def test_large_build_leaderboard_says_clustered_by_query_item(large_run: Path) -> None:
+    out = large_run / "report"
+    runs = large_run / "runs"
+    assert main(["report", str(runs / "affinity"), str(runs / "random"), "--out", str(out)]) == 0
+    board = json.loads((out / "leaderboard.json").read_text())
+    assert any(table.get("clustered_by") == "query item" for table in board["tables"])
+    assert "Clustered by query item" in (out / "leaderboard.md").read_text()
