@@ -66,6 +66,8 @@ Args:
         difference (default 0.95).
     n_resamples (`int`): bootstrap / permutation resamples; default 1000 (interval), 10000 (`paired`).
     seed (`int`): seed of all resampling (default 0).
+    clusters (`list`): optional, one cluster id per group (e.g. its query item when an item gives several
+        groups): the interval resamples whole clusters and the paired test flips signs per cluster.
     method (`str`): config `paired` only: `"permutation"` (default) or `"bootstrap"`.
 Returns:
     ptc (`float`): mean Kendall tau over groups (NaN only if `invalid="skip"` leaves no group).
@@ -169,6 +171,7 @@ class Ptc(evaluate.Metric):
         n_resamples=None,
         seed=0,
         method=None,
+        clusters=None,
     ):
         if self.config_name == "paired":
             if return_groups or return_accuracy or return_rating_errors:
@@ -188,6 +191,7 @@ class Ptc(evaluate.Metric):
                 n_resamples=10_000 if n_resamples is None else n_resamples,
                 confidence_level=0.95 if confidence_level is None else confidence_level,
                 seed=seed,
+                clusters=clusters,
             )
         if predictions_b is not None or prediction_format_b is not None or method is not None:
             raise ValueError(
@@ -204,6 +208,7 @@ class Ptc(evaluate.Metric):
             confidence_level=confidence_level,
             n_resamples=1000 if n_resamples is None else n_resamples,
             seed=seed,
+            clusters=clusters,
         )
         options = {"prediction_format": prediction_format, "invalid": invalid}
         if return_accuracy:

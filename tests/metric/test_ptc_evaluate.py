@@ -157,3 +157,23 @@ def test_ptc_evaluate_metric_card_examples_run(evaluate_module):
         result = runner.run(test)
     assert result.attempted >= 8
     assert result.failed == 0
+
+
+def test_ptc_evaluate_clusters_reach_the_pure_functions(load, metric):
+    clusters = ["a", "a", "b", "b"]
+    result = metric.compute(
+        predictions=SCORES, references=REFERENCES, confidence_level=0.9, n_resamples=200, clusters=clusters
+    )
+    expected = ptc.compute_ptc(REFERENCES, SCORES, confidence_level=0.9, n_resamples=200, clusters=clusters)
+    assert result == expected
+    paired = load("paired")
+    result = paired.compute(
+        predictions=SCORES,
+        predictions_b=RANKINGS,
+        references=REFERENCES,
+        prediction_format_b="ranking",
+        clusters=clusters,
+    )
+    assert result == ptc.paired_test(
+        REFERENCES, SCORES, RANKINGS, prediction_format_b="ranking", clusters=clusters
+    )
