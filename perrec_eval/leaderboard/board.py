@@ -8,6 +8,9 @@
   (sign-flip permutation test on per-group tau differences); for the average the same sign-flip test on
   each group's mean difference over the table's cells. Rows scored with another metric (variant or
   failed-group policy) than the best are not tested against it.
+- Clustered runs (a level holds several groups of one query item: large-preset builds) are tested per query
+  item: the cell tests flip signs and resample per item, the average test runs on each item's share of the
+  average (`item_differences`), and min. detectable Δ carries the design-effect bound Σm²/Σm.
 """
 
 from __future__ import annotations
@@ -332,50 +335,63 @@ def group_differences(a: Run, b: Run, columns: Sequence[Cell]) -> np.ndarray:
     Failed groups count as tau 0 (policy ``zero``) or leave that cell out of the group's mean when either
     run failed it (policy ``skip``), as in `ptc.paired_test`.
     """
-    return _group_differences(a, b, columns)[0]
-
-
-def _group_differences(a: Run, b: Run, columns: Sequence[Cell]) -> tuple[np.ndarray, list[str] | None]:
-    """`group_differences` and the groups' cluster ids (None when no column is clustered)."""
     per_group: dict[str, list[float]] = {}
-    cluster_of: dict[str, str] = {}
     shared_everywhere: set[str] | None = None
     for cell in columns:
-        aligned = _aligned(a, b, cell)
-        shared, references, predictions_a, predictions_b, (format_a, format_b), clusters = aligned
-        if clusters is not None:
-            cluster_of.update(zip(shared, clusters, strict=True))
+        shared, *_ = _aligned(a, b, cell)
         shared_everywhere = set(shared) if shared_everywhere is None else shared_everywhere & set(shared)
-        if not shared:
-            continue
-        taus_a, valid_a = ptc.group_taus(
-            references, predictions_a, prediction_format=format_a, variant=a.variant
-        )
-        taus_b, valid_b = ptc.group_taus(
-            references, predictions_b, prediction_format=format_b, variant=a.variant
-        )
-        keep = valid_a & valid_b if a.invalid == "skip" else np.ones(len(shared), dtype=bool)
-        for group, ta, tb, kept in zip(shared, taus_a.tolist(), taus_b.tolist(), keep.tolist(), strict=True):
-            if kept:
-                per_group.setdefault(group, []).append(ta - tb)
+        for group, difference in _kept_differences(a, b, cell):
+            per_group.setdefault(group, []).append(difference)
     groups = sorted((shared_everywhere or set()) & per_group.keys())
-    differences = np.array([sum(per_group[g]) / len(per_group[g]) for g in groups], dtype=np.float64)
-    return differences, [cluster_of.get(g, g) for g in groups] if cluster_of else None
+    return np.array([sum(per_group[g]) / len(per_group[g]) for g in groups], dtype=np.float64)
+
+
+def _kept_differences(a: Run, b: Run, cell: Cell) -> list[tuple[str, float]]:
+    """(group, tau(a) - tau(b)) of the groups of `cell` both runs scored and the failure policy keeps."""
+    shared, references, predictions_a, predictions_b, (format_a, format_b), _ = _aligned(a, b, cell)
+    if not shared:
+        return []
+    taus_a, valid_a = ptc.group_taus(references, predictions_a, prediction_format=format_a, variant=a.variant)
+    taus_b, valid_b = ptc.group_taus(references, predictions_b, prediction_format=format_b, variant=a.variant)
+    keep = valid_a & valid_b if a.invalid == "skip" else np.ones(len(shared), dtype=bool)
+    return [
+        (group, ta - tb)
+        for group, ta, tb, kept in zip(shared, taus_a.tolist(), taus_b.tolist(), keep.tolist(), strict=True)
+        if kept
+    ]
+
+
+def item_differences(a: Run, b: Run, columns: Sequence[Cell]) -> np.ndarray | None:
+    """Per query item, its share of avg(a) - avg(b) over `columns`, times the number of items; None when
+    no column is clustered.
+
+    Avg. is the mean over the columns of each column's mean over its groups, so it is the sum over items of
+    their groups' differences, each weighted by 1 / (columns x groups of its column): the item's share.
+    Large-preset levels hold different groups of the same items, so the items, not the groups, are what
+    the columns share; the mean of these values is avg(a) - avg(b) on the compared groups.
+    """
+    clusters = {cell: _aligned(a, b, cell)[5] for cell in columns}
+    if all(ids is None for ids in clusters.values()):
+        return None
+    share: dict[str, float] = {}
+    for cell in columns:
+        kept = _kept_differences(a, b, cell)
+        cluster_of = dict(zip(_aligned(a, b, cell)[0], clusters[cell] or [], strict=False))
+        for group, difference in kept:
+            item = cluster_of.get(group, group)
+            share[item] = share.get(item, 0.0) + difference / (len(columns) * len(kept))
+    return np.array([share[item] * len(share) for item in sorted(share)], dtype=np.float64)
 
 
 def paired_average(
     a: Run, b: Run, columns: Sequence[Cell], *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
-    """Sign-flip test of avg(a) - avg(b) on per-group mean differences over `columns` (per query item
-    where the groups are clustered: `perrec_eval.ptc.paired_differences_test`)."""
-    differences, clusters = _group_differences(a, b, columns)
-    if clusters is not None and ptc.cluster_codes(clusters, len(clusters)) is not None:
-        result = ptc.paired_differences_test(
-            differences, clusters=clusters, n_resamples=n_resamples, seed=seed
-        )
-        keep = ("difference", "p_value", "ci_low", "ci_high", "num_compared")
-        return {name: _finite(result[name]) for name in keep}
-    return signflip_test(differences, n_resamples=n_resamples, seed=seed)
+    """Sign-flip test of avg(a) - avg(b) on per-group mean differences over `columns`; on clustered tables
+    on the query items' shares of it (`item_differences`), flipped per item."""
+    items = item_differences(a, b, columns)
+    if items is not None:
+        return signflip_test(items, n_resamples=n_resamples, seed=seed)
+    return signflip_test(group_differences(a, b, columns), n_resamples=n_resamples, seed=seed)
 
 
 def signflip_test(

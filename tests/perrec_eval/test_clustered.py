@@ -200,3 +200,14 @@ def test_large_build_leaderboard_says_clustered_by_query_item(large_run: Path) -
     board = json.loads((out / "leaderboard.json").read_text())
     assert any(table.get("clustered_by") == "query item" for table in board["tables"])
     assert "Clustered by query item" in (out / "leaderboard.md").read_text()
+    # The levels hold different groups of the same items: Avg. is tested on the items, not on no group.
+    items = {
+        line["cluster"]
+        for run in ("affinity", "random")
+        for line in map(json.loads, (runs / run / "predictions.jsonl").read_text().splitlines())
+    }
+    best, other = board["tables"][0]["rows"]
+    tested = other["average_vs_best"]
+    assert tested["num_compared"] == len(items)
+    assert tested["difference"] == pytest.approx(other["average"] - best["average"], abs=1e-12)
+    assert tested["p_value"] is not None
