@@ -381,3 +381,20 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, with_progress: bool
             default=quiet,
             help="hide progress bars (default: off)",
         )
+
+
+def check_once(flag: str, values: tuple[str, ...]) -> None:
+    """Refuse a list that names one value twice (``--levels easy,easy`` would score each group twice).
+
+    >>> check_once("--levels", ("easy", "hard"))
+    >>> check_once("--levels", ("easy", "easy"))
+    Traceback (most recent call last):
+    ...
+    perrec_eval.errors.ConfigError: --levels lists easy more than once: name each once, e.g. --levels easy
+    """
+    repeated = [value for value in dict.fromkeys(values) if values.count(value) > 1]
+    if repeated:
+        raise ConfigError(
+            f"{flag} lists {', '.join(repeated)} more than once: name each once, "
+            f"e.g. {flag} {','.join(dict.fromkeys(values))}"
+        )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from perrec_eval.cliconfig import option
+from perrec_eval.cliconfig import check_once, option
 from perrec_eval.errors import ConfigError
 from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS
 from perrec_eval.rankers import PairwiseStrategy
@@ -194,6 +194,8 @@ class EvalConfig(EngineSpec):
             raise ConfigError(
                 f"methods must be a non-empty subset of {','.join(METHODS)}, got {self.methods}"
             )
+        check_once("--levels", tuple(self.levels))
+        check_once("--methods", tuple(self.methods))
         if self.pairwise_strategy not in ("allpairs", "heapsort"):
             raise ConfigError(
                 f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
@@ -278,6 +280,8 @@ class ProfilesConfig(EngineSpec):
         EngineSpec.__post_init__(self)
         if self.engine == BASELINE_ENGINE:
             raise ConfigError("profiles are written by an LLM: choose --engine fake, hf, openai or vllm")
+        check_once("--levels", tuple(self.levels))
+        check_once("--splits", tuple(self.splits))
         if self.max_items < 1 or self.max_chars < 1:
             raise ConfigError("--max-items and --max-chars must be >= 1")
 

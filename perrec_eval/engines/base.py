@@ -68,6 +68,20 @@ class Engine(Protocol):
         ...
 
 
+def answer_options(engine: Any) -> dict[str, Any]:
+    """The engine options that change answers and are not at their defaults (part of every cache key).
+
+    An engine's options object may define ``answer_options()`` (e.g. openai's ``extra_body``, vLLM's
+    ``chat_template_kwargs`` and ``dtype``, hf's ``dtype``); an engine without one has none. Options at their
+    defaults are left out, so the keys of runs with default options stay what they always were.
+
+    >>> answer_options(object())
+    {}
+    """
+    describe = getattr(getattr(engine, "options", None), "answer_options", None)
+    return dict(describe()) if callable(describe) else {}
+
+
 def checked(completion: Completion, n: int) -> Completion:
     """`completion`, or an engine error if it claims success without exactly `n` texts.
 

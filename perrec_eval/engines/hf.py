@@ -60,6 +60,19 @@ class HFOptions:
         if self.device is not None and not self.device.strip():
             raise ConfigError("device must name a torch device (cpu, cuda, cuda:1, ...) or be none (auto)")
 
+    def answer_options(self) -> dict[str, Any]:
+        """The options that change answers, when not at their defaults (see `engines.base.answer_options`).
+
+        >>> HFOptions().answer_options(), HFOptions(dtype="float16", merge_adapter=True).answer_options()
+        ({}, {'dtype': 'float16', 'merge_adapter': True})
+        """
+        found: dict[str, Any] = {}
+        if self.dtype != "auto":
+            found["dtype"] = self.dtype
+        if self.merge_adapter:  # merged weights round differently from adapter layers
+            found["merge_adapter"] = True
+        return found
+
 
 class SeededSampler:
     """The last logits processor of sampled decoding: draws each row's token with that row's own generator.

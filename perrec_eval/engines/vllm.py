@@ -141,6 +141,25 @@ class VLLMOptions:
             raise ConfigError(f"gpu_memory_utilization is a fraction in (0, 1], e.g. 0.9; got {fraction}")
         self.template_kwargs()  # fails now, at configuration time, if it is not a JSON object
 
+    def answer_options(self) -> dict[str, Any]:
+        """The options that change answers, when not at their defaults (see `engines.base.answer_options`).
+
+        >>> VLLMOptions().answer_options()
+        {}
+        >>> VLLMOptions(dtype="float16", chat_template_kwargs='{"enable_thinking": false}').answer_options()
+        {'chat_template_kwargs': {'enable_thinking': False}, 'dtype': 'float16'}
+        """
+        found: dict[str, Any] = {}
+        if self.template_kwargs():
+            found["chat_template_kwargs"] = self.template_kwargs()
+        for name in ("dtype", "quantization", "max_model_len"):
+            if getattr(self, name) is not None:
+                found[name] = getattr(self, name)
+        if self.seeding != "per_request":  # the engine seed draws the samples only then
+            found["seeding"] = self.seeding
+            found["seed"] = self.seed
+        return found
+
     def template_kwargs(self) -> dict[str, Any]:
         """`chat_template_kwargs` parsed: the JSON object's fields, or ``{}``.
 

@@ -1,0 +1,121 @@
+"""Fault injection, replayed: the audit's "wrong results" and "one line, not a traceback" cases (issue 18).
+
+Each test replays one adversarial invocation (a hostile flag or config, a corrupted or truncated file, an
+interrupt at a chosen point, a local stub server) and checks that the run either gives the right result or
+refuses with one line naming the fix (exit 2). Data-loss, secret and locking cases live in
+`tests/test_fault_injection.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+from perrec_eval.cache import CachedEngine, key_of, request_key
+from perrec_eval.cli import main
+from perrec_eval.engines.hf import HFOptions
+from perrec_eval.engines.openai import OpenAIOptions
+from perrec_eval.engines.vllm import VLLMOptions
+from perrec_eval.errors import ConfigError
+from tests.benchmark_fixture import write_tiny_benchmark, write_truth_profiles
+from tests.perrec_eval.openai_stub import KEY_ENV, PARAMS, SECRET, StubServer, make_engine, make_request
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    folder = write_tiny_benchmark(tmp_path_factory.mktemp("bench") / "perrecbench")
+    profiles = write_truth_profiles(folder, folder.parent / "profiles.jsonl")
+    return folder, profiles
+
+
+@pytest.fixture
+def stub():
+    server = StubServer().start()
+    yield server
+    server.stop()
+
+
+def _one_line_error(capsys, argv, *needles):
+    """Run the CLI; it must exit 2 with one line on stderr that contains every needle."""
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    last = err.splitlines()[-1]
+    assert "Traceback" not in err and last.startswith("perrecbench "), err
+    for needle in needles:
+        assert needle in last, last
+    return last
+
+
+# --- 9. the cache key covers every option that changes an answer ----------------------------------------
+
+
+def test_cache_another_extra_body_is_asked_again(stub, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    request = make_request("q")
+    first = CachedEngine(make_engine(stub, extra_body='{"top_k": 5}'), tmp_path / "cache.jsonl")
+    first.generate([request], PARAMS)
+    second = CachedEngine(make_engine(stub, extra_body='{"top_k": 50}'), tmp_path / "cache.jsonl")
+    second.generate([request], PARAMS)
+    assert second.misses == 1 and len(stub.bodies) == 2
+    assert stub.bodies[1]["top_k"] == 50
+    again = CachedEngine(make_engine(stub, extra_body='{"top_k":5}'), tmp_path / "cache.jsonl")
+    again.generate([request], PARAMS)
+    assert again.hits == 1 and len(stub.bodies) == 2  # the same object, written differently, still hits
+
+
+def test_cache_key_of_default_options_is_unchanged():
+    request = make_request("q")
+    old_formula = key_of("openai", "stub-model", None, PARAMS, request)
+    for options in (OpenAIOptions(), HFOptions(), VLLMOptions()):
+        engine = types.SimpleNamespace(name="openai", model="stub-model", adapter=None, options=options)
+        assert request_key(engine, request, PARAMS) == old_formula
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        HFOptions(dtype="float16"),
+        VLLMOptions(chat_template_kwargs='{"enable_thinking": false}'),
+        VLLMOptions(dtype="bfloat16"),
+        OpenAIOptions(extra_body='{"top_k": 1}'),
+    ],
+)
+def test_cache_key_covers_answer_changing_engine_options(options):
+    request = make_request("q")
+    engine = types.SimpleNamespace(name="x", model="m", adapter=None, options=options)
+    assert request_key(engine, request, PARAMS) != key_of("x", "m", None, PARAMS, request)
+
+
+@pytest.mark.parametrize("field", ["model", "messages", "n", "temperature", "seed"])
+def test_openai_extra_body_cannot_override_what_the_run_sets(field):
+    with pytest.raises(ConfigError, match=f"extra_body may not set {field}"):
+        OpenAIOptions(extra_body=json.dumps({field: "other"}))
+
+
+def test_cli_extra_body_naming_another_model_is_refused(bench, tmp_path, capsys):
+    folder, profiles = bench
+    argv = ["evaluate", "--data", str(folder), "--engine", "openai", "--model", "m", "--out", str(tmp_path)]
+    argv += ["--base-url", "http://127.0.0.1:9/v1", "--engine-arg", 'extra_body={"model": "other"}']
+    _one_line_error(capsys, argv, "extra_body may not set model")
+
+
+# --- 10. a level or method named twice is refused -------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag,value", [("--levels", "easy,easy"), ("--methods", "pointwise,pointwise")])
+def test_cli_evaluate_refuses_a_level_or_method_named_twice(bench, tmp_path, capsys, flag, value):
+    folder, profiles = bench
+    argv = ["evaluate", "--data", str(folder), "--engine", "fake", "--model", "constant"]
+    argv += ["--out", str(tmp_path / "run"), "--profiles", str(profiles), flag, value]
+    _one_line_error(capsys, argv, f"{flag} lists", "more than once")
+    assert not (tmp_path / "run" / "scores.json").exists()
+
+
+def test_cli_profiles_refuses_a_split_named_twice(bench, tmp_path, capsys):
+    folder, _ = bench
+    argv = ["profiles", "--data", str(folder), "--engine", "fake", "--model", "constant"]
+    argv += ["--out", str(tmp_path / "p.jsonl"), "--splits", "test,test"]
+    _one_line_error(capsys, argv, "--splits lists test more than once")
