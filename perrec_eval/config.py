@@ -196,6 +196,7 @@ class EvalConfig(EngineSpec):
             )
         check_once("--levels", tuple(self.levels))
         check_once("--methods", tuple(self.methods))
+        self._check_baseline_settings()
         if self.pairwise_strategy not in ("allpairs", "heapsort"):
             raise ConfigError(
                 f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
@@ -218,6 +219,24 @@ class EvalConfig(EngineSpec):
             raise ConfigError(
                 f"baselines predict ratings and run pointwise only; drop --methods {','.join(self.methods)} "
                 "or pass --methods pointwise"
+            )
+
+    def _check_baseline_settings(self) -> None:
+        # A baseline sends no prompt: an LLM setting would be recorded in run.json and label report rows
+        # with something that never happened.
+        if self.engine != BASELINE_ENGINE:
+            return
+        defaults = {f.name: f.default for f in dataclasses.fields(EvalConfig)}
+        llm_only = "cot shots samples no_profile profiles temperature top_p sc_aggregate".split()
+        given = [name for name in llm_only if getattr(self, name) != defaults[name]]
+        given += [n for n in ("adapter", "base_url", "engine_args", "api_key_env") if getattr(self, n)]
+        if given:
+            flags = ", ".join(
+                "--engine-arg" if name == "engine_args" else "--" + name.replace("_", "-") for name in given
+            )
+            raise ConfigError(
+                f"{flags} only apply to LLMs; the no-LLM baselines send no prompt: drop {flags} or "
+                "choose --engine fake, hf, openai or vllm"
             )
 
     def _resolve_pairwise_strategy(self) -> None:

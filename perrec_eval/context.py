@@ -7,7 +7,9 @@ untitled-item rule applied once (see `perrec_eval.records`).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,7 @@ def load_groups(
     import datasets
 
     check_data(data)
+    check_data_files(data, level, split)
     try:
         ds = datasets.load_dataset(str(data), level, split=split)
     except (ValueError, FileNotFoundError) as err:
@@ -72,6 +75,63 @@ def check_data(data: str | os.PathLike) -> None:
         f"--data {text}: no such folder; build the benchmark with "
         f"`perrecbench build --source RAW --out {text}` (or pass an existing folder or Hub id ORG/NAME)"
     )
+
+
+# Data files are named by their content (`<split>-<first 12 hex of sha256>.parquet`, PITFALLS 1).
+_HASHED_NAME = re.compile(r"^[a-z]+-([0-9a-f]{12})\.parquet$")
+_checked_files: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) → sha256, once per process
+
+
+def check_data_files(data: str | os.PathLike, level: str, split: str) -> None:
+    """Fail when a local benchmark's data files of (level, split) are not the ones the build wrote.
+
+    The build names each file by the start of its sha256 and lists it in ``manifest.json``: a file copied
+    over another (one level's rows scored as another's), edited or damaged after the build no longer
+    matches. Each file is hashed once per process (about 1 s per GB); a Hub id is left to the Hub.
+
+    Raises:
+        DataError: a file the manifest lists is missing, or a file's content does not match its name.
+    """
+    folder = Path(data)
+    if not folder.is_dir():
+        return
+    manifest = folder / "manifest.json"
+    listed = None
+    if manifest.is_file():
+        try:
+            outputs = json.loads(manifest.read_text(encoding="utf-8")).get("outputs", {})
+            listed = outputs.get(level, {}).get(split)
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
+            raise DataError(
+                f"{manifest} is not the JSON object the build writes ({err}): rebuild the benchmark with "
+                "`perrecbench build --overwrite`"
+            ) from err
+    if listed is not None and not (folder / listed).is_file():
+        raise DataError(
+            f"{folder / listed} is missing (manifest.json lists it): rebuild the benchmark with "
+            "`perrecbench build --overwrite`, or copy the whole folder again"
+        )
+    files = [folder / listed] if listed is not None else sorted((folder / level).glob(f"{split}-*.parquet"))
+    for path in files:
+        named = _HASHED_NAME.match(path.name)
+        if named and not _file_sha256(path).startswith(named.group(1)):
+            raise DataError(
+                f"{path} does not hold the rows the build wrote under that name (its sha256 does not start "
+                f"with {named.group(1)}): it was replaced, edited or damaged; rebuild the benchmark with "
+                "`perrecbench build --overwrite`, or copy the whole folder again"
+            )
+
+
+def _file_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _checked_files:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _checked_files[key] = digest.hexdigest()
+    return _checked_files[key]
 
 
 def sample_groups(groups: Sequence[Group], n: int, seed: int) -> list[Group]:

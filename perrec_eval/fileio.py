@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from perrec_eval.errors import DataError
+
 
 @contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
@@ -68,11 +70,39 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """Read a JSON file.
+
+    Raises:
+        DataError: the file is not valid UTF-8 JSON; the message names the file (a folder of runs has many).
+    """
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataError(f"{path} is not valid JSON ({err}): {_REWRITE}") from err
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a JSON Lines file (blank lines are skipped)."""
-    with Path(path).open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """Read a JSON Lines file (blank lines are skipped).
+
+    Raises:
+        DataError: a line is not a JSON object; the message names the file and the line.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split("\n")  # not splitlines: U+2028 is text
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path} is not UTF-8 text ({err}): {_REWRITE}") from err
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path} line {number} is not valid JSON ({err}): {_REWRITE}") from err
+        if not isinstance(record, dict):
+            raise DataError(f"{path} line {number} is not a JSON object: {_REWRITE}")
+        records.append(record)
+    return records
+
+
+_REWRITE = "it was cut or edited; run the command that wrote it again"

@@ -355,8 +355,10 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
             f"unknown baseline {unknown[0]!r}: choose one of {', '.join(baselines.BASELINES)} or all"
         )
     records: dict[str, list[PredictionRecord]] = {name: [] for name in names}
+    group_ids: dict[str, list[str]] = {}
     for level in config.levels:
-        groups = context.load_groups(config.data, level, config.split, config.max_groups)
+        groups = context.load_groups(config.data, level, config.split, config.max_groups, seed=config.seed)
+        group_ids[level] = [group.group_id for group in groups]
         needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
         retrieved = context.retrieve(groups, config.k, progress=config.progress) if needs_retrieval else {}
         contexts = [GroupContext(group, level, ()) for group in groups]
@@ -380,6 +382,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
             "versions": versions("perrecbench", "datasets", "bm25s"),
             "retrieval": retrieval.RETRIEVAL_INFO,
             "dataset_fingerprint": context.dataset_fingerprint(config.data),
+            "groups": group_ids,
         }
         write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))

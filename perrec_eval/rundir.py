@@ -69,21 +69,116 @@ def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:
 
 
 def read_predictions(run_dir: str | os.PathLike) -> list[PredictionRecord]:
-    """The prediction records of a finished run folder."""
+    """The prediction records of a finished run folder.
+
+    Raises:
+        DataError: no predictions.jsonl, an empty one, or a line that is not a prediction record (the message
+            names the file and line).
+    """
     path = Path(run_dir) / "predictions.jsonl"
     if not path.is_file():
         raise DataError(
             f"{run_dir} has no predictions.jsonl: finish the run with `perrecbench evaluate` first"
         )
-    return [PredictionRecord.from_json(line) for line in fileio.read_jsonl(path)]
+    lines = fileio.read_jsonl(path)
+    if not lines:
+        raise DataError(f"{path} is empty: {_RERUN}")
+    for number, line in enumerate(lines, 1):
+        problem = _prediction_problem(line)
+        if problem:
+            raise DataError(f"{path} line {number}: {problem}: {_RERUN}")
+    return [PredictionRecord.from_json(line) for line in lines]
+
+
+_RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
+
+
+def _prediction_problem(line: dict[str, Any]) -> str | None:
+    """What makes one predictions.jsonl line unusable, or None.
+
+    >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
+    ...                      "prediction": None, "references": [1.0], "true_ratings": [4]}) is None
+    True
+    >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
+    ...                      "prediction": ["a"], "references": [1.0], "true_ratings": [4]})
+    'prediction is not a list of numbers'
+    """
+    for name in ("level", "method", "group_id", "format"):
+        if not isinstance(line.get(name), str):
+            return f"{name} is missing"
+    for name in ("references", "true_ratings", "prediction"):
+        value = line.get(name)
+        if name == "prediction" and value is None:
+            continue
+        if not isinstance(value, list) or not all(_is_number(x) for x in value):
+            return f"{name} is not a list of numbers"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def read_run_info(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """run.json of a finished run folder, checked for what the readers need (config, engine, metric).
+
+    Raises:
+        DataError: run.json is not a JSON object with those parts; the message names the file.
+    """
+    path = Path(run_dir) / "run.json"
+    info = fileio.read_json(path)
+    if not isinstance(info, dict):
+        raise DataError(f"{path} is not a run's record (a JSON object): {_RERUN}")
+    for part in ("config", "engine", "metric"):
+        if not isinstance(info.get(part), dict):
+            raise DataError(f"{path} has no {part!r} part: {_RERUN}")
+    metric = info["metric"]
+    if metric.get("variant") not in ("tau_b", "paper") or metric.get("invalid") not in ("zero", "skip"):
+        raise DataError(f"{path}: metric {metric!r} is not a variant (tau_b|paper) and invalid (zero|skip)")
+    return info
+
+
+def check_complete(run_dir: str | os.PathLike, records: Iterable[PredictionRecord]) -> None:
+    """Every (level, method, group) run.json lists has its line in predictions.jsonl, and only once.
+
+    Runs that do not list their groups (older ones) are taken as they are.
+
+    Raises:
+        DataError: a line is missing or repeated; the message says how many and which first.
+    """
+    info = read_run_info(run_dir)
+    listed = info.get("groups")
+    methods = info["config"].get("methods")
+    if not isinstance(listed, dict) or not isinstance(methods, list):
+        return
+    expected = {(lv, m, g) for lv, ids in listed.items() for m in methods for g in ids}
+    found: dict[tuple[str, str, str], int] = {}
+    for record in records:
+        key = (record.level, record.method, record.group_id)
+        found[key] = found.get(key, 0) + 1
+    missing = sorted(expected - set(found))
+    repeated = sorted(key for key, count in found.items() if count > 1)
+    path = Path(run_dir) / "predictions.jsonl"
+    if missing:
+        raise DataError(
+            f"{path} lacks {len(missing)} of the {len(expected)} (level, method, group) lines run.json "
+            f"lists, e.g. {'/'.join(missing[0])}: {_RERUN}"
+        )
+    if repeated:
+        raise DataError(f"{path} repeats {len(repeated)} lines, e.g. {'/'.join(repeated[0])}: {_RERUN}")
 
 
 def rescore(
     run_dir: str | os.PathLike, *, variant: str | None = None, invalid: str | None = None
 ) -> dict[str, Any]:
-    """Re-score a finished run from its saved predictions and samples, without generating again."""
+    """Re-score a finished run from its saved predictions and samples, without generating again.
+
+    Raises:
+        DataError: run.json or predictions.jsonl is damaged, or predictions.jsonl misses lines run.json lists.
+    """
+    info = read_run_info(run_dir)
     records = read_predictions(run_dir)
-    info = fileio.read_json(Path(run_dir) / "run.json")
+    check_complete(run_dir, records)
     return score_cells(
         records,
         read_samples(run_dir),
@@ -125,7 +220,7 @@ def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None
 
     run_dir = Path(run_dir)
     name, _ = load_run(run_dir)
-    info = fileio.read_json(run_dir / "run.json")
+    info = read_run_info(run_dir)
     info["metric"] = {"variant": scores["variant"], "invalid": scores["invalid"]}
     fileio.write_json(run_dir / "scores.json", scores)
     write_report(run_dir, [(name, scores)])
@@ -138,5 +233,28 @@ def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     scores_path = run_dir / "scores.json"
     if not scores_path.is_file():
         raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
-    info = fileio.read_json(run_dir / "run.json")
-    return info["engine"].get("model", run_dir.name), fileio.read_json(scores_path)
+    info = read_run_info(run_dir)
+    return info["engine"].get("model", run_dir.name), read_scores(scores_path)
+
+
+def read_scores(path: str | os.PathLike) -> dict[str, Any]:
+    """A scores.json, checked: a JSON object whose cells carry their level, method and a numeric PTC.
+
+    Raises:
+        DataError: anything else; the message names the file and the cell.
+    """
+    scores = fileio.read_json(path)
+    fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
+    if not isinstance(scores, dict) or not isinstance(scores.get("cells"), list):
+        raise DataError(f"{path} is not a run's scores (a JSON object with cells): {fix}")
+    for cell in scores["cells"]:
+        if not isinstance(cell, dict) or not all(isinstance(cell.get(k), str) for k in ("level", "method")):
+            raise DataError(f"{path}: a cell without its level and method: {fix}")
+        for name in ("ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate"):
+            if cell.get(name) is not None and not _is_number(cell[name]):
+                raise DataError(
+                    f"{path}: {cell['level']}/{cell['method']} has {name}={cell[name]!r}, not a number: {fix}"
+                )
+    if scores.get("average") is not None and not _is_number(scores["average"]):
+        raise DataError(f"{path}: average={scores['average']!r} is not a number: {fix}")
+    return scores

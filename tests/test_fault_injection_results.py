@@ -119,3 +119,103 @@ def test_cli_profiles_refuses_a_split_named_twice(bench, tmp_path, capsys):
     argv = ["profiles", "--data", str(folder), "--engine", "fake", "--model", "constant"]
     argv += ["--out", str(tmp_path / "p.jsonl"), "--splits", "test,test"]
     _one_line_error(capsys, argv, "--splits lists test more than once")
+
+
+# --- 14. files checked against the build, predictions checked against the run, baselines without LLM flags
+
+
+@pytest.fixture(scope="module")
+def fake_run(bench, tmp_path_factory):
+    folder, profiles = bench
+    out = tmp_path_factory.mktemp("fake_run") / "run"
+    argv = ["evaluate", "--data", str(folder), "--engine", "fake", "--model", "constant", "--out", str(out)]
+    assert main([*argv, "--profiles", str(profiles), "--no-progress"]) == 0
+    return out
+
+
+def _copy_run(run, tmp_path):
+    import shutil
+
+    return shutil.copytree(run, tmp_path / "run")
+
+
+def _copy_bench(bench, tmp_path):
+    import shutil
+
+    return shutil.copytree(bench[0], tmp_path / "bench")
+
+
+def test_cli_evaluate_refuses_a_level_file_copied_over_another(bench, tmp_path, capsys):
+    data = _copy_bench(bench, tmp_path)
+    (easy,) = (data / "easy").glob("test-*.parquet")
+    (medium,) = (data / "medium").glob("test-*.parquet")
+    medium.write_bytes(easy.read_bytes())
+    argv = ["evaluate", "--data", str(data), "--engine", "baseline", "--model", "random"]
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "run")], str(medium), "--overwrite")
+
+
+def test_cli_evaluate_refuses_a_file_missing_from_the_manifest(bench, tmp_path, capsys):
+    data = _copy_bench(bench, tmp_path)
+    (easy,) = (data / "easy").glob("test-*.parquet")
+    outputs = {"easy": {"test": "easy/test-000000000000.parquet"}}
+    (data / "manifest.json").write_text(json.dumps({"outputs": outputs}))
+    argv = ["evaluate", "--data", str(data), "--engine", "baseline", "--model", "random", "--levels", "easy"]
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "run")], "test-000000000000.parquet is missing")
+
+
+@pytest.mark.parametrize("write", [[], ["--write"]])
+def test_cli_score_refuses_predictions_with_missing_lines(fake_run, tmp_path, capsys, write):
+    run = _copy_run(fake_run, tmp_path)
+    lines = (run / "predictions.jsonl").read_text().splitlines()
+    (run / "predictions.jsonl").write_text("\n".join(lines[1:]) + "\n")
+    before = (run / "scores.json").read_text()
+    _one_line_error(capsys, ["score", str(run), *write], "lacks 1 of the", "predictions.jsonl")
+    assert (run / "scores.json").read_text() == before
+
+
+@pytest.mark.parametrize(
+    "flags", [["--cot"], ["--shots", "1"], ["--samples", "3"], ["--temperature", "0.7"], ["--no-profile"]]
+)
+def test_cli_baselines_refuse_llm_only_settings(bench, tmp_path, capsys, flags):
+    argv = ["evaluate", "--data", str(bench[0]), "--engine", "baseline", "--model", "all"]
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "b"), *flags], flags[0], "only apply to LLMs")
+    assert not (tmp_path / "b").exists()
+
+
+# --- 15. damaged run folders: one line naming the file, never a traceback -------------------------------
+
+
+@pytest.mark.parametrize("command", ["score", "report"])
+@pytest.mark.parametrize(
+    "name,content,needle",
+    [
+        ("run.json", "{}", "run.json has no 'config' part"),
+        ("run.json", "[]", "run.json is not a run's record"),
+        ("run.json", '{"config": {', "run.json is not valid JSON"),
+        ("predictions.jsonl", "", "predictions.jsonl is empty"),
+        ("predictions.jsonl", "[1]\n", "predictions.jsonl line 1 is not a JSON object"),
+    ],
+)
+def test_cli_damaged_run_folder_is_one_line(fake_run, tmp_path, capsys, command, name, content, needle):
+    run = _copy_run(fake_run, tmp_path)
+    (run / name).write_text(content)
+    argv = [command, str(run)] + (["--out", str(tmp_path / "report")] if command == "report" else [])
+    _one_line_error(capsys, argv, needle)
+
+
+def test_cli_report_refuses_a_non_numeric_score(fake_run, tmp_path, capsys):
+    run = _copy_run(fake_run, tmp_path)
+    scores = json.loads((run / "scores.json").read_text())
+    scores["cells"][0]["ptc"] = "abc"
+    (run / "scores.json").write_text(json.dumps(scores))
+    argv = ["report", str(run), "--out", str(tmp_path / "report")]
+    _one_line_error(capsys, argv, "scores.json", "ptc='abc', not a number", "score")
+
+
+def test_cli_score_names_the_line_of_a_non_numeric_prediction(fake_run, tmp_path, capsys):
+    run = _copy_run(fake_run, tmp_path)
+    lines = (run / "predictions.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["references"] = ["a"] * len(first["references"])
+    (run / "predictions.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    _one_line_error(capsys, ["score", str(run)], "predictions.jsonl line 1: references")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perrec_eval import fileio, rundir
+from perrec_eval import rundir
 from perrec_eval.errors import DataError
 from perrec_eval.records import PredictionRecord
 
@@ -123,7 +123,7 @@ def load_run(folder: str | os.PathLike) -> Run:
     """One finished run folder (run.json, scores.json, predictions.jsonl)."""
     folder = Path(folder)
     _, scores = rundir.load_run(folder)
-    info = fileio.read_json(folder / "run.json")
+    info = rundir.read_run_info(folder)
     records = tuple(rundir.read_predictions(folder))
     return Run(
         path=folder,
