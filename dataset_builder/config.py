@@ -8,6 +8,7 @@ imports nothing heavy: the CLI imports it to build its parser.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -273,8 +274,8 @@ class BuildConfig:
         object.__setattr__(self, "domains", parse_domains(self.domains))
         if not self.source:
             raise BuildConfigError("--source is empty; pass a folder of raw files or " + HF_RAW_SOURCE)
-        if not self.window_days >= 0:
-            raise BuildConfigError(f"--window-days must be >= 0, got {self.window_days}")
+        if not 0 <= self.window_days < math.inf:
+            raise BuildConfigError(f"--window-days must be a number of days >= 0, got {self.window_days}")
         if self.min_history < 0:
             raise BuildConfigError(f"--min-history must be >= 0, got {self.min_history}")
         if not self.min_gap >= 0:

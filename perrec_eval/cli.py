@@ -85,8 +85,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"perrecbench {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
-        return 130
+        return _interrupted()
+    except RuntimeError as err:
+        if str(err) != "Query interrupted":  # what DuckDB raises for Ctrl-C inside a query
+            raise
+        return _interrupted()
+
+
+def _interrupted() -> int:
+    print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":

@@ -209,6 +209,10 @@ class EvalConfig(EngineSpec):
             raise ConfigError("--k and --samples must be >= 1 and --shots >= 0")
         if self.max_groups is not None and self.max_groups < 1:
             raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
+        if not self.temperature >= 0:  # checked here, not after an engine has loaded its model
+            raise ConfigError(f"--temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p}")
 
     def _resolve_methods(self) -> None:
         # Baselines predict a rating per user, so they run pointwise only; the config records what ran.
@@ -303,6 +307,11 @@ class ProfilesConfig(EngineSpec):
         check_once("--splits", tuple(self.splits))
         if self.max_items < 1 or self.max_chars < 1:
             raise ConfigError("--max-items and --max-chars must be >= 1")
+        if Path(self.out).is_dir():  # checked before any profile is written
+            raise ConfigError(
+                f"--out {self.out} is a folder: name the profiles file, "
+                f"e.g. --out {Path(self.out) / 'profiles.jsonl'}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

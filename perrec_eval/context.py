@@ -48,6 +48,13 @@ def load_groups(
     check_data_files(data, level, split)
     try:
         ds = datasets.load_dataset(str(data), level, split=split)
+    except datasets.exceptions.DatasetGenerationError as err:
+        cause = err.__cause__ or err
+        raise DataError(
+            f"cannot read level {level!r} split {split!r} of {data} ({type(cause).__name__}: "
+            f"{' '.join(str(cause).split())[:200]}): a data file is damaged; rebuild the benchmark with "
+            "`perrecbench build --overwrite`, or copy the whole folder again"
+        ) from err
     except (ValueError, FileNotFoundError) as err:
         raise DataError(
             f"cannot load level {level!r} split {split!r} from {data}: {err}. Build the benchmark with "
@@ -64,10 +71,12 @@ def check_data(data: str | os.PathLike) -> None:
     parent folder exists here, more than one ``/``), or any missing path while the Hub is offline, is a
     mistyped folder: without this check `datasets` would spend half a minute on Hub retries first.
     """
+    text = str(data)
+    if not text.strip():
+        raise DataError("--data is empty: pass the folder `perrecbench build --out DIR` wrote (or a Hub id)")
     path = Path(data)
     if path.exists():
         return
-    text = str(data)
     hub_like = text.count("/") == 1 and not text.startswith((".", "/", "~")) and not path.parent.is_dir()
     if hub_like and os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("", "0", "false", "no"):
         return
@@ -87,7 +96,8 @@ def check_data_files(data: str | os.PathLike, level: str, split: str) -> None:
 
     The build names each file by the start of its sha256 and lists it in ``manifest.json``: a file copied
     over another (one level's rows scored as another's), edited or damaged after the build no longer
-    matches. Each file is hashed once per process (about 1 s per GB); a Hub id is left to the Hub.
+    matches. Each file is hashed once per process (about 1 s per GB); a folder without a manifest (not
+    written by `perrecbench build`) and a Hub id are taken as they are.
 
     Raises:
         DataError: a file the manifest lists is missing, or a file's content does not match its name.
@@ -111,15 +121,16 @@ def check_data_files(data: str | os.PathLike, level: str, split: str) -> None:
             f"{folder / listed} is missing (manifest.json lists it): rebuild the benchmark with "
             "`perrecbench build --overwrite`, or copy the whole folder again"
         )
-    files = [folder / listed] if listed is not None else sorted((folder / level).glob(f"{split}-*.parquet"))
-    for path in files:
-        named = _HASHED_NAME.match(path.name)
-        if named and not _file_sha256(path).startswith(named.group(1)):
-            raise DataError(
-                f"{path} does not hold the rows the build wrote under that name (its sha256 does not start "
-                f"with {named.group(1)}): it was replaced, edited or damaged; rebuild the benchmark with "
-                "`perrecbench build --overwrite`, or copy the whole folder again"
-            )
+    if listed is None:  # not a build's folder (a hand-made or older one): nothing to check against
+        return
+    path = folder / listed
+    named = _HASHED_NAME.match(path.name)
+    if named and not _file_sha256(path).startswith(named.group(1)):
+        raise DataError(
+            f"{path} does not hold the rows the build wrote under that name (its sha256 does not start "
+            f"with {named.group(1)}): it was replaced, edited or damaged; rebuild the benchmark with "
+            "`perrecbench build --overwrite`, or copy the whole folder again"
+        )
 
 
 def _file_sha256(path: Path) -> str:

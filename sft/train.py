@@ -179,6 +179,12 @@ def load_examples(config: TrainConfig, tokenizer: Any) -> tuple[Any, dict[str, A
             f"(longest {max(lengths)}): truncation would cut their answers; raise --max-length or pass "
             "--drop-long to leave them out"
         )
+    if long and len(long) == len(lengths):
+        raise ConfigError(
+            f"all {len(lengths)} examples are longer than --max-length {config.max_length} tokens (shortest "
+            f"{min(lengths)}): --drop-long would leave nothing to train on; raise --max-length to at least "
+            f"{min(lengths)}"
+        )
     if long:
         logger.warning("leaving out %d examples longer than %d tokens", len(long), config.max_length)
         keep = sorted(set(range(len(lengths))) - set(long))

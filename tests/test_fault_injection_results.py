@@ -145,8 +145,23 @@ def _copy_bench(bench, tmp_path):
     return shutil.copytree(bench[0], tmp_path / "bench")
 
 
+def _with_manifest(data):
+    """The build's manifest.json (its `outputs`) for a hand-made benchmark folder."""
+    outputs = {}
+    for path in data.glob("*/*.parquet"):
+        outputs.setdefault(path.parent.name, {})[path.name.split("-")[0]] = f"{path.parent.name}/{path.name}"
+    (data / "manifest.json").write_text(json.dumps({"outputs": outputs}))
+    return data
+
+
+def test_cli_evaluate_reads_a_benchmark_whose_files_match_the_manifest(bench, tmp_path, capsys):
+    data = _with_manifest(_copy_bench(bench, tmp_path))
+    argv = ["evaluate", "--data", str(data), "--engine", "baseline", "--model", "random"]
+    assert main([*argv, "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+
+
 def test_cli_evaluate_refuses_a_level_file_copied_over_another(bench, tmp_path, capsys):
-    data = _copy_bench(bench, tmp_path)
+    data = _with_manifest(_copy_bench(bench, tmp_path))
     (easy,) = (data / "easy").glob("test-*.parquet")
     (medium,) = (data / "medium").glob("test-*.parquet")
     medium.write_bytes(easy.read_bytes())
@@ -219,3 +234,153 @@ def test_cli_score_names_the_line_of_a_non_numeric_prediction(fake_run, tmp_path
     first["references"] = ["a"] * len(first["references"])
     (run / "predictions.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     _one_line_error(capsys, ["score", str(run)], "predictions.jsonl line 1: references")
+
+
+# --- 15. build: interrupts, cut and unreadable inputs, impossible settings -------------------------------
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory):
+    root = tmp_path_factory.mktemp("raw")
+    argv = ["synth", "--out", str(root / "raw"), "--reviews-per-domain", "6000", "--domains", "Books"]
+    assert main([*argv, "--no-progress"]) == 0
+    return root / "raw"
+
+
+def _build(source, out, *flags):
+    argv = ["build", "--source", str(source), "--out", str(out), "--domains", "Books", "--test-groups", "4"]
+    return [*argv, "--no-progress", *flags]
+
+
+@pytest.mark.parametrize("flags", [[], ["--on-bad-line", "skip"]])
+def test_cli_build_of_a_cut_gzip_file_is_one_line(raw, tmp_path, capsys, flags):
+    import gzip
+    import shutil
+
+    source = tmp_path / "raw"
+    source.mkdir()
+    shutil.copy(raw / "meta_Books.jsonl", source)
+    whole = gzip.compress((raw / "Books.jsonl").read_bytes())
+    (source / "Books.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    _one_line_error(capsys, _build(source, tmp_path / "out", *flags), "Books.jsonl.gz", "download it again")
+
+
+def test_cli_build_refuses_an_infinite_window(raw, tmp_path, capsys):
+    _one_line_error(capsys, _build(raw, tmp_path / "out", "--window-days", "inf"), "--window-days")
+
+
+def test_cli_build_interrupted_inside_a_duckdb_query_exits_130(raw, tmp_path, capsys, monkeypatch):
+    from dataset_builder import selection
+
+    def interrupted(*args, **kwargs):
+        raise RuntimeError("Query interrupted")  # what DuckDB raises when Ctrl-C lands inside a query
+
+    monkeypatch.setattr(selection, "_run", interrupted)
+    assert main(_build(raw, tmp_path / "out")) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "run the same command again to resume" in err
+
+
+def test_cli_other_runtime_errors_keep_their_traceback(raw, tmp_path, monkeypatch):
+    from dataset_builder import selection
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(selection, "_run", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(_build(raw, tmp_path / "out"))
+
+
+# --- 15 + 17. evaluate: damaged data, empty --data, devices and weights it does not have -----------------
+
+
+def test_cli_evaluate_of_a_corrupted_parquet_page_is_one_line(bench, tmp_path, capsys):
+    data = _copy_bench(bench, tmp_path)
+    (easy,) = (data / "easy").glob("test-*.parquet")
+    damaged = bytearray(easy.read_bytes())
+    for i in range(200, 600):
+        damaged[i] ^= 0x5A
+    easy.unlink()  # a new name: datasets would serve its cached copy of the old one (PITFALLS 1)
+    (data / "easy" / "test-damaged.parquet").write_bytes(bytes(damaged))
+    card = (data / "README.md").read_text()
+    (data / "README.md").write_text(card.replace(f"easy/{easy.name}", "easy/test-damaged.parquet"))
+    argv = ["evaluate", "--data", str(data), "--engine", "baseline", "--model", "random", "--levels", "easy"]
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "run")], "a data file is damaged")
+
+
+@pytest.mark.parametrize("command", ["evaluate", "profiles"])
+def test_cli_empty_data_is_one_line(tmp_path, capsys, command):
+    argv = [command, "--data", "", "--engine", "fake", "--model", "constant", "--out", str(tmp_path / "x")]
+    _one_line_error(capsys, argv, "--data is empty")
+
+
+def _hf_argv(bench, model, out):
+    folder, profiles = bench
+    argv = ["evaluate", "--data", str(folder), "--engine", "hf", "--model", str(model), "--out", str(out)]
+    return [*argv, "--profiles", str(profiles), "--levels", "easy", "--methods", "pointwise", "--no-progress"]
+
+
+def test_cli_hf_device_without_cuda_is_one_line(bench, tiny_model_dir, tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    argv = [*_hf_argv(bench, tiny_model_dir, tmp_path / "run"), "--engine-arg", "device=cuda:7"]
+    _one_line_error(capsys, argv, "device=cuda:7", "device=cpu")
+
+
+def test_cli_hf_cut_weights_file_is_one_line(bench, tiny_model_dir, tmp_path, capsys):
+    import shutil
+
+    model = shutil.copytree(tiny_model_dir, tmp_path / "model")
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    _one_line_error(capsys, _hf_argv(bench, model, tmp_path / "run"), "cannot read the weights", str(model))
+
+
+def test_cli_hf_mistyped_model_path_says_the_path_does_not_exist(bench, tmp_path, capsys):
+    argv = _hf_argv(bench, tmp_path / "no-such-model", tmp_path / "run")
+    last = _one_line_error(capsys, argv, "no-such-model: no such folder")
+    assert "Repo id" not in last
+
+
+def test_cli_hf_negative_temperature_is_refused_before_loading(bench, tmp_path, capsys, monkeypatch):
+    from perrec_eval.engines import hf
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded before the settings were checked")
+
+    monkeypatch.setattr(hf.HFEngine, "__init__", never)
+    argv = [*_hf_argv(bench, tmp_path / "model", tmp_path / "run"), "--temperature", "-1"]
+    _one_line_error(capsys, argv, "--temperature must be >= 0")
+
+
+def test_cli_profiles_out_folder_is_refused_before_generating(bench, tmp_path, capsys):
+    argv = ["profiles", "--data", str(bench[0]), "--engine", "fake", "--model", "constant"]
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path)], "is a folder", "profiles.jsonl")
+    assert not list(tmp_path.iterdir())
+
+
+# --- 15. sft train: --drop-long that drops everything --------------------------------------------------
+
+
+def test_cli_sft_train_drop_long_of_every_example_is_one_line(tiny_model_dir, tmp_path, capsys):
+    from tests.sft.conftest import write_sft_benchmark
+
+    bench_dir = write_sft_benchmark(tmp_path / "bench")
+    data = tmp_path / "data"
+    argv = [
+        "sft",
+        "data",
+        "--data",
+        str(bench_dir),
+        "--format",
+        "pairwise",
+        "--no-profile",
+        "--out",
+        str(data),
+    ]
+    assert main([*argv, "--no-progress"]) == 0
+    argv = ["sft", "train", "--model", str(tiny_model_dir), "--data", str(data), "--out", str(tmp_path / "a")]
+    _one_line_error(capsys, [*argv, "--max-length", "8", "--drop-long"], "all", "--max-length")

@@ -19,16 +19,16 @@ import contextlib
 import copy
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from tqdm.auto import tqdm
 
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import coerce_fields, require, sample_seed, split_evenly
+from perrec_eval.engines._common import check_local_path, coerce_fields, require, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -74,6 +74,20 @@ class HFOptions:
         return found
 
 
+@contextlib.contextmanager
+def _damaged_weights(where: str) -> Iterator[None]:
+    """A weights file that cannot be read (cut by a download or a copy) becomes one line naming `where`."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except SafetensorError as err:
+        raise DataError(
+            f"cannot read the weights in {where} ({' '.join(str(err).split())[:200]}): a weights file is cut "
+            "or damaged; download or save the model again"
+        ) from err
+
+
 class SeededSampler:
     """The last logits processor of sampled decoding: draws each row's token with that row's own generator.
 
@@ -113,10 +127,14 @@ class HFEngine:
         self.model = model
         self.adapter = adapter
         self.options = options
+        check_local_path(model, "--model")
+        if adapter is not None:
+            check_local_path(adapter, "--adapter")
         self._torch = require("torch", engine="hf")
         transformers = require("transformers", engine="hf")
         self._transformers = transformers
         self.device = options.device or ("cuda" if self._torch.cuda.is_available() else "cpu")
+        self._check_device()
         trust_remote_code = options.trust_remote_code
 
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(
@@ -134,16 +152,18 @@ class HFEngine:
             logger.info("%s has no pad token: padding with eos %r", model, self.tokenizer.eos_token)
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
-        lm = transformers.AutoModelForCausalLM.from_pretrained(
-            model, dtype=options.dtype, trust_remote_code=trust_remote_code
-        )
+        with _damaged_weights(model):
+            lm = transformers.AutoModelForCausalLM.from_pretrained(
+                model, dtype=options.dtype, trust_remote_code=trust_remote_code
+            )
         # The adapters loaded into `lm` (name -> path), shared with the views `with_adapter` returns; the
         # adapter this engine generates with (None: the base model, with any loaded adapter switched off).
         self._adapters: dict[str, str] = {}
         self._adapter_name: str | None = None
         if adapter is not None:
             peft = require("peft", engine="hf")
-            lm = peft.PeftModel.from_pretrained(lm, adapter)
+            with _damaged_weights(adapter):
+                lm = peft.PeftModel.from_pretrained(lm, adapter)
             if options.merge_adapter:
                 lm = lm.merge_and_unload()
             else:
@@ -152,6 +172,18 @@ class HFEngine:
         self.lm = lm.to(self.device).eval()
         self.ignored_generation_defaults = self._neutralize_generation_config()
         self.max_positions: int | None = getattr(self.lm.config, "max_position_embeddings", None)
+
+    def _check_device(self) -> None:
+        """Refuse a device this machine does not have before anything is loaded."""
+        kind, _, index = self.device.partition(":")
+        if kind != "cuda":
+            return
+        fix = "use --engine-arg device=cpu, or leave device unset (CUDA if available, else CPU)"
+        if not self._torch.cuda.is_available():
+            raise ConfigError(f"device={self.device} but this torch sees no CUDA GPU: {fix}")
+        count = self._torch.cuda.device_count()
+        if index and (not index.isdigit() or int(index) >= count):
+            raise ConfigError(f"device={self.device} but this machine has {count} CUDA GPU(s): {fix}")
 
     def _neutralize_generation_config(self) -> dict[str, Any]:
         """Keep only special token ids from the checkpoint's generation config; return what was dropped."""

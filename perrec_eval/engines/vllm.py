@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import coerce_fields, require, sample_seed, split_evenly
+from perrec_eval.engines._common import check_local_path, coerce_fields, require, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, Completion, GenParams
@@ -217,6 +217,7 @@ class VLLMEngine:
 
     def __init__(self, model: str, options: VLLMOptions | None = None, *, adapter: str | None = None) -> None:
         options = options or VLLMOptions()
+        check_local_path(model, "--model")
         self._vllm = require("vllm", engine="vllm")
         self.model = model
         self.adapter = adapter
