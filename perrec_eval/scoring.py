@@ -9,6 +9,7 @@ from typing import Any
 
 from perrec_eval import ptc
 from perrec_eval.context import GroupContext
+from perrec_eval.engines.base import permanent_fix
 from perrec_eval.rankers import Prediction
 from perrec_eval.records import PredictionRecord, SampleRecord
 from perrec_eval.types import LEVELS, METHODS, Method
@@ -90,13 +91,19 @@ def score_cells(
         out.append(cell)
     values = [c["ptc"] for c in out if c["ptc"] is not None]
     engine_errors = sum(c["num_engine_errors"] for c in out)
+    errors = [s.error for s in samples if s.error is not None]
+    permanent = [error for error in errors if permanent_fix(error) is not None]
     return {
         "variant": variant,
         "invalid": invalid,
         "confidence_level": CONFIDENCE_LEVEL,
         "complete": engine_errors == 0,
         "num_engine_errors": engine_errors,
-        "first_engine_error": next((s.error for s in samples if s.error is not None), None),
+        "first_engine_error": errors[0] if errors else None,
+        # Errors that asking again cannot cure (a prompt over the context, ...): `engines.base.permanent_fix`.
+        "num_permanent_errors": len(permanent),
+        "first_permanent_error": permanent[0] if permanent else None,
+        "first_transient_error": next((e for e in errors if permanent_fix(e) is None), None),
         "cells": out,
         "average": sum(values) / len(values) if values else None,
     }

@@ -384,3 +384,66 @@ def test_cli_sft_train_drop_long_of_every_example_is_one_line(tiny_model_dir, tm
     assert main([*argv, "--no-progress"]) == 0
     argv = ["sft", "train", "--model", str(tiny_model_dir), "--data", str(data), "--out", str(tmp_path / "a")]
     _one_line_error(capsys, [*argv, "--max-length", "8", "--drop-long"], "all", "--max-length")
+
+
+# --- 16. a failure that asking again cannot cure gets its fix, not "run the same command again" ------------
+
+
+class _EveryRequest(dict):
+    """A stub script that gives every request the same actions."""
+
+    def __init__(self, actions):
+        super().__init__({"*": actions})  # not empty: the stub replaces a falsy script with {}
+        self.actions = actions
+
+    def get(self, key, default=None):
+        return self.actions
+
+
+def _openai_argv(bench, server, out):
+    folder, profiles = bench
+    argv = ["evaluate", "--data", str(folder), "--engine", "openai", "--model", "stub-model"]
+    argv += ["--base-url", server.base_url, "--out", str(out), "--profiles", str(profiles)]
+    argv += ["--levels", "easy", "--methods", "pointwise", "--max-groups", "2", "--no-progress"]
+    return [*argv, "--engine-arg", "max_retries=0"]
+
+
+def test_cli_prompt_over_the_context_names_the_fix_not_a_rerun(bench, tmp_path, capsys):
+    refusal = ("status", 400, {}, "This model's maximum context length is 2048 tokens")
+    server = StubServer(_EveryRequest([refusal])).start()
+    try:
+        assert main(_openai_argv(bench, server, tmp_path / "run")) == 1
+    finally:
+        server.stop()
+    err = capsys.readouterr().err
+    assert "fail the same way on every try" in err and "--k" in err and "longer context" in err
+    assert "run the same command again" not in err
+
+
+def test_cli_transient_failures_still_say_run_again(bench, tmp_path, capsys):
+    server = StubServer(_EveryRequest([("status", 503, {}, "overloaded")])).start()
+    try:
+        assert main(_openai_argv(bench, server, tmp_path / "run")) == 1
+    finally:
+        server.stop()
+    err = capsys.readouterr().err
+    assert "run the same command again to retry them" in err and "every try" not in err
+
+
+@pytest.mark.parametrize(
+    "error,transient",
+    [
+        ("no answer within 600s (gave up after 7 attempts)", True),
+        ("HTTP 503 from http://h/v1: busy (gave up after 7 attempts)", True),
+        ("HTTP 429 from http://h/v1: slow down (gave up after 7 attempts)", True),
+        ("HTTP 400 from http://h/v1: prompt is too long (not retried)", False),
+        (
+            "profile request failed: prompt of 9 tokens + max_tokens 800 exceeds the model's 64 positions",
+            False,
+        ),
+    ],
+)
+def test_engine_errors_are_told_permanent_from_transient(error, transient):
+    from perrec_eval.engines.base import permanent_fix
+
+    assert (permanent_fix(error) is None) is transient
