@@ -58,6 +58,7 @@ def run_synth(config: SynthConfig) -> int:
         seed=config.seed,
         gzip=config.gzip,
         dirty=config.dirty,
+        progress=config.progress,
     )
     print(f"wrote {summary['out']} in {summary['seconds']} s ({summary['reviews_per_second']:,} reviews/s)")
     for name, info in summary["domains"].items():

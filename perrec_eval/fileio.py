@@ -39,6 +39,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         raise ValueError(f"atomic_open writes whole files: mode must be 'w' or 'wb', got {mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
@@ -49,6 +50,67 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def remove_stale(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove the ``.NAME.tmp-PID`` and ``.NAME.old-PID`` files or folders of `path` left by dead processes.
+
+    A process killed with SIGKILL cannot clean up after itself; the next writer of the same target does
+    it. Those of a process that is still running (another run writing now) are left alone.
+
+    Args:
+        path: the target file or folder (its leftovers sit beside it).
+
+    Returns:
+        The leftovers removed.
+    """
+    import shutil
+
+    path = Path(path)
+    removed = []
+    for kind in ("tmp", "old"):
+        for stale in path.parent.glob(f".{glob_escape(path.name)}.{kind}-*"):
+            pid = stale.name.rpartition("-")[2]
+            if not pid.isdigit() or pid_alive(int(pid)):
+                continue
+            if stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                stale.unlink(missing_ok=True)
+            removed.append(stale)
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    """`name` with glob's special characters taken literally.
+
+    >>> glob_escape("a[1]*.json")
+    'a[[]1][*].json'
+    """
+    return "".join(f"[{char}]" if char in "[*?" else char for char in name)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` is running (another user's process counts as running)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: running
+        return True
+    return True
+
+
+def open_permissions(folder: str | os.PathLike[str]) -> None:
+    """Give the files under `folder` that were written private (0600, as safetensors writes its files)
+    the permissions of any other file: 0666 less the umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in Path(folder).rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 == 0o600:
+            path.chmod(0o666 & ~mask)
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -68,6 +68,34 @@ def is_hub_id(model: str) -> bool:
     return not model.startswith(("/", ".", "~")) and model.count("/") <= 1 and not Path(model).exists()
 
 
+def without_local_paths(info: Any) -> Any:
+    """`info` with every local path (base model, data folder, source adapter) cut to its folder name.
+
+    A card is published: the folders of the machine that trained the adapter mean nothing to a reader and
+    say where that machine keeps its files. Hub ids stay as they are.
+
+    >>> without_local_paths({"base_model": "/home/me/models/tiny", "data": {"path": "Qwen/Q"}})
+    {'base_model': 'tiny', 'data': {'path': 'Qwen/Q'}}
+    """
+    if isinstance(info, Mapping):
+        return {
+            key: _folder_name(value) if key in _PATH_KEYS else without_local_paths(value)
+            for key, value in info.items()
+        }
+    if isinstance(info, list):
+        return [without_local_paths(value) for value in info]
+    return info
+
+
+_PATH_KEYS = frozenset({"base_model", "path", "data"})
+
+
+def _folder_name(value: Any) -> Any:
+    if isinstance(value, str) and value and not is_hub_id(value):
+        return Path(value).name or value
+    return without_local_paths(value)
+
+
 def formats_of(info: Mapping[str, Any]) -> list[str]:
     """The data formats an adapter was trained on (for a merge: those of its sources, in order)."""
     if info["kind"] == "adapter":
@@ -235,11 +263,13 @@ def model_card(
         repo: its Hub repository (ORG/NAME), or None before one is chosen.
         systems: (name, scores) of evaluation runs for the results table.
     """
+    on_hub = is_hub_id(info["base_model"])
+    info = without_local_paths(info)
     base = info["base_model"]
     kind = info["kind"]
     formats = formats_of(info)
     header: dict[str, Any] = {}
-    if is_hub_id(base):
+    if on_hub:
         header["base_model"] = base
     header["library_name"] = "transformers" if kind == "merged-model" else "peft"
     header["pipeline_tag"] = "text-generation"

@@ -186,6 +186,7 @@ def merge(config: MergeConfig) -> dict[str, Any]:
         "sources": [_source(path) for path in config.adapters],
         "versions": versions("peft", "transformers", "torch", "safetensors"),
     }
+    fileio.open_permissions(out)  # safetensors writes 0600
     fileio.write_json(out / MERGE_INFO, info)
     fileio.write_text(out / "README.md", model_card(info, name=out.name))
     return info

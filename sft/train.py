@@ -195,6 +195,9 @@ def load_examples(config: TrainConfig, tokenizer: Any) -> tuple[Any, dict[str, A
 
 def load_tokenizer(config: TrainConfig) -> Any:
     """The model's tokenizer, with a chat template, padding with EOS when it has no pad token."""
+    from perrec_eval.engines._common import check_local_path
+
+    check_local_path(config.model, "--model")
     transformers = require("transformers")
     tokenizer = transformers.AutoTokenizer.from_pretrained(
         config.model, trust_remote_code=config.trust_remote_code
@@ -276,6 +279,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
         "versions": versions("trl", "peft", "transformers", "torch", "accelerate"),
     }
     if trainer.is_world_process_zero():
+        fileio.open_permissions(config.out)  # safetensors writes 0600
         fileio.write_json(Path(config.out) / TRAIN_INFO, info)
         fileio.write_text(Path(config.out) / "README.md", model_card(info, name=Path(config.out).name))
     trainer.accelerator.print(

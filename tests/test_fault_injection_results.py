@@ -447,3 +447,152 @@ def test_engine_errors_are_told_permanent_from_transient(error, transient):
     from perrec_eval.engines.base import permanent_fix
 
     assert (permanent_fix(error) is None) is transient
+
+
+# --- 17. what users see: help texts, bars, leftovers of killed runs, permissions, card paths -------------
+
+
+def _help(capsys, *command):
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize(
+    "command,flag,says",
+    [
+        (["evaluate"], "--no-progress", "show progress bars (default: on; this flag turns it off"),
+        (["report"], "--no-plots", "(default: on; this flag turns it off"),
+        (["sft", "train"], "--no-activation-checkpointing", "~20% slower) (default: on;"),
+    ],
+)
+def test_cli_help_of_a_no_switch_says_it_turns_the_setting_off(capsys, command, flag, says):
+    text = _help(capsys, *command)
+    assert flag in text and says in text
+    assert "option_strings" not in text  # a bare % in a help text made argparse print its own internals
+
+
+def test_cli_synth_no_progress_draws_no_bars(tmp_path, capsys):
+    argv = ["synth", "--out", str(tmp_path / "raw"), "--reviews-per-domain", "3000", "--domains", "Books"]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "synth Books" not in capsys.readouterr().err
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_fileio_a_later_write_removes_the_leftovers_of_a_killed_writer(tmp_path):
+    import os
+
+    from perrec_eval import fileio
+
+    target = tmp_path / "scores.json"
+    dead = tmp_path / f".scores.json.tmp-{_dead_pid()}"
+    dead.write_text("half")
+    live = tmp_path / f".scores.json.tmp-{os.getppid()}"  # a process that is running: left alone
+    live.write_text("busy")
+    fileio.write_json(target, {"a": 1})
+    assert not dead.exists() and live.exists() and json.loads(target.read_text()) == {"a": 1}
+
+
+def test_cli_build_removes_the_folder_of_a_killed_build(raw, tmp_path, capsys):
+    out = tmp_path / "bench"
+    dead = tmp_path / f".bench.tmp-{_dead_pid()}"
+    (dead / "easy").mkdir(parents=True)
+    (dead / "easy" / "test-0.parquet").write_bytes(b"x" * 1000)
+    assert main(_build(raw, out)) == 0
+    assert not dead.exists() and (out / "manifest.json").is_file()
+
+
+def test_cli_build_refuses_the_current_folder_before_selecting(raw, tmp_path, capsys, monkeypatch):
+    from dataset_builder import selection
+
+    def never(*args, **kwargs):
+        raise AssertionError("the selection ran before --out was checked")
+
+    monkeypatch.setattr(selection, "_run", never)
+    monkeypatch.chdir(tmp_path)
+    _one_line_error(capsys, _build(raw, ".", "--overwrite"), "--out . is the current folder")
+
+
+def test_fileio_json_errors_name_the_file(tmp_path):
+    from perrec_eval import fileio
+    from perrec_eval.errors import DataError
+
+    broken = tmp_path / "runs" / "m1" / "run.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text('{"config": ')
+    with pytest.raises(DataError, match="m1/run.json is not valid JSON"):
+        fileio.read_json(broken)
+    lines = tmp_path / "samples.jsonl"
+    lines.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(DataError, match="samples.jsonl line 2"):
+        fileio.read_jsonl(lines)
+
+
+def test_fileio_open_permissions_undoes_safetensors_private_mode(tmp_path):
+    import os
+
+    from perrec_eval import fileio
+
+    weights = tmp_path / "adapter" / "adapter_model.safetensors"
+    weights.parent.mkdir()
+    weights.write_bytes(b"w")
+    weights.chmod(0o600)
+    mask = os.umask(0o022)
+    try:
+        fileio.open_permissions(tmp_path / "adapter")
+    finally:
+        os.umask(mask)
+    assert weights.stat().st_mode & 0o777 == 0o644
+
+
+def test_sft_model_card_shows_no_local_paths(tmp_path):
+    from sft.card import model_card
+
+    base = tmp_path / "home" / "me" / "models" / "tiny-chat"
+    base.mkdir(parents=True)
+    info = {
+        "kind": "adapter",
+        "base_model": str(base),
+        "perrecbench": "0",
+        "data": {
+            "format": "pairwise",
+            "variant": "no_profile",
+            "examples": 3,
+            "examples_per_format": {"pairwise": 3},
+            "groups": 1,
+            "levels": ["easy"],
+            "k": 4,
+            "path": str(tmp_path / "data"),
+            "source": {"data": str(tmp_path / "bench"), "source_kind": "synthetic"},
+        },
+        "recipe": {
+            "lora_r": 16,
+            "lora_alpha": 32,
+            "lora_dropout": 0.05,
+            "target_modules": ["q_proj"],
+            "epochs": 1,
+            "max_steps": -1,
+            "batch_size": 8,
+            "per_device_batch_size": 8,
+            "gradient_accumulation": 1,
+            "world_size": 1,
+            "learning_rate": 1e-4,
+            "lr_scheduler": "linear",
+            "warmup": 0.0,
+            "max_length": 512,
+            "precision": "fp32",
+            "dtype": "auto",
+            "seed": 0,
+        },
+        "dropped_long": 0,
+    }
+    card = model_card(info, name="pw")
+    assert str(tmp_path) not in card and "tiny-chat" in card
