@@ -11,6 +11,45 @@ from perrec_eval.types import LEVELS, METHODS
 
 _SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 
+# A cell is "mostly failed" when more than this share of its groups got no usable ranking (no answer
+# parsed, or engine errors): its PTC is then mostly the failure policy's, not the model's. Every table
+# (console, report.md, leaderboard, model card) shows such a cell with its failure share and never as best.
+MOSTLY_FAILED = 0.5
+MOSTLY_FAILED_NOTE = (
+    "(N% failed) = more than half of the cell's groups got no usable ranking (answers that did not parse, "
+    "or engine errors); those groups score 0 (or are dropped in paper mode), so the number says little "
+    "about the model and is never marked best."
+)
+
+
+def failed_share(cell: Mapping[str, Any]) -> float | None:
+    """The share of a cell's groups that got no usable ranking, or None without groups.
+
+    >>> failed_share({"num_groups": 4, "num_invalid": 3}), failed_share({"num_groups": 0})
+    (0.75, None)
+    """
+    groups = cell.get("num_groups")
+    return cell.get("num_invalid", 0) / groups if groups else None
+
+
+def mostly_failed(cell: Mapping[str, Any] | None) -> bool:
+    """Whether more than `MOSTLY_FAILED` of the cell's groups failed.
+
+    >>> mostly_failed({"num_groups": 4, "num_invalid": 3}), mostly_failed({"num_groups": 4, "num_invalid": 2})
+    (True, False)
+    """
+    share = None if cell is None else failed_share(cell)
+    return share is not None and share > MOSTLY_FAILED
+
+
+def failure_note(cell: Mapping[str, Any] | None) -> str:
+    """`` (N% failed)`` for a mostly failed cell, else nothing.
+
+    >>> failure_note({"num_groups": 3, "num_invalid": 3}), failure_note({"num_groups": 3, "num_invalid": 0})
+    (' (100% failed)', '')
+    """
+    return f" ({failed_share(cell):.0%} failed)" if mostly_failed(cell) else ""
+
 
 def _cell(cell: Mapping[str, Any] | None, with_ci: bool) -> str:
     if cell is None or cell.get("ptc") is None:
@@ -18,7 +57,7 @@ def _cell(cell: Mapping[str, Any] | None, with_ci: bool) -> str:
     text = f"{cell['ptc']:.2f}"
     if with_ci and cell.get("ptc_ci_low") is not None:
         text += f" [{cell['ptc_ci_low']:.2f}, {cell['ptc_ci_high']:.2f}]"
-    return text
+    return text + failure_note(cell)
 
 
 def table(systems: Sequence[tuple[str, Mapping[str, Any]]], *, with_ci: bool = True) -> str:
@@ -89,6 +128,8 @@ def legend(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     )
     if any(not s.get("complete", True) for _, s in systems):
         text += " (provisional) = some requests failed: run the same command again to retry them."
+    if any(mostly_failed(cell) for _, s in systems for cell in s["cells"]):
+        text += " " + MOSTLY_FAILED_NOTE
     return text
 
 

@@ -596,3 +596,59 @@ def test_sft_model_card_shows_no_local_paths(tmp_path):
     }
     card = model_card(info, name="pw")
     assert str(tmp_path) not in card and "tiny-chat" in card
+
+
+# --- 19. a cell where (most) answers failed looks like it everywhere, and is never "best" ---------------
+
+
+@pytest.fixture(scope="module")
+def failed_and_reverse(bench, tmp_path_factory):
+    from perrec_eval.config import EvalConfig
+    from perrec_eval.engines.fake import FakeEngine
+    from perrec_eval.run import evaluate
+    from tests.benchmark_fixture import truth_responder
+
+    folder, profiles = bench
+    root = tmp_path_factory.mktemp("failed_runs")
+    runs = {}
+    for name, responder in [("rambler", lambda request, params, i: "I like books."), ("reverse", None)]:
+        config = EvalConfig(
+            data=str(folder),
+            engine="fake",
+            model=name,
+            out=str(root / name),
+            profiles=str(profiles),
+            methods=("pointwise",),
+            progress=False,
+        )
+        evaluate(config, FakeEngine(responder or truth_responder(-1.0), model=name))
+        runs[name] = root / name
+    return runs
+
+
+def test_cli_score_table_shows_the_failure_share(failed_and_reverse, capsys):
+    assert main(["score", str(failed_and_reverse["rambler"])]) == 0
+    out = capsys.readouterr().out
+    assert "0.00 [0.00, 0.00] (100% failed)" in out
+    assert "(100% failed)" in (failed_and_reverse["rambler"] / "report.md").read_text()
+
+
+def test_cli_report_never_marks_a_failed_cell_best(failed_and_reverse, tmp_path, capsys):
+    runs = [str(failed_and_reverse["rambler"]), str(failed_and_reverse["reverse"])]
+    assert main(["report", *runs, "--out", str(tmp_path / "report"), "--no-plots"]) == 0
+    board = (tmp_path / "report" / "leaderboard.md").read_text()
+    rambler = next(line for line in board.splitlines() if line.startswith("| rambler"))
+    reverse = next(line for line in board.splitlines() if line.startswith("| reverse"))
+    assert "**" not in rambler and "(100% failed)" in rambler and "cells mostly failed" in rambler
+    assert "**-1.00**" in reverse  # the worst real answers are still the best of the usable ones
+    assert "more than half of the cell's groups" in board
+    tex = (tmp_path / "report" / "leaderboard.tex").read_text()
+    assert r"\textbf{0.00}" not in tex and r"(100\% failed)" in tex
+
+
+def test_report_mostly_failed_means_more_than_half_the_groups():
+    from perrec_eval.report import MOSTLY_FAILED, mostly_failed
+
+    assert MOSTLY_FAILED == 0.5
+    assert mostly_failed({"num_groups": 5, "num_invalid": 3})
+    assert not mostly_failed({"num_groups": 6, "num_invalid": 3})

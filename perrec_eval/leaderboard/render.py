@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Row, Table
 from perrec_eval.leaderboard.published import PublishedRow
+from perrec_eval.report import MOSTLY_FAILED_NOTE, failure_note, mostly_failed
 
 if TYPE_CHECKING:
     from perrec_eval.leaderboard.assemble import Report
@@ -60,6 +61,8 @@ def legend(report: Report) -> str:
         "rows that have them all. Runs are compared only on the same dataset fingerprint, split and group "
         "set. (provisional) = the run had engine errors: run its command again to retry them."
     )
+    if any(row.failed_cells for table in report.tables for row in table.rows):
+        text += " " + MOSTLY_FAILED_NOTE
     return text
 
 
@@ -74,7 +77,7 @@ def entry_text(entry: Entry | None, *, ci: bool = True, marks: bool = True) -> s
         text += "*"
     if ci and entry.scores.get("ptc_ci_low") is not None:
         text += f" [{entry.scores['ptc_ci_low']:.2f}, {entry.scores['ptc_ci_high']:.2f}]"
-    return text
+    return text + failure_note(entry.scores)
 
 
 def average_text(row: Row, table: Table, *, marks: bool = True) -> str:
@@ -86,6 +89,8 @@ def average_text(row: Row, table: Table, *, marks: bool = True) -> str:
         text = f"**{text}**"
     if marks and row.significant:
         text += "*"
+    if row.failed_cells:
+        text += f" ({len(row.failed_cells)} of {len(row.entries)} cells mostly failed)"
     return text
 
 
@@ -543,15 +548,27 @@ def latex(report: Report) -> str:
         ]
         lines += _latex_header(table.columns)
         lines.append(r"\midrule")
-        ranks = {cell: _ranks([_entry_ptc(row, cell) for row in table.rows]) for cell in table.columns}
-        average_ranks = _ranks([row.average for row in table.rows])
+        # A mostly failed cell (or a row with one, for the average) is never ranked best or second.
+        ranks = {
+            cell: _ranks(
+                [
+                    None
+                    if row.entries.get(cell) is None or mostly_failed(row.entries[cell].scores)
+                    else _entry_ptc(row, cell)
+                    for row in table.rows
+                ]
+            )
+            for cell in table.columns
+        }
+        average_ranks = _ranks([None if row.failed_cells else row.average for row in table.rows])
         for i, row in enumerate(table.rows):
             values = []
             for cell in table.columns:
                 entry = row.entries.get(cell)
                 ci = (entry.scores.get("ptc_ci_low"), entry.scores.get("ptc_ci_high")) if entry else None
                 star = entry is not None and entry.significant
-                values.append(_latex_value(_entry_ptc(row, cell), ranks[cell][i], star=star, ci=ci))
+                value = _latex_value(_entry_ptc(row, cell), ranks[cell][i], star=star, ci=ci)
+                values.append(value + latex_escape(failure_note(entry.scores if entry else None)))
             values.append(_latex_value(row.average, average_ranks[i], star=row.significant))
             name = latex_escape(row.label) + (r"$^{\dagger}$" if row.provisional else "")
             lines.append(" & ".join([name, str(len(row.run.group_ids)), *values]) + r" \\")
