@@ -65,7 +65,9 @@ def evaluate(config: EvalConfig) -> int:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:
         print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
-    print(f"next: perrecbench report {config.out} --out report   (leaderboard, plots, index.html)")
+    out = Path(config.out)
+    report_dir = out.with_name(out.name + "-report")
+    print(f"next: perrecbench report {out} --out {report_dir}   (leaderboard, plots, index.html)")
     failed = [scores for _, scores in systems if not scores.get("complete", True)]
     if failed:
         print(failure_summary(failed), file=sys.stderr)
@@ -110,6 +112,10 @@ def score(config: ScoreConfig) -> int:
     print(report.table([(name, scores)]))
     json.dump(scores, sys.stdout, indent=2)
     print()
+    if config.write:
+        print(f"written to {run_dir}/ (scores.json, report.md, run.json's metric)", file=sys.stderr)
+    else:
+        print(f"not saved: add --write to rewrite {run_dir}/scores.json and report.md", file=sys.stderr)
     return 0
 
 

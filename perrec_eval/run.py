@@ -228,7 +228,9 @@ def _profiles(
         return None, {}, None
     if config.profiles:
         profiles = load_profiles(config.profiles)
-        context.check_profiles(users, profiles, config.profiles, config.data)
+        # --shots shows train groups: their users need profiles too
+        splits = tuple(dict.fromkeys(["train", config.split] if config.shots else [config.split]))
+        context.check_profiles(users, profiles, config.profiles, config.data, splits)
         path, source = Path(config.profiles), "file"
         failures: dict[UserKey, str] = {}
     else:

@@ -652,3 +652,141 @@ def test_report_mostly_failed_means_more_than_half_the_groups():
     assert MOSTLY_FAILED == 0.5
     assert mostly_failed({"num_groups": 5, "num_invalid": 3})
     assert not mostly_failed({"num_groups": 6, "num_invalid": 3})
+
+
+# --- 18 and 20. the README walked top to bottom by a newcomer --------------------------------------------
+
+REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _paragraphs(text):
+    return [block for block in text.split("\n\n") if block.strip()]
+
+
+def test_readme_says_install_torch_first_wherever_torch_comes_in():
+    torch_extras = [p for p in _paragraphs(README) if '".[train]"' in p or "`[hf]`" in p or '".[hf' in p]
+    assert torch_extras
+    for paragraph in torch_extras:
+        assert "torch==2.13.0" in paragraph, paragraph
+
+
+def test_readme_installs_from_the_clone():
+    assert "pip install -e ." in README
+    assert "pip install perrecbench" not in README and 'pip install "perrecbench' not in README
+
+
+def test_readme_profiles_commands_write_train_profiles_for_shots():
+    commands = [line for line in README.splitlines() if "perrecbench profiles" in line]
+    assert commands
+    for line in commands:
+        block = README[README.index(line) : README.index(line) + 400]
+        assert "--splits train,test" in block, line
+
+
+def test_cli_shots_without_train_profiles_names_the_splits(bench, tmp_path, capsys):
+    folder, profiles = bench
+    test_only = tmp_path / "test-users.jsonl"
+    lines = profiles.read_text().splitlines()
+    test_only.write_text("\n".join(line for line in lines if '"group_id": "t' in line) + "\n")
+    argv = ["evaluate", "--data", str(folder), "--engine", "fake", "--model", "constant", "--shots", "1"]
+    argv += ["--profiles", str(test_only), "--out", str(tmp_path / "run"), "--no-progress"]
+    _one_line_error(capsys, argv, "--splits train,test")
+
+
+def test_readme_links_the_protocol():
+    assert "(docs/PROTOCOL.md)" in README and (REPO / "docs" / "PROTOCOL.md").is_file()
+
+
+@pytest.mark.parametrize(
+    "term,explained",
+    [
+        ("BM25", "keyword-overlap"),
+        ("tau-b", "handles tied scores"),
+        ("leak-free", "no test user's test review"),
+        ("sign-flip", "random sign flips"),
+        ("factor-mean", "two LoRA factors separately"),
+        ("--method cat", "exact mean of their weight updates"),
+    ],
+)
+def test_readme_explains_each_term_where_it_first_appears(term, explained):
+    first = README.index(term)
+    assert explained in README[max(0, first - 300) : first + 400], term
+
+
+def test_readme_loop_folders_are_ignored_and_cleaned():
+    loop = README[README.index("## Fine-tune") : README.index("## Loading the benchmark")]
+    roots = {
+        word.split("/")[0]
+        for line in loop.splitlines()
+        if "--out" in line
+        for word in line.split("--out", 1)[1].split()[:1]
+        if not word.startswith("$")
+    }
+    assert {"sft_data", "adapters", "runs", "report_sft"} <= roots
+    ignored = (REPO / ".gitignore").read_text()
+    clean = (REPO / "Makefile").read_text().split("\nclean:", 1)[1].split("\n\n", 1)[0]
+    for root in ("sft_data", "adapters", "runs", "report_sft"):
+        assert f"/{root}/" in ignored, root
+        assert root in clean, root
+
+
+def test_cli_score_says_whether_it_saved(fake_run, tmp_path, capsys):
+    run = _copy_run(fake_run, tmp_path)
+    assert main(["score", str(run), "--variant", "paper"]) == 0
+    assert "not saved: add --write" in capsys.readouterr().err
+    assert json.loads((run / "scores.json").read_text())["variant"] == "tau_b"
+    assert main(["score", str(run), "--variant", "paper", "--write"]) == 0
+    assert "written to" in capsys.readouterr().err
+    assert json.loads((run / "scores.json").read_text())["variant"] == "paper"
+
+
+def test_cli_evaluate_next_hint_names_the_folder_just_written(bench, tmp_path, capsys):
+    out = tmp_path / "runs" / "baselines"
+    argv = [
+        "evaluate",
+        "--data",
+        str(bench[0]),
+        "--engine",
+        "baseline",
+        "--model",
+        "random",
+        "--out",
+        str(out),
+    ]
+    assert main([*argv, "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"next: perrecbench report {out} --out {out}-report" in printed
+
+
+def test_cli_report_without_plots_does_not_claim_plots(fake_run, tmp_path, capsys):
+    assert main(["report", str(fake_run), "--out", str(tmp_path / "r"), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "plots/" not in printed.splitlines()[-1] and not (tmp_path / "r" / "plots").exists()
+
+
+def test_readme_quick_start_commands_run_as_written(tmp_path, monkeypatch, capsys):
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    demo = "demo_out"
+    # `make demo` with less data (its commands are checked by the Makefile itself)
+    setup = [
+        ["synth", "--out", f"{demo}/raw", "--reviews-per-domain", "8000", "--domains", "Books"],
+        ["build", "--source", f"{demo}/raw", "--out", f"{demo}/perrecbench", "--domains", "Books"],
+        ["evaluate", "--data", f"{demo}/perrecbench", "--engine", "baseline", "--model", "all"],
+    ]
+    setup[1] += ["--test-groups", "6", "--overwrite"]
+    setup[2] += ["--out", f"{demo}/runs/baselines"]
+    for argv in setup:
+        assert main([*argv, "--no-progress"]) == 0, argv
+    block = README.split("Then, on the demo's output", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.startswith("perrecbench ")]
+    assert [c.split()[1] for c in commands] == ["score", "evaluate", "report"]
+    for command in commands:
+        argv = shlex.split(command)[1:]
+        if argv[0] == "evaluate":
+            argv += ["--levels", "easy"]  # a smaller run: the command is otherwise as written
+        assert main([*argv, "--no-progress"]) == 0, command
+    capsys.readouterr()
+    assert (tmp_path / demo / "report-all" / "index.html").is_file()

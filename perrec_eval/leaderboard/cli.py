@@ -93,7 +93,8 @@ def report(config: ReportConfig) -> int:
         print(f"{render.table_heading(table, len(table.rows))}\n\n{render.leaderboard_markdown(table)}\n")
     if config.out:
         index = assemble.write(result, config.out, plots=config.plots)
-        print(f"report written to {config.out}/ (leaderboard.md, .json, .csv, .tex, plots/); open {index}")
+        files = "leaderboard.md, .json, .csv, .tex" + (", plots/" if result.plots else "; no plots")
+        print(f"report written to {config.out}/ ({files}); open {index}")
     return 0
 
 
