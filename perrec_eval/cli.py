@@ -86,10 +86,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return _interrupted()
-    except RuntimeError as err:
-        if str(err) != "Query interrupted":  # what DuckDB raises for Ctrl-C inside a query
+    except Exception as err:
+        if not _is_interrupt(err):
             raise
         return _interrupted()
+
+
+def _is_interrupt(err: Exception) -> bool:
+    """Whether `err` is DuckDB's form of Ctrl-C inside a query (a RuntimeError, or its InterruptException)."""
+    if isinstance(err, RuntimeError) and str(err) == "Query interrupted":
+        return True
+    kind = type(err)
+    return kind.__name__ == "InterruptException" and kind.__module__.lstrip("_").startswith("duckdb")
 
 
 def _interrupted() -> int:

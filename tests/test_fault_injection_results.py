@@ -269,11 +269,17 @@ def test_cli_build_refuses_an_infinite_window(raw, tmp_path, capsys):
     _one_line_error(capsys, _build(raw, tmp_path / "out", "--window-days", "inf"), "--window-days")
 
 
-def test_cli_build_interrupted_inside_a_duckdb_query_exits_130(raw, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("kind", ["runtime", "duckdb"])
+def test_cli_build_interrupted_inside_a_duckdb_query_exits_130(raw, tmp_path, capsys, monkeypatch, kind):
+    import duckdb
+
     from dataset_builder import selection
 
     def interrupted(*args, **kwargs):
-        raise RuntimeError("Query interrupted")  # what DuckDB raises when Ctrl-C lands inside a query
+        # What DuckDB raises for Ctrl-C inside a query (the Python API's RuntimeError, or its own class).
+        if kind == "runtime":
+            raise RuntimeError("Query interrupted")
+        raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
 
     monkeypatch.setattr(selection, "_run", interrupted)
     assert main(_build(raw, tmp_path / "out")) == 130

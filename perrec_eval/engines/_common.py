@@ -29,6 +29,10 @@ _EXTRA_OF: dict[str, str] = {
 }
 
 
+# Said wherever torch comes in: a bare `pip install torch` (or an extra that needs it) pulls the CUDA build.
+TORCH_FIRST = "; install torch first (pip install torch==2.13.0 is the CPU build, else your CUDA's build)"
+
+
 class MissingExtraError(PerrecbenchError, ImportError):
     """An engine's optional dependency is not installed; the message names the pip command.
 
@@ -63,6 +67,7 @@ def require(module: str, *, engine: str) -> ModuleType:
         error = MissingExtraError(
             f"the {engine!r} engine needs {missing!r}, which is not installed: "
             f'pip install "perrecbench[{extra}]" (in a clone of the repository: pip install -e ".[{extra}]")'
+            + (TORCH_FIRST if extra in ("hf", "train") else "")
         )
         error.name = missing
         raise error from err
