@@ -265,6 +265,16 @@ def test_cli_build_of_a_cut_gzip_file_is_one_line(raw, tmp_path, capsys, flags):
     _one_line_error(capsys, _build(source, tmp_path / "out", *flags), "Books.jsonl.gz", "download it again")
 
 
+def test_cli_build_of_an_unreadable_input_is_one_line(raw, tmp_path, capsys):
+    import shutil
+
+    source = tmp_path / "raw"
+    source.mkdir()
+    shutil.copy(raw / "meta_Books.jsonl", source)
+    (source / "Books.jsonl").mkdir()  # a name the build must read that cannot be read as a file
+    _one_line_error(capsys, _build(source, tmp_path / "out"), "Books: read reviews: cannot read the input")
+
+
 def test_cli_build_refuses_an_infinite_window(raw, tmp_path, capsys):
     _one_line_error(capsys, _build(raw, tmp_path / "out", "--window-days", "inf"), "--window-days")
 
