@@ -126,7 +126,12 @@ def legend(systems: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         f"PTC = {metric}, mean over groups (-1 to 1, higher is better); "
         "brackets: 95% bootstrap CI over groups; – = not run."
     )
-    if any(not s.get("complete", True) for _, s in systems):
+    if any(s.get("num_permanent_errors") for _, s in systems):
+        text += (
+            " (provisional) = some requests failed: those that fail on every try (e.g. a prompt over the "
+            "model's context) need the fix `perrecbench evaluate` printed; a re-run retries the others."
+        )
+    elif any(not s.get("complete", True) for _, s in systems):
         text += " (provisional) = some requests failed: run the same command again to retry them."
     if any(mostly_failed(cell) for _, s in systems for cell in s["cells"]):
         text += " " + MOSTLY_FAILED_NOTE

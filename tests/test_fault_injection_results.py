@@ -114,6 +114,16 @@ def test_cli_evaluate_refuses_a_level_or_method_named_twice(bench, tmp_path, cap
     assert not (tmp_path / "run" / "scores.json").exists()
 
 
+def test_sweep_refuses_a_grid_point_named_twice(bench, tmp_path):
+    from perrec_eval.leaderboard.cli import SweepConfig
+    from perrec_eval.leaderboard.sweep import run_grid
+
+    folder, profiles = bench
+    settings = dict(data=str(folder), engine="fake", model="m", out=str(tmp_path), profiles=str(profiles))
+    with pytest.raises(ConfigError, match="--ks lists 4 more than once"):
+        run_grid(SweepConfig(**settings, ks=(4, 4)))
+
+
 def test_cli_profiles_refuses_a_split_named_twice(bench, tmp_path, capsys):
     folder, _ = bench
     argv = ["profiles", "--data", str(folder), "--engine", "fake", "--model", "constant"]
@@ -434,6 +444,8 @@ def test_cli_prompt_over_the_context_names_the_fix_not_a_rerun(bench, tmp_path, 
     err = capsys.readouterr().err
     assert "fail the same way on every try" in err and "--k" in err and "longer context" in err
     assert "run the same command again" not in err
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "need the fix `perrecbench evaluate` printed" in report
 
 
 def test_cli_transient_failures_still_say_run_again(bench, tmp_path, capsys):
