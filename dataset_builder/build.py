@@ -97,8 +97,7 @@ def build(config: BuildConfig) -> Path:
             ``overwrite``, or no group found.
     """
     out = config.out
-    if out.exists() and not config.overwrite:
-        raise BuildError(f"{out} already exists; pass --overwrite to replace it or choose another --out")
+    check_out(config)
     source = Source.open(config.source)
     config = resolve_domains(config, source)
     inputs = [DomainInputs(d, source.find(d, "reviews"), source.find(d, "meta")) for d in config.domains]
@@ -142,6 +141,50 @@ def build(config: BuildConfig) -> Path:
     if config.push_to_hub:
         push_to_hub(out, config.push_to_hub, synthetic=kind["source_kind"] != "raw")
     return out
+
+
+def check_out(config: BuildConfig) -> None:
+    """Refuse an ``--out`` whose replacement would delete something that is not an earlier build.
+
+    ``--overwrite`` replaces the whole folder, so ``--out`` may neither be nor contain a local ``--source``,
+    and an existing non-empty ``--out`` must be a perrecbench build (its ``manifest.json`` says so).
+
+    Raises:
+        BuildError: an existing ``--out`` without ``--overwrite``, an ``--out`` holding the source, or a
+            folder that is not a build.
+    """
+    out = config.out
+    if not config.source.startswith("hf://"):
+        source = Path(config.source).expanduser().resolve()
+        target = out.expanduser().resolve()
+        if target == source or target in source.parents:
+            relation = "is" if target == source else "contains"
+            raise BuildError(
+                f"--out {out} {relation} --source {config.source}, which the build would delete; "
+                "choose an --out outside the source folder"
+            )
+    if not out.exists():
+        return
+    if not is_build(out):
+        raise BuildError(
+            f"--out {out} is a non-empty folder that is not a perrecbench build (no build manifest.json); "
+            "--overwrite replaces only an earlier build: choose another --out"
+        )
+    if not config.overwrite:
+        raise BuildError(f"{out} already exists; pass --overwrite to replace it or choose another --out")
+
+
+def is_build(folder: Path) -> bool:
+    """Whether `folder` is empty or holds a perrecbench build (a ``manifest.json`` with its keys)."""
+    if not folder.is_dir():
+        return False
+    if not any(folder.iterdir()):
+        return True
+    try:
+        manifest = read_json(folder / "manifest.json")
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and {"parameters", "outputs", "versions"} <= manifest.keys()
 
 
 def resolve_domains(config: BuildConfig, source: Source) -> BuildConfig:

@@ -18,9 +18,11 @@ from collections.abc import Sequence
 
 from perrec_eval import cliconfig
 from perrec_eval.errors import PerrecbenchError
+from perrec_eval.secrets import redact_logs, redact_text
 
 logger = logging.getLogger("perrecbench")
 
+_MAX_MESSAGE = 2000  # characters of an error line
 _COMMAND_MODULES = ("dataset_builder.cli", "perrec_eval.commands", "perrec_eval.leaderboard.cli", "sft.cli")
 
 
@@ -68,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    redact_logs()
     if getattr(args, "no_progress", False):
         _hide_progress()
         if "progress" in {field.name for field in dataclasses.fields(args.config_cls)}:
@@ -81,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         logger.debug("details", exc_info=True)
-        message = " ".join(str(err).split()) or type(err).__name__
+        message = redact_text(" ".join(str(err).split())) or type(err).__name__
+        if len(message) > _MAX_MESSAGE:  # a message quoting a huge value must not flood the terminal
+            message = message[:_MAX_MESSAGE] + " ... (cut; --debug shows it whole)"
         print(f"perrecbench {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -262,6 +262,31 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
     parser.add_argument(_flag(field), help=text + suffix, **kwargs)
 
 
+def safe_yaml(text: str) -> Any:
+    """`yaml.safe_load` without aliases: ``*name`` nested a few times expands to billions of values.
+
+    Raises:
+        yaml.YAMLError: invalid YAML, or an alias (the message says to write the values out).
+
+    >>> safe_yaml("a: [1, 2]")
+    {'a': [1, 2]}
+    """
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    "aliases (*name) are not allowed: write the values out",
+                    self.peek_event().start_mark,
+                )
+            return super().compose_node(parent, index)
+
+    return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 (a SafeLoader)
+
+
 def _load_yaml(path: str, cls: type) -> dict[str, Any]:
     import yaml
 
@@ -269,9 +294,9 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
     if not file.is_file():
         raise ConfigError(f"--config {path}: no such file; pass a YAML file of settings")
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        data = safe_yaml(file.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
-        raise ConfigError(f"--config {path} is not valid YAML: {err}") from err
+        raise ConfigError(f"--config {path} is not valid YAML: {' '.join(str(err).split())[:300]}") from err
     if data is None:
         return {}
     if not isinstance(data, Mapping):

@@ -9,6 +9,7 @@ verbatim in ``run.json``; ``--config FILE.yaml`` reads the same fields from a fi
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,11 +19,13 @@ from perrec_eval.errors import ConfigError
 from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS
 from perrec_eval.rankers import PairwiseStrategy
 from perrec_eval.retrieval import DEFAULT_K
+from perrec_eval.secrets import check_env_name
 from perrec_eval.types import LEVELS, METHODS, GenParams, Level, Method
 
 # Answer budgets of the released code, per method.
 MAX_TOKENS: dict[str, int] = {"pointwise": 800, "pairwise": 512, "listwise": 800}
 BASELINE_ENGINE = "baseline"
+ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 Aggregate = Literal["mean", "median", "mode"]
 
 
@@ -83,6 +86,7 @@ class EngineSpec:
             elif getattr(self, name) is None:
                 object.__setattr__(self, name, ())
         self.adapters()  # validates the names
+        check_env_name(self.api_key_env)
 
     def adapters(self) -> dict[str, str]:
         """Adapter name → path, from ``--adapter [NAME=]PATH`` (the name defaults to the folder name).
@@ -97,6 +101,12 @@ class EngineSpec:
                 name, path = Path(spec).name or spec, spec
             if not name or not path:
                 raise ConfigError(f"--adapter {spec!r} must be PATH or NAME=PATH")
+            if not ADAPTER_NAME.fullmatch(name):
+                # The name becomes a folder under --out: never a path, never . or ..
+                raise ConfigError(
+                    f"--adapter {spec!r}: the name {name!r} is not an identifier (letters, digits, _ . -, "
+                    "starting with a letter or digit): pass --adapter NAME=PATH with such a NAME"
+                )
             if name in named:
                 raise ConfigError(f"two adapters are called {name!r}: name them with --adapter NAME=PATH")
             named[name] = path
@@ -181,6 +191,10 @@ class EvalConfig(EngineSpec):
         default=None,
     )
     seed: int = option("seed for sampling, few-shot picks and bootstrap intervals", default=0)
+    overwrite: bool = option(
+        "replace a finished run of other settings in --out (the same command resumes without it)",
+        default=False,
+    )
 
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
@@ -231,7 +245,8 @@ class EvalConfig(EngineSpec):
         if self.engine != BASELINE_ENGINE:
             return
         defaults = {f.name: f.default for f in dataclasses.fields(EvalConfig)}
-        llm_only = "cot shots samples no_profile profiles temperature top_p sc_aggregate".split()
+        # (--no-profile is true of every baseline, so it is accepted)
+        llm_only = "cot shots samples profiles temperature top_p sc_aggregate".split()
         given = [name for name in llm_only if getattr(self, name) != defaults[name]]
         given += [n for n in ("adapter", "base_url", "engine_args", "api_key_env") if getattr(self, n)]
         if given:

@@ -22,10 +22,12 @@ from perrec_eval.config import EvalConfig
 from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError
+from perrec_eval.lock import folder_lock
 from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstration, make_ranker
 from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
-from perrec_eval.rundir import versions, write_run
+from perrec_eval.rundir import claim, versions, write_run
 from perrec_eval.scoring import prediction_records, score_cells
+from perrec_eval.secrets import redact
 from perrec_eval.types import ChatRequest, Completion, GenParams, Level, Method
 
 
@@ -242,7 +244,25 @@ def _profiles(
     return profiles, failures, info
 
 
+def run_record(config: EvalConfig) -> dict[str, Any]:
+    """The config as run.json records it (secrets redacted)."""
+    return redact(asdict(config))
+
+
 def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]:
+    """Run the benchmark for one model into `config.out`, holding the folder's lock; see `_evaluate`.
+
+    Raises:
+        DataError: another process works in `config.out`, or it holds another config's finished run and
+            `config.overwrite` is off.
+    """
+    out = Path(config.out)
+    with folder_lock(out):
+        claim(out, run_record(config), overwrite=config.overwrite)
+        return _evaluate(config, engine)
+
+
+def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]:
     """Run the benchmark for one model and write the run folder; returns scores.json content.
 
     `engine` overrides the one named in the config (tests pass a FakeEngine). Requests go through the
@@ -308,12 +328,12 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         records, samples, variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
     )
     run_info = {
-        "config": asdict(config),
+        "config": run_record(config),
         "complete": scores["complete"],
         "engine_errors": {"requests": scores["num_engine_errors"], "first": scores["first_engine_error"]},
         "prompt_variant": config.variant,
         "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
-        "engine": engine.info(),
+        "engine": redact(engine.info()),
         "versions": versions("perrecbench", "datasets", "bm25s", "transformers", "torch", "openai", "vllm"),
         "templates": prompts.template_info(),
         "retrieval": retrieval.RETRIEVAL_INFO,
@@ -333,13 +353,18 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
     """Evaluate several LoRA adapters on one loaded base model, one run folder each under ``out/<name>/``."""
     from perrec_eval.report import write_report
 
-    base = engine if engine is not None else config.load_engine()
-    systems = []
-    for name, adapted in config.adapter_engines(base):
-        spec = f"{name}={config.adapters()[name]}"
-        sub = replace(config, adapter=(spec,), out=str(Path(config.out) / name))
-        systems.append((name, evaluate(sub, engine=adapted)))
-    write_report(Path(config.out), systems)
+    subs = {
+        name: replace(config, adapter=(f"{name}={path}",), out=str(Path(config.out) / name))
+        for name, path in config.adapters().items()
+    }
+    with folder_lock(config.out):
+        for sub in subs.values():  # before the model is loaded
+            claim(Path(sub.out), run_record(sub), overwrite=config.overwrite)
+        base = engine if engine is not None else config.load_engine()
+        systems = [
+            (name, evaluate(subs[name], engine=adapted)) for name, adapted in config.adapter_engines(base)
+        ]
+        write_report(Path(config.out), systems)
     return systems
 
 
@@ -348,14 +373,25 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
 
     With several names, each goes to `out/<name>/`; groups and retrieval are computed once per level.
     """
-    from perrec_eval import baselines, retrieval
-    from perrec_eval.report import write_report
+    from perrec_eval import baselines
 
     unknown = [name for name in names if name not in baselines.BASELINES]
     if unknown:
         raise ConfigError(
             f"unknown baseline {unknown[0]!r}: choose one of {', '.join(baselines.BASELINES)} or all"
         )
+    with folder_lock(config.out):
+        outs = {name: Path(config.out) / name if len(names) > 1 else Path(config.out) for name in names}
+        for name in names:
+            sub = replace(config, model=name, out=str(outs[name]))
+            claim(outs[name], run_record(sub), overwrite=config.overwrite)
+        return _evaluate_baselines(config, names)
+
+
+def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    from perrec_eval import baselines, retrieval
+    from perrec_eval.report import write_report
+
     records: dict[str, list[PredictionRecord]] = {name: [] for name in names}
     group_ids: dict[str, list[str]] = {}
     for level in config.levels:
@@ -378,7 +414,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
             records[name], variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
         )
         run_info = {
-            "config": asdict(replace(config, model=name, out=str(out))),
+            "config": run_record(replace(config, model=name, out=str(out))),
             "engine": {"name": "baseline", "model": name},
             "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
             "versions": versions("perrecbench", "datasets", "bm25s"),

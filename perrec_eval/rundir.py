@@ -54,12 +54,51 @@ def write_run(
     """
     from perrec_eval.report import write_report
 
+    (out / "run.json").unlink(missing_ok=True)  # until the new one is written, the folder is unfinished
     if samples is not None:
         fileio.write_jsonl(out / "samples.jsonl", (sample.to_json() for sample in samples))
     fileio.write_jsonl(out / "predictions.jsonl", (record.to_json() for record in records))
     fileio.write_json(out / "scores.json", scores)
     write_report(out, [(name, scores)])
     fileio.write_json(out / "run.json", run_info)
+
+
+# Config fields that do not change a run's results (a finished run may be resumed with other values).
+RUN_ONLY = ("progress", "out", "overwrite")
+
+
+def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
+    """Make `out` ready for a run of `config` (its run.json record): refuse another config's finished run.
+
+    The same config resumes (its cache answers); with `overwrite`, another config's run.json is removed
+    first, so the folder reads as unfinished until the new run is written.
+
+    Raises:
+        DataError: `out` holds a finished run of another config and `overwrite` is off.
+    """
+    path = out / "run.json"
+    if not path.is_file():
+        return
+    try:
+        recorded = fileio.read_json(path)["config"]
+        # Settings one side does not know (added or removed by another version) are not compared.
+        changed = sorted(
+            key
+            for key in recorded.keys() & config.keys()
+            if key not in RUN_ONLY and recorded[key] != config[key]
+        )
+        what = f"{recorded.get('engine')} {recorded.get('model')}"
+    except (ValueError, KeyError, TypeError, AttributeError):
+        changed, what = ["run.json unreadable"], "an unknown run"
+    if not changed:
+        return
+    if not overwrite:
+        shown = ", ".join(changed[:4]) + (", ..." if len(changed) > 4 else "")
+        raise DataError(
+            f"{out} holds a finished run of {what} with other settings ({shown}): choose another --out, "
+            "or pass --overwrite to replace it"
+        )
+    path.unlink()
 
 
 def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:

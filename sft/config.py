@@ -140,7 +140,15 @@ class TrainConfig:
     save_strategy: Literal["no", "epoch", "steps"] = option(
         "when to write a checkpoint (the last one is kept, for --resume)", default="epoch"
     )
-    resume: bool = option("resume from the last checkpoint in --out", default=False)
+    resume: bool = option(
+        "insist on resuming: fail unless --out holds a checkpoint (without it, an interrupted training in "
+        "--out resumes anyway)",
+        default=False,
+    )
+    overwrite: bool = option(
+        "replace a finished adapter or another training's checkpoints in --out, starting from step 0",
+        default=False,
+    )
     seed: int = option("training seed (data order, LoRA init, dropout)", default=0)
     report_to: str = option(
         "experiment trackers (transformers report_to): none, wandb, trackio, ...", default="none"

@@ -29,6 +29,7 @@ from perrec_eval.errors import ConfigError, DataError
 from sft.card import MERGE_INFO, model_card, read_info
 from sft.config import MergeConfig
 from sft.deps import require
+from sft.outdir import is_empty, refuse_overlap, replaced
 
 logger = logging.getLogger(__name__)
 
@@ -154,8 +155,33 @@ def merge(config: MergeConfig) -> dict[str, Any]:
     base = base_model(config, configs)
     weights = config.normalized_weights()
     out = Path(config.out)
-    if out.resolve() in {Path(path).resolve() for path in config.adapters}:
-        raise ConfigError(f"--out {out} is one of the adapters: write the merge to a new folder")
+    check_out(out, base, config.adapters)
+    with replaced(out) as tmp:
+        rank = _merge(config, weights, base, configs, tmp)
+        info = _info(config, weights, base, configs, rank, versions)
+        fileio.open_permissions(tmp)  # safetensors writes 0600
+        fileio.write_json(tmp / MERGE_INFO, info)
+        fileio.write_text(tmp / "README.md", model_card(info, name=out.name))
+    return info
+
+
+def check_out(out: Path, base: str, adapters: tuple[str, ...]) -> None:
+    """Refuse an `out` that overlaps the base model or an adapter, or holds something other than a merge.
+
+    An earlier merge in `out` is replaced whole (no stale weights are left beside the new ones).
+    """
+    refuse_overlap(out, {"--model": base, **{f"adapter {path}": path for path in adapters}})
+    if not is_empty(out) and not (out / MERGE_INFO).is_file():
+        raise ConfigError(
+            f"--out {out} holds files `perrecbench sft merge` did not write (no {MERGE_INFO}): "
+            "choose another --out"
+        )
+
+
+def _merge(
+    config: MergeConfig, weights: list[float], base: str, configs: list[dict[str, Any]], out: Path
+) -> int:
+    """Write the merged adapter (or model) into `out`; its rank."""
     if config.method == "factor-mean":
         if config.merge_into_base:
             peft = require("peft")
@@ -174,7 +200,19 @@ def merge(config: MergeConfig) -> dict[str, Any]:
             merge_into_base(model, out, base)
         else:
             model.save_pretrained(str(out), selected_adapters=[MERGED])
-    info = {
+    return rank
+
+
+def _info(
+    config: MergeConfig,
+    weights: list[float],
+    base: str,
+    configs: list[dict[str, Any]],
+    rank: int,
+    versions: Any,
+) -> dict[str, Any]:
+    """The record of ``sft_merge.json``."""
+    return {
         "kind": "merged-model" if config.merge_into_base else "merged-adapter",
         "base_model": base,
         "perrecbench": versions("perrecbench")["perrecbench"],
@@ -186,7 +224,3 @@ def merge(config: MergeConfig) -> dict[str, Any]:
         "sources": [_source(path) for path in config.adapters],
         "versions": versions("peft", "transformers", "torch", "safetensors"),
     }
-    fileio.open_permissions(out)  # safetensors writes 0600
-    fileio.write_json(out / MERGE_INFO, info)
-    fileio.write_text(out / "README.md", model_card(info, name=out.name))
-    return info

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from perrec_eval import fileio
+from perrec_eval.errors import DataError
+from perrec_eval.secrets import has_secret
 from sft.card import load_systems, model_card, read_info
 from sft.config import PushConfig
 
@@ -34,6 +36,11 @@ def push(config: PushConfig) -> tuple[list[str], str | None]:
     """
     folder = Path(config.adapter)
     info = read_info(folder)
+    if has_secret(info):
+        raise DataError(
+            f"{folder} records a secret (e.g. a --trl-arg hub_token=...) in its sft_train.json and "
+            "training_args.bin: train it again without it (set HF_TOKEN instead) before uploading"
+        )
     card = model_card(info, name=folder.name, repo=config.repo, systems=load_systems(config.run))
     fileio.write_text(folder / "README.md", card)
     files = upload_files(folder)

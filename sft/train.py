@@ -21,22 +21,33 @@ trainer every `logging_steps` steps. The output folder holds the adapter (PEFT),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from perrec_eval import cliconfig, fileio
+from perrec_eval.cliconfig import safe_yaml
 from perrec_eval.errors import ConfigError, DataError
-from sft.card import TRAIN_INFO, model_card
+from perrec_eval.lock import folder_lock
+from perrec_eval.secrets import is_secret_name, redact
+from sft.card import MERGE_INFO, TRAIN_INFO, model_card
 from sft.config import TrainConfig
 from sft.data import INFO_FILE, token_ids
 from sft.deps import require
+from sft.outdir import is_empty, refuse_overlap
 
 logger = logging.getLogger(__name__)
+
+# The settings of the training whose checkpoints --out holds (hidden: `sft push` leaves it out).
+SETTINGS_FILE = ".sft_train_settings.json"
+# TrainConfig fields that do not change what is trained (a resumed run may change them).
+_RUN_ONLY = ("progress", "resume", "overwrite", "report_to", "logging_steps")
 
 # SFTConfig fields that a flag of TrainConfig sets (a --trl-arg may not set them a second time).
 _OWN_FIELDS = {
@@ -81,13 +92,21 @@ def trl_overrides(pairs: Sequence[str], fields: set[str]) -> dict[str, Any]:
         key = key.strip().replace("-", "_")
         if not sep or not key:
             raise ConfigError(f"--trl-arg {pair!r} is not KEY=VALUE, e.g. optim=paged_adamw_32bit")
+        if is_secret_name(key):
+            raise ConfigError(
+                f"--trl-arg {key}: a secret given as a flag would be saved in training_args.bin and "
+                f"{TRAIN_INFO}; set HF_TOKEN in the environment (or run `hf auth login`) instead"
+            )
         if key in _OWN_FIELDS:
             raise ConfigError(f"--trl-arg {key}: perrecbench sets it; use {_OWN_FIELDS[key]}")
         if key not in fields:
             raise ConfigError(
                 f"--trl-arg {key}: trl.SFTConfig has no such field (see the TRL SFTConfig docs)"
             )
-        values[key] = yaml.safe_load(raw)
+        try:
+            values[key] = safe_yaml(raw)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"--trl-arg {key}: the value is not valid YAML ({str(err)[:200]})") from err
     return values
 
 
@@ -212,14 +231,93 @@ def load_tokenizer(config: TrainConfig) -> Any:
     return tokenizer
 
 
+def train_settings(config: TrainConfig) -> dict[str, Any]:
+    """What a checkpoint depends on: every setting but those of :data:`_RUN_ONLY` (secrets redacted)."""
+    return redact({k: v for k, v in dataclasses.asdict(config).items() if k not in _RUN_ONLY})
+
+
+def last_checkpoint(out: Path) -> Path | None:
+    """The ``checkpoint-N`` of `out` with the highest N that was saved whole (it has its trainer state)."""
+    steps = [
+        (int(path.name.split("-", 1)[1]), path)
+        for path in out.glob("checkpoint-*")
+        if path.name.split("-", 1)[1].isdigit() and (path / "trainer_state.json").is_file()
+    ]
+    return max(steps)[1] if steps else None
+
+
+def _written_by_train(out: Path) -> bool:
+    if (out / MERGE_INFO).exists():
+        return False
+    return any((out / name).exists() for name in (SETTINGS_FILE, TRAIN_INFO)) or any(out.glob("checkpoint-*"))
+
+
+def resume_point(config: TrainConfig, *, main_process: bool = True) -> str | None:
+    """Check `config.out` before anything is loaded; the checkpoint to resume from, or None to start.
+
+    An interrupted training resumes from its last checkpoint when the same command runs again; a finished
+    adapter or another training's checkpoints are replaced only with ``--overwrite`` (which starts again from
+    step 0); a folder of something else is refused.
+
+    Raises:
+        ConfigError: `out` overlaps the local model or data folder, holds a finished adapter or another
+            training's checkpoints (without ``--overwrite``), or holds something else.
+    """
+    refuse_overlap(config.out, {"--model": config.model, "--data": config.data})
+    out = Path(config.out)
+    settings = train_settings(config)
+    if config.resume and config.overwrite:
+        raise ConfigError("--resume and --overwrite exclude each other: choose one")
+    checkpoint = None
+    if not is_empty(out) and not (out.is_dir() and _written_by_train(out)):
+        raise ConfigError(
+            f"--out {out} is a folder `perrecbench sft train` did not write: choose another --out"
+        )
+    if config.overwrite:
+        if main_process:
+            for old in out.glob("checkpoint-*"):
+                shutil.rmtree(old)
+            (out / TRAIN_INFO).unlink(missing_ok=True)
+    elif (out / TRAIN_INFO).is_file():
+        raise ConfigError(
+            f"--out {out} holds a finished adapter: pass --overwrite to train again, or another --out"
+        )
+    else:
+        checkpoint = last_checkpoint(out)
+        recorded = fileio.read_json(out / SETTINGS_FILE) if (out / SETTINGS_FILE).is_file() else {}
+        if checkpoint is not None and recorded != settings:
+            changed = sorted(
+                k for k in settings.keys() | recorded.keys() if recorded.get(k) != settings.get(k)
+            )
+            raise ConfigError(
+                f"--out {out} holds checkpoints of another training (changed: {', '.join(changed)}): "
+                "run that command to resume it, pass --overwrite to start again, or choose another --out"
+            )
+    if config.resume and checkpoint is None:
+        raise ConfigError(f"--resume: {out} holds no checkpoint of this training to resume from")
+    if main_process and checkpoint is None:
+        fileio.write_json(out / SETTINGS_FILE, settings)
+    return str(checkpoint) if checkpoint is not None else None
+
+
 def train(config: TrainConfig) -> dict[str, Any]:
     """Fine-tune a LoRA adapter on the examples of `config.data` and save it to `config.out`.
+
+    The main process holds `config.out`'s lock (`perrec_eval.lock`): a second training into the same folder
+    is refused instead of clobbering its checkpoints.
 
     Returns:
         The record written to ``sft_train.json`` (on the main process; the others return it too).
     """
     torch = require("torch")
     trl = require("trl")
+    refuse_overlap(config.out, {"--model": config.model, "--data": config.data})  # before the lock file
+    main_process = int(os.environ.get("RANK", "0")) == 0
+    with folder_lock(config.out) if main_process else contextlib.nullcontext():
+        return _train(config, main_process, torch, trl)
+
+
+def _train(config: TrainConfig, main_process: bool, torch: Any, trl: Any) -> dict[str, Any]:
     from perrec_eval.rundir import versions
 
     if not config.progress:
@@ -227,6 +325,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
 
         datasets.disable_progress_bars()
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    checkpoint = resume_point(config, main_process=main_process)
     tokenizer = load_tokenizer(config)
     dataset, data_info, lengths, dropped = load_examples(config, tokenizer)
     args = sft_config(config, world_size, torch)
@@ -237,9 +336,8 @@ def train(config: TrainConfig) -> dict[str, Any]:
         processing_class=tokenizer,
         peft_config=lora_config(config),
     )
-    checkpoint = config.resume or None
-    if config.resume and not any(Path(config.out).glob("checkpoint-*")):
-        raise ConfigError(f"--resume: {config.out} has no checkpoint-* folder to resume from")
+    if checkpoint:
+        logger.info("resuming from %s", checkpoint)
     result = trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(config.out)
     peft_config = trainer.model.peft_config["default"]
@@ -268,7 +366,7 @@ def train(config: TrainConfig) -> dict[str, Any]:
             "dtype": config.dtype,
             "seed": config.seed,
             "completion_only_loss": True,
-            "trl_args": list(config.trl_args),
+            "trl_args": redact(list(config.trl_args)),
         },
         "dropped_long": dropped,
         "train_examples": len(lengths),

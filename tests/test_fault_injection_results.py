@@ -199,7 +199,8 @@ def test_cli_score_refuses_predictions_with_missing_lines(fake_run, tmp_path, ca
 
 
 @pytest.mark.parametrize(
-    "flags", [["--cot"], ["--shots", "1"], ["--samples", "3"], ["--temperature", "0.7"], ["--no-profile"]]
+    "flags",
+    [["--cot"], ["--shots", "1"], ["--samples", "3"], ["--temperature", "0.7"], ["--profiles", "p.jsonl"]],
 )
 def test_cli_baselines_refuse_llm_only_settings(bench, tmp_path, capsys, flags):
     argv = ["evaluate", "--data", str(bench[0]), "--engine", "baseline", "--model", "all"]

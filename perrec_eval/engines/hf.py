@@ -387,9 +387,15 @@ class HFEngine:
         (`disable_adapter`), so each answers as if it were loaded alone. The view's `adapter` is `path`.
 
         Raises:
-            ConfigError: `name` is already loaded from another path, or an adapter was merged into the
-                weights (``merge_adapter=true``).
+            ConfigError: `name` is already loaded from another path, holds a ``.`` (PEFT keeps adapters in
+                torch module dicts, whose keys cannot), or an adapter was merged into the weights
+                (``merge_adapter=true``).
         """
+        if "." in name:
+            raise ConfigError(
+                f"--adapter {name}=...: the hf engine cannot load an adapter whose name holds a '.' (PEFT "
+                f"module names): name it with --adapter {name.replace('.', '-')}={path}"
+            )
         if self.options.merge_adapter and self.adapter is not None:
             raise ConfigError(
                 "merge_adapter=true merged the adapter into the base weights: leave it off to evaluate "

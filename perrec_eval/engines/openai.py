@@ -46,6 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tqdm.auto import tqdm
 
+from perrec_eval import secrets
 from perrec_eval.cliconfig import option
 from perrec_eval.engines._common import coerce_fields, require, sample_seed
 from perrec_eval.engines.base import ResultsCallback
@@ -227,6 +228,7 @@ class OpenAIOptions:
             raise ConfigError(
                 f"retry delays must be >= 0 seconds, got {self.retry_base_delay} and {self.retry_max_delay}"
             )
+        secrets.check_env_name(self.api_key_env)
         self.extra_fields()  # fails now, at configuration time, if extra_body is not a JSON object
         if self.base_url is not None:
             server_urls(self.base_url)
@@ -346,6 +348,7 @@ class OpenAIEngine:
     def _api_key(self, urls: list[str]) -> str:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
+            secrets.register(key)
             return key
         remote = [url for url in urls if (urlsplit(url).hostname or "") not in _LOCAL_HOSTS]
         if self.api_key_env and remote:
@@ -358,10 +361,14 @@ class OpenAIEngine:
         return _PLACEHOLDER_KEY
 
     def _scrub(self, text: str) -> str:
-        """Remove the API key from a server message (some servers echo it back)."""
+        """Remove the API key and any credentials from an error message (some servers echo them back)."""
+        return secrets.redact_text(self._scrub_key(text))
+
+    def _scrub_key(self, text: str) -> str:
+        """Remove the API key from `text` (an answer: nothing else in it is touched)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key and key != _PLACEHOLDER_KEY:
-            text = text.replace(key, "<redacted>")
+            text = text.replace(key, secrets.REDACTED)
         return text
 
     def check(self) -> None:
@@ -699,7 +706,7 @@ class OpenAIEngine:
         usage = getattr(response, "usage", None)
         return _Attempt(
             completion=Completion(
-                texts=texts,
+                texts=tuple(self._scrub_key(text) for text in texts),  # a server may echo the key
                 prompt_tokens=getattr(usage, "prompt_tokens", None),
                 completion_tokens=getattr(usage, "completion_tokens", None),
                 extra={"finish_reasons": reasons},

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,21 +58,52 @@ def assemble(
 
 
 def write(report: Report, out: str | os.PathLike, *, plots: bool = True) -> Path:
-    """Write the report folder (plots first, so every page can show them); returns index.html's path."""
+    """Write the report folder (plots first, so every page can show them); returns index.html's path.
+
+    Everything is written into a temp sibling first and then moved in (:func:`move_in`), so a report killed
+    mid-way leaves the old report untouched.
+    """
     from perrec_eval.leaderboard import html, render
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if plots:
-        from perrec_eval.leaderboard import plots as drawing
+    out = Path(out).absolute()
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        if plots:
+            from perrec_eval.leaderboard import plots as drawing
 
-        report.plots = drawing.draw(report, out)
-    fileio.write_text(out / "leaderboard.md", render.markdown(report))
-    fileio.write_json(out / "leaderboard.json", render.json_data(report))
-    fileio.write_text(out / "leaderboard.csv", render.csv_text(report))
-    fileio.write_text(out / "leaderboard.tex", render.latex(report))
-    fileio.write_text(out / "index.html", html.page(report))
+            report.plots = drawing.draw(report, tmp)
+        fileio.write_text(tmp / "leaderboard.md", render.markdown(report))
+        fileio.write_json(tmp / "leaderboard.json", render.json_data(report))
+        fileio.write_text(tmp / "leaderboard.csv", render.csv_text(report))
+        fileio.write_text(tmp / "leaderboard.tex", render.latex(report))
+        fileio.write_text(tmp / "index.html", html.page(report))
+        move_in(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
+
+
+def move_in(new: Path, out: Path) -> None:
+    """Replace the report in `out` with the finished one in `new`.
+
+    A new `out` is one rename. In an existing one (which may hold other files: they stay), the old report's
+    ``index.html`` goes first and the new one comes last, so a kill in between leaves a folder without
+    ``index.html`` (visibly incomplete), never new plots beside an old page.
+    """
+    if not out.exists():
+        new.rename(out)
+        return
+    (out / "index.html").unlink(missing_ok=True)
+    for name in (*FILES, "plots"):
+        old = out / name
+        if old.is_dir():
+            shutil.rmtree(old)
+        else:
+            old.unlink(missing_ok=True)
+    for entry in sorted(new.iterdir(), key=lambda path: path.name == "index.html"):
+        entry.rename(out / entry.name)
 
 
 def report_folder(

@@ -58,18 +58,23 @@ def run_grid(config: Any, engine: Engine | None = None) -> list[tuple[str, dict[
 
     `engine` overrides the one the config names (tests pass a FakeEngine).
     """
-    from perrec_eval.run import evaluate
+    from perrec_eval.lock import folder_lock
+    from perrec_eval.run import evaluate, run_record
+    from perrec_eval.rundir import claim
 
     check(config)
     base = base_config(config)
-    if engine is None:
-        engine = base.load_engine()
-        if base.adapter:
-            ((_, engine),) = base.adapter_engines(engine)
     out = Path(config.out)
-    results = []
-    for k in dict.fromkeys(config.ks):
-        for shots in dict.fromkeys(config.shots_grid):
-            point = dataclasses.replace(base, k=k, shots=shots, out=str(out / point_name(k, shots)))
-            results.append((point_name(k, shots), evaluate(point, engine=engine)))
-    return results
+    points = {
+        point_name(k, shots): dataclasses.replace(base, k=k, shots=shots, out=str(out / point_name(k, shots)))
+        for k in dict.fromkeys(config.ks)
+        for shots in dict.fromkeys(config.shots_grid)
+    }
+    with folder_lock(out):
+        for point in points.values():  # before the model is loaded
+            claim(Path(point.out), run_record(point), overwrite=point.overwrite)
+        if engine is None:
+            engine = base.load_engine()
+            if base.adapter:
+                ((_, engine),) = base.adapter_engines(engine)
+        return [(name, evaluate(point, engine=engine)) for name, point in points.items()]

@@ -41,7 +41,8 @@ class StubServer:
     `script` maps a request's last message to the actions of its successive attempts (the last one repeats);
     unscripted requests get ``"ok"``. Actions: ``"ok"``; ``"garbage"`` (truncated JSON); ``"html"`` (a proxy
     error page with status 200); ``("status", code, headers, body)``; ``("sleep", seconds)`` then ok;
-    ``("echo-auth", code)`` (an error whose body repeats the Authorization header); ``"empty"`` (200 with
+    ``("echo-auth", code)`` (an error whose body repeats the Authorization header); ``"echo-key-ok"`` (a 200
+    answer whose text repeats it); ``"empty"`` (200 with
     ``choices: []``); ``("null", finish_reason)`` (200 with ``content: null``). ``GET /v1/models`` answers
     `models`: ``"ok"`` (the stub's model list) or ``("status", code, headers, body)``.
     """
@@ -120,6 +121,9 @@ class StubServer:
                 kind = action if isinstance(action, str) else action[0]
                 if kind == "sleep":
                     time.sleep(action[1])
+                    kind = "ok"
+                if kind == "echo-key-ok":  # a successful answer that repeats the key it was sent
+                    content = f"{content} {self.headers.get('Authorization')}"
                     kind = "ok"
                 if kind == "ok":
                     n = (

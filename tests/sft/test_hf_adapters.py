@@ -64,6 +64,12 @@ def test_hf_with_adapter_refuses_a_name_taken_by_another_path(shared, random_ada
         base.with_adapter("first", str(random_adapters[2]))
 
 
+def test_hf_with_adapter_refuses_a_name_peft_cannot_hold(shared, random_adapters):
+    base, _, _, _ = shared
+    with pytest.raises(ConfigError, match="first-v2="):
+        base.with_adapter("first.v2", str(random_adapters[0]))
+
+
 def test_hf_with_adapter_refuses_a_merged_adapter(tiny_model_dir, random_adapters):
     merged = load_engine(
         "hf", str(tiny_model_dir), adapter=str(random_adapters[0]), options={"merge_adapter": True, **CPU}

@@ -102,3 +102,29 @@ def test_merge_peft_methods_write_an_adapter_named_in_its_card(random_adapters, 
 def test_merge_refuses_to_overwrite_a_source(random_adapters):
     with pytest.raises(ConfigError, match="new folder"):
         run(random_adapters[:2], random_adapters[0])
+
+
+def test_merge_into_base_refuses_the_local_base_model_folder(random_adapters, tiny_model_dir):
+    before = (tiny_model_dir / "model.safetensors").read_bytes()
+    with pytest.raises(ConfigError, match="--out .* is --model"):
+        run(random_adapters[:2], tiny_model_dir, merge_into_base=True)
+    with pytest.raises(ConfigError, match="holds --model"):
+        run(random_adapters[:2], tiny_model_dir.parent, merge_into_base=True)
+    assert (tiny_model_dir / "model.safetensors").read_bytes() == before
+
+
+def test_merge_replaces_an_earlier_merged_model_whole(random_adapters, tmp_path):
+    out = tmp_path / "merged"
+    run(random_adapters[:2], out, merge_into_base=True)
+    assert (out / "model.safetensors").is_file()
+    run(random_adapters[:2], out)  # now an adapter: no stale full weights may stay beside it
+    assert (out / "adapter_model.safetensors").is_file() and not (out / "model.safetensors").exists()
+    assert json.loads((out / "sft_merge.json").read_text())["kind"] == "merged-adapter"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["merged"]  # no temp folder left
+
+
+def test_merge_refuses_a_folder_it_did_not_write(random_adapters, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="did not write"):
+        run(random_adapters[:2], tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"

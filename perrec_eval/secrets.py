@@ -1,0 +1,130 @@
+"""Secrets never reach a file or a log: one place that knows what a secret looks like and hides it.
+
+A secret reaches perrecbench in a URL (``http://user:KEY@host/v1``, ``?api-key=KEY``), in a ``KEY=VALUE``
+option whose name says so (``hub_token=...``, ``api_key=...``), in a JSON field (``{"api_key": ...}``), or as
+the value of an environment variable the engine reads (registered with :func:`register`). Everything written
+to ``run.json``, ``sft_train.json`` or the log goes through :func:`redact` / :func:`redact_text`, and the
+CLI's log handlers format through :class:`RedactingFormatter`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+REDACTED = "<redacted>"
+
+# A name that holds a secret: ends with token, api key, secret, password, ... (``max_tokens`` does not).
+_SECRET_NAME = r"[A-Za-z0-9_.-]*?(?:token|api[_-]?key|apikey|secret|password|passwd|credentials?|signature)"
+_SECRET_NAME_RE = re.compile(rf"^{_SECRET_NAME}$", re.IGNORECASE)
+# URL query parameters that carry keys (Azure's api-key, Google's key, signed URLs' sig).
+_QUERY_NAME = rf"(?:{_SECRET_NAME}|key|sig|auth)"
+_PATTERNS = [
+    # userinfo of a URL: scheme://user:pass@host
+    (re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://)[^/\s@'\"]+@", re.IGNORECASE), rf"\g<head>{REDACTED}@"),
+    # ?api-key=KEY / &token=KEY
+    (re.compile(rf"(?P<head>[?&]{_QUERY_NAME}=)[^&\s#'\",]+", re.IGNORECASE), rf"\g<head>{REDACTED}"),
+    # NAME=VALUE and NAME: VALUE with a secret name (flags, repr of options)
+    (
+        re.compile(
+            rf"(?P<head>\b{_SECRET_NAME}\s*[=:]\s*)(?P<q>['\"]?)(?!{REDACTED})[^\s,&'\"}})]+", re.IGNORECASE
+        ),
+        rf"\g<head>\g<q>{REDACTED}",
+    ),
+    # "name": "value" in JSON text
+    (
+        re.compile(rf"(?P<head>[\"']{_SECRET_NAME}[\"']\s*:\s*[\"'])[^\"']*", re.IGNORECASE),
+        rf"\g<head>{REDACTED}",
+    ),
+    # Authorization: Bearer KEY
+    (re.compile(r"(?P<head>\bBearer\s+)[A-Za-z0-9._~+/=-]+"), rf"\g<head>{REDACTED}"),
+    # keys with a well-known shape: OpenAI sk-..., Hugging Face hf_...
+    (re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,})"), REDACTED),
+]
+_known: set[str] = set()
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def register(value: str | None) -> None:
+    """Hide `value` (a key read from the environment) wherever it shows up from now on.
+
+    Values shorter than 6 characters are not registered (they would hide ordinary words).
+    """
+    if value and len(value) >= 6:
+        _known.add(value)
+
+
+def check_env_name(value: str | None, flag: str = "--api-key-env") -> None:
+    """Refuse a `value` that is not an environment variable's name, without echoing it (often, it is the key).
+
+    Raises:
+        ConfigError: `value` is not a name of letters, digits and ``_`` that starts with a letter or ``_``.
+    """
+    from perrec_eval.errors import ConfigError
+
+    if value is not None and not _ENV_NAME.fullmatch(value):
+        raise ConfigError(
+            f"{flag} takes the NAME of an environment variable (letters, digits, _), not the key itself: "
+            f"export OPENAI_API_KEY=... and pass {flag} OPENAI_API_KEY"
+        )
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an option or field called `name` holds a secret.
+
+    >>> [is_secret_name(n) for n in ("hub_token", "api-key", "OPENAI_API_KEY", "max_tokens", "api_key_env")]
+    [True, True, True, False, False]
+    """
+    return bool(_SECRET_NAME_RE.match(name))
+
+
+def redact_text(text: str) -> str:
+    """`text` with every secret replaced by ``<redacted>``.
+
+    >>> redact_text("http://me:sk-live@host:8000/v1?api-key=abc&x=1 hub_token=hf_x max_tokens=5")
+    'http://<redacted>@host:8000/v1?api-key=<redacted>&x=1 hub_token=<redacted> max_tokens=5'
+    """
+    for value in sorted(_known, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def redact(value: Any) -> Any:
+    """A JSON-like value with secrets hidden: fields with a secret name, and secrets inside strings.
+
+    >>> redact({"base_url": ["http://u:p@h/v1"], "extra": {"api_key": "x"}, "n": 1})
+    {'base_url': ['http://<redacted>@h/v1'], 'extra': {'api_key': '<redacted>'}, 'n': 1}
+    """
+    if isinstance(value, dict):
+        return {
+            key: REDACTED if isinstance(key, str) and is_secret_name(key) and item else redact(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(item) for item in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+def has_secret(value: Any) -> bool:
+    """Whether :func:`redact` would change `value`."""
+    return redact(value) != (list(value) if isinstance(value, tuple) else value)
+
+
+class RedactingFormatter(logging.Formatter):
+    """A log formatter whose lines (tracebacks included) pass through :func:`redact_text`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact_text(super().format(record))
+
+
+def redact_logs() -> None:
+    """Make every handler of the root logger format through :class:`RedactingFormatter`."""
+    for handler in logging.getLogger().handlers:
+        formatter = handler.formatter or logging.Formatter()
+        redacting = RedactingFormatter(formatter._fmt, formatter.datefmt)
+        handler.setFormatter(redacting)
