@@ -102,9 +102,37 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
 
 
 def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:
-    """The sample records of a run folder (none for baseline runs)."""
+    """The sample records of a run folder (none for baseline runs).
+
+    Raises:
+        DataError: a line is not a sample record; the message names the file, the line and the field.
+    """
     path = Path(run_dir) / "samples.jsonl"
-    return [SampleRecord.from_json(line) for line in fileio.read_jsonl(path)] if path.is_file() else []
+    if not path.is_file():
+        return []
+    records = []
+    for number, line in enumerate(fileio.read_jsonl(path), 1):
+        problem = sample_problem(line)
+        if problem:
+            raise DataError(f"{path} line {number} {problem}: {_RERUN}")
+        records.append(SampleRecord.from_json(line))
+    return records
+
+
+# What every samples.jsonl line holds (`error` and `finish_reasons` came later: older runs lack them).
+SAMPLE_FIELDS = tuple(name for name in SampleRecord.__slots__ if name not in ("error", "finish_reasons"))
+
+
+def sample_problem(line: Any) -> str | None:
+    """What makes one samples.jsonl line unusable, or None.
+
+    >>> sample_problem([1]), sample_problem({"group_id": "g"})
+    ('is not a JSON object', "has no 'level'")
+    """
+    if not isinstance(line, dict):
+        return "is not a JSON object"
+    missing = [name for name in SAMPLE_FIELDS if name not in line]
+    return f"has no {missing[0]!r}" if missing else None
 
 
 def read_predictions(run_dir: str | os.PathLike) -> list[PredictionRecord]:
@@ -289,7 +317,7 @@ def read_scores(path: str | os.PathLike) -> dict[str, Any]:
     for cell in scores["cells"]:
         if not isinstance(cell, dict) or not all(isinstance(cell.get(k), str) for k in ("level", "method")):
             raise DataError(f"{path}: a cell without its level and method: {fix}")
-        for name in ("ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate"):
+        for name in ("ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate", "num_groups", "num_invalid"):
             if cell.get(name) is not None and not _is_number(cell[name]):
                 raise DataError(
                     f"{path}: {cell['level']}/{cell['method']} has {name}={cell[name]!r}, not a number: {fix}"

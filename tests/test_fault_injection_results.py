@@ -229,6 +229,30 @@ def test_cli_damaged_run_folder_is_one_line(fake_run, tmp_path, capsys, command,
     _one_line_error(capsys, argv, needle)
 
 
+@pytest.mark.parametrize("command", ["score", "report"])
+@pytest.mark.parametrize(
+    "line,needle", [("{}", "has no 'group_id'"), ("5", "is not a JSON object"), ('{"a": ', "not valid JSON")]
+)
+def test_cli_damaged_samples_line_is_one_line_naming_it(fake_run, tmp_path, capsys, command, line, needle):
+    run = _copy_run(fake_run, tmp_path)
+    count = len((run / "samples.jsonl").read_text().splitlines())
+    with (run / "samples.jsonl").open("a") as handle:
+        handle.write(line + "\n")
+    argv = [command, str(run)] + (["--out", str(tmp_path / "report")] if command == "report" else [])
+    _one_line_error(capsys, argv, f"samples.jsonl line {count + 1}", needle)
+
+
+def test_cli_profiles_into_a_damaged_profiles_file_is_one_line(bench, tmp_path, capsys):
+    out = tmp_path / "profiles.jsonl"
+    first = {"group_id": "t0000", "user_id": "U0_0", "profile": "x", "engine": "fake", "model": "constant"}
+    from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS
+
+    first |= {"max_items": DEFAULT_MAX_ITEMS, "max_chars": DEFAULT_MAX_CHARS}
+    out.write_text(json.dumps(first) + '\n{"group_id": ')
+    argv = ["profiles", "--data", str(bench[0]), "--engine", "fake", "--model", "constant", "--out", str(out)]
+    _one_line_error(capsys, argv, f"{out}:2")
+
+
 def test_cli_report_refuses_a_non_numeric_score(fake_run, tmp_path, capsys):
     run = _copy_run(fake_run, tmp_path)
     scores = json.loads((run / "scores.json").read_text())

@@ -102,9 +102,20 @@ class Run:
         if not path.is_file():
             return
         with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    yield json.loads(line)
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    sample = json.loads(line)
+                    problem = rundir.sample_problem(sample)
+                except json.JSONDecodeError as err:
+                    problem = f"is not valid JSON ({err})"
+                if problem:
+                    raise DataError(
+                        f"{path} line {number} {problem}: the file was cut or edited; run "
+                        "`perrecbench evaluate` again with the run's settings to rewrite it"
+                    )
+                yield sample
 
 
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
