@@ -75,7 +75,7 @@ def evaluate(config: EvalConfig) -> int:
     return 0
 
 
-def failure_summary(failed: list[dict]) -> str:
+def failure_summary(failed: list[dict], command: str = "evaluate") -> str:
     """The closing lines of a run with engine errors: the fix for those that fail on every try (a prompt
     longer than the context, ...), "run again" only for those that may pass on their own."""
     from perrec_eval.engines.base import permanent_fix
@@ -86,7 +86,7 @@ def failure_summary(failed: list[dict]) -> str:
     if permanent:
         first = next(s["first_permanent_error"] for s in failed if s.get("first_permanent_error"))
         lines.append(
-            f"perrecbench evaluate: {permanent} of {total} failed requests fail the same way on every try "
+            f"perrecbench {command}: {permanent} of {total} failed requests fail the same way on every try "
             f"(first: {first}): {permanent_fix(first)}; the scores above count them as failures"
         )
     if total > permanent:
@@ -95,7 +95,7 @@ def failure_summary(failed: list[dict]) -> str:
             failed[0]["first_engine_error"],
         )
         lines.append(
-            f"perrecbench evaluate: {total - permanent} requests failed (first: {first}); the scores above "
+            f"perrecbench {command}: {total - permanent} requests failed (first: {first}); the scores above "
             "are provisional: run the same command again to retry them"
         )
     return "\n".join(lines)
