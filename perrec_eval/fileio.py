@@ -53,32 +53,36 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
 
 
 def remove_stale(path: str | os.PathLike[str]) -> list[Path]:
-    """Remove the ``.NAME.tmp-PID`` and ``.NAME.old-PID`` files or folders of `path` left by dead processes.
+    """Clean up the ``.NAME.tmp-PID`` and ``.NAME.old-PID`` files or folders of `path` left by dead processes.
 
     A process killed with SIGKILL cannot clean up after itself; the next writer of the same target does
-    it. Those of a process that is still running (another run writing now) are left alone.
+    it. A ``.tmp`` is unfinished work: removed. An ``.old`` is the previous result, moved aside just before
+    the new one was moved in: removed when `path` exists, moved back when the kill came in between (so the
+    target is the old result again, never missing). Those of a process still running are left alone.
 
     Args:
         path: the target file or folder (its leftovers sit beside it).
 
     Returns:
-        The leftovers removed.
+        The leftovers removed or moved back.
     """
     import shutil
 
     path = Path(path)
-    removed = []
+    cleaned = []
     for kind in ("tmp", "old"):
-        for stale in path.parent.glob(f".{glob_escape(path.name)}.{kind}-*"):
+        for stale in sorted(path.parent.glob(f".{glob_escape(path.name)}.{kind}-*")):
             pid = stale.name.rpartition("-")[2]
             if not pid.isdigit() or pid_alive(int(pid)):
                 continue
-            if stale.is_dir() and not stale.is_symlink():
+            if kind == "old" and not path.exists() and not path.is_symlink():
+                stale.rename(path)
+            elif stale.is_dir() and not stale.is_symlink():
                 shutil.rmtree(stale, ignore_errors=True)
             else:
                 stale.unlink(missing_ok=True)
-            removed.append(stale)
-    return removed
+            cleaned.append(stale)
+    return cleaned
 
 
 def glob_escape(name: str) -> str:

@@ -554,6 +554,27 @@ def test_fileio_a_later_write_removes_the_leftovers_of_a_killed_writer(tmp_path)
     assert not dead.exists() and live.exists() and json.loads(target.read_text()) == {"a": 1}
 
 
+def test_fileio_a_result_moved_aside_by_a_killed_writer_is_moved_back(tmp_path):
+    from perrec_eval import fileio
+
+    report = tmp_path / "report"
+    old = tmp_path / f".report.old-{_dead_pid()}"  # killed between moving the old out and the new in
+    old.mkdir()
+    (old / "index.html").write_text("old report")
+    half = tmp_path / f".report.tmp-{_dead_pid()}"
+    half.mkdir()
+    fileio.remove_stale(report)
+    assert (report / "index.html").read_text() == "old report" and not old.exists() and not half.exists()
+
+
+def test_cli_report_removes_the_leftovers_of_a_killed_report(fake_run, tmp_path, capsys):
+    out = tmp_path / "report"
+    half = tmp_path / f".report.tmp-{_dead_pid()}"
+    (half / "plots").mkdir(parents=True)
+    assert main(["report", str(fake_run), "--out", str(out), "--no-plots"]) == 0
+    assert not half.exists() and (out / "index.html").is_file()
+
+
 def test_cli_build_removes_the_folder_of_a_killed_build(raw, tmp_path, capsys):
     out = tmp_path / "bench"
     dead = tmp_path / f".bench.tmp-{_dead_pid()}"

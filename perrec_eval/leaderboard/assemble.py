@@ -66,6 +66,7 @@ def write(report: Report, out: str | os.PathLike, *, plots: bool = True) -> Path
     from perrec_eval.leaderboard import html, render
 
     out = Path(out).absolute()
+    fileio.remove_stale(out)  # what a killed report left beside it
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
