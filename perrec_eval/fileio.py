@@ -2,7 +2,8 @@
 
 A file is written to a hidden temp file next to its target, flushed and fsynced, then renamed over the
 target (`os.replace` is atomic on POSIX and Windows). A run killed mid-write leaves the old file (or none)
-and at most a stray ``.NAME.tmp-PID`` file, never a half-written file that later passes for whole.
+and at most a stray ``.NAME.tmp-PID`` file (which the next writer of the same target removes, see
+`remove_stale`), never a half-written file that later passes for whole.
 """
 
 from __future__ import annotations
