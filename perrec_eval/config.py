@@ -253,9 +253,10 @@ class EvalConfig(EngineSpec):
             flags = ", ".join(
                 "--engine-arg" if name == "engine_args" else "--" + name.replace("_", "-") for name in given
             )
+            what = "is an LLM setting" if len(given) == 1 else "are LLM settings"
             raise ConfigError(
-                f"{flags} only apply to LLMs; the no-LLM baselines send no prompt: drop {flags} or "
-                "choose --engine fake, hf, openai or vllm"
+                f"{flags} {what}, but the no-LLM baselines send no prompt: drop {flags}, or choose "
+                "--engine fake, hf, openai or vllm"
             )
 
     def _resolve_pairwise_strategy(self) -> None:

@@ -204,7 +204,7 @@ def test_cli_score_refuses_predictions_with_missing_lines(fake_run, tmp_path, ca
 )
 def test_cli_baselines_refuse_llm_only_settings(bench, tmp_path, capsys, flags):
     argv = ["evaluate", "--data", str(bench[0]), "--engine", "baseline", "--model", "all"]
-    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "b"), *flags], flags[0], "only apply to LLMs")
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "b"), *flags], flags[0], "is an LLM setting")
     assert not (tmp_path / "b").exists()
 
 
