@@ -188,13 +188,15 @@ def test_cli_evaluate_refuses_a_file_missing_from_the_manifest(bench, tmp_path, 
     _one_line_error(capsys, [*argv, "--out", str(tmp_path / "run")], "test-000000000000.parquet is missing")
 
 
-@pytest.mark.parametrize("write", [[], ["--write"]])
-def test_cli_score_refuses_predictions_with_missing_lines(fake_run, tmp_path, capsys, write):
+@pytest.mark.parametrize("command", [["score"], ["score", "--write"], ["report"]])
+def test_cli_refuses_predictions_with_missing_lines(fake_run, tmp_path, capsys, command):
     run = _copy_run(fake_run, tmp_path)
     lines = (run / "predictions.jsonl").read_text().splitlines()
     (run / "predictions.jsonl").write_text("\n".join(lines[1:]) + "\n")
     before = (run / "scores.json").read_text()
-    _one_line_error(capsys, ["score", str(run), *write], "lacks 1 of the", "predictions.jsonl")
+    argv = [command[0], str(run), *command[1:]]
+    argv += ["--out", str(tmp_path / "report")] if command == ["report"] else []
+    _one_line_error(capsys, argv, "lacks 1 of the", "predictions.jsonl")
     assert (run / "scores.json").read_text() == before
 
 

@@ -136,6 +136,7 @@ def load_run(folder: str | os.PathLike) -> Run:
     _, scores = rundir.load_run(folder)
     info = rundir.read_run_info(folder)
     records = tuple(rundir.read_predictions(folder))
+    rundir.check_complete(folder, records)
     return Run(
         path=folder,
         model=system_name(info, folder),
