@@ -643,27 +643,20 @@ def _replace(tmp: Path, out: Path) -> None:
 
 
 def push_to_hub(folder: Path, repo_id: str, *, synthetic: bool) -> None:
-    """Upload the finished folder as a dataset repo; stale parquet files of an earlier build are deleted.
+    """Upload the finished folder as a dataset repo with its ``eval.yaml`` (one task per level and method,
+    so the Hub lists models' results against it); stale parquet files of an earlier build are deleted.
 
-    A build from (partly) synthetic input is uploaded with its card, which says so in its title, tags and
-    first paragraph; the log warns too. Needs network and a token (``HF_TOKEN`` or ``hf auth login``); not
-    exercised by the offline tests.
+    The same upload as `perrecbench push benchmark` (`perrec_eval.publish.benchmark_upload`): checked for
+    secrets and local paths first. A build from (partly) synthetic input is uploaded with its card, which says
+    so in its title, tags and first paragraph; the log warns too. Needs network and a token (``HF_TOKEN`` or
+    ``hf auth login``); not exercised by the offline tests.
     """
-    from huggingface_hub import HfApi
+    from perrec_eval.publish import benchmark_upload, push
 
     if synthetic:
         logger.warning(
             "uploading a build from SYNTHETIC data (perrecbench synth) to %s; its card and tags say so",
             repo_id,
         )
-
-    api = HfApi()
-    api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-    api.upload_folder(
-        repo_id=repo_id,
-        folder_path=folder,
-        repo_type="dataset",
-        commit_message="perrecbench build (synthetic data)" if synthetic else "perrecbench build",
-        delete_patterns=["*/*.parquet"],
-    )
-    logger.info("uploaded %s to https://huggingface.co/datasets/%s", folder, repo_id)
+    url = push(benchmark_upload(folder, repo_id), dry_run=False)
+    logger.info("uploaded %s to %s", folder, url)

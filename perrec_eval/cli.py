@@ -23,7 +23,13 @@ from perrec_eval.secrets import redact_logs, redact_text
 logger = logging.getLogger("perrecbench")
 
 _MAX_MESSAGE = 2000  # characters of an error line
-_COMMAND_MODULES = ("dataset_builder.cli", "perrec_eval.commands", "perrec_eval.leaderboard.cli", "sft.cli")
+_COMMAND_MODULES = (
+    "dataset_builder.cli",
+    "perrec_eval.commands",
+    "perrec_eval.leaderboard.cli",
+    "sft.cli",
+    "perrec_eval.push_cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

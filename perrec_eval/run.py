@@ -9,6 +9,7 @@ the run folder). `evaluate` runs a model, `evaluate_baselines` the no-LLM baseli
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from perrec_eval.errors import ConfigError
 from perrec_eval.lock import folder_lock
 from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstration, make_ranker
 from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
-from perrec_eval.rundir import claim, versions, write_run
+from perrec_eval.rundir import adapter_fingerprint, claim, run_cost, versions, write_run
 from perrec_eval.scoring import prediction_records, score_cells
 from perrec_eval.secrets import redact
 from perrec_eval.types import ChatRequest, Completion, GenParams, Level, Method
@@ -272,6 +273,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
     """
     from perrec_eval import retrieval
 
+    started = time.perf_counter()
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     if engine is None:
@@ -342,6 +344,8 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
         "demonstration_groups": {f"{lv}/{m}": [g.group_id for g in gs] for (lv, m), gs in picked.items()},
         "engine_calls": engine_calls,
         "cache": {"hits": cached.hits, "misses": cached.misses},
+        "cost": run_cost(samples, time.perf_counter() - started, cached.hits),
+        "adapter_sha256": {name: adapter_fingerprint(path) for name, path in config.adapters().items()},
         "profiles": profiles_info,
         "profile_failures": len(failures),
     }

@@ -15,9 +15,10 @@ finished run:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,37 @@ def versions(*packages: str) -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             found[name] = None
     return found
+
+
+def adapter_fingerprint(folder: str | os.PathLike) -> str | None:
+    """sha256 of an adapter folder's weights (``adapter_model.safetensors``), None when it has none."""
+    weights = Path(folder) / "adapter_model.safetensors"
+    if not weights.is_file():
+        return None
+    digest = hashlib.sha256()
+    with weights.open("rb") as handle:
+        for block in iter(lambda: handle.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def run_cost(samples: Sequence[SampleRecord], wall_seconds: float, cache_hits: int) -> dict[str, Any]:
+    """What the run's last invocation cost: wall seconds, requests (sent and from the cache), requests per
+    second, prompt and answer tokens (summed over the requests whose engine reported them).
+
+    >>> run_cost([], 2.0, 0)["requests_per_second"]
+    0.0
+    """
+    prompt = [s.prompt_tokens for s in samples if s.prompt_tokens is not None]
+    answer = [s.completion_tokens for s in samples if s.completion_tokens is not None]
+    return {
+        "wall_seconds": round(wall_seconds, 3),
+        "requests": len(samples),
+        "cache_hits": cache_hits,
+        "requests_per_second": round(len(samples) / wall_seconds, 3) if wall_seconds > 0 else None,
+        "prompt_tokens": sum(prompt) if prompt else None,
+        "answer_tokens": sum(answer) if answer else None,
+    }
 
 
 def write_run(

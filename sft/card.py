@@ -21,6 +21,37 @@ from perrec_eval.errors import DataError
 
 TRAIN_INFO = "sft_train.json"
 MERGE_INFO = "sft_merge.json"
+# Where `sft train --base-model-id` notes the local copy of the base model it trained from (hidden: never
+# uploaded).
+LOCAL_INFO = ".perrecbench_local.json"
+
+# The paper's recipe (§6), as `sft train` records it: a recorded value that differs is an override.
+PAPER_RECIPE: dict[str, Any] = {
+    "lora_r": 16,
+    "lora_alpha": 16,
+    "lora_dropout": 0.05,
+    "epochs": 2.0,
+    "max_steps": -1,
+    "batch_size": 32,
+    "learning_rate": 1e-5,
+    "lr_scheduler": "cosine",
+    "warmup": 0.1,
+    "max_length": 8192,
+    "trl_args": [],
+}
+_RECIPE_NAMES = {
+    "lora_r": "LoRA r",
+    "lora_alpha": "LoRA alpha",
+    "lora_dropout": "LoRA dropout",
+    "epochs": "epochs",
+    "max_steps": "max steps",
+    "batch_size": "effective batch",
+    "learning_rate": "learning rate",
+    "lr_scheduler": "schedule",
+    "warmup": "warmup",
+    "max_length": "max length",
+    "trl_args": "TRL arguments",
+}
 
 MERGE_METHODS: dict[str, str] = {
     "cat": "the exact weighted mean of the sources' weight updates, ΔW = Σ wᵢ·(αᵢ/rᵢ)·Bᵢ·Aᵢ (PEFT "
@@ -96,6 +127,77 @@ def _folder_name(value: Any) -> Any:
     return without_local_paths(value)
 
 
+def hub_base_model(info: Mapping[str, Any]) -> str:
+    """The base model as others can load it: its Hub id when the record (or a merge's source) has one, else
+    the recorded name (a local path, which a card then cannot offer as a Hub link)."""
+    if is_hub_id(info["base_model"]):
+        return info["base_model"]
+    for source in info.get("sources", ()):
+        if source["info"].get("base_model") and is_hub_id(source["info"]["base_model"]):
+            return source["info"]["base_model"]
+    return info["base_model"]
+
+
+def base_model_ids(folder: str | os.PathLike) -> tuple[str, ...]:
+    """Every name a run of the folder's base model may have recorded: its Hub id and the local copies the
+    folder (or a merge's sources) were trained from."""
+    folder = Path(folder)
+    info = read_info(folder)
+    names = [info["base_model"], hub_base_model(info)]
+    for where in [folder, *(Path(s["path"]) for s in info.get("sources", ()) if s.get("path"))]:
+        if (where / LOCAL_INFO).is_file():
+            names.append(fileio.read_json(where / LOCAL_INFO)["base_model_local"])
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
+def record_hub_base(folder: str | os.PathLike, model_id: str, local: str) -> None:
+    """Point a folder trained or merged from `local` (a copy of the Hub model `model_id`) at the Hub id: its
+    ``adapter_config.json`` (base_model_name_or_path) names `model_id`, and the hidden ``LOCAL_INFO`` notes
+    `local`, so that runs made with the local copy are recognized as runs of the base model."""
+    folder = Path(folder)
+    path = folder / "adapter_config.json"
+    if path.is_file():
+        adapter_config = fileio.read_json(path)
+        adapter_config["base_model_name_or_path"] = model_id
+        fileio.write_json(path, adapter_config)
+    fileio.write_json(folder / LOCAL_INFO, {"base_model_local": local})
+
+
+def published_base(base: str, recorded: Sequence[str | None]) -> str:
+    """The name to publish for base model `base`: itself if a Hub id, else the one Hub id that every source
+    records (the local copy's original), else `base`.
+
+    >>> published_base("/m/tiny", ["org/tiny", "org/tiny"]), published_base("/m/tiny", ["org/a", "org/b"])
+    ('org/tiny', '/m/tiny')
+    """
+    if is_hub_id(base):
+        return base
+    names = set(recorded)
+    if len(names) == 1 and (name := names.pop()) and is_hub_id(name):
+        return name
+    return base
+
+
+def recipe_overrides(recipe: Mapping[str, Any]) -> list[str]:
+    """The recipe's departures from the paper's, each named with both values.
+
+    >>> recipe_overrides({**PAPER_RECIPE, "learning_rate": 1e-3})
+    ['learning rate 0.001 (paper: 1e-05)']
+    """
+    changed = []
+    for key, paper in PAPER_RECIPE.items():
+        value = recipe.get(key, paper)
+        if key == "trl_args":
+            changed += [f"`--trl-arg {arg}`" for arg in value]
+        elif value != paper:
+            changed.append(
+                f"{_RECIPE_NAMES[key]} {value:g} (paper: {paper:g})"
+                if isinstance(value, float)
+                else f"{_RECIPE_NAMES[key]} {value} (paper: {paper})"
+            )
+    return changed
+
+
 def formats_of(info: Mapping[str, Any]) -> list[str]:
     """The data formats an adapter was trained on (for a merge: those of its sources, in order)."""
     if info["kind"] == "adapter":
@@ -103,6 +205,11 @@ def formats_of(info: Mapping[str, Any]) -> list[str]:
     if "sources" in info:
         return [fmt for source in info["sources"] for fmt in formats_of(source["info"])]
     return ["unknown"]  # an adapter trained outside perrecbench
+
+
+def _formats(info: Mapping[str, Any]) -> str:
+    """The formats, each named once, in order ("pointwise", not "pointwise, pointwise")."""
+    return ", ".join(dict.fromkeys(formats_of(info)))
 
 
 def _variant(info: Mapping[str, Any]) -> str:
@@ -153,6 +260,13 @@ def recipe_table(info: Mapping[str, Any]) -> str:
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
+def _recipe_words(info: Mapping[str, Any]) -> str:
+    changed = recipe_overrides(info["recipe"])
+    if not changed:
+        return "the paper's recipe (§6)"
+    return "**not** the paper's recipe (§6): " + ", ".join(changed)
+
+
 def _data_line(info: Mapping[str, Any]) -> str:
     data = info["data"]
     counts = ", ".join(f"{fmt} {n:,}" for fmt, n in data["examples_per_format"].items())
@@ -168,8 +282,8 @@ def training_section(info: Mapping[str, Any]) -> str:
     """How the folder's weights came about: data and recipe, or the merge and each source's."""
     if info["kind"] == "adapter":
         return (
-            f"TRL `SFTTrainer` with a PEFT LoRA adapter on `{info['base_model']}`, the paper's recipe "
-            "(§6).\n\n"
+            f"TRL `SFTTrainer` with a PEFT LoRA adapter on `{hub_base_model(info)}`, {_recipe_words(info)}."
+            "\n\n"
             f"Data: {_data_line(info)}. No example comes from a test group or shows a test rating.\n\n"
             + recipe_table(info)
         )
@@ -184,7 +298,7 @@ def training_section(info: Mapping[str, Any]) -> str:
     for source, weight in zip(info["sources"], info["weights"], strict=True):
         src = source["info"]
         examples = src["data"]["examples"] if src["kind"] == "adapter" else "–"
-        lines.append(f"| `{source['name']}` | {', '.join(formats_of(src))} | {weight:.4g} | {examples} |")
+        lines.append(f"| `{source['name']}` | {_formats(src)} | {weight:.4g} | {examples} |")
     if info["kind"] == "merged-model":
         lines += [
             "",
@@ -193,12 +307,42 @@ def training_section(info: Mapping[str, Any]) -> str:
     for source in info["sources"]:
         src = source["info"]
         if src["kind"] == "adapter":
-            lines += ["", f"### `{source['name']}`", "", f"Data: {_data_line(src)}.", "", recipe_table(src)]
+            lines += [
+                "",
+                f"### `{source['name']}`",
+                "",
+                f"Recipe: {_recipe_words(src)}.",
+                "",
+                f"Data: {_data_line(src)}.",
+                "",
+                recipe_table(src),
+            ]
     return "\n".join(lines)
 
 
-def results_section(systems: Sequence[tuple[str, Mapping[str, Any]]], name: str) -> str:
-    """The PTC table of the given runs, or how to produce one."""
+def cost_line(name: str, cost: Mapping[str, Any]) -> str:
+    """What a run cost, in one line (its last invocation: a resumed run counts what it still had to do).
+
+    >>> cost_line("a", {"wall_seconds": 120.0, "requests": 60, "cache_hits": 0, "requests_per_second": 0.5,
+    ...                  "prompt_tokens": 9000, "answer_tokens": 600})
+    '`a`: 60 requests in 120 s (0.50 requests/s), 9,000 prompt and 600 answer tokens'
+    """
+    tokens = (
+        f", {cost['prompt_tokens']:,} prompt and {cost['answer_tokens']:,} answer tokens"
+        if cost.get("prompt_tokens") is not None and cost.get("answer_tokens") is not None
+        else ""
+    )
+    rate = f" ({cost['requests_per_second']:.2f} requests/s)" if cost.get("requests_per_second") else ""
+    cached = f", {cost['cache_hits']:,} from the cache" if cost.get("cache_hits") else ""
+    return f"`{name}`: {cost['requests']:,} requests in {cost['wall_seconds']:.0f} s{rate}{tokens}{cached}"
+
+
+def results_section(
+    systems: Sequence[tuple[str, Mapping[str, Any]]],
+    name: str,
+    costs: Sequence[tuple[str, Mapping[str, Any]]] = (),
+) -> str:
+    """The PTC table of the given runs (the base model's row first when given), or how to produce one."""
     from perrec_eval.report import legend, table
 
     if not systems:
@@ -206,7 +350,14 @@ def results_section(systems: Sequence[tuple[str, Mapping[str, Any]]], name: str)
             "Not evaluated yet: run `perrecbench evaluate --engine hf --adapter NAME=PATH ...`, then "
             f"`perrecbench sft push {name} --repo ORG/NAME --run RUN_DIR` puts its PTC table here."
         )
-    return f"PerRecBench test split, PTC per level and method.\n\n{table(systems)}\n\n{legend(systems)}"
+    text = f"PerRecBench test split, PTC per level and method.\n\n{table(systems)}\n\n{legend(systems)}"
+    if len(systems) == 1:
+        text += (
+            "\n\nNo base-model run was given: compare with the base model's own run before relying on this."
+        )
+    if costs:
+        text += "\n\nCost of each run: " + "; ".join(cost_line(n, c) for n, c in costs) + "."
+    return text
 
 
 def load_systems(run: str | os.PathLike | None) -> list[tuple[str, dict[str, Any]]]:
@@ -219,7 +370,7 @@ def load_systems(run: str | os.PathLike | None) -> list[tuple[str, dict[str, Any
 
 
 def usage_section(info: Mapping[str, Any], name: str, repo: str, flags: str) -> str:
-    base = info["base_model"]
+    base = hub_base_model(info)
     if info["kind"] == "merged-model":
         return (
             "A full model (no adapter): evaluate or serve it like its base model.\n\n```bash\n"
@@ -254,6 +405,8 @@ def model_card(
     name: str,
     repo: str | None = None,
     systems: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    costs: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    eval_results: Sequence[Any] = (),
 ) -> str:
     """The filled-in model card of a folder with record `info`.
 
@@ -261,27 +414,33 @@ def model_card(
         info: the folder's ``sft_train.json`` or ``sft_merge.json``.
         name: the adapter's short name (the folder name).
         repo: its Hub repository (ORG/NAME), or None before one is chosen.
-        systems: (name, scores) of evaluation runs for the results table.
+        systems: (name, scores) of evaluation runs for the results table (a base-model row first).
+        costs: (name, run.json cost) of those runs.
+        eval_results: `huggingface_hub.EvalResult`s for the card's ``model-index`` metadata.
     """
-    on_hub = is_hub_id(info["base_model"])
-    info = without_local_paths(info)
-    base = info["base_model"]
+    base = hub_base_model(info)
+    on_hub = is_hub_id(base)
+    info = without_local_paths(info)  # a published card names no folder of this machine
+    base = _folder_name(base)
     kind = info["kind"]
-    formats = formats_of(info)
+    formats = _formats(info)
+    plural = "format" if "," not in formats else "formats"
     header: dict[str, Any] = {}
     if on_hub:
         header["base_model"] = base
     header["library_name"] = "transformers" if kind == "merged-model" else "peft"
     header["pipeline_tag"] = "text-generation"
     header["tags"] = ["perrecbench", "personalization", "recommendation", "sft", "trl", "lora"]
+    if eval_results:
+        from huggingface_hub import ModelCardData
+
+        header = ModelCardData(**header, model_name=repo or name, eval_results=list(eval_results)).to_dict()
     what = {
-        "adapter": f"a LoRA adapter for `{base}` trained on PerRecBench's **{formats[0]}** format",
+        "adapter": f"a LoRA adapter for `{base}` trained on PerRecBench's **{formats}** format",
         "merged-adapter": f"a LoRA adapter for `{base}` merged (`{info.get('method')}`) from adapters "
-        "trained "
-        f"on the {', '.join(formats)} formats",
+        f"trained on the {formats} {plural}",
         "merged-model": f"`{base}` with merged (`{info.get('method')}`) LoRA updates from adapters "
-        "trained on "
-        f"the {', '.join(formats)} formats added into its weights",
+        f"trained on the {formats} {plural} added into its weights",
     }[kind]
     variant = _variant(info)
     flags = "--no-profile " if variant == "no_profile" else "--profiles PROFILES.jsonl "
@@ -297,7 +456,7 @@ def model_card(
         "title": f"{name}: PerRecBench fine-tuning of {base}",
         "summary": f"This is {what}, written by `perrecbench sft` (perrecbench {info.get('perrecbench')})."
         + _SYNTHETIC_NOTE * bool(source_kinds(info) & {"synthetic", "mixed"}),
-        "results": results_section(systems, name),
+        "results": results_section(systems, name, costs),
         "training": training_section(info),
         "variant_note": variant_note,
         "usage": usage_section(info, name, repo or "ORG/NAME", flags),

@@ -19,7 +19,7 @@ LOOP = """the loop (paper §6: three single-format adapters, merged):
   perrecbench sft merge adapters/pointwise adapters/pairwise adapters/listwise --out adapters/merged
   perrecbench evaluate  --data BENCH --engine hf --model MODEL --no-profile --out runs \\
       --adapter pairwise=adapters/pairwise --adapter merged=adapters/merged
-  perrecbench sft push  adapters/merged --repo ORG/NAME --run runs/merged"""
+  perrecbench sft push  adapters/merged --repo ORG/NAME --run runs/merged --base-run runs/base --dry-run"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -107,13 +107,8 @@ def run_merge(config: MergeConfig) -> int:
 
 
 def run_push(config: PushConfig) -> int:
-    from sft.push import push
+    from perrec_eval.push_cli import report
+    from sft.push import adapter_upload
 
-    files, url = push(config)
-    if config.dry_run:
-        print(f"dry run: would upload {len(files)} files of {config.adapter} to {config.repo}:")
-        for name in files:
-            print(f"  {name}")
-    else:
-        print(f"uploaded {len(files)} files to {url}")
-    return 0
+    upload, _ = adapter_upload(config)
+    return report(upload, dry_run=config.dry_run, private=config.private, stage=config.stage)

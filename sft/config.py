@@ -97,6 +97,12 @@ class TrainConfig:
     """Settings of `perrecbench sft train` (and `python -m sft.train`): TRL SFT with a LoRA adapter."""
 
     model: str = option("base model: Hub id or local folder of a chat model")
+    base_model_id: str | None = option(
+        "the Hub id of --model when --model is a local copy of it: written into the card and the adapter's "
+        "adapter_config.json (base_model_name_or_path), so the published adapter loads for anyone",
+        default=None,
+        metavar="ORG/NAME",
+    )
     data: str = option("examples folder written by `perrecbench sft data`")
     out: str = option("output folder of the adapter (also holds checkpoints while training)")
     lora_r: int = option("LoRA rank", default=16)
@@ -187,6 +193,10 @@ class TrainConfig:
             )
         if not self.target_modules:
             raise ConfigError("--target-modules must name at least one module, or all-linear")
+        if self.base_model_id is not None and (
+            self.base_model_id.count("/") != 1 or self.base_model_id.startswith(("/", ".", "~"))
+        ):
+            raise ConfigError(f"--base-model-id must be a Hub id ORG/NAME, got {self.base_model_id!r}")
 
     def gradient_accumulation(self, world_size: int) -> int:
         """Gradient accumulation steps that make the effective batch `batch_size` on `world_size` processes.
@@ -264,15 +274,42 @@ class PushConfig:
     adapter: str = option("adapter (or merged model) folder to upload", positional=True)
     repo: str = option("Hub model repository", metavar="ORG/NAME")
     run: str | None = option(
-        "run folder of `perrecbench evaluate` with this adapter: its PTC table goes into the card",
+        "run folder of `perrecbench evaluate` with exactly this adapter on its base model: its PTC table "
+        "goes into the card (and its model-index metadata); runs of anything else are refused",
         default=None,
+    )
+    base_run: str | None = option(
+        "run folder of the base model alone (no adapter) on the same benchmark: a base-model row beside the "
+        "adapter's",
+        default=None,
+    )
+    dataset: str | None = option(
+        "the benchmark's Hub dataset repository the runs used: with --run, the card's model-index and "
+        "`.eval_results/` entries name it (with --dataset-revision)",
+        default=None,
+        metavar="ORG/NAME",
+    )
+    dataset_revision: str | None = option(
+        "the revision (commit) of --dataset the runs used", default=None, metavar="REV"
     )
     private: bool = option("create the repository as private", default=False)
     dry_run: bool = option(
-        "write the card and list the files that would be uploaded; upload nothing", default=False
+        "list every file and the repository it would go to; upload nothing, write nothing into the folder",
+        default=False,
+    )
+    stage: str | None = option(
+        "write the files that would be uploaded (the card included) into this new folder, to read them",
+        default=None,
+        metavar="DIR",
     )
 
     def __post_init__(self) -> None:
         owner, sep, name = self.repo.partition("/")
         if not sep or not owner or not name or "/" in name:
             raise ConfigError(f"--repo must be ORG/NAME, got {self.repo!r}")
+        if self.base_run and not self.run:
+            raise ConfigError("--base-run is shown beside the adapter's run: pass --run too")
+        if (self.dataset is None) != (self.dataset_revision is None):
+            raise ConfigError("--dataset and --dataset-revision go together: pass both (or neither)")
+        if self.dataset and not self.run:
+            raise ConfigError("--dataset names the benchmark of --run's results: pass --run too")

@@ -26,7 +26,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
-from sft.card import MERGE_INFO, model_card, read_info
+from sft.card import MERGE_INFO, model_card, published_base, read_info, record_hub_base
 from sft.config import MergeConfig
 from sft.deps import require
 from sft.outdir import is_empty, refuse_overlap, replaced
@@ -158,7 +158,11 @@ def merge(config: MergeConfig) -> dict[str, Any]:
     check_out(out, base, config.adapters)
     with replaced(out) as tmp:
         rank = _merge(config, weights, base, configs, tmp)
-        info = _info(config, weights, base, configs, rank, versions)
+        # Merged from a local copy of a Hub model the sources name: the record and adapter name the Hub id.
+        named = published_base(base, [c.get("base_model_name_or_path") for c in configs])
+        if named != base:
+            record_hub_base(tmp, named, base)
+        info = _info(config, weights, named, configs, rank, versions)
         fileio.open_permissions(tmp)  # safetensors writes 0600
         fileio.write_json(tmp / MERGE_INFO, info)
         fileio.write_text(tmp / "README.md", model_card(info, name=out.name))

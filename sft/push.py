@@ -1,39 +1,82 @@
 """Upload an adapter (or merged model) folder to the Hugging Face Hub with its model card.
 
 The card is ``hub_cards/model_card.md`` filled from the folder's ``sft_train.json`` / ``sft_merge.json`` and,
-with ``--run``, the PTC table of an evaluation run; it is written to the folder's ``README.md`` first, so
-``--dry-run`` shows exactly what would be uploaded: every file of the folder except training checkpoints
-(``checkpoint-*``) and hidden files.
+with ``--run``, the PTC table of a run of exactly this adapter on its base model (``--base-run``: the base
+model's row beside it); with ``--dataset``/``--dataset-revision`` also the card's ``model-index`` and the
+``.eval_results/`` entries. The upload is built in memory (`perrec_eval.publish.Upload`): every file of
+the folder except checkpoints (``checkpoint-*``), ``training_args.bin`` and hidden files, the card as
+``README.md`` and ``adapter_config.json`` naming the base model's Hub id. Nothing is written into the
+folder, dry run or not.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
+from perrec_eval.publish import Upload, check_run_of_model, folder_files, results_files
+from perrec_eval.publish import push as send
 from perrec_eval.secrets import has_secret
-from sft.card import load_systems, model_card, read_info
+from sft.card import base_model_ids, hub_base_model, model_card, read_info
 from sft.config import PushConfig
+
+# Never uploaded: training checkpoints, and the trainer's pickled arguments (local paths, maybe a token; the
+# recipe is in sft_train.json).
+SKIP = ("checkpoint-", "training_args.bin")
 
 
 def upload_files(folder: str | Path) -> list[str]:
-    """The files an upload of `folder` sends, as sorted relative paths: no checkpoints, no hidden files."""
-    folder = Path(folder)
-    files = []
-    for path in sorted(folder.rglob("*")):
-        parts = path.relative_to(folder).parts
-        if path.is_file() and not any(p.startswith(".") or p.startswith("checkpoint-") for p in parts):
-            files.append("/".join(parts))
-    return files
+    """The folder's files an upload sends, as sorted relative paths: no checkpoints, no pickled trainer
+    arguments, no hidden files."""
+    return sorted(folder_files(Path(folder), skip=SKIP))
 
 
-def push(config: PushConfig) -> tuple[list[str], str | None]:
-    """Write the card into the folder and upload it (or, with `dry_run`, only list what would go).
+def _run(path: str, *, ids: tuple[str, ...], adapter: Path | None) -> tuple[Path, dict[str, Any]]:
+    """(run folder, run.json) of one checked run."""
+    from perrec_eval.rundir import one_run_folder
 
-    Returns:
-        (the uploaded files, the repository URL; None for a dry run)
+    run_dir = one_run_folder(path)
+    info = fileio.read_json(run_dir / "run.json")
+    check_run_of_model(run_dir, info, model_ids=ids, adapter=adapter)
+    return run_dir, info
+
+
+def _eval_results(scores: dict[str, Any], dataset: str, revision: str) -> list[Any]:
+    """The card's model-index results (`huggingface_hub.EvalResult`), one per scored cell: a task per level
+    (the dataset config), a PTC metric per method (its ``config``)."""
+    from huggingface_hub import EvalResult
+
+    return [
+        EvalResult(
+            task_type="text-generation",
+            task_name=f"PerRecBench {cell['level']}",
+            dataset_type=dataset,
+            dataset_name="PerRecBench",
+            dataset_config=cell["level"],
+            dataset_split="test",
+            dataset_revision=revision,
+            metric_type="ptc",
+            metric_name=f"PTC {cell['method']}",
+            metric_value=round(float(cell["ptc"]), 4),
+            metric_config=cell["method"],
+        )
+        for cell in scores["cells"]
+        if cell.get("ptc") is not None
+    ]
+
+
+def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
+    """(the upload of `config.adapter`, its card), built offline; the folder is not touched.
+
+    Raises:
+        DataError: a run that is not of this adapter on its base model (or a base run that is not of the
+            base model alone), or an adapter folder not written by `perrecbench sft`.
     """
+    from perrec_eval.rundir import load_run
+
     folder = Path(config.adapter)
     info = read_info(folder)
     if has_secret(info):
@@ -41,19 +84,54 @@ def push(config: PushConfig) -> tuple[list[str], str | None]:
             f"{folder} records a secret (e.g. a --trl-arg hub_token=...) in its sft_train.json and "
             "training_args.bin: train it again without it (set HF_TOKEN instead) before uploading"
         )
-    card = model_card(info, name=folder.name, repo=config.repo, systems=load_systems(config.run))
-    fileio.write_text(folder / "README.md", card)
-    files = upload_files(folder)
-    if config.dry_run:
-        return files, None
-    from huggingface_hub import HfApi
-
-    api = HfApi()
-    url = api.create_repo(config.repo, repo_type="model", private=config.private, exist_ok=True)
-    api.upload_folder(
-        repo_id=config.repo,
-        folder_path=str(folder),
-        allow_patterns=files,
-        commit_message=f"perrecbench sft push: {info['kind']} of {info['base_model']}",
+    ids = base_model_ids(folder)
+    systems, costs, eval_results = [], [], []
+    files: dict[str, Any] = dict(folder_files(folder, skip=SKIP))
+    if config.base_run:
+        base_dir, base_info = _run(config.base_run, ids=ids, adapter=None)
+        systems.append((f"base ({hub_base_model(info)})", load_run(base_dir)[1]))
+        costs += [(systems[-1][0], base_info["cost"])] if base_info.get("cost") else []
+    if config.run:
+        run_dir, run_info = _run(config.run, ids=ids, adapter=folder)
+        scores = load_run(run_dir)[1]
+        systems.append((folder.name, scores))
+        costs += [(folder.name, run_info["cost"])] if run_info.get("cost") else []
+        if config.dataset and config.dataset_revision:
+            eval_results = _eval_results(scores, config.dataset, config.dataset_revision)
+            files |= results_files(
+                run_dir,
+                dataset=config.dataset,
+                revision=config.dataset_revision,
+                model_ids=ids,
+                adapter=folder,
+            )
+    card = model_card(
+        info, name=folder.name, repo=config.repo, systems=systems, costs=costs, eval_results=eval_results
     )
-    return files, str(url)
+    files["README.md"] = card.encode()
+    if (folder / "adapter_config.json").is_file():
+        adapter_config = fileio.read_json(folder / "adapter_config.json")
+        adapter_config["base_model_name_or_path"] = hub_base_model(info)
+        files["adapter_config.json"] = (
+            json.dumps(adapter_config, indent=2, ensure_ascii=False) + "\n"
+        ).encode()
+    if info["kind"] != "merged-model" and "adapter_model.safetensors" not in files:
+        raise DataError(f"{folder} has no adapter_model.safetensors: pass the folder `sft train` wrote")
+    upload = Upload(
+        repo=config.repo,
+        repo_type="model",
+        files=files,
+        commit_message=f"perrecbench sft push: {info['kind']} of {hub_base_model(info)}",
+    )
+    return upload, card
+
+
+def push(config: PushConfig) -> tuple[list[str], str | None]:
+    """Upload the folder with its card (or, with `dry_run`, only check and list what would go).
+
+    Returns:
+        (the uploaded files, the repository URL; None for a dry run)
+    """
+    upload, _ = adapter_upload(config)
+    url = send(upload, dry_run=config.dry_run, private=config.private)
+    return sorted(upload.files), url

@@ -36,7 +36,7 @@ from perrec_eval.cliconfig import safe_yaml
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.secrets import is_secret_name, redact
-from sft.card import MERGE_INFO, TRAIN_INFO, model_card
+from sft.card import MERGE_INFO, TRAIN_INFO, model_card, record_hub_base
 from sft.config import TrainConfig
 from sft.data import INFO_FILE, token_ids
 from sft.deps import require
@@ -343,7 +343,7 @@ def _train(config: TrainConfig, main_process: bool, torch: Any, trl: Any) -> dic
     peft_config = trainer.model.peft_config["default"]
     info = {
         "kind": "adapter",
-        "base_model": config.model,
+        "base_model": config.base_model_id or config.model,
         "perrecbench": versions("perrecbench")["perrecbench"],
         "data": {key: value for key, value in data_info.items() if key != "templates"}
         | {"path": config.data},
@@ -378,6 +378,8 @@ def _train(config: TrainConfig, main_process: bool, torch: Any, trl: Any) -> dic
     }
     if trainer.is_world_process_zero():
         fileio.open_permissions(config.out)  # safetensors writes 0600
+        if config.base_model_id:
+            record_hub_base(config.out, config.base_model_id, config.model)
         fileio.write_json(Path(config.out) / TRAIN_INFO, info)
         fileio.write_text(Path(config.out) / "README.md", model_card(info, name=Path(config.out).name))
     trainer.accelerator.print(

@@ -111,6 +111,7 @@ class Row:
             "differing_settings": {name: self.run.settings.get(name) for name in differing},
             "provisional": self.provisional,
             "num_groups": len(self.run.group_ids),
+            "cost": self.run.info.get("cost"),
             "average": self.average,
             "average_cells": len(self.entries) if self.average is not None else None,
             "missing_cells": [f"{level}/{method}" for level, method in self.missing],

@@ -207,6 +207,33 @@ def average_rows(table: Table) -> list[list[str]]:
     return out
 
 
+COST_HEADER = ["System", "requests", "from cache", "wall s", "requests/s", "prompt tokens", "answer tokens"]
+
+
+def cost_rows(table: Table) -> list[list[str]]:
+    """What each run's last invocation cost (run.json `cost`); runs that recorded none are left out."""
+
+    def count(value: int | None) -> str:
+        return DASH if value is None else f"{value:,}"
+
+    out = []
+    for row in table.rows:
+        cost = row.run.info.get("cost")
+        if cost:
+            out.append(
+                [
+                    row_name(row),
+                    count(cost["requests"]),
+                    count(cost.get("cache_hits")),
+                    number(cost["wall_seconds"], ".1f"),
+                    number(cost.get("requests_per_second"), ".2f"),
+                    count(cost.get("prompt_tokens")),
+                    count(cost.get("answer_tokens")),
+                ]
+            )
+    return out
+
+
 def published_rows(rows: Sequence[PublishedRow]) -> list[list[str]]:
     return [
         [row.label + (f" ({row.note})" if row.note else "")]
@@ -349,6 +376,8 @@ def markdown(report: Report) -> str:
             "### Cells",
             markdown_table(CELL_HEADER, cell_rows(table)),
         ]
+        if costs := cost_rows(table):
+            parts += ["### Cost (each run's last invocation)", markdown_table(COST_HEADER, costs)]
         parts += _analysis_markdown(report, table, analyses)
     for n, stats in enumerate(report.stats, start=1):
         parts.append(f"## Benchmark statistics (paper Fig. 5): {stats['data']}, split {stats['split']}")

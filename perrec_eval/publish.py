@@ -1,0 +1,590 @@
+"""`perrecbench push ...`: what goes to the Hugging Face Hub, built offline, checked, then sent in one commit.
+
+Each kind of upload is an `Upload` (the repository, its type, and every file by its path in the repository),
+built without network by one function here:
+
+- `metric_upload`: the PTC `evaluate` module as a Gradio Space (module, card with the Space header,
+  ``app.py``: the files `perrec_eval.metric_path()` ships with the package; ``requirements.txt`` and the
+  math it imports, ``perrec_eval/ptc.py``, so that the Space runs on its own);
+- `leaderboard_upload`: a report folder (`perrecbench report`) as a static Space (its ``index.html``);
+- `results_upload`: a run's PTC cells as ``.eval_results/*.yaml`` entries of a model repository
+  (`huggingface_hub.EvalResultEntry`, the Hub's beta Eval Results format), pinned to the benchmark's dataset
+  repository and revision, with the interval and the group counts in each entry's notes;
+- `benchmark_upload`: a build folder as the benchmark's dataset repository, with its ``eval.yaml``;
+- adapters: `sft.push.adapter_upload`.
+
+`check_publishable` refuses an upload that would publish a secret, an absolute local path or this machine's
+name; `push` sends an upload (or, for a dry run, nothing). Which runs may be published as a model's results
+is decided by `check_run_of_model`: a finished run of exactly that model (and adapter), not a baseline, on
+a benchmark whose fingerprint it recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from perrec_eval import fileio
+from perrec_eval.errors import ConfigError, DataError
+
+RepoType = Literal["model", "dataset", "space"]
+Content = bytes | Path
+
+BENCHMARK_NAME = "PerRecBench"
+EVAL_RESULTS_FOLDER = ".eval_results"
+# Files larger than this (weights) are not scanned: the scan reads every byte it checks.
+SCAN_LIMIT = 50 * 2**20
+
+_SECRETS = [
+    (re.compile(rb"hf_[A-Za-z0-9]{30,}"), "a Hugging Face token"),
+    (re.compile(rb"sk-[A-Za-z0-9_\-]{20,}"), "an API key (sk-...)"),
+    (re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key"),
+    (re.compile(rb"://[^/\s:@\"']+:[^/\s@\"']+@"), "a password inside a URL"),
+    (
+        re.compile(
+            rb"(?i)\b(?:api[_-]?key|hub_token|access_token|auth_token|secret|password)\b[\"']?\s*[:=]\s*"
+            rb"[\"']?(?!null\b|none\b|false\b|true\b)[A-Za-z0-9_\-./+=]{12,}"
+        ),
+        "a key or token assignment",
+    ),
+]
+# The rest of a path: up to a space, a quote, a bracket or a byte that is not printable ASCII.
+_PATH_TAIL = rb"[^\s\"'<>)\]\x00-\x1f\x7f-\xff]*"
+_ABSOLUTE = re.compile(
+    rb"(?<![\w.:/~-])(?:/(?:home|root|tmp|Users|mnt|media|work|scratch|private|data|var/folders|opt)/"
+    rb"|[A-Za-z]:\\\\?(?:Users|home)\\)" + _PATH_TAIL
+)
+_SECRET_ENV = re.compile(r"(?i)(token|key|secret|password|passwd|credential)")
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One commit to one Hub repository: every file it sends, by its path in the repository."""
+
+    repo: str
+    repo_type: RepoType
+    files: dict[str, Content]
+    commit_message: str
+    space_sdk: str | None = None
+    delete_patterns: tuple[str, ...] = field(default=())
+
+    @property
+    def url(self) -> str:
+        prefix = {"model": "", "dataset": "datasets/", "space": "spaces/"}[self.repo_type]
+        return f"https://huggingface.co/{prefix}{self.repo}"
+
+    def describe(self) -> list[str]:
+        """One line per file: its path in the repository and its size (sorted by path)."""
+        return [f"{name}  ({_size(content)})" for name, content in sorted(self.files.items())]
+
+
+def _size(content: Content) -> str:
+    size = len(content) if isinstance(content, bytes) else content.stat().st_size
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_repo_id(repo: str, flag: str = "--repo") -> str:
+    """`repo` if it reads as ORG/NAME.
+
+    >>> check_repo_id("org/ptc")
+    'org/ptc'
+    """
+    owner, sep, name = repo.partition("/")
+    if not sep or not owner or not name or "/" in name or any(c.isspace() for c in repo):
+        raise ConfigError(f"{flag} must be ORG/NAME, got {repo!r}")
+    return repo
+
+
+# --------------------------------------------------------------------------------------------- the scan
+
+
+def _local_markers() -> list[tuple[bytes, str]]:
+    """Strings of this machine that must not be published: its name, the home and working folders, and
+    the values of environment variables named like secrets."""
+    markers: list[tuple[bytes, str]] = []
+    host = socket.gethostname().split(".")[0]
+    # A name with a digit or a dash (gpu-node-17, ip-10-0-0-5): a plain word ("main", "test") would also be
+    # found in any card's prose.
+    if len(host) >= 5 and re.search(r"[\d-]", host):
+        markers.append((host.encode(), "this machine's name"))
+    for folder in {str(Path.home()), os.getcwd(), tempfile.gettempdir()}:
+        if len(folder) > 1:
+            markers.append((folder.encode(), "an absolute local path"))
+    for name, value in os.environ.items():
+        if _SECRET_ENV.search(name) and len(value) >= 8 and not value.startswith(("/", "http")):
+            markers.append((value.encode(), f"the value of ${name}"))
+    return markers
+
+
+def scan(name: str, data: bytes, markers: list[tuple[bytes, str]] | None = None) -> str | None:
+    """Why the file `name` with content `data` must not be published, or None.
+
+    >>> scan("a.md", b"see https://huggingface.co/org/x and runs/base", [])
+    >>> scan("a.json", b'{"data": "/home/ann/bench"}', [])
+    'a.json holds an absolute local path (/home/ann/bench)'
+    >>> scan("b.txt", b"api_key = abcdefghijklmnop1234", [])
+    'b.txt holds a key or token assignment'
+    """
+    for pattern, what in _SECRETS:
+        if pattern.search(data):
+            return f"{name} holds {what}"
+    for marker, what in markers if markers is not None else _local_markers():
+        found = re.search(rb"(?<![\w-])" + re.escape(marker) + rb"(?![\w-])" + _PATH_TAIL, data)
+        if found:
+            shown = found.group().decode(errors="replace")[:80] if what.endswith("path") else ""
+            return f"{name} holds {what}" + (f" ({shown})" if shown else "")
+    found = _ABSOLUTE.search(data)
+    if found:
+        return f"{name} holds an absolute local path ({found.group().decode(errors='replace')[:80]})"
+    return None
+
+
+def check_publishable(upload: Upload) -> None:
+    """Refuse an upload that would publish a secret, an absolute local path or this machine's name.
+
+    Raises:
+        DataError: naming the first offending file and what it holds.
+    """
+    markers = _local_markers()
+    for name, content in sorted(upload.files.items()):
+        if isinstance(content, Path):
+            if content.stat().st_size > SCAN_LIMIT:
+                continue
+            content = content.read_bytes()
+        reason = scan(name, content, markers)
+        if reason:
+            raise DataError(
+                f"refusing to push to {upload.repo}: {reason}; remove it (or re-run with relative paths "
+                "and Hub ids) and push again"
+            )
+
+
+def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: bool = False) -> str | None:
+    """Check `upload` and send it as one commit (creating the repository if needed), or as a pull request
+    to an existing repository (`create_pr`: one you cannot write to, such as the base model's).
+
+    Returns:
+        The commit's (or pull request's) URL, which names the new revision; the repository's URL when the
+        Hub answers none; None for a dry run (which touches no network and writes nothing).
+    """
+    check_publishable(upload)
+    if dry_run:
+        return None
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    api = HfApi()
+    if not create_pr:
+        api.create_repo(
+            upload.repo,
+            repo_type=upload.repo_type,
+            private=private,
+            exist_ok=True,
+            **({"space_sdk": upload.space_sdk} if upload.space_sdk else {}),
+        )
+    operations: list[Any] = [
+        CommitOperationAdd(
+            path_in_repo=name, path_or_fileobj=content if isinstance(content, bytes) else str(content)
+        )
+        for name, content in sorted(upload.files.items())
+    ]
+    if upload.delete_patterns:
+        from huggingface_hub import CommitOperationDelete
+
+        existing = api.list_repo_files(upload.repo, repo_type=upload.repo_type)
+        stale = [
+            name
+            for name in existing
+            if name not in upload.files and any(Path(name).match(p) for p in upload.delete_patterns)
+        ]
+        operations += [CommitOperationDelete(path_in_repo=name) for name in stale]
+    commit = api.create_commit(
+        upload.repo,
+        operations=operations,
+        commit_message=upload.commit_message,
+        repo_type=upload.repo_type,
+        **({"create_pr": True} if create_pr else {}),
+    )
+    return getattr(commit, "pr_url", None) or getattr(commit, "commit_url", None) or upload.url
+
+
+def stage_files(upload: Upload, folder: str | os.PathLike) -> Path:
+    """Write the files of `upload` into a new `folder`, as the repository would hold them (to read them).
+
+    Raises:
+        ConfigError: `folder` exists already (nothing is overwritten).
+    """
+    import shutil
+
+    folder = Path(folder)
+    if folder.exists():
+        raise ConfigError(f"--stage {folder} exists: name a new folder")
+    for name, content in sorted(upload.files.items()):
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            shutil.copyfile(content, target)
+    return folder
+
+
+def folder_files(folder: Path, *, skip: tuple[str, ...] = ()) -> dict[str, Path]:
+    """Every file under `folder` by its relative path: no hidden files or folders, none starting with
+    one of `skip`."""
+    files = {}
+    for path in sorted(folder.rglob("*")):
+        parts = path.relative_to(folder).parts
+        if path.is_file() and not any(p.startswith((".", *skip)) for p in parts):
+            files["/".join(parts)] = path
+    return files
+
+
+def front_matter(header: Mapping[str, Any], body: str) -> bytes:
+    """A card: the YAML header between ``---`` lines, then `body`."""
+    text = yaml.safe_dump(dict(header), sort_keys=False, allow_unicode=True)
+    return f"---\n{text}---\n\n{body.lstrip()}".encode()
+
+
+def split_card(text: str) -> tuple[dict[str, Any], str]:
+    """(YAML header, body) of a card; an empty header when it has none."""
+    if text.startswith("---\n"):
+        head, sep, body = text[4:].partition("\n---\n")
+        if sep:
+            return yaml.safe_load(head) or {}, body
+    return {}, text
+
+
+# ------------------------------------------------------------------------------------------ the metric
+
+
+SPACE_REQUIREMENTS = """# The Space runs the module with the math it imports (perrec_eval/ptc.py, bundled).
+evaluate==0.4.6
+numpy>=1.26
+"""
+_SPACE_PACKAGE = '"""The PTC math of perrecbench (perrec_eval/ptc.py), bundled with the metric Space."""\n'
+
+
+def metric_upload(repo: str) -> Upload:
+    """The PTC `evaluate` module as a Gradio Space, from the files the installed package ships.
+
+    The module imports its math from `perrec_eval.ptc`; the Space bundles that one file (as
+    ``perrec_eval/ptc.py``, numpy its only dependency), so the Space runs without perrecbench installed.
+    """
+    from importlib import resources
+
+    from perrec_eval import metric_path
+
+    folder = Path(metric_path())
+    files: dict[str, Content] = {name: folder / name for name in ("ptc.py", "README.md", "app.py")}
+    missing = [name for name, path in files.items() if not Path(path).is_file()]
+    if missing:
+        raise DataError(
+            f"the installed metric module in {folder} lacks {', '.join(missing)}: reinstall perrecbench"
+        )
+    header, _ = split_card((folder / "README.md").read_text(encoding="utf-8"))
+    if header.get("sdk") != "gradio" or header.get("app_file") != "app.py":
+        raise DataError(f"{folder / 'README.md'} has no Space header (sdk: gradio, app_file: app.py)")
+    files["requirements.txt"] = SPACE_REQUIREMENTS.encode()
+    files["perrec_eval/__init__.py"] = _SPACE_PACKAGE.encode()
+    files["perrec_eval/ptc.py"] = resources.files("perrec_eval").joinpath("ptc.py").read_bytes()
+    return Upload(
+        repo=check_repo_id(repo),
+        repo_type="space",
+        files=files,
+        commit_message="perrecbench push metric: the PTC evaluate module",
+        space_sdk="gradio",
+    )
+
+
+# ------------------------------------------------------------------------------------- the leaderboard
+
+
+def leaderboard_upload(
+    report: str | os.PathLike, repo: str, *, title: str = "PerRecBench leaderboard"
+) -> Upload:
+    """A report folder (`perrecbench report`) as a static Space: its files, with a Space card."""
+    folder = Path(report)
+    if not (folder / "index.html").is_file():
+        raise DataError(
+            f"{folder} has no index.html: write a report first "
+            f"(`perrecbench report RUN_DIR ... --out {folder}`)"
+        )
+    files: dict[str, Content] = dict(folder_files(folder))
+    header = {
+        "title": title,
+        "emoji": "📊",
+        "colorFrom": "blue",
+        "colorTo": "green",
+        "sdk": "static",
+        "app_file": "index.html",
+        "pinned": False,
+        "tags": ["perrecbench", "leaderboard", "personalization", "recommendation"],
+    }
+    body = (
+        f"# {title}\n\nPTC (Personalization Tau Correlation) of every compared system on PerRecBench, "
+        "with 95% intervals and paired tests: open `index.html` (the Space's page). The same tables are in "
+        "`leaderboard.md`, `.csv`, `.json` and `.tex`. Written by `perrecbench report` and published with "
+        "`perrecbench push leaderboard`.\n"
+    )
+    files["README.md"] = front_matter(header, body)
+    return Upload(
+        repo=check_repo_id(repo),
+        repo_type="space",
+        files=files,
+        commit_message="perrecbench push leaderboard",
+        space_sdk="static",
+        delete_patterns=("plots/*.png",),
+    )
+
+
+# ------------------------------------------------------------------------------------------- the benchmark
+
+
+def eval_yaml(configs: list[str], *, split: str = "test") -> str:
+    """The benchmark's ``eval.yaml``: one task per (level, method), each a config and split of the repo.
+
+    >>> print(eval_yaml(["easy"]).split("tasks:")[1].strip().splitlines()[0])
+    - id: easy_pointwise
+    """
+    from perrec_eval.types import METHODS
+
+    spec = {
+        "name": BENCHMARK_NAME,
+        "description": (
+            "Can LLMs understand personal preferences once rating bias and item quality are removed? Each "
+            "group holds users who rated the same item at about the same time; a model ranks them by how "
+            "much each liked it. Score: PTC, Kendall's tau between the predicted and the true order, "
+            "averaged over groups (-1 to 1). One task per level (config) and ranking method."
+        ),
+        "evaluation_framework": "perrecbench",
+        "tasks": [
+            {"id": f"{config}_{method}", "config": config, "split": split}
+            for config in configs
+            for method in METHODS
+        ],
+    }
+    return yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
+
+
+def task_id(level: str, method: str) -> str:
+    """The ``eval.yaml`` task of a (level, method) cell."""
+    return f"{level}_{method}"
+
+
+def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
+    """A build folder as the benchmark's dataset repository: its files and ``eval.yaml``."""
+    from perrec_eval.types import LEVELS
+
+    folder = Path(bench)
+    if not (folder / "manifest.json").is_file():
+        raise DataError(f"{folder} is not a build folder (no manifest.json): run `perrecbench build` first")
+    manifest = fileio.read_json(folder / "manifest.json")
+    files: dict[str, Content] = dict(folder_files(folder))
+    levels = [level for level in LEVELS if (folder / level).is_dir()]
+    files["eval.yaml"] = eval_yaml(levels).encode()
+    synthetic = manifest.get("source_kind") not in (None, "raw")
+    return Upload(
+        repo=check_repo_id(repo),
+        repo_type="dataset",
+        files=files,
+        commit_message="perrecbench build (synthetic data)" if synthetic else "perrecbench build",
+        delete_patterns=("*/*.parquet",),
+    )
+
+
+# ------------------------------------------------------------------------------------------- the results
+
+
+def _same_path(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    return a == b or Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
+def check_run_of_model(
+    run_dir: Path,
+    info: Mapping[str, Any],
+    *,
+    model_ids: tuple[str, ...],
+    adapter: Path | None,
+) -> None:
+    """Refuse a run that is not a finished run of this model (and adapter) on a fingerprinted benchmark.
+
+    Args:
+        run_dir: the run folder (named in errors).
+        info: its ``run.json``.
+        model_ids: the names the model may be recorded under (its Hub id, the local copy it was run from).
+        adapter: the adapter folder the run must have used, or None for a run without adapter.
+
+    Raises:
+        DataError: one line saying what the run is and what was expected.
+    """
+    from perrec_eval.rundir import adapter_fingerprint
+
+    engine = info.get("engine") or {}
+    config = info.get("config") or {}
+    if engine.get("name") == "baseline":
+        raise DataError(f"{run_dir} is the no-LLM baseline {engine.get('model')!r}, not a run of a model")
+    if engine.get("name") == "fake":
+        raise DataError(f"{run_dir} is a run of the scripted fake engine, not of a model")
+    if not info.get("complete", False):
+        raise DataError(f"{run_dir} is incomplete (engine errors): finish it (run the same evaluate again)")
+    if not info.get("dataset_fingerprint"):
+        raise DataError(f"{run_dir} recorded no dataset fingerprint: re-run it with this perrecbench")
+    data = config.get("data")
+    if data and Path(data).is_dir():
+        from perrec_eval.context import dataset_fingerprint
+
+        if dataset_fingerprint(data) != info["dataset_fingerprint"]:
+            raise DataError(f"{run_dir}: the benchmark at {data} changed since the run; evaluate again")
+    model = config.get("model") or engine.get("model")
+    if not any(_same_path(model, candidate) for candidate in model_ids):
+        raise DataError(f"{run_dir} is a run of {model!r}, not of {' / '.join(map(repr, model_ids))}")
+    specs = list(config.get("adapter") or ())
+    if adapter is None:
+        if specs:
+            raise DataError(f"{run_dir} ran with adapter {specs[0]!r}: push it with its adapter folder")
+        return
+    if len(specs) != 1:
+        raise DataError(f"{run_dir} is a run without adapter {adapter.name!r}: pass the adapter's own run")
+    _, _, path = specs[0].rpartition("=")
+    # The adapter's weights as the run recorded them; runs from before that record compare the path.
+    digest = next(iter((info.get("adapter_sha256") or {}).values()), None)
+    same = digest == adapter_fingerprint(adapter) if digest else _same_path(path, str(adapter))
+    if not same:
+        raise DataError(f"{run_dir} is a run of adapter {specs[0]!r}, not of {adapter.name!r} ({adapter})")
+
+
+def run_setup(info: Mapping[str, Any]) -> tuple[str, str]:
+    """(file slug, words) of what distinguishes a run's setup: prompt variant, shots, CoT, metric variant.
+
+    >>> run_setup({"config": {"shots": 2}, "prompt_variant": "no_profile", "metric": {"variant": "tau_b"}})
+    ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
+    """
+    config = info.get("config") or {}
+    slug, words = [], []
+    variant = info.get("prompt_variant", "default")
+    if variant != "default":
+        slug.append(variant)
+        words.append(f"prompt variant {variant}")
+    if config.get("shots"):
+        slug.append(f"{config['shots']}shot")
+        words.append(f"{config['shots']}-shot")
+    if config.get("cot"):
+        slug.append("cot")
+        words.append("chain of thought")
+    metric = (info.get("metric") or {}).get("variant", "tau_b")
+    if metric != "tau_b":
+        slug.append(metric)
+        words.append(f"metric variant {metric}")
+    return "_".join(slug), ", ".join(words) or "default prompts (with profiles), zero-shot"
+
+
+def eval_result_entries(
+    run_dir: Path, info: Mapping[str, Any], scores: Mapping[str, Any], *, dataset: str, revision: str
+) -> list[Any]:
+    """One `huggingface_hub.EvalResultEntry` per scored (level, method) cell of a run."""
+    from huggingface_hub import EvalResultEntry
+
+    _, words = run_setup(info)
+    date = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    version = (info.get("versions") or {}).get("perrecbench")
+    entries = []
+    for cell in scores["cells"]:
+        if cell.get("ptc") is None:
+            continue
+        notes = (
+            f"PTC {cell['ptc']:.4f}, 95% CI [{cell['ptc_ci_low']:.4f}, {cell['ptc_ci_high']:.4f}] over "
+            f"{cell['num_groups']} groups ({cell['num_invalid']} invalid, parse failures "
+            f"{cell['parse_failure_rate']:.1%}); {words}; k {(info.get('config') or {}).get('k')}; dataset "
+            f"fingerprint sha256:{info['dataset_fingerprint'][:16]}; perrecbench {version}"
+        )
+        entries.append(
+            EvalResultEntry(
+                dataset_id=dataset,
+                task_id=task_id(cell["level"], cell["method"]),
+                value=round(float(cell["ptc"]), 4),
+                dataset_revision=revision,
+                date=date,
+                notes=notes,
+            )
+        )
+    if not entries:
+        raise DataError(f"{run_dir} has no scored cell to publish")
+    return entries
+
+
+def results_files(
+    run: str | os.PathLike, *, dataset: str, revision: str, model_ids: tuple[str, ...], adapter: Path | None
+) -> dict[str, bytes]:
+    """``.eval_results/<file>.yaml`` of one checked run folder (see `check_run_of_model`)."""
+    from huggingface_hub import eval_result_entries_to_yaml
+
+    from perrec_eval.rundir import load_run, one_run_folder
+
+    run_dir = one_run_folder(run)
+    info = fileio.read_json(run_dir / "run.json")
+    check_run_of_model(run_dir, info, model_ids=model_ids, adapter=adapter)
+    data = (info.get("config") or {}).get("data")
+    if data and not Path(data).exists() and data != dataset:
+        raise DataError(
+            f"{run_dir} evaluated the Hub dataset {data!r}, not {dataset!r}: name it in --dataset"
+        )
+    _, scores = load_run(run_dir)
+    entries = eval_result_entries(run_dir, info, scores, dataset=dataset, revision=revision)
+    slug, _ = run_setup(info)
+    name = f"{EVAL_RESULTS_FOLDER}/perrecbench{'_' + slug if slug else ''}.yaml"
+    text = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True)
+    return {name: text.encode()}
+
+
+def results_upload(
+    run: str | os.PathLike,
+    repo: str,
+    *,
+    dataset: str,
+    revision: str,
+    model: str | None = None,
+    adapter: str | os.PathLike | None = None,
+) -> Upload:
+    """A run's results into the model repository `repo` (``.eval_results/``), for that model only.
+
+    Args:
+        run: a run folder of `perrecbench evaluate`.
+        repo: the model repository (ORG/NAME) of the evaluated model or adapter.
+        dataset, revision: the benchmark's dataset repository and the revision (commit) the run used.
+        model: the name the run recorded for the model when it is not `repo` (a local copy of it).
+        adapter: the adapter folder, when `repo` holds an adapter: the run must have used exactly it, on
+            its base model.
+    """
+    check_repo_id(repo)
+    check_repo_id(dataset, "--dataset")
+    if not revision or any(c.isspace() for c in revision):
+        raise ConfigError(f"--dataset-revision must be a revision of {dataset} (a commit), got {revision!r}")
+    if adapter is not None:
+        from sft.card import base_model_ids, read_info
+
+        folder = Path(adapter)
+        ids = base_model_ids(read_info(folder))
+    else:
+        folder, ids = None, (repo, *((model,) if model else ()))
+    files = results_files(run, dataset=dataset, revision=revision, model_ids=ids, adapter=folder)
+    return Upload(
+        repo=repo,
+        repo_type="model",
+        files=dict(files),
+        commit_message=f"perrecbench push results: PTC on {dataset}@{revision}",
+    )

@@ -1,0 +1,394 @@
+"""`perrecbench push ...`: each upload listed file by file in --dry-run, staged files read back with
+huggingface_hub's own parsers, refusals of other models' runs and of anything local or secret. Offline."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import DatasetCard, SpaceCard, parse_eval_result_entries
+from huggingface_hub.repocard import metadata_load
+
+from perrec_eval import metric_path, ptc
+from perrec_eval.cli import main
+from perrec_eval.config import EvalConfig
+from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.publish import Upload, check_publishable, eval_yaml, push, scan
+from perrec_eval.run import evaluate, evaluate_baselines
+from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
+
+DATASET, REVISION = "org/perrecbench", "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A folder holding a tiny benchmark, a model's run and a baseline run, all named by relative paths
+    from it (as a user's commands would: the pushed files then hold no absolute path)."""
+    root = tmp_path_factory.mktemp("publish")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        write_truth_profiles(write_tiny_benchmark(Path("bench")), Path("profiles.jsonl"))
+        (Path("bench") / "manifest.json").write_text(
+            json.dumps({"source_kind": "synthetic"}), encoding="utf-8"
+        )
+        config = EvalConfig(
+            data="bench",
+            engine="fake",
+            model="scripted",
+            out="runs/model",
+            profiles="profiles.jsonl",
+            progress=False,
+        )
+        evaluate(config, FakeEngine(truth_responder(1.0)))
+        # The fake engine stands in for a real one here: record the run as one of org/model.
+        info = json.loads(Path("runs/model/run.json").read_text())
+        info["engine"] = {"name": "openai", "model": "org/model", "adapter": None}
+        info["config"]["model"] = "org/model"
+        Path("runs/model/run.json").write_text(json.dumps(info), encoding="utf-8")
+        baseline = EvalConfig(
+            data="bench", engine="baseline", model="random", out="runs/random", progress=False
+        )
+        evaluate_baselines(baseline, ["random"])
+        assert main(["--no-progress", "report", "runs/model", "--out", "report", "--no-plots"]) == 0
+    return root
+
+
+@pytest.fixture
+def at(workdir, monkeypatch) -> Path:
+    monkeypatch.chdir(workdir)
+    return workdir
+
+
+def dry_run(capsys, *argv: str) -> tuple[str, list[str]]:
+    """(the first line, the listed file names) of `perrecbench push ... --dry-run`."""
+    capsys.readouterr()
+    assert main(["push", *argv, "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [line.split("  (")[0].strip() for line in lines[1:] if line.startswith("  ")]
+    return lines[0], names
+
+
+def refusal(capsys, *argv: str) -> str:
+    capsys.readouterr()
+    assert main(["push", *argv, "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    return err
+
+
+def test_push_metric_dry_run_lists_the_module_as_a_gradio_space(capsys, tmp_path):
+    head, names = dry_run(capsys, "metric", "--repo", "org/ptc", "--stage", str(tmp_path / "stage"))
+    assert (
+        head == "dry run: would upload 6 files to https://huggingface.co/spaces/org/ptc (space, sdk gradio):"
+    )
+    assert names == [
+        "README.md",
+        "app.py",
+        "perrec_eval/__init__.py",
+        "perrec_eval/ptc.py",
+        "ptc.py",
+        "requirements.txt",
+    ]
+    for name in ("README.md", "app.py", "ptc.py"):
+        assert (tmp_path / "stage" / name).read_bytes() == (Path(metric_path()) / name).read_bytes()
+    assert (tmp_path / "stage" / "perrec_eval/ptc.py").read_bytes() == Path(ptc.__file__).read_bytes()
+    card = SpaceCard.load(tmp_path / "stage" / "README.md")
+    assert (card.data.sdk, card.data.app_file) == ("gradio", "app.py")
+    assert "perrecbench" not in (tmp_path / "stage" / "requirements.txt").read_text().split("\n", 1)[1]
+
+
+@pytest.mark.slow
+def test_push_metric_space_runs_on_its_own(capsys, tmp_path):
+    """The staged Space loads with evaluate and imports the bundled math, not an installed perrecbench."""
+    import os
+    import subprocess
+    import sys
+
+    dry_run(capsys, "metric", "--repo", "org/ptc", "--stage", str(tmp_path / "space"))
+    script = (
+        "import evaluate, json, perrec_eval.ptc as p; m = evaluate.load('ptc.py', cache_dir='../cache'); "
+        "out = m.compute(references=[[0.5, -1.2]], predictions=[[0.9, 0.1]]); "
+        "print(json.dumps([p.__file__, out['ptc']]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {
+        "HF_MODULES_CACHE": str(tmp_path / "m")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path / "space",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    path, value = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(path).resolve() == (tmp_path / "space" / "perrec_eval" / "ptc.py").resolve() and value == 1.0
+
+
+def test_push_leaderboard_dry_run_is_the_report_as_a_static_space(capsys, at, tmp_path):
+    head, names = dry_run(
+        capsys, "leaderboard", "report", "--repo", "org/board", "--stage", str(tmp_path / "s")
+    )
+    assert head.endswith("https://huggingface.co/spaces/org/board (space, sdk static):")
+    report = sorted(
+        p.relative_to(at / "report").as_posix() for p in (at / "report").rglob("*") if p.is_file()
+    )
+    assert names == sorted([*report, "README.md"])
+    card = SpaceCard.load(tmp_path / "s" / "README.md")
+    assert (card.data.sdk, card.data.app_file) == ("static", "index.html")
+    assert (tmp_path / "s" / "index.html").read_bytes() == (at / "report" / "index.html").read_bytes()
+
+
+def test_push_leaderboard_refuses_a_report_with_absolute_paths(capsys, at, tmp_path):
+    assert (
+        main(["--no-progress", "report", str(at / "runs/model"), "--out", str(tmp_path / "r"), "--no-plots"])
+        == 0
+    )
+    err = refusal(capsys, "leaderboard", str(tmp_path / "r"), "--repo", "org/board")
+    assert "absolute local path" in err and "refusing to push to org/board" in err
+
+
+def test_push_results_dry_run_writes_eval_results_the_hub_parses(capsys, at, tmp_path):
+    argv = [
+        "results",
+        "runs/model",
+        "--repo",
+        "org/model",
+        "--dataset",
+        DATASET,
+        "--dataset-revision",
+        REVISION,
+    ]
+    head, names = dry_run(capsys, *argv, "--stage", str(tmp_path / "s"))
+    assert head.startswith("dry run: would upload 1 files to https://huggingface.co/org/model (model)")
+    assert names == [".eval_results/perrecbench.yaml"]
+    data = yaml.safe_load((tmp_path / "s" / names[0]).read_text())
+    entries = parse_eval_result_entries(data)
+    scores = json.loads((at / "runs/model/scores.json").read_text())
+    tasks = {task["id"] for task in yaml.safe_load(eval_yaml(["easy", "medium", "hard"]))["tasks"]}
+    assert len(entries) == len(scores["cells"]) == 9
+    for entry, cell in zip(entries, scores["cells"], strict=True):
+        assert (entry.dataset_id, entry.dataset_revision) == (DATASET, REVISION)
+        assert entry.task_id == f"{cell['level']}_{cell['method']}" and entry.task_id in tasks
+        assert entry.value == round(cell["ptc"], 4)
+        assert f"over {cell['num_groups']} groups" in entry.notes and "95% CI [" in entry.notes
+        assert "fingerprint sha256:" in entry.notes and "default prompts" in entry.notes
+
+
+@pytest.mark.parametrize(
+    ("run", "repo", "extra", "message"),
+    [
+        ("runs/model", "org/other", [], "is a run of 'org/model', not of 'org/other'"),
+        ("runs/random", "org/model", [], "no-LLM baseline 'random'"),
+        ("runs", "org/model", [], "holds 2 runs"),
+    ],
+)
+def test_push_results_refuses_runs_of_anything_else(capsys, at, run, repo, extra, message):
+    err = refusal(
+        capsys, "results", run, "--repo", repo, "--dataset", DATASET, "--dataset-revision", REVISION, *extra
+    )
+    assert message in err
+
+
+def test_push_results_refuses_a_run_whose_benchmark_changed(capsys, at, tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copytree(at / "runs" / "model", tmp_path / "model")
+    shutil.copytree(at / "bench", tmp_path / "bench")
+    (tmp_path / "bench" / "manifest.json").write_text('{"source_kind": "raw"}', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    err = refusal(
+        capsys, "results", "model", "--repo", "org/model", "--dataset", DATASET, "--dataset-revision", "r"
+    )
+    assert "changed since the run" in err
+
+
+def test_push_benchmark_dry_run_adds_an_eval_yaml_of_its_configs(capsys, at, tmp_path):
+    head, names = dry_run(capsys, "benchmark", "bench", "--repo", DATASET, "--stage", str(tmp_path / "s"))
+    assert head.endswith(f"https://huggingface.co/datasets/{DATASET} (dataset):")
+    assert "eval.yaml" in names and "README.md" in names and "manifest.json" in names
+    spec = yaml.safe_load((tmp_path / "s" / "eval.yaml").read_text())
+    configs = {c["config_name"] for c in DatasetCard.load(tmp_path / "s" / "README.md").data.configs}
+    assert spec["name"] == "PerRecBench" and len(spec["tasks"]) == 9
+    assert all(task["config"] in configs and task["split"] == "test" for task in spec["tasks"])
+
+
+def test_scan_refuses_secrets_environment_values_and_the_machine_name(monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "s3cr3t-value-123")
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu-node-17.example.org")
+    upload = Upload("org/x", "model", {"a.md": b"fine"}, "m")
+    check_publishable(upload)
+    for content, what in [
+        (b"uses s3cr3t-value-123 here", "$MY_SERVICE_TOKEN"),
+        (b"trained on gpu-node-17", "machine's name"),
+        (b"token hf_" + b"a" * 34, "Hugging Face token"),
+        (b"http://user:pw@host/v1", "password inside a URL"),
+        (b"C:\\Users\\ann\\bench", "absolute local path"),
+    ]:
+        with pytest.raises(ValueError, match=what.replace("$", r"\$")):
+            check_publishable(Upload("org/x", "model", {"a.md": content}, "m"))
+    assert scan("ok.md", b"see https://huggingface.co/datasets/org/perrecbench/tree/main/easy", []) is None
+
+
+def test_push_sends_one_commit_of_exactly_the_listed_files(monkeypatch):
+    import huggingface_hub
+
+    calls = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            calls["create"] = (repo_id, kwargs)
+
+        def create_commit(self, repo_id, *, operations, commit_message, repo_type):
+            calls["commit"] = (repo_id, [op.path_in_repo for op in operations], repo_type)
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    upload = Upload("org/ptc", "space", {"b.py": b"x", "README.md": b"y"}, "m", space_sdk="gradio")
+    assert push(upload, dry_run=False, private=True) == "https://huggingface.co/spaces/org/ptc"
+    assert calls["create"] == (
+        "org/ptc",
+        {"repo_type": "space", "private": True, "exist_ok": True, "space_sdk": "gradio"},
+    )
+    assert calls["commit"] == ("org/ptc", ["README.md", "b.py"], "space")
+    calls.clear()
+    assert push(upload, dry_run=True) is None and not calls
+
+
+def test_model_index_of_an_adapter_card_parses_with_huggingface_hub(tmp_path):
+    from huggingface_hub import EvalResult, ModelCard
+
+    from sft.card import model_card
+
+    info = {
+        "kind": "adapter",
+        "base_model": "org/base",
+        "perrecbench": "0.1.0",
+        "data": {
+            "format": "pointwise",
+            "variant": "no_profile",
+            "examples": 4,
+            "groups": 2,
+            "examples_per_format": {"pointwise": 4},
+            "levels": ["easy"],
+            "k": 4,
+            "source": {"data": "bench", "source_kind": "synthetic"},
+        },
+        "recipe": {
+            "lora_r": 16,
+            "lora_alpha": 16,
+            "lora_dropout": 0.05,
+            "target_modules": ["q_proj"],
+            "epochs": 2.0,
+            "max_steps": -1,
+            "batch_size": 32,
+            "per_device_batch_size": 4,
+            "gradient_accumulation": 8,
+            "world_size": 1,
+            "learning_rate": 1e-5,
+            "lr_scheduler": "cosine",
+            "warmup": 0.1,
+            "max_length": 8192,
+            "precision": "fp32",
+            "dtype": "auto",
+            "seed": 0,
+            "trl_args": [],
+        },
+        "dropped_long": 0,
+    }
+    result = EvalResult(
+        task_type="text-generation",
+        dataset_type=DATASET,
+        dataset_name="PerRecBench",
+        metric_type="ptc",
+        metric_value=0.25,
+        dataset_config="easy",
+        dataset_split="test",
+        dataset_revision=REVISION,
+        metric_config="pointwise",
+    )
+    text = model_card(info, name="a", repo="org/a", eval_results=[result])
+    (tmp_path / "README.md").write_text(text)
+    card = ModelCard.load(tmp_path / "README.md")
+    assert card.data.base_model == "org/base"
+    (parsed,) = card.data.eval_results
+    assert (parsed.dataset_type, parsed.dataset_revision, parsed.metric_value) == (DATASET, REVISION, 0.25)
+    assert metadata_load(tmp_path / "README.md")["model-index"][0]["name"] == "org/a"
+    assert "the paper's recipe (§6)." in text
+
+
+def test_build_push_to_hub_sends_eval_yaml_and_deletes_stale_parquet(at, monkeypatch):
+    import huggingface_hub
+
+    from dataset_builder.build import push_to_hub
+
+    calls = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            calls["create"] = kwargs["repo_type"]
+
+        def list_repo_files(self, repo_id, repo_type):
+            return ["README.md", "easy/test-000000000000.parquet", "notes.txt"]
+
+        def create_commit(self, repo_id, *, operations, commit_message, repo_type):
+            calls["ops"] = {(type(op).__name__, op.path_in_repo) for op in operations}
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    push_to_hub(Path("bench"), DATASET, synthetic=True)
+    assert calls["create"] == "dataset"
+    assert ("CommitOperationAdd", "eval.yaml") in calls["ops"] and (
+        "CommitOperationAdd",
+        "README.md",
+    ) in calls["ops"]
+    assert ("CommitOperationDelete", "easy/test-000000000000.parquet") in calls["ops"]
+    assert not any(path == "notes.txt" for _, path in calls["ops"])
+
+
+def test_run_json_records_the_cost_and_the_leaderboard_shows_it(at):
+    cost = json.loads((at / "runs/model/run.json").read_text())["cost"]
+    requests = len((at / "runs/model/samples.jsonl").read_text().splitlines())
+    assert cost["requests"] == requests > 0 and cost["wall_seconds"] > 0
+    assert cost["requests_per_second"] == pytest.approx(requests / cost["wall_seconds"], rel=1e-2)
+    (row,) = json.loads((at / "report/leaderboard.json").read_text())["tables"][0]["rows"]
+    assert row["cost"] == cost
+    board = (at / "report/leaderboard.md").read_text()
+    assert "### Cost (each run's last invocation)" in board and f"| org/model | {requests:,} | " in board
+
+
+def test_push_create_pr_opens_a_pull_request_without_creating_the_repo(monkeypatch):
+    import types
+
+    import huggingface_hub
+
+    calls = {}
+
+    class FakeApi:
+        def create_repo(self, repo_id, **kwargs):
+            calls["create"] = repo_id
+
+        def create_commit(self, repo_id, *, operations, commit_message, repo_type, **kwargs):
+            calls["commit"] = kwargs
+            return types.SimpleNamespace(pr_url="https://huggingface.co/org/m/discussions/3", commit_url="c")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    upload = Upload("org/m", "model", {".eval_results/perrecbench.yaml": b"[]"}, "m")
+    assert push(upload, dry_run=False, create_pr=True) == "https://huggingface.co/org/m/discussions/3"
+    assert calls == {"commit": {"create_pr": True}}
+
+
+def test_push_results_refuses_a_run_of_another_hub_dataset(capsys, at, tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copytree(at / "runs" / "model", tmp_path / "model")
+    info = json.loads((tmp_path / "model" / "run.json").read_text())
+    info["config"]["data"] = "other/bench"
+    (tmp_path / "model" / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    err = refusal(
+        capsys, "results", "model", "--repo", "org/model", "--dataset", DATASET, "--dataset-revision", "r"
+    )
+    assert "evaluated the Hub dataset 'other/bench', not 'org/perrecbench'" in err
