@@ -22,15 +22,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataset_builder.config import AvgScope
+from dataset_builder.config import AvgScope, BuildError
 from dataset_builder.schema import ARROW_SCHEMA
+from dataset_builder.twins import author_key, title_key
 from perrec_eval.fileio import atomic_open
 
 _BATCH_ROWS = 200_000
 
 
-def write_groups(con: duckdb.DuckDBPyConnection, domain: str, avg_scope: AvgScope, path: Path) -> int:
-    """Stream the domain's ``full`` rows, ordered by ``group_id``, into a stage file (:class:`StageWriter`).
+def write_groups(
+    con: duckdb.DuckDBPyConnection, domain: str, avg_scope: AvgScope, path: Path, *, keep_twins: bool = True
+) -> int:
+    """Stream the domain's group rows, ordered by ``group_id``, into a stage file (:class:`StageWriter`).
+
+    A group is a key of ``chosen`` (``gkey``: the item for the paper preset, ``<item>:<level>-<n>`` for the
+    large one); its row's ``level`` is ``chosen.level`` (``full`` for the paper preset).
 
     Three sorted DuckDB streams are read in lockstep (each on its own cursor): the groups (query metadata,
     window start), their users (search order, i.e. by relative rating) and the users' histories flattened
@@ -42,12 +48,18 @@ def write_groups(con: duckdb.DuckDBPyConnection, domain: str, avg_scope: AvgScop
     equal counts going to the value that occurs first in that chronological list — the rule of
     :func:`groups.most_common_rating`.
 
+    Unless ``keep_twins``, a history row whose item is the query item under another id
+    (:func:`dataset_builder.twins.are_twins`) is left out; the table ``twin_counts`` (per group: rows
+    removed, members concerned) records what was. The user's average and most common rating still count it
+    (they are the user's own earlier ratings, and the selection stays the paper's).
+
     Args:
-        con: the connection holding the selection's tables ``chosen`` (the chosen users, by item and search
-            position), ``act`` (the reviews of active users) and ``meta`` (item metadata).
+        con: the connection holding the selection's tables ``chosen`` (the chosen users, by group key and
+            search position), ``act`` (the reviews of active users) and ``meta`` (item metadata).
         domain: the category, the prefix of every ``group_id``.
         avg_scope: ``history`` or ``all``: the reviews the most common rating is taken over.
         path: the stage file to write (not created when there is no group).
+        keep_twins: keep twins of the query item in the histories (the paper's behaviour).
 
     Returns:
         The number of groups written.
@@ -55,41 +67,45 @@ def write_groups(con: duckdb.DuckDBPyConnection, domain: str, avg_scope: AvgScop
     scope = "AND a.ts < c.ts" if avg_scope == "history" else ""
     con.sql(f"""
         CREATE OR REPLACE TABLE modes AS
-        SELECT parent_asin, pos, rating AS mode FROM (
-            SELECT *, row_number() OVER (PARTITION BY parent_asin, pos ORDER BY n DESC, first) AS r
-            FROM (SELECT c.parent_asin, c.pos, a.rating, count(*) AS n,
+        SELECT gkey, pos, rating AS mode FROM (
+            SELECT *, row_number() OVER (PARTITION BY gkey, pos ORDER BY n DESC, first) AS r
+            FROM (SELECT c.gkey, c.pos, a.rating, count(*) AS n,
                          min({{'ts': a.ts, 'item': a.parent_asin}}) AS first
                   FROM chosen c JOIN act a ON a.user_id = c.user_id {scope}
                   GROUP BY ALL))
         WHERE r = 1""")
+    _find_twins(con, keep_twins)
     escaped = domain.replace("'", "''")
     groups = _Stream(
         con.cursor(),
-        f"""SELECT '{escaped}:' || g.parent_asin AS group_id, '{escaped}' AS domain, 'full' AS level,
+        f"""SELECT '{escaped}:' || g.gkey AS group_id, '{escaped}' AS domain, g.level,
                    {{'parent_asin': m.parent_asin, 'title': m.title, 'author': m.author,
                      'main_category': m.main_category, 'average_rating': m.average_rating,
                      'rating_number': m.rating_number}} AS query,
-                   g.window_start, g.parent_asin AS _key
-            FROM (SELECT parent_asin, min(ts) AS window_start FROM chosen GROUP BY parent_asin) g
+                   g.window_start, g.gkey AS _key
+            FROM (SELECT gkey, any_value(parent_asin) AS parent_asin, any_value(level) AS level,
+                         min(ts) AS window_start FROM chosen GROUP BY gkey) g
             JOIN meta m USING (parent_asin)
-            ORDER BY g.parent_asin""",
+            ORDER BY g.gkey""",
     )
     users = _Stream(
         con.cursor(),
         """SELECT c.user_id, c.rating, c.ts AS timestamp, c.avg AS avg_rating,
                   coalesce(o.mode, 'NaN'::DOUBLE) AS most_common_rating, c.rel AS relative_rating,
-                  c.parent_asin AS _key, c.pos AS _pos
-           FROM chosen c LEFT JOIN modes o USING (parent_asin, pos)
-           ORDER BY c.parent_asin, c.pos""",
+                  c.gkey AS _key, c.pos AS _pos
+           FROM chosen c LEFT JOIN modes o USING (gkey, pos)
+           ORDER BY c.gkey, c.pos""",
     )
     history = (
         con.cursor()
         .sql("""
-        SELECT c.parent_asin AS _key, c.pos AS _pos, a.parent_asin, m.title, m.author, a.rating,
+        SELECT c.gkey AS _key, c.pos AS _pos, a.parent_asin, m.title, m.author, a.rating,
                a.ts AS timestamp
         FROM chosen c JOIN act a ON a.user_id = c.user_id AND a.ts < c.ts
         LEFT JOIN meta m ON m.parent_asin = a.parent_asin
-        ORDER BY c.parent_asin, c.pos, a.ts, a.parent_asin""")
+        WHERE NOT EXISTS (SELECT 1 FROM twin_rows t
+                          WHERE t.gkey = c.gkey AND t.pos = c.pos AND t.parent_asin = a.parent_asin)
+        ORDER BY c.gkey, c.pos, a.ts, a.parent_asin""")
         .to_arrow_reader(_BATCH_ROWS)
     )
     pending: pa.Table | None = None
@@ -108,6 +124,55 @@ def write_groups(con: duckdb.DuckDBPyConnection, domain: str, avg_scope: AvgScop
         if users.take(1).num_rows or groups.take(1).num_rows:
             raise RuntimeError("internal error: a chosen user without history rows")
     return writer.rows
+
+
+def _find_twins(con: duckdb.DuckDBPyConnection, keep_twins: bool) -> None:
+    """The tables ``twin_rows`` (gkey, pos, parent_asin: history rows to leave out) and ``twin_counts``
+    (gkey, removed, users); both empty with ``keep_twins``.
+
+    Twins share a title key, so only history items whose key equals the query's are compared (one Python
+    key per distinct item of the chosen users' histories and the queries, computed in the ``twin_keys``
+    table).
+    """
+    con.sql("CREATE OR REPLACE TABLE twin_rows (gkey VARCHAR, pos INTEGER, parent_asin VARCHAR)")
+    con.sql("CREATE OR REPLACE TABLE twin_counts (gkey VARCHAR, removed BIGINT, users BIGINT)")
+    if keep_twins:
+        return
+    items = con.sql("""
+        SELECT parent_asin, title, author FROM meta WHERE parent_asin IN (
+            SELECT parent_asin FROM chosen
+            UNION SELECT a.parent_asin FROM chosen c JOIN act a ON a.user_id = c.user_id AND a.ts < c.ts)
+        ORDER BY parent_asin""").fetchall()
+    keys = pa.table(
+        {
+            "parent_asin": [asin for asin, _, _ in items],
+            "tkey": [title_key(title) for _, title, _ in items],
+            "akey": [author_key(author) for _, _, author in items],
+        }
+    )
+    con.register("twin_keys_view", keys)
+    con.sql("CREATE OR REPLACE TABLE twin_keys AS SELECT * FROM twin_keys_view WHERE tkey <> ''")
+    con.unregister("twin_keys_view")
+    con.sql("""
+        INSERT INTO twin_rows
+        SELECT c.gkey, c.pos, a.parent_asin
+        FROM chosen c JOIN twin_keys q ON q.parent_asin = c.parent_asin
+        JOIN act a ON a.user_id = c.user_id AND a.ts < c.ts AND a.parent_asin <> c.parent_asin
+        JOIN twin_keys h ON h.parent_asin = a.parent_asin AND h.tkey = q.tkey
+        WHERE q.akey = '' OR h.akey = '' OR q.akey = h.akey""")
+    con.sql("""
+        INSERT INTO twin_counts
+        SELECT gkey, count(*), count(DISTINCT pos) FROM twin_rows GROUP BY gkey""")
+    emptied = con.sql("""
+        SELECT t.gkey, count(*) AS n FROM twin_rows t JOIN chosen c USING (gkey, pos)
+        GROUP BY t.gkey, t.pos, c.user_id, c.ts
+        HAVING n = (SELECT count(*) FROM act a WHERE a.user_id = c.user_id AND a.ts < c.ts)
+        LIMIT 1""").fetchall()
+    if emptied:
+        raise BuildError(
+            f"a member of group {emptied[0][0]} has only twins of the query item before it (possible with a "
+            "small --min-history): raise --min-history or pass --keep-twins"
+        )
 
 
 class _Stream:

@@ -6,7 +6,9 @@ the result is kept as a stage keyed by the **content hashes** of the input files
 parameters, so a second run on unchanged inputs skips finished domains (and a file rewritten in place, even
 with its size and mtime restored, is selected again). Then :mod:`dataset_builder.splits` draws the test
 split (stratified by domain) and applies the train rule, the levels are drawn, and everything is written to
-a temp folder next to ``out`` that is renamed into place when complete.
+a temp folder next to ``out`` that is renamed into place when complete. With ``--preset large`` the stage
+already holds each level's own groups (:func:`dataset_builder.selection.item_groups`); the split is drawn per
+level (:func:`split_levels`) and :func:`large_level_tables` replaces the level draw.
 
 Output: each group's nested row is assembled once, into its domain's stage file (uncompressed Arrow IPC:
 no encoding to write or decode to read). The stage files are read once, in Arrow batches of
@@ -56,7 +58,7 @@ from perrec_eval.fileio import atomic_open, pid_alive, read_json, remove_stale, 
 logger = logging.getLogger(__name__)
 
 # Bump when the stage content changes for the same inputs and parameters (invalidates old stage files).
-STAGE_VERSION = 5
+STAGE_VERSION = 6
 _WRITE_BATCH = 256  # groups per Arrow batch when deriving the levels
 _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", "fsspec")
 
@@ -112,16 +114,8 @@ def build(config: BuildConfig) -> Path:
             + stats_mod.funnel_message(funnel)
             + "\nUse more input, or relax --min-history, --window-days or --min-gap."
         )
-    if index.num_rows < config.test_groups:
-        logger.warning(
-            "only %d groups (< --test-groups %d): all go to test, no train split. Funnel:\n%s",
-            index.num_rows,
-            config.test_groups,
-            stats_mod.funnel_message(funnel),
-        )
-    split = split_groups(
-        group_members(index), config.test_groups, config.seed, config.split_rule, config.avg_scope
-    )
+    level_splits = split_levels(index, config, funnel)
+    split = merge_splits(level_splits)
     if split.dropped:
         total = len(split.dropped) + len(split.train)
         logger.info(
@@ -133,7 +127,7 @@ def build(config: BuildConfig) -> Path:
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        _write(tmp, config, split, results, funnel, inputs, index, kind)
+        _write(tmp, config, level_splits, results, funnel, inputs, index, kind)
         _replace(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -307,6 +301,47 @@ def _group_index(results: dict[str, dict[str, Any]], domains: tuple[str, ...]) -
     return pa.concat_tables(tables).sort_by("group_id")
 
 
+def split_levels(index: pa.Table, cfg: BuildConfig, funnel: dict[str, dict[str, int]]) -> dict[str, Split]:
+    """The split of each group set: ``{"full": split}`` for the paper preset (levels share its groups), or
+    one split per level for the large preset (:mod:`dataset_builder.splits`)."""
+    if cfg.preset == "paper":
+        sets = {"full": index}
+    else:
+        sets = {level: index.filter(pc.equal(index["level"], level)) for level in cfg.level_sizes()}
+    out = {}
+    for name, rows in sets.items():
+        if cfg.train_fraction is None and rows.num_rows < cfg.test_groups:
+            logger.warning(
+                "only %d %sgroups (< --test-groups %d): all go to test, no train split. Funnel:\n%s",
+                rows.num_rows,
+                "" if name == "full" else f"{name} ",
+                cfg.test_groups,
+                stats_mod.funnel_message(funnel),
+            )
+        out[name] = split_groups(
+            group_members(rows),
+            cfg.test_groups,
+            cfg.seed,
+            cfg.split_rule,
+            cfg.avg_scope,
+            train_fraction=cfg.train_fraction,
+            salt="" if name == "full" else name,
+        )
+    return out
+
+
+def merge_splits(splits: dict[str, Split]) -> Split:
+    """The union of the levels' splits (group ids are unique across levels)."""
+    if len(splits) == 1:
+        return next(iter(splits.values()))
+    parts = list(splits.values())
+    return Split(
+        sorted(g for s in parts for g in s.test),
+        sorted(g for s in parts for g in s.train),
+        sorted(g for s in parts for g in s.dropped),
+    )
+
+
 def group_members(index: pa.Table) -> list[GroupMembers]:
     """The split's view of each group: id, domain, and (user, query time) pairs."""
     columns = index.select(["group_id", "domain", "user_ids", "timestamps"]).to_pydict()
@@ -418,13 +453,50 @@ def level_tables(table: pa.Table, seed: int) -> dict[str, pa.Table]:
     return out
 
 
+def large_level_tables(table: pa.Table, seed: int) -> dict[str, pa.Table]:
+    """The large preset's rows by config: each level's own groups, and ``full`` = all of them (level
+    ``full``), every group's users in its seeded presentation order (:func:`presentation_order`).
+
+    >>> users = [[{"user_id": str(i)} for i in range(k)] for k in (2, 3)]
+    >>> t = pa.table({"group_id": ["g:easy-0", "g:medium-0"], "level": ["easy", "medium"], "users": users})
+    >>> out = large_level_tables(t, 0)
+    >>> {name: rows.num_rows for name, rows in out.items()}
+    {'easy': 1, 'medium': 1, 'full': 2}
+    """
+    users = table.column("users").combine_chunks()
+    offsets = users.offsets.to_numpy()
+    lengths = np.diff(offsets)
+    index = np.fromiter(
+        (
+            offsets[i] + j
+            for i, (gid, n) in enumerate(zip(table.column("group_id").to_pylist(), lengths, strict=True))
+            for j in presentation_order(gid, int(n), seed)
+        ),
+        dtype=np.int64,
+    )
+    ordered = pa.ListArray.from_arrays(
+        pa.array(np.concatenate([[0], np.cumsum(lengths)]), pa.int32()), users.values.take(pa.array(index))
+    )
+    permuted = table.set_column(table.schema.get_field_index("users"), "users", ordered)
+    out = {}
+    for name in CONFIGS:
+        if name == "full":
+            continue
+        part = permuted.filter(pc.equal(permuted["level"], name))
+        if part.num_rows:
+            out[name] = part
+    level_index = table.schema.get_field_index("level")
+    out["full"] = permuted.set_column(level_index, "level", pa.array(["full"] * table.num_rows, pa.string()))
+    return out
+
+
 # --------------------------------------------------------------------------------------------- output
 
 
 def _write(
     folder: Path,
     cfg: BuildConfig,
-    split: Split,
+    level_splits: dict[str, Split],
     results: dict[str, dict[str, Any]],
     funnel: dict[str, dict[str, int]],
     inputs: list[DomainInputs],
@@ -434,21 +506,40 @@ def _write(
     """Write the config × split files, ``stats.json``, the manifest and the card."""
     folder.mkdir(parents=True)
     started = time.perf_counter()
+    split = merge_splits(level_splits)
     splits = split.as_dict()
     figures = {label: stats_mod.SplitFigures(cfg.domains) for label in splits}
-    leaks = stats_mod.LeakCounts(_test_members(index, split.test))
+    # One leak count per split decision: the paper's (on full rows), or each level's own (large).
+    leaks = {
+        name: stats_mod.LeakCounts(_test_members(index, level_split.test))
+        for name, level_split in level_splits.items()
+    }
     files = _write_configs(folder, cfg, splits, results, figures, leaks)
     _took("write configs", started)
     started = time.perf_counter()
+    written = index.filter(pc.is_in(index["group_id"], pa.array(split.test + split.train, pa.string())))
+    if cfg.preset == "paper":
+        split_facts = {**split_counts(split, cfg), "leaks": leaks["full"].result()}
+    else:
+        split_facts = {
+            "rule": cfg.split_rule,
+            "levels": {
+                name: {**split_counts(s, cfg), "leaks": leaks[name].result()}
+                for name, s in level_splits.items()
+            },
+        }
     stats = stats_mod.compute(
         figures,
         funnel,
         windows={
             name: index.filter(pc.is_in(index["group_id"], pa.array(ids))) for name, ids in splits.items()
         },
-        split=split_counts(split, cfg),
-        leaks=leaks,
+        split=split_facts,
     )
+    if not cfg.paper_files:
+        stats["resolution"] = stats_mod.resolution(index, splits, cfg.level_sizes(), cfg.preset)
+        if not cfg.keep_twins:
+            stats["twins"] = stats_mod.twin_counts(written, cfg.domains)
     _took("statistics", started)
     started = time.perf_counter()
     write_json(folder / "stats.json", stats)
@@ -470,7 +561,7 @@ def _write_configs(
     splits: dict[str, list[str]],
     results: dict[str, dict[str, Any]],
     figures: dict[str, stats_mod.SplitFigures],
-    leaks: stats_mod.LeakCounts,
+    leaks: dict[str, stats_mod.LeakCounts],
 ) -> dict[str, dict[str, str]]:
     """Stream every domain's stage file once, in ``group_id`` order, into the config × split files (groups
     the split rule dropped are not written); the statistics count the same ``full`` rows on the way.
@@ -508,10 +599,11 @@ def _write_configs(
                     [split_of.get(g) for g in table.column("group_id").to_pylist()], pa.string()
                 )
                 parts: dict[str, dict[str, pa.Table]] = {}
+                cut = level_tables if cfg.preset == "paper" else large_level_tables
                 for label in splits:
                     part = table.filter(pc.equal(labels, label))
                     if part.num_rows:
-                        parts[label] = level_tables(part, cfg.seed)
+                        parts[label] = cut(part, cfg.seed)
                 for done in writing:
                     done.result()
                 writing = [
@@ -540,22 +632,22 @@ def _write_configs(
 def _count(
     parts: dict[str, dict[str, pa.Table]],
     figures: dict[str, stats_mod.SplitFigures],
-    leaks: stats_mod.LeakCounts,
+    leaks: dict[str, stats_mod.LeakCounts],
 ) -> None:
-    """Feed one batch's ``full`` rows of each split to the statistics."""
+    """Feed one batch's ``full`` rows of each split to the statistics, and each leak count its config's."""
     for label, levels in parts.items():
         figures[label].add(levels["full"])
-        leaks.add(label, levels["full"])
+        for name, counts in leaks.items():
+            if name in levels:
+                counts.add(label, levels[name])
 
 
 def _test_members(index: pa.Table, test: list[str]) -> list[tuple[str, str, str]]:
     """``(domain, user_id, query item)`` of every member of the ``test`` groups, from the group index."""
     rows = index.filter(pc.is_in(index["group_id"], pa.array(test, pa.string())))
-    columns = rows.select(["group_id", "domain", "user_ids"]).to_pydict()
+    columns = rows.select(["parent_asin", "domain", "user_ids"]).to_pydict()
     return [
-        (domain, user, gid.split(":", 1)[1])
-        for gid, domain, users in zip(*columns.values(), strict=True)
-        for user in users
+        (domain, user, item) for item, domain, users in zip(*columns.values(), strict=True) for user in users
     ]
 
 

@@ -10,6 +10,7 @@ by :func:`perrec_eval.cli.main`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from dataset_builder.config import BuildConfig, SynthConfig
 from perrec_eval import cliconfig
@@ -36,11 +37,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="build the benchmark (parquet + dataset card + stats) from raw Amazon Reviews 2023 files",
         description="Select PerRecBench groups (PROTOCOL §2) from raw review and metadata files with DuckDB\n"
         "and write a folder that datasets.load_dataset reads: configs easy/medium/hard/full, splits\n"
-        "test/train, a dataset card, stats.json and manifest.json.",
+        "test/train, a dataset card, stats.json and manifest.json. --preset paper (default) reproduces\n"
+        "the paper's 5-user groups; --preset large finds each level's groups directly, several per item,\n"
+        "for the resolution that model comparisons need (the card states each level's resolution).",
     )
 
 
 def run_synth(config: SynthConfig) -> int:
+    """``perrecbench synth``, holding the output folder's lock: two synths into one folder would mix files."""
+    from perrec_eval.lock import folder_lock
+
+    with folder_lock(config.out):
+        return _run_synth(config)
+
+
+def _run_synth(config: SynthConfig) -> int:
     """``perrecbench synth``: write the files and print a one-screen summary.
 
     Args:
@@ -59,6 +70,7 @@ def run_synth(config: SynthConfig) -> int:
         gzip=config.gzip,
         dirty=config.dirty,
         progress=config.progress,
+        twins=config.twins,
     )
     print(f"wrote {summary['out']} in {summary['seconds']} s ({summary['reviews_per_second']:,} reviews/s)")
     for name, info in summary["domains"].items():
@@ -74,6 +86,16 @@ def run_synth(config: SynthConfig) -> int:
 
 
 def run_build(config: BuildConfig) -> int:
+    """``perrecbench build``, holding the lock beside ``--out`` (and ``--work-dir``): a second build into
+    the same folder, or with the same stages, is refused instead of deleting the other's stage files."""
+    from perrec_eval.lock import file_lock
+
+    work_dir = file_lock(config.work_dir) if config.work_dir is not None else contextlib.nullcontext()
+    with file_lock(config.out), work_dir:  # the default stages sit beside --out: its lock covers them
+        return _run_build(config)
+
+
+def _run_build(config: BuildConfig) -> int:
     """``perrecbench build``: build the folder and print its statistics (the paper's Table 4 layout).
 
     Args:

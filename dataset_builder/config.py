@@ -38,6 +38,8 @@ ALL_DOMAINS = "all"  # --domains all: every category present in the source (buil
 AvgScope = Literal["history", "all"]
 OnBadLine = Literal["error", "skip"]
 SplitRule = Literal["leak-free", "user-disjoint", "none"]
+Preset = Literal["paper", "large"]
+LEVELS: dict[str, int] = {"easy": 2, "medium": 3, "hard": 4}  # the large preset's group size per level
 MS_PER_DAY = 86_400_000
 HF_RAW_SOURCE = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
 # Relative ratings are floats; a gap of exactly min_gap (0.6 as a decimal) must fail, so the comparison is
@@ -191,6 +193,11 @@ class SynthConfig:
         default=False,
     )
     progress: bool = option("show the progress bars", default=True)
+    twins: bool = option(
+        "plant twin items: every 20th item gets a second id with an edition or format note in its title, "
+        "reviewed (same rating) ten days before the original by its reviewers; recorded in synth_truth.json",
+        default=False,
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
@@ -224,11 +231,34 @@ class BuildConfig:
         "a user needs MORE than this many reviews strictly before the query review", default=20
     )
     min_gap: float = option("every pair in a group differs by MORE than this in relative rating", default=0.6)
-    group_size: int = option("users per group (the full config); easy/medium/hard draw 2/3/4", default=5)
+    group_size: int = option(
+        "paper preset: users per group (the full config); easy/medium/hard draw 2/3/4", default=5
+    )
+    preset: Preset = option(
+        "paper: one 5-user group per item, easy/medium/hard drawn from it (the paper's protocol); large: "
+        "groups of 2/3/4 users found per level directly, several user-disjoint groups per item (many more "
+        "groups, for model comparisons that need resolution; see the README)",
+        default="paper",
+    )
     test_groups: int = option(
-        "groups in the test split, spread over the domains as evenly as their groups allow; the rest go to "
-        "train (minus those --split-rule drops)",
+        "groups in the test split (with --preset large: per level), spread over the domains as evenly as "
+        "their groups allow; the rest go to train (minus those --split-rule drops)",
         default=200,
+    )
+    train_fraction: float | None = option(
+        "large preset only: hold out this share of each level's groups (stratified by domain) for train "
+        "and put all the others in test, instead of --test-groups per level",
+        default=None,
+    )
+    max_groups_per_item: int | None = option(
+        "large preset only: at most this many groups per item and level (none: as many user-disjoint "
+        "groups as the item's reviewers hold)",
+        default=None,
+    )
+    keep_twins: bool = option(
+        "keep a history item that is the query item under another id (same normalized title and author: "
+        "editions, formats) in that user's history, as the paper did; by default it is removed and counted",
+        default=False,
     )
     split_rule: SplitRule = option(
         "which non-test groups train keeps: leak-free (drop a train group when one of its users is a test "
@@ -291,6 +321,23 @@ class BuildConfig:
             raise BuildConfigError(f"--group-size must be at least 2, got {self.group_size}")
         if self.test_groups < 1:
             raise BuildConfigError(f"--test-groups must be at least 1, got {self.test_groups}")
+        if self.preset not in ("paper", "large"):
+            raise BuildConfigError(f"--preset must be paper or large, got {self.preset!r}")
+        if self.preset == "paper" and (
+            self.train_fraction is not None or self.max_groups_per_item is not None
+        ):
+            raise BuildConfigError(
+                "--train-fraction and --max-groups-per-item apply to --preset large only; drop them or add "
+                "--preset large"
+            )
+        if self.preset == "large" and self.group_size != 5:
+            raise BuildConfigError(
+                "--group-size applies to --preset paper; the large preset's levels have 2, 3 and 4 users"
+            )
+        if self.train_fraction is not None and not 0 < self.train_fraction < 1:
+            raise BuildConfigError(f"--train-fraction must lie in (0, 1), got {self.train_fraction}")
+        if self.max_groups_per_item is not None and self.max_groups_per_item < 1:
+            raise BuildConfigError(f"--max-groups-per-item must be >= 1, got {self.max_groups_per_item}")
         if self.avg_scope not in ("history", "all"):
             raise BuildConfigError(f"--avg-scope must be history or all, got {self.avg_scope!r}")
         if self.split_rule not in ("leak-free", "user-disjoint", "none"):
@@ -315,9 +362,34 @@ class BuildConfig:
         """Where per-domain stage files live between runs."""
         return self.work_dir if self.work_dir is not None else self.out.with_name(self.out.name + ".stages")
 
+    @property
+    def paper_files(self) -> bool:
+        """Whether this build writes the earlier builder's files byte for byte (paper preset, twins kept):
+        ``stats.json`` and ``manifest.json`` then carry none of the keys added since."""
+        return self.preset == "paper" and self.keep_twins
+
+    def level_sizes(self) -> dict[str, int]:
+        """Users per group of each level this build writes (easy/medium/hard; ``full`` excluded).
+
+        >>> BuildConfig(source="s", out="o", group_size=3).level_sizes()
+        {'easy': 2, 'medium': 3}
+        """
+        limit = self.group_size if self.preset == "paper" else max(LEVELS.values())
+        return {name: k for name, k in LEVELS.items() if k <= limit}
+
     def selection_params(self) -> dict[str, Any]:
         """The parameters a domain's groups depend on (the seed draws each item's group)."""
+        added = (
+            {}
+            if self.paper_files
+            else {
+                "preset": self.preset,
+                "max_groups_per_item": self.max_groups_per_item,
+                "keep_twins": self.keep_twins,
+            }
+        )
         return {
+            **added,
             "seed": self.seed,
             "window_days": self.window_days,
             "min_history": self.min_history,
@@ -334,4 +406,18 @@ class BuildConfig:
             data.pop(name)
         data["domains"] = list(self.domains)
         data["source"] = portable_name(self.source)
+        # Options added after the first release are recorded only when they change the output from that
+        # release's (so the paper preset with --keep-twins writes the same manifest as before).
+        for name, earlier in _EARLIER.items():
+            if data[name] == earlier:
+                data.pop(name)
         return data
+
+
+# The behaviour of the builder before these options existed.
+_EARLIER: dict[str, Any] = {
+    "preset": "paper",
+    "train_fraction": None,
+    "max_groups_per_item": None,
+    "keep_twins": True,
+}

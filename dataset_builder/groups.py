@@ -18,6 +18,17 @@ The search decides **exactly** whether a valid group exists, and then draws one 
   relative ratings.) The random stream of an item is :func:`item_rng` of ``(seed, domain, parent_asin)``,
   so the choice depends neither on the processing order nor on the other items.
 
+**Several groups per item** (the ``large`` preset, :func:`find_groups`): the search above is repeated on the
+candidates not yet drawn — the earliest window that still admits a group, a uniform draw among all valid
+groups of the remaining candidates inside it — until no window admits one (or ``max_groups`` is reached).
+So an item gives a maximal set of user-disjoint groups (not a maximum one: choosing draws to pack more
+groups would favour some users), each draw uniform given the ones before it, and no valid group is left
+among the users not drawn.
+
+:func:`find_groups` does this in one sweep over the window starts (removing candidates never gives an earlier
+start a group), so an item costs about what one search costs plus ``O(k w)`` per group drawn (``w``: the
+window's candidates) rather than a search per group.
+
 The windows slide: a sorted list of the window's ratings is updated incrementally, so an item with ``m``
 candidates costs ``O(m log m)`` comparisons plus ``O(m²)`` cheap list moves in the worst case, plus
 ``O(k m)`` for the draw in the chosen window.
@@ -217,6 +228,68 @@ def find_group(
             members, total = draw_chain(window, min_gap, group_size, rng)
             return Choice(members, list(window), total)
     return None
+
+
+def find_groups(
+    candidates: Sequence[Candidate],
+    *,
+    window_ms: int,
+    min_gap: float,
+    group_size: int,
+    rng: random.Random,
+    max_groups: int | None = None,
+) -> list[Choice]:
+    """User-disjoint groups of one item, drawn one after the other by :func:`find_group` (module docstring).
+
+    Args:
+        candidates: the item's active reviewers (any order, one per user).
+        window_ms: window length Δ.
+        min_gap: λ.
+        group_size: k.
+        rng: the item's random stream for this group size; draw ``j`` uses it after draws ``0..j-1``.
+        max_groups: stop after this many groups (None: until no valid group remains).
+
+    Returns:
+        The groups in drawing order; each ``Choice.window`` holds the candidates of its window that were
+        still undrawn, among which the group was drawn uniformly.
+
+    >>> day = 86_400_000
+    >>> cands = [Candidate(float(r), t * day, f"u{t}") for t, r in enumerate([-2, -1, 0, 1, 2, 3])]
+    >>> [len(c.members) for c in find_groups(cands, window_ms=9 * day, min_gap=0.6, group_size=2,
+    ...                                      rng=random.Random(0))]
+    [2, 2, 2]
+    """
+    # The same as calling find_group on the undrawn candidates again and again (one rng draw per group, in
+    # the same order), in one sweep: drawing removes groups, so a window start that held none before holds
+    # none after, and the scan goes on from the current start. A start is the time of an undrawn candidate.
+    by_time = sorted(candidates, key=lambda c: (c.timestamp, c.user_id))
+    drawn: set[str] = set()
+    window: list[Candidate] = []  # the undrawn candidates of by_time[kept:end], by (rel, timestamp, user_id)
+    kept = end = 0
+    out: list[Choice] = []
+    for start, first in enumerate(by_time):
+        if start and by_time[start - 1].timestamp == first.timestamp:
+            continue
+        for gone in by_time[kept:start]:
+            if gone.user_id not in drawn:
+                del window[bisect.bisect_left(window, gone)]
+        kept = start
+        while end < len(by_time) and by_time[end].timestamp - first.timestamp <= window_ms:
+            if by_time[end].user_id not in drawn:
+                bisect.insort(window, by_time[end])
+            end += 1
+        while (
+            (max_groups is None or len(out) < max_groups)
+            and any(c.timestamp == first.timestamp and c.user_id not in drawn for c in by_time[start:end])
+            and len(window) >= group_size
+            and len(greedy_chain(window, min_gap, group_size)) == group_size
+        ):
+            members, total = draw_chain(window, min_gap, group_size, rng)
+            out.append(Choice(members, list(window), total))
+            for member in members:
+                drawn.add(member.user_id)
+                del window[bisect.bisect_left(window, member)]
+    return out
 
 
 def most_common_rating(ratings: Sequence[float]) -> float:

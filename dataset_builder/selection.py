@@ -2,9 +2,10 @@
 
 Steps (each a progress tick): read + check the review file, deduplicate, per-user running counts and
 averages, read the metadata, filter candidates, search groups per item (Python, :mod:`dataset_builder.groups`:
-a seeded uniform draw in the chosen window) into the tables ``chosen`` and ``windows``, and finally hand the
-connection to :func:`dataset_builder.assembly.write_groups`, which streams the groups with the chosen users'
-histories to parquet; a small index (members and window summary per group) feeds the split and the
+a seeded uniform draw in the chosen window; with ``--preset large`` several user-disjoint draws per item and
+level, :func:`item_groups`) into the tables ``chosen`` and ``windows`` (one group per ``gkey``), and finally
+hand the connection to :func:`dataset_builder.assembly.write_groups`, which streams the groups with the chosen
+users' histories to parquet; a small index (members and window summary per group) feeds the split and the
 neutrality statistics. DuckDB running out of memory becomes a :class:`BuildError` that names
 ``--memory-limit``. Only the candidates of items that pass every SQL filter reach Python objects (one item
 at a time); history rows stay in DuckDB and Arrow buffers, so memory is bounded by the DuckDB limit plus a
@@ -25,7 +26,7 @@ import pyarrow.parquet as pq
 
 from dataset_builder.assembly import write_groups
 from dataset_builder.config import BuildConfig, BuildError, duckdb_settings, out_of_memory
-from dataset_builder.groups import Candidate, find_group, item_rng
+from dataset_builder.groups import Candidate, Choice, find_group, find_groups, item_rng
 from dataset_builder.sources import BadLines, InputFile, Source, bad_line_error, locate_bad_lines
 from perrec_eval.fileio import atomic_open
 
@@ -241,7 +242,7 @@ def _run(
     con.sql("DROP TABLE rawmeta")
 
     tick("candidates")
-    k = cfg.group_size
+    k = min(cfg.level_sizes().values()) if cfg.preset == "large" else cfg.group_size
     con.sql("""
         CREATE OR REPLACE TABLE qc AS
         SELECT c.* FROM cand c JOIN meta m USING (parent_asin) WHERE m.title <> ''""")
@@ -261,9 +262,12 @@ def _run(
 
     tick("search")
     funnel["items_with_group"] = _search(con, cfg, domain, funnel["items_with_enough_in_one_window"])
+    if cfg.preset == "large":
+        counts = dict(con.sql("SELECT level, count(DISTINCT gkey) FROM chosen GROUP BY level").fetchall())
+        funnel.update({f"groups_{level}": counts.get(level, 0) for level in cfg.level_sizes()})
 
     tick("histories")
-    groups = write_groups(con, domain, cfg.avg_scope, groups_file)
+    groups = write_groups(con, domain, cfg.avg_scope, groups_file, keep_twins=cfg.keep_twins)
     if groups:
         _write_index(con, domain, index_file)
     return DomainResult(domain, groups, funnel, bad_lines)
@@ -273,14 +277,16 @@ def _write_index(con: duckdb.DuckDBPyConnection, domain: str, path: Path) -> Non
     """One small row per group: its members (for the split rule) and its window (for the neutrality stats)."""
     escaped = domain.replace("'", "''")
     table = con.sql(f"""
-        SELECT '{escaped}:' || c.parent_asin AS group_id, '{escaped}' AS domain,
+        SELECT '{escaped}:' || c.gkey AS group_id, '{escaped}' AS domain,
                list(c.user_id ORDER BY c.pos) AS user_ids, list(c.ts ORDER BY c.pos) AS timestamps,
                any_value(w.candidates) AS window_candidates, any_value(w.rel_sum) AS window_rel_sum,
                any_value(w.negatives) AS window_negatives, any_value(w.valid_groups) AS window_valid_groups,
                any_value(w.item_candidates) AS item_candidates, any_value(w.item_rel_sum) AS item_rel_sum,
-               any_value(w.item_negatives) AS item_negatives
-        FROM chosen c JOIN windows w USING (parent_asin)
-        GROUP BY c.parent_asin ORDER BY group_id""").to_arrow_table()
+               any_value(w.item_negatives) AS item_negatives, any_value(c.parent_asin) AS parent_asin,
+               any_value(c.level) AS level, coalesce(any_value(t.removed), 0) AS twins_removed,
+               coalesce(any_value(t.users), 0) AS twin_users
+        FROM chosen c JOIN windows w USING (gkey) LEFT JOIN twin_counts t USING (gkey)
+        GROUP BY c.gkey ORDER BY group_id""").to_arrow_table()
     with atomic_open(path, "wb") as handle:
         pq.write_table(table.cast(INDEX_SCHEMA), handle)
 
@@ -328,11 +334,11 @@ def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, domain: str, n_ite
     from tqdm.auto import tqdm
 
     con.sql(
-        "CREATE OR REPLACE TABLE chosen (parent_asin VARCHAR, pos INTEGER, user_id VARCHAR, ts BIGINT, "
-        "rel DOUBLE, rating DOUBLE, avg DOUBLE)"
+        "CREATE OR REPLACE TABLE chosen (parent_asin VARCHAR, gkey VARCHAR, level VARCHAR, pos INTEGER, "
+        "user_id VARCHAR, ts BIGINT, rel DOUBLE, rating DOUBLE, avg DOUBLE)"
     )
     con.sql(
-        "CREATE OR REPLACE TABLE windows (parent_asin VARCHAR, candidates INTEGER, rel_sum DOUBLE, "
+        "CREATE OR REPLACE TABLE windows (gkey VARCHAR, candidates INTEGER, rel_sum DOUBLE, "
         "negatives INTEGER, valid_groups DOUBLE, item_candidates INTEGER, item_rel_sum DOUBLE, "
         "item_negatives INTEGER)"
     )
@@ -354,26 +360,20 @@ def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, domain: str, n_ite
     bar = tqdm(total=n_items, desc="  search items", unit="item", leave=False, disable=not cfg.progress)
     for item, cands, extra in _item_batches(con):
         bar.update(1)
-        choice = find_group(
-            cands,
-            window_ms=cfg.window_ms,
-            min_gap=cfg.min_gap,
-            group_size=cfg.group_size,
-            rng=item_rng(cfg.seed, domain, item),
-        )
-        if choice is None:
-            continue
-        found += 1
-        for pos, cand in enumerate(choice.members):
-            rating, avg = extra[cand.user_id]
-            row = (item, pos, cand.user_id, cand.timestamp, cand.rel, rating, avg)
-            for name, value in zip(_CHOSEN_SCHEMA.names, row, strict=True):
-                members[name].append(value)
-        rels, every = [c.rel for c in choice.window], [c.rel for c in cands]
-        row = (item, len(rels), sum(rels), sum(r < 0 for r in rels), float(choice.n_groups))
-        row += (len(every), sum(every), sum(r < 0 for r in every))
-        for name, value in zip(_WINDOW_SCHEMA.names, row, strict=True):
-            windows[name].append(value)
+        choices = item_groups(cfg, domain, item, cands)
+        found += bool(choices)
+        every = [c.rel for c in cands]
+        for gkey, level, choice in choices:
+            for pos, cand in enumerate(choice.members):
+                rating, avg = extra[cand.user_id]
+                row = (item, gkey, level, pos, cand.user_id, cand.timestamp, cand.rel, rating, avg)
+                for name, value in zip(_CHOSEN_SCHEMA.names, row, strict=True):
+                    members[name].append(value)
+            rels = [c.rel for c in choice.window]
+            row = (gkey, len(rels), sum(rels), sum(r < 0 for r in rels), float(choice.n_groups))
+            row += (len(every), sum(every), sum(r < 0 for r in every))
+            for name, value in zip(_WINDOW_SCHEMA.names, row, strict=True):
+                windows[name].append(value)
         if len(members["pos"]) >= _BATCH_ROWS:
             flush()
     flush()
@@ -381,9 +381,40 @@ def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, domain: str, n_ite
     return found
 
 
+def item_groups(
+    cfg: BuildConfig, domain: str, item: str, cands: list[Candidate]
+) -> list[tuple[str, str, Choice]]:
+    """The groups of one item as ``(group key, level, choice)``: the paper's one 5-user group (key = the
+    item, level ``full``), or with ``--preset large`` the user-disjoint groups of each level (key
+    ``<item>:<level>-<n>``), each level with its own random stream."""
+    if cfg.preset == "paper":
+        choice = find_group(
+            cands,
+            window_ms=cfg.window_ms,
+            min_gap=cfg.min_gap,
+            group_size=cfg.group_size,
+            rng=item_rng(cfg.seed, domain, item),
+        )
+        return [] if choice is None else [(item, "full", choice)]
+    out = []
+    for level, size in cfg.level_sizes().items():
+        drawn = find_groups(
+            cands,
+            window_ms=cfg.window_ms,
+            min_gap=cfg.min_gap,
+            group_size=size,
+            rng=item_rng(cfg.seed, domain, f"{item}:{level}"),
+            max_groups=cfg.max_groups_per_item,
+        )
+        out += [(f"{item}:{level}-{n}", level, choice) for n, choice in enumerate(drawn)]
+    return out
+
+
 _CHOSEN_SCHEMA = pa.schema(
     [
         ("parent_asin", pa.string()),
+        ("gkey", pa.string()),
+        ("level", pa.string()),
         ("pos", pa.int32()),
         ("user_id", pa.string()),
         ("ts", pa.int64()),
@@ -394,7 +425,7 @@ _CHOSEN_SCHEMA = pa.schema(
 )
 _WINDOW_SCHEMA = pa.schema(
     [
-        ("parent_asin", pa.string()),
+        ("gkey", pa.string()),
         ("candidates", pa.int32()),
         ("rel_sum", pa.float64()),
         ("negatives", pa.int32()),
@@ -417,5 +448,9 @@ INDEX_SCHEMA = pa.schema(
         ("item_candidates", pa.int32()),
         ("item_rel_sum", pa.float64()),
         ("item_negatives", pa.int32()),
+        ("parent_asin", pa.string()),
+        ("level", pa.string()),  # full (paper preset) or easy/medium/hard (large preset)
+        ("twins_removed", pa.int64()),  # history rows removed as twins of the query item
+        ("twin_users", pa.int64()),  # members who had at least one
     ]
 )

@@ -19,6 +19,11 @@ of train.
   - ``none``: nothing is dropped (the paper's split; the leaks are counted in ``stats.json``).
 
 The rule never touches the test split: it is drawn first and its composition does not depend on the rule.
+
+The ``large`` preset splits each level on its own (:func:`split_groups` once per level, over that level's
+groups): its test sample, and the rule, look only at the users of that level's groups, so no test review of
+a level appears in the same level's train split, and a train group is dropped only for a conflict with a
+user it shows. ``train_fraction`` replaces the test size by "every group but a seeded share of each domain's".
 """
 
 from __future__ import annotations
@@ -120,16 +125,26 @@ def conflicts(
 
 
 def split_groups(
-    groups: Sequence[GroupMembers], test_groups: int, seed: int, rule: SplitRule, avg_scope: AvgScope
+    groups: Sequence[GroupMembers],
+    test_groups: int,
+    seed: int,
+    rule: SplitRule,
+    avg_scope: AvgScope,
+    *,
+    train_fraction: float | None = None,
+    salt: str = "",
 ) -> Split:
     """The seeded, domain-stratified test sample, and train = the other groups that ``rule`` keeps.
 
     Args:
-        groups: every group of the build.
+        groups: every group of the build (of one level, for the large preset).
         test_groups: the wanted test size (all groups when there are fewer).
         seed: the random seed.
         rule: the train rule (see the module docstring).
         avg_scope: the build's average scope.
+        train_fraction: instead of ``test_groups``, each domain keeps ``round(train_fraction * n)`` of its
+            ``n`` groups out of test (for train) and puts the others in test.
+        salt: tells the random streams of several splits of one build apart (the large preset's levels).
 
     Returns:
         The split (ids sorted).
@@ -138,14 +153,21 @@ def split_groups(
     >>> split = split_groups(gs, 2, 0, "leak-free", "history")
     >>> sorted(g[0] for g in split.test), len(split.train), split.dropped
     (['A', 'B'], 4, [])
+    >>> len(split_groups(gs, 2, 0, "leak-free", "history", train_fraction=0.34).test)
+    4
     """
     by_domain: dict[str, list[str]] = defaultdict(list)
     for group in groups:
         by_domain[group.domain].append(group.group_id)
-    quotas = domain_quotas({d: len(ids) for d, ids in by_domain.items()}, test_groups, seed)
+    sizes = {d: len(ids) for d, ids in by_domain.items()}
+    if train_fraction is None:
+        quotas = domain_quotas(sizes, test_groups, seed)
+    else:
+        quotas = {d: n - round(train_fraction * n) for d, n in sizes.items()}
     test: set[str] = set()
     for domain, ids in by_domain.items():
-        test.update(random.Random(f"{seed}:test:{domain}").sample(sorted(ids), quotas[domain]))
+        stream = f"{seed}:test:{domain}" + (f":{salt}" if salt else "")
+        test.update(random.Random(stream).sample(sorted(ids), quotas[domain]))
     first_test: dict[tuple[str, str], int] = {}
     for group in groups:
         if group.group_id in test:

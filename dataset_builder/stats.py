@@ -48,17 +48,19 @@ def table4(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     ``tokens`` counts whitespace-separated words of the history and query titles (the paper does not say
     which tokenizer it used).
 
-    >>> row = {"query": {"parent_asin": "q", "title": "A B"}, "users": [
+    >>> row = {"group_id": "B:q", "query": {"parent_asin": "q", "title": "A B"}, "users": [
     ...     {"user_id": "u", "timestamp": 0, "history": [{"title": "C D E"}]}]}
     >>> table4([row])["tokens"], table4([row])["rating_history"]
     (5, 1)
     """
     users: set[str] = set()
     items: set[str] = set()
+    groups: set[str] = set()
     reviews = history = tokens = 0
     times: list[int] = []
     for row in rows:
         items.add(row["query"]["parent_asin"])
+        groups.add(row["group_id"])
         for user in row["users"]:
             users.add(user["user_id"])
             reviews += 1
@@ -67,7 +69,7 @@ def table4(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
             tokens += sum(len((h["title"] or "").split()) for h in user["history"])
             tokens += len((row["query"]["title"] or "").split())
     return {
-        "groups": len(items),
+        "groups": len(groups),
         "reviews": reviews,
         "users": len(users),
         "query_items": len(items),
@@ -167,9 +169,84 @@ def compute(
             choice["window_candidates"] = candidate_figures(windows[name], "window")
             choice["item_candidates"] = candidate_figures(windows[name], "item")
     if split is not None:
-        if leaks is None:
+        if leaks is None and "leaks" not in split and "levels" not in split:
             raise ValueError("compute(split=...) needs the leak counts (leaks=LeakCounts(...))")
-        out["split"] = {**split, "leaks": leaks.result()}
+        out["split"] = dict(split) if leaks is None else {**split, "leaks": leaks.result()}
+    return out
+
+
+def resolution(
+    index: pa.Table, splits: Mapping[str, Sequence[str]], levels: Mapping[str, int], preset: str
+) -> dict[str, Any]:
+    """Per level and split: the groups, their query items, and the resolution a PTC cell of that size can
+    have (:func:`perrec_eval.ptc.expected_resolution`: expected 95% CI half-width and minimum detectable
+    paired difference at 80% power, planning variance of a system that knows nothing).
+
+    Groups of one query item (the large preset draws several per item) may be correlated. With ``m_i``
+    groups of item ``i`` the design effect is ``1 + (m̄ - 1) ρ`` with ``m̄ = Σ m_i² / Σ m_i`` and ``ρ`` the
+    unknown within-item correlation of the taus; ``design_effect`` is its upper bound ``m̄`` (ρ = 1), and
+    the ``*_bound`` figures use it: the truth lies between the two sets of figures.
+
+    Args:
+        index: the group index (:data:`dataset_builder.selection.INDEX_SCHEMA`).
+        splits: group ids per split.
+        levels: users per group of each level.
+        preset: ``paper`` (every group gives every level) or ``large`` (each group is one level's).
+
+    >>> t = pa.table({"group_id": ["a", "b", "c"], "level": ["easy"] * 3, "parent_asin": ["i", "i", "j"]})
+    >>> r = resolution(t, {"test": ["a", "b", "c"]}, {"easy": 2}, "large")["easy"]["test"]
+    >>> r["groups"], r["query_items"], r["design_effect"]
+    (3, 2, 1.6667)
+    """
+    out: dict[str, Any] = {}
+    for level, size in levels.items():
+        rows = index if preset == "paper" else index.filter(pc.equal(index["level"], level))
+        out[level] = {}
+        for name, ids in splits.items():
+            part = rows.filter(pc.is_in(rows["group_id"], pa.array(list(ids), pa.string())))
+            if not part.num_rows:
+                continue
+            per_item = Counter(part.column("parent_asin").to_pylist())
+            deff = sum(m * m for m in per_item.values()) / part.num_rows
+            out[level][name] = resolution_entry(size, part.num_rows, len(per_item), deff)
+    return out
+
+
+def resolution_entry(size: int, groups: int, items: int, design_effect: float) -> dict[str, Any]:
+    """One cell's figures: :func:`perrec_eval.ptc.expected_resolution` without and with the design effect.
+
+    >>> resolution_entry(2, 200, 200, 1.0)["half_width"]
+    0.1386
+    """
+    from perrec_eval.ptc import expected_resolution
+
+    plain = expected_resolution(size, groups)
+    bound = expected_resolution(size, groups, design_effect=design_effect)
+    return {
+        "groups": groups,
+        "query_items": items,
+        "design_effect": round(design_effect, 4),
+        "half_width": round(plain["half_width"], 4),
+        "min_detectable_difference": round(plain["min_detectable_difference"], 4),
+        "half_width_bound": round(bound["half_width"], 4),
+        "min_detectable_difference_bound": round(bound["min_detectable_difference"], 4),
+    }
+
+
+def twin_counts(index: pa.Table, domains: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Per domain, over the groups written: history rows removed as twins of the query item, members
+    (group slots) that had one, and groups that had one.
+
+    >>> t = pa.table({"domain": ["B", "B"], "twins_removed": [2, 0], "twin_users": [1, 0]})
+    >>> twin_counts(t, ["B"])
+    {'B': {'history_rows_removed': 2, 'members_affected': 1, 'groups_affected': 1}}
+    """
+    columns = index.select(["domain", "twins_removed", "twin_users"]).to_pydict()
+    out = {d: {"history_rows_removed": 0, "members_affected": 0, "groups_affected": 0} for d in domains}
+    for domain, removed, users in zip(*columns.values(), strict=True):
+        out[domain]["history_rows_removed"] += removed
+        out[domain]["members_affected"] += users
+        out[domain]["groups_affected"] += removed > 0
     return out
 
 
@@ -178,6 +255,7 @@ class _DomainFigures:
     """Running Table 4 sums of one domain of one split."""
 
     items: set[str] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)  # as many as items, but for the large preset
     users: set[str] = field(default_factory=set)
     reviews: int = 0
     history: int = 0
@@ -245,6 +323,7 @@ class SplitFigures:
         members = users.flatten()
         query = batch.column("query")
         figures.items.update(query.field("parent_asin").to_pylist())
+        figures.groups.update(batch.column("group_id").to_pylist())
         figures.users.update(members.field("user_id").to_pylist())
         figures.reviews += len(members)
         history = members.field("history")
@@ -284,14 +363,13 @@ class SplitFigures:
 
 def _figures(parts: Sequence[_DomainFigures]) -> dict[str, Any]:
     """Table 4 of the union of some domains' rows."""
-    groups = len(set().union(*(p.items for p in parts)))
     reviews = sum(p.reviews for p in parts)
     times = [t for p in parts for t in (p.first, p.last) if t is not None]
     return {
-        "groups": groups,
+        "groups": len(set().union(*(p.groups for p in parts))),
         "reviews": reviews,
         "users": len(set().union(*(p.users for p in parts))),
-        "query_items": groups,
+        "query_items": len(set().union(*(p.items for p in parts))),
         "rating_history": sum(p.history for p in parts),
         "tokens": sum(p.tokens() for p in parts),
         "time_range": [_date(min(times)), _date(max(times))] if reviews else None,
@@ -398,7 +476,20 @@ def format_table(stats: dict[str, Any]) -> str:
     text = [row.rstrip() for row in text]
     if stats.get("split"):
         text.append("")
-        text.append(split_line(stats["split"]))
+        if "levels" in stats["split"]:
+            rule = stats["split"]["rule"]
+            text += [
+                f"{level}: " + split_line({**f, "rule": rule})
+                for level, f in stats["split"]["levels"].items()
+            ]
+        else:
+            text.append(split_line(stats["split"]))
+    if stats.get("resolution"):
+        text.append("")
+        text += resolution_lines(stats["resolution"])
+    if stats.get("twins"):
+        text.append("")
+        text.append(twins_line(stats["twins"]))
     if stats.get("selection"):
         text.append("")
         text.append("Selection funnel (per domain):")
@@ -433,6 +524,47 @@ def split_line(split: Mapping[str, Any]) -> str:
         + f"; test reviews in train: {leaked['test_reviews_as_train_queries']:,} as queries, "
         f"{leaked['test_reviews_in_train_histories']:,} in histories"
     )
+
+
+def resolution_lines(resolution: Mapping[str, Any], split: str = "test") -> list[str]:
+    """One line per level: groups, expected 95% CI half-width and minimum detectable paired difference.
+
+    >>> r = {"easy": {"test": {"groups": 200, "query_items": 200, "design_effect": 1.0, "half_width": 0.1386,
+    ...     "min_detectable_difference": 0.2801, "half_width_bound": 0.1386,
+    ...     "min_detectable_difference_bound": 0.2801}}}
+    >>> resolution_lines(r)[1]
+    '  easy: 200 groups (200 items): 95% CI ±0.139, smallest detectable difference 0.280'
+    """
+    lines = [f"Resolution of one PTC cell on {split} (planning values, perrec_eval.ptc.expected_resolution):"]
+    for level, splits in resolution.items():
+        if split not in splits:
+            continue
+        r = splits[split]
+        line = (
+            f"  {level}: {r['groups']:,} groups ({r['query_items']:,} items): 95% CI ±{r['half_width']:.3f}, "
+            f"smallest detectable difference {r['min_detectable_difference']:.3f}"
+        )
+        if r["design_effect"] > 1:
+            line += (
+                f" (±{r['half_width_bound']:.3f} and {r['min_detectable_difference_bound']:.3f} if the "
+                f"groups of one item were perfectly correlated: design effect ≤ {r['design_effect']:.2f})"
+            )
+        lines.append(line)
+    return lines
+
+
+def twins_line(twins: Mapping[str, Mapping[str, int]]) -> str:
+    """One line on the twin items removed from histories, per domain.
+
+    >>> twins_line({"Books": {"history_rows_removed": 3, "members_affected": 2, "groups_affected": 2}})
+    'Twins of the query item removed from histories: Books 3 rows (2 members, 2 groups)'
+    """
+    parts = [
+        f"{d} {t['history_rows_removed']:,} rows ({t['members_affected']:,} members, "
+        f"{t['groups_affected']:,} groups)"
+        for d, t in twins.items()
+    ]
+    return "Twins of the query item removed from histories: " + ", ".join(parts)
 
 
 def funnel_message(funnel: dict[str, dict[str, int]]) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from perrec_eval import cliconfig
 from perrec_eval.errors import PerrecbenchError
-from perrec_eval.secrets import redact_logs, redact_text
+from perrec_eval.secrets import redact_logs, redact_text, redact_tracebacks
 
 logger = logging.getLogger("perrecbench")
 
@@ -77,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     redact_logs()
+    redact_tracebacks()
     if getattr(args, "no_progress", False):
         _hide_progress()
         if "progress" in {field.name for field in dataclasses.fields(args.config_cls)}:

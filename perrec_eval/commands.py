@@ -106,7 +106,7 @@ def score(config: ScoreConfig) -> int:
 
     run_dir = rundir.one_run_folder(config.run_dir)
     scores = rundir.rescore(run_dir, variant=config.variant, invalid=config.invalid)
-    name, _ = rundir.load_run(run_dir)
+    name = rundir.run_name(run_dir)
     if config.write:
         rundir.update_metric(run_dir, scores)
     print(report.table([(name, scores)]))
@@ -120,6 +120,14 @@ def score(config: ScoreConfig) -> int:
 
 
 def profiles(config: ProfilesConfig) -> int:
+    """Write profiles into `config.out`, holding its lock: a second process on the same file is refused."""
+    from perrec_eval.lock import file_lock
+
+    with file_lock(config.out):
+        return _profiles(config)
+
+
+def _profiles(config: ProfilesConfig) -> int:
     from perrec_eval import context
     from perrec_eval.cache import CachedEngine
     from perrec_eval.profiles import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -127,6 +127,30 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Write `obj` as indented JSON atomically."""
     write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def replace_in_order(files: Sequence[tuple[str | os.PathLike[str], str]]) -> None:
+    """Write several files (path, UTF-8 text) as one step: every temp file first, then the renames in order.
+
+    A kill while the temp files are written leaves every target as it was; one between two renames leaves
+    the first targets new and the last old, so the caller puts last the file that marks the whole as
+    finished and gives it a way to tell its companions apart (run.json names the metric scores.json holds).
+    """
+    done: list[tuple[Path, Path]] = []
+    try:
+        for target, text in files:
+            target = Path(target)
+            tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+            done.append((tmp, target))
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        for tmp, target in done:
+            os.replace(tmp, target)
+    finally:
+        for tmp, _ in done:
+            tmp.unlink(missing_ok=True)
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any]]) -> None:

@@ -1,9 +1,12 @@
-"""One process per output folder: an exclusive lock on a hidden file inside it.
+"""One process per output: an exclusive lock on a hidden file inside an output folder, or beside a file.
 
 Two `perrecbench evaluate` runs on one folder would both send every request (twice the cost) and write over
-each other's files. `folder_lock` takes an exclusive `flock` on ``FOLDER/.perrecbench.lock`` without
-waiting; the operating system releases it when the process ends, however it ends (kill -9 included), so a
-stale lock file never blocks a later run.
+each other's files; two `perrecbench profiles` into one file would both generate every profile. `folder_lock`
+takes an exclusive `flock` on ``FOLDER/.perrecbench.lock`` and `file_lock` one on ``.NAME.perrecbench.lock``
+beside an output, both without waiting; the operating system releases it when the process ends, however it
+ends (kill -9 included), so a stale lock file never blocks a later run. A process may take a lock it
+already holds (`sweep` holds its folder for the grid and the report, and each grid point's run takes it
+again).
 """
 
 from __future__ import annotations
@@ -17,25 +20,58 @@ from pathlib import Path
 from perrec_eval.errors import DataError
 
 LOCK_FILE = ".perrecbench.lock"
+_held: set[Path] = set()  # lock files this process holds
 
 
 @contextmanager
-def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
+def folder_lock(folder: str | os.PathLike[str], lock_file: str = LOCK_FILE) -> Iterator[None]:
     """Hold the folder's lock for the block (the folder is created if missing).
 
+    Args:
+        folder: the output folder.
+        lock_file: the lock's file name inside `folder` (`file_lock` names one per output file).
+
     Raises:
-        DataError: another process holds the lock.
+        DataError: `folder` is a file, or another process holds the lock (the message names its pid).
     """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_FILE, "a+", encoding="utf-8") as handle:
+    if folder.exists() and not folder.is_dir():
+        raise DataError(f"{folder} is a file: --out takes a folder; choose another --out")
+    with _locked(folder / lock_file, folder):
+        yield
+
+
+@contextmanager
+def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the lock of output `path`: ``.NAME.perrecbench.lock`` beside it (its folder is made if missing).
+
+    For outputs replaced whole by a rename (a build, a profiles file), whose own folder cannot hold the lock.
+
+    Raises:
+        DataError: another process holds the lock; the message names its pid.
+    """
+    path = Path(os.path.abspath(path))  # "." and "x/.." have a name this way
+    # not ".NAME.lock": beside `build --out X/perrecbench` that is X's own folder lock
+    lock_path = path.with_name(f".{path.name}{LOCK_FILE}") if path.name else path / LOCK_FILE
+    with _locked(lock_path, path):
+        yield
+
+
+@contextmanager
+def _locked(lock_path: Path, what: Path) -> Iterator[None]:
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = lock_path.resolve()
+    if lock_path in _held:  # taken again inside a block that holds it
+        yield
+        return
+    with open(lock_path, "a+", encoding="utf-8") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             raise DataError(
-                f"{folder} is in use by another perrecbench process (pid {holder}): wait for it to finish, "
+                f"{what} is in use by another perrecbench process (pid {holder}): wait for it to finish, "
                 "or choose another --out"
             ) from None
         try:
@@ -43,6 +79,8 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
             handle.truncate()
             handle.write(f"{os.getpid()}\n")
             handle.flush()
+            _held.add(lock_path)
             yield
         finally:
+            _held.discard(lock_path)
             fcntl.flock(handle, fcntl.LOCK_UN)

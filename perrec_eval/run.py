@@ -8,6 +8,7 @@ the run folder). `evaluate` runs a model, `evaluate_baselines` the no-LLM baseli
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -384,9 +385,11 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         raise ConfigError(
             f"unknown baseline {unknown[0]!r}: choose one of {', '.join(baselines.BASELINES)} or all"
         )
-    with folder_lock(config.out):
+    with contextlib.ExitStack() as locks:
+        locks.enter_context(folder_lock(config.out))
         outs = {name: Path(config.out) / name if len(names) > 1 else Path(config.out) for name in names}
         for name in names:
+            locks.enter_context(folder_lock(outs[name]))  # each run folder too: `score --write` takes it
             sub = replace(config, model=name, out=str(outs[name]))
             claim(outs[name], run_record(sub), overwrite=config.overwrite)
         return _evaluate_baselines(config, names)

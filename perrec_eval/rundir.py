@@ -314,16 +314,57 @@ def one_run_folder(path: str | os.PathLike) -> Path:
 
 
 def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None:
-    """Rewrite scores.json, report.md and run.json's metric of a run with re-computed `scores`."""
-    from perrec_eval.report import write_report
+    """Rewrite scores.json, report.md and run.json's metric of a run with re-computed `scores`.
+
+    Holds the folder's lock (`perrec_eval.lock`: an evaluate writing the folder refuses it, and the other
+    way round). The three files are written to temp names first and renamed in that order, run.json last:
+    run.json's metric names the variant scores.json holds, so a kill between two renames leaves a folder
+    that `load_run` refuses (the same `perrecbench score --write` repairs it), never a mix that reads whole.
+
+    Raises:
+        DataError: another process holds the folder.
+    """
+    import json
+
+    from perrec_eval.lock import folder_lock
+    from perrec_eval.report import render
 
     run_dir = Path(run_dir)
-    name, _ = load_run(run_dir)
-    info = read_run_info(run_dir)
-    info["metric"] = {"variant": scores["variant"], "invalid": scores["invalid"]}
-    fileio.write_json(run_dir / "scores.json", scores)
-    write_report(run_dir, [(name, scores)])
-    fileio.write_json(run_dir / "run.json", info)
+    with folder_lock(run_dir):
+        info = read_run_info(run_dir)
+        info["metric"] = {"variant": scores["variant"], "invalid": scores["invalid"]}
+        fileio.replace_in_order(
+            [
+                (run_dir / "scores.json", json.dumps(scores, indent=2, ensure_ascii=False) + "\n"),
+                (run_dir / "report.md", render([(run_name(run_dir), scores)])),
+                (run_dir / "run.json", json.dumps(info, indent=2, ensure_ascii=False) + "\n"),
+            ]
+        )
+
+
+def run_name(run_dir: str | os.PathLike) -> str:
+    """The system name of a run folder (its model, as run.json records it)."""
+    info = fileio.read_json(Path(run_dir) / "run.json")
+    return info["engine"].get("model", Path(run_dir).name)
+
+
+def check_metric(run_dir: str | os.PathLike, info: Mapping[str, Any], scores: Mapping[str, Any]) -> None:
+    """Refuse a scores.json whose metric is not the one run.json records (a `score --write` cut short).
+
+    Raises:
+        DataError: the variant or the invalid rule differ.
+    """
+    recorded = info.get("metric")
+    if not isinstance(recorded, Mapping) or not isinstance(scores, Mapping):
+        return
+    held = {key: scores.get(key) for key in ("variant", "invalid")}
+    wanted = {key: recorded.get(key) for key in ("variant", "invalid")}
+    if None not in held.values() and held != wanted:
+        raise DataError(
+            f"{run_dir}/scores.json holds {held['variant']}/{held['invalid']} scores but run.json records "
+            f"{wanted['variant']}/{wanted['invalid']} (a `perrecbench score --write` was interrupted): run "
+            f"`perrecbench score {run_dir} --write` to make them agree again"
+        )
 
 
 def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
@@ -333,7 +374,9 @@ def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     if not scores_path.is_file():
         raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
     info = read_run_info(run_dir)
-    return info["engine"].get("model", run_dir.name), read_scores(scores_path)
+    scores = read_scores(scores_path)
+    check_metric(run_dir, info, scores)
+    return info["engine"].get("model", run_dir.name), scores
 
 
 def read_scores(path: str | os.PathLike) -> dict[str, Any]:

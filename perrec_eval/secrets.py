@@ -3,14 +3,18 @@
 A secret reaches perrecbench in a URL (``http://user:KEY@host/v1``, ``?api-key=KEY``), in a ``KEY=VALUE``
 option whose name says so (``hub_token=...``, ``api_key=...``), in a JSON field (``{"api_key": ...}``), or as
 the value of an environment variable the engine reads (registered with :func:`register`). Everything written
-to ``run.json``, ``sft_train.json`` or the log goes through :func:`redact` / :func:`redact_text`, and the
-CLI's log handlers format through :class:`RedactingFormatter`.
+to ``run.json``, ``sft_train.json`` or the log goes through :func:`redact` / :func:`redact_text`, the
+CLI's log handlers format through :class:`RedactingFormatter`, and the tracebacks and warnings Python prints
+itself (``--debug``, an unexpected error, a thread's error) through :func:`redact_tracebacks`.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import sys
+import threading
+import traceback
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -128,3 +132,27 @@ def redact_logs() -> None:
         formatter = handler.formatter or logging.Formatter()
         redacting = RedactingFormatter(formatter._fmt, formatter.datefmt)
         handler.setFormatter(redacting)
+
+
+def redact_tracebacks() -> None:
+    """Print uncaught exceptions (the main thread's and other threads') and warnings with secrets hidden.
+
+    Python prints those itself, around the log handlers; an error that quotes a ``--base-url`` with
+    credentials would show them there (``--debug`` re-raises every error to show its traceback).
+    """
+
+    def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        sys.stderr.write(redact_text("".join(traceback.format_exception(kind, value, tb))))
+        sys.stderr.flush()
+
+    def thread_excepthook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit:
+            return
+        name = args.thread.name if args.thread is not None else "a thread"
+        text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+        sys.stderr.write(redact_text(f"Exception in thread {name}:\n{text}"))
+        sys.stderr.flush()
+
+    sys.excepthook = excepthook
+    threading.excepthook = thread_excepthook
+    logging.captureWarnings(True)  # warnings then reach the (redacting) log handlers

@@ -71,9 +71,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_data(config: DataConfig) -> int:
+    from perrec_eval.lock import file_lock
     from sft.data import build
 
-    path, info = build(config)
+    with file_lock(config.out):  # a second `sft data` into the same folder is refused
+        path, info = build(config)
     counts = ", ".join(f"{fmt} {n:,}" for fmt, n in info["examples_per_format"].items())
     left_out = sum(info["test_label_groups_left_out"].values())
     print(f"{info['examples']:,} examples ({counts}) from {info['groups']:,} train groups -> {path}")
@@ -95,9 +97,11 @@ def run_train(config: TrainConfig) -> int:
 
 
 def run_merge(config: MergeConfig) -> int:
+    from perrec_eval.lock import file_lock
     from sft.merge import merge
 
-    info = merge(config)
+    with file_lock(config.out):  # a second merge into the same folder is refused
+        info = merge(config)
     what = "model" if info["kind"] == "merged-model" else "adapter"
     print(
         f"merged {len(config.adapters)} adapters with {config.method} "

@@ -44,12 +44,13 @@ import yaml
 
 from perrec_eval import context, fileio, prompts
 from perrec_eval.context import GroupContext
-from perrec_eval.errors import DataError
+from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.rankers import Slot, demonstration, make_ranker
 from perrec_eval.records import Group, UserKey
 from perrec_eval.run import render_slot
 from perrec_eval.types import METHODS, Message, Method
 from sft.config import DataConfig
+from sft.outdir import is_empty, refuse_overlap, replaced
 
 logger = logging.getLogger(__name__)
 
@@ -351,28 +352,43 @@ def _features() -> Any:
 def write_folder(out: str | Path, examples: Sequence[Example], info: Mapping[str, Any]) -> Path:
     """Write the parquet file, ``sft_data.json`` and the card into `out`; return the parquet path.
 
-    Data files of an earlier build in `out` (other ``train-*.parquet``) are removed.
+    The folder is written as a temp sibling that replaces `out` whole (`sft.outdir.replaced`): a kill
+    leaves the earlier examples folder or the new one, never a card naming one file beside another's facts.
     """
     import datasets
 
     if not examples:
         raise DataError("no examples to write: the chosen train groups gave none")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_out(out)
     rows = [example.to_row() for example in examples]
     name = content_name(rows)
-    path = out / name
-    if not path.is_file():
-        tmp = out / f".{name}.tmp"
-        datasets.Dataset.from_list(rows, features=_features()).to_parquet(str(tmp))
-        tmp.replace(path)
-    for old in out.glob("train-*.parquet"):
-        if old.name != name:
-            old.unlink()
     info = {**info, "file": name}
-    fileio.write_json(out / INFO_FILE, info)
-    fileio.write_text(out / "README.md", card(info))
-    return path
+    with replaced(out) as tmp:
+        datasets.Dataset.from_list(rows, features=_features()).to_parquet(str(tmp / name))
+        fileio.write_json(tmp / INFO_FILE, info)
+        fileio.write_text(tmp / "README.md", card(info))
+    return out / name
+
+
+def check_out(out: str | Path, inputs: Mapping[str, str | None] | None = None) -> None:
+    """Refuse an `out` that overlaps an input or holds files `perrecbench sft data` did not write.
+
+    `out` is replaced whole, so a folder of something else (a benchmark, a dataset with its own
+    ``train-*.parquet`` and card) would be lost.
+
+    Raises:
+        ConfigError: `out` overlaps an input, or is a non-empty folder without ``sft_data.json``.
+    """
+    out = Path(out)
+    refuse_overlap(out, dict(inputs or {}))
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file: sft data writes a folder; choose another --out")
+    if not is_empty(out) and not (out / INFO_FILE).is_file():
+        raise ConfigError(
+            f"--out {out} holds files `perrecbench sft data` did not write (no {INFO_FILE}): they would be "
+            "replaced; choose another --out"
+        )
 
 
 def _size_category(n: int) -> str:
@@ -461,6 +477,7 @@ def build(config: DataConfig) -> tuple[Path, dict[str, Any]]:
     Returns:
         (the parquet file, the facts written to ``sft_data.json``)
     """
+    check_out(config.out, {"--data": config.data, "--profiles": config.profiles})  # before any work
     contexts, facts = load_train_contexts(config)
     examples = build_examples(methods_of(config.format), contexts, config.variant, seed=config.seed)
     tokenizer = None

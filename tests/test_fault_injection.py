@@ -5,7 +5,8 @@ Sections follow the audit's items; tiny fixtures only (the five-user raw source,
 OpenAI-compatible stub server). Cases that need the tiny trained model sit beside its fixtures: `sft train`
 killed after a checkpoint and resumed, overlapping or foreign output folders (tests/sft/test_train.py),
 `sft merge` into the base model or over an earlier merge (tests/sft/test_merge.py), adapter names PEFT cannot
-hold (tests/sft/test_hf_adapters.py).
+hold (tests/sft/test_hf_adapters.py), `sft data` into a folder of something else or killed mid-write
+(tests/sft/test_data.py), a second `sft data`/`sft merge` on one --out (tests/sft/test_sft_cli.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from perrec_eval.cli import main
 from perrec_eval.errors import ConfigError, DataError
 from tests.benchmark_fixture import write_tiny_benchmark
 from tests.dataset_builder.build_fixture import five_user_source
+from tests.lock_holder import held_by_another_process
 
 
 def refused(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
@@ -72,6 +74,55 @@ def test_build_overwrite_replaces_an_earlier_build(tmp_path: Path) -> None:
     assert main(_build_argv(source, out)) == 0
     assert not (out / "stale.txt").exists()
     assert json.loads((out / "manifest.json").read_text())["outputs"]
+
+
+# ----------------------------------------------------------------------------- synth: files it did not write
+
+
+def _synth_argv(out: Path, seed: int = 0) -> list[str]:
+    flags = f"--reviews-per-domain 200 --domains Books --seed {seed} --no-progress"
+    return ["synth", "--out", str(out), *flags.split()]
+
+
+def test_synth_refuses_to_replace_a_downloaded_file(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "raw"
+    out.mkdir()
+    (out / "Books.jsonl").write_text('{"a real": "download"}\n')
+    refused(capsys, _synth_argv(out), "Books.jsonl", "synth did not write", "another --out")
+    assert (out / "Books.jsonl").read_text() == '{"a real": "download"}\n'
+    assert not (out / "meta_Books.jsonl").exists()
+
+
+def test_synth_refuses_to_replace_a_file_changed_since_it_wrote_it(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "raw"
+    assert main(_synth_argv(out)) == 0
+    assert main(_synth_argv(out, seed=1)) == 0  # its own files: replaced
+    with (out / "Books.jsonl").open("a") as handle:
+        handle.write('{"added": "by hand"}\n')
+    refused(capsys, _synth_argv(out), "Books.jsonl", "changed since")
+
+
+def test_synth_killed_before_its_marker_runs_again(tmp_path: Path, monkeypatch) -> None:
+    from dataset_builder.synth import writer
+
+    out = tmp_path / "raw"
+    assert main(_synth_argv(out)) == 0
+
+    def killed(*args, **kwargs):  # both files of the new seed are in, the marker still has the old hashes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer, "_write_marker", killed)
+    assert main(_synth_argv(out, seed=1)) == 130
+    monkeypatch.undo()
+    assert main(_synth_argv(out, seed=1)) == 0
+    marker = json.loads((out / "synth_marker.json").read_text())
+    assert "pending" not in marker and marker["files"]["Books.jsonl"]["seed"] == 1
+
+
+def test_synth_out_that_is_a_file_is_one_line(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "raw"
+    out.write_text("a file")
+    refused(capsys, _synth_argv(out), "is a file")
 
 
 # --------------------------------------------------------------------- 4, 12, 13. run folders: reuse, kills
@@ -137,30 +188,9 @@ def test_evaluate_killed_while_writing_leaves_no_run_json(bench: Path, tmp_path:
 
 def test_evaluate_second_process_on_a_run_folder_is_refused(bench: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "run"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_LOCK, str(out)], stdout=subprocess.PIPE, text=True, env=_child_env()
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        refused(capsys, _eval_argv(bench, out), "in use by another perrecbench process", str(holder.pid))
-    finally:
-        holder.kill()  # kill -9: the operating system drops the lock with the process
-        holder.wait()
+    with held_by_another_process(out) as pid:
+        refused(capsys, _eval_argv(bench, out), "in use by another perrecbench process", str(pid))
     assert main(_eval_argv(bench, out)) == 0
-
-
-_HOLD_LOCK = """
-import sys, time
-from perrec_eval.lock import folder_lock
-with folder_lock(sys.argv[1]):
-    print("held", flush=True)
-    time.sleep(120)
-"""
-
-
-def _child_env() -> dict[str, str]:
-    root = str(Path(__file__).resolve().parents[1])
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
 
 
 def test_report_killed_midway_leaves_the_old_report(bench: Path, tmp_path: Path, monkeypatch) -> None:
@@ -185,6 +215,45 @@ def test_report_killed_midway_leaves_the_old_report(bench: Path, tmp_path: Path,
     assert "item-quality" in (report / "leaderboard.md").read_text()
     assert (report / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report", "runs"]  # no temp folder left
+
+
+def test_report_refuses_a_folder_whose_plots_it_did_not_write(bench: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert main(_eval_argv(bench, run, engine="baseline", model="random")) == 0
+    paper = tmp_path / "paper"
+    (paper / "plots").mkdir(parents=True)
+    (paper / "plots" / "figure1.pdf").write_text("months of work")
+    (paper / "leaderboard.tex").write_text("my own table")
+    argv = ["report", str(run), "--out", str(paper), "--resamples", "20", "--no-plots"]
+    refused(capsys, argv, "plots", "leaderboard.tex", "no perrecbench report wrote", "another --out")
+    assert (paper / "plots" / "figure1.pdf").read_text() == "months of work"
+    assert (paper / "leaderboard.tex").read_text() == "my own table"
+
+
+def test_report_killed_while_moving_in_is_replaced_by_the_next_one(
+    bench: Path, tmp_path: Path, monkeypatch
+) -> None:
+    run = tmp_path / "run"
+    assert main(_eval_argv(bench, run, engine="baseline", model="random")) == 0
+    report = tmp_path / "report"
+    argv = ["report", str(run), "--out", str(report), "--resamples", "20", "--no-plots"]
+    assert main(argv) == 0
+    real_rename = Path.rename
+    moved = []
+
+    def killed(self, target):  # the old report is gone, the new leaderboard.json is in, the rest is not
+        if Path(target).parent == report:
+            moved.append(Path(target).name)
+            if len(moved) == 2:
+                raise KeyboardInterrupt
+        return real_rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", killed)
+    assert main(argv) == 130
+    monkeypatch.undo()
+    assert moved[0] == "leaderboard.json" and not (report / "index.html").exists()  # visibly incomplete
+    assert main(argv) == 0
+    assert {p.name for p in report.iterdir()} >= {"index.html", "leaderboard.md", "leaderboard.json"}
 
 
 # ------------------------------------------------------------------------------- 5. adapter names
@@ -333,3 +402,227 @@ def test_an_error_quoting_a_huge_value_prints_a_bounded_line(tmp_path: Path, cap
     config.write_text(f"k: {'9' * 50 + 'x' * 100_000}\n")
     line = refused(capsys, ["evaluate", "--config", str(config)], "k")
     assert len(line) < 2200
+
+
+# ----------------------------------------------------- 13. one writer per output: profiles, score, report
+
+
+def _profiles_argv(bench: Path, out: Path) -> list[str]:
+    flags = "--engine fake --model constant --levels easy --max-groups 2 --no-progress"
+    return ["profiles", "--data", str(bench), "--out", str(out), *flags.split()]
+
+
+def test_profiles_second_process_on_one_file_is_refused(bench: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "profiles.jsonl"
+    with held_by_another_process(out, "file") as pid:
+        refused(capsys, _profiles_argv(bench, out), "in use by another perrecbench process", str(pid))
+    assert not out.exists() and not out.with_name(out.name + ".cache.jsonl").exists()  # nothing generated
+    assert main(_profiles_argv(bench, out)) == 0
+    assert out.read_text().count("\n") == 4  # 2 groups x 2 users
+
+
+def test_score_write_is_refused_while_another_process_holds_the_run(
+    bench: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "run"
+    assert main(_eval_argv(bench, out)) == 0
+    before = _files(out)
+    with held_by_another_process(out) as pid:
+        argv = ["score", str(out), "--variant", "paper", "--write"]
+        refused(capsys, argv, "in use by another perrecbench process", str(pid))
+    assert _files(out) == before
+
+
+def test_report_second_process_into_one_folder_is_refused(bench: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert main(_eval_argv(bench, run, engine="baseline", model="random")) == 0
+    report = tmp_path / "report"
+    with held_by_another_process(report) as pid:
+        argv = ["report", str(run), "--out", str(report), "--resamples", "20", "--no-plots"]
+        refused(capsys, argv, "in use by another perrecbench process", str(pid))
+    assert not (report / "index.html").exists()
+
+
+def test_sweep_holds_its_folder_through_the_report(bench: Path, tmp_path: Path, monkeypatch) -> None:
+    from perrec_eval.leaderboard import assemble
+    from perrec_eval.lock import folder_lock
+
+    out = tmp_path / "sweep"
+    seen = []
+
+    def report_folder(*args, **kwargs):  # another process cannot take OUT while the report is written
+        code = "import sys\nfrom perrec_eval.lock import folder_lock\nwith folder_lock(sys.argv[1]): pass"
+        child = subprocess.run(
+            [sys.executable, "-c", code, str(out)], capture_output=True, text=True, env=_child_env()
+        )
+        seen.append(child.returncode != 0 and "in use by another perrecbench process" in child.stderr)
+        return real(*args, **kwargs)
+
+    real = assemble.report_folder
+    monkeypatch.setattr(assemble, "report_folder", report_folder)
+    flags = "--engine fake --model constant --methods pointwise --levels easy --max-groups 2 --no-profile"
+    argv = ["sweep", "--data", str(bench), "--out", str(out), "--ks", "1", "--shots-grid", "0", "--no-plots"]
+    assert main([*argv, *flags.split()]) == 0
+    assert seen == [True]
+    with folder_lock(out):  # released at the end
+        pass
+
+
+def test_build_second_process_on_one_out_is_refused(tmp_path: Path, capsys) -> None:
+    source = five_user_source(tmp_path / "raw")
+    out = tmp_path / "bench"
+    with held_by_another_process(out, "file") as pid:
+        refused(capsys, _build_argv(source, out), "in use by another perrecbench process", str(pid))
+    assert not out.exists() and not (tmp_path / "bench.stages").exists()
+    assert main(_build_argv(source, out)) == 0
+
+
+def test_synth_second_process_on_one_folder_is_refused(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "raw"
+    argv = ["synth", "--out", str(out), "--reviews-per-domain", "200", "--domains", "Books", "--no-progress"]
+    with held_by_another_process(out) as pid:
+        refused(capsys, argv, "in use by another perrecbench process", str(pid))
+    assert [p.name for p in out.iterdir()] == [".perrecbench.lock"]
+
+
+def test_sweep_refuses_a_report_folder_of_something_else_before_the_grid(
+    bench: Path, tmp_path: Path, capsys
+) -> None:
+    out = tmp_path / "sweep"
+    (out / "report" / "plots").mkdir(parents=True)
+    (out / "report" / "plots" / "mine.png").write_bytes(b"png")
+    flags = "--engine fake --model constant --methods pointwise --levels easy --max-groups 2 --no-profile"
+    argv = ["sweep", "--data", str(bench), "--out", str(out), "--ks", "1", "--shots-grid", "0", "--no-plots"]
+    refused(capsys, [*argv, *flags.split()], "plots", "no perrecbench report wrote")
+    assert sorted(p.name for p in out.iterdir()) == [".perrecbench.lock", "report"]  # no grid point run
+
+
+def test_lock_beside_an_output_named_perrecbench_is_not_its_folders_lock(tmp_path: Path) -> None:
+    from perrec_eval.lock import file_lock
+
+    with held_by_another_process(tmp_path), file_lock(tmp_path / "perrecbench"):  # build --out X/perrecbench
+        assert (tmp_path / ".perrecbench.perrecbench.lock").is_file()
+
+
+def test_baselines_all_refuse_a_run_folder_another_process_holds(bench: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "baselines"
+    with held_by_another_process(out / "random") as pid:  # e.g. a `score --write` on that run
+        argv = _eval_argv(bench, out, engine="baseline", model="all")
+        refused(capsys, argv, "in use by another perrecbench process", str(pid))
+    assert not list(out.glob("*/run.json"))
+
+
+def _child_env() -> dict[str, str]:
+    root = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+
+
+# ---------------------------------------------------------------- 12. score --write killed mid-way
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".perrecbench.lock"}
+
+
+def test_score_write_killed_while_writing_leaves_the_old_run(bench: Path, tmp_path: Path, monkeypatch):
+    from perrec_eval import fileio
+
+    out = tmp_path / "run"
+    assert main(_eval_argv(bench, out)) == 0
+    before = _files(out)
+    real_fsync = os.fsync
+    calls = []
+
+    def killed(fd):  # the second temp file (report.md) is being written
+        calls.append(fd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real_fsync(fd)
+
+    monkeypatch.setattr(fileio.os, "fsync", killed)
+    assert main(["score", str(out), "--variant", "paper", "--write"]) == 130
+    assert _files(out) == before  # no temp file left either
+
+
+@pytest.mark.parametrize("renamed", [1, 2])
+def test_score_write_killed_between_renames_is_refused_on_read(
+    bench: Path, tmp_path: Path, monkeypatch, capsys, renamed: int
+) -> None:
+    from perrec_eval import fileio, rundir
+
+    out = tmp_path / "run"
+    assert main(_eval_argv(bench, out)) == 0
+    real_replace = os.replace
+    calls = []
+
+    def killed(src, dst):  # scores.json (and report.md) renamed, run.json not
+        calls.append(dst)
+        if len(calls) > renamed:
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(fileio.os, "replace", killed)
+    assert main(["score", str(out), "--variant", "paper", "--write"]) == 130
+    monkeypatch.undo()
+    assert json.loads((out / "scores.json").read_text())["variant"] == "paper"
+    assert json.loads((out / "run.json").read_text())["metric"]["variant"] == "tau_b"
+    with pytest.raises(DataError, match="score --write. was interrupted"):
+        rundir.load_run(out)
+    refused(capsys, ["report", str(out)], "interrupted", f"perrecbench score {out} --write")
+    assert not [p for p in out.iterdir() if ".tmp-" in p.name]
+    assert main(["score", str(out), "--write"]) == 0  # the fix the message names
+    _, scores = rundir.load_run(out)
+    assert scores["variant"] == "tau_b"
+
+
+def test_score_write_records_the_new_metric_in_run_json(bench: Path, tmp_path: Path) -> None:
+    from perrec_eval import rundir
+
+    out = tmp_path / "run"
+    assert main(_eval_argv(bench, out)) == 0
+    assert main(["score", str(out), "--variant", "paper", "--invalid", "skip", "--write"]) == 0
+    _, scores = rundir.load_run(out)
+    assert (scores["variant"], scores["invalid"]) == ("paper", "skip")
+    assert json.loads((out / "run.json").read_text())["metric"] == {"variant": "paper", "invalid": "skip"}
+
+
+# ------------------------------------------------------------------ 6. secrets in tracebacks (--debug)
+
+
+def test_debug_traceback_hides_credentials_of_a_base_url(tmp_path: Path) -> None:
+    key = "sk-debug-SECRET-4444"
+    argv = ["--debug", "evaluate", "--data", str(tmp_path), "--engine", "openai", "--model", "m"]
+    argv += ["--base-url", f"http://user:{key}@127.0.0.1:9/v1,", "--out", str(tmp_path / "run")]
+    child = subprocess.run(
+        [sys.executable, "-m", "perrec_eval", *argv], capture_output=True, text=True, env=_child_env()
+    )
+    assert child.returncode == 1
+    assert "Traceback" in child.stderr and "ConfigError" in child.stderr  # --debug still shows it whole
+    assert key not in child.stderr and "http://<redacted>@127.0.0.1:9/v1" in child.stderr
+
+
+def test_thread_errors_and_uncaught_errors_are_redacted(monkeypatch, capsys) -> None:
+    import logging
+    import threading
+
+    from perrec_eval.secrets import redact_tracebacks
+
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
+    monkeypatch.setattr(threading, "excepthook", threading.excepthook)
+    redact_tracebacks()
+    logging.captureWarnings(False)
+    url = "http://me:sk-thread-SECRET-5555@h/v1"
+
+    def fail() -> None:
+        raise RuntimeError(f"cannot reach {url}")
+
+    thread = threading.Thread(target=fail)
+    thread.start()
+    thread.join()
+    try:
+        raise ValueError(url)
+    except ValueError as err:
+        sys.excepthook(type(err), err, err.__traceback__)
+    err = capsys.readouterr().err
+    assert "cannot reach" in err and "ValueError" in err
+    assert "sk-thread-SECRET-5555" not in err and err.count("http://<redacted>@h/v1") == 2

@@ -56,6 +56,14 @@ duplicate:
 * ``truncated_line`` before clean line ``2 * n // 3``: the first half of a line (invalid JSON).
 * ``no_metadata``: the most reviewed item of the domain has no line in the metadata file.
 
+``twins=True`` (off by default: the files stay those of earlier versions) plants twin items in every domain:
+every 20th reviewed item gets a second id (its ASIN + ``T``) whose metadata line is the original's with an
+edition or format note added to the title (`` (Kindle Edition)`` for Books, `` [DVD]`` for Movies_and_TV,
+`` (2nd Edition)`` otherwise), and each review of the original gets a copy on the twin, same user and rating,
+ten days earlier (appended at the end of the review file). ``synth_truth.json`` records ``twin_items``,
+``twin_reviews`` and the ``twins`` mapping per domain. A build must leave these out of the histories of the
+original's queries (``dataset_builder/twins.py``).
+
 Modules: ``vocab`` (words, titles, review texts), ``model`` (the draws above) and ``writer`` (raw lines,
 faults, atomic files); the settings are :class:`dataset_builder.config.SynthConfig`.
 """

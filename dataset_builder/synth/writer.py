@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -321,6 +322,38 @@ def _write_marker(out: Path, seed: int, names: list[str]) -> None:
     )
 
 
+def claim_files(out: Path, names: Sequence[str]) -> None:
+    """Refuse to replace a file of `out` that synth did not write; then mark `names` as being written.
+
+    A file is synth's when the marker lists it with its current size and sha256, or as pending (a synth
+    killed before it wrote the marker); anything else (a downloaded ``Books.jsonl``, a file edited since)
+    would be lost.
+
+    Raises:
+        BuildConfigError: `out` holds such a file.
+    """
+    path = out / SYNTH_MARKER
+    marker = read_json(path) if path.is_file() else {}
+    known, pending = marker.get("files", {}), set(marker.get("pending", []))
+    for name in names:
+        file = out / name
+        if not file.exists() or name in pending:
+            continue
+        entry = known.get(name) or {}
+        if entry.get("size") != file.stat().st_size or entry.get("sha256") != _sha256(file):
+            raise BuildConfigError(
+                f"--out {out} holds {name}, which synth did not write (or which changed since): synth "
+                "would replace it; choose another --out"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(path, {**marker, "files": known, "pending": sorted(pending | set(names))})
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 # ------------------------------------------------------------------------------------------------ public API
 
 
@@ -333,6 +366,7 @@ def write_synthetic(
     gzip: bool = False,
     dirty: bool = False,
     progress: bool = True,
+    twins: bool = False,
 ) -> dict:
     """Write synthetic raw files for each domain plus ``synth_truth.json``; return a small summary.
 
@@ -344,6 +378,7 @@ def write_synthetic(
         gzip: write ``.jsonl.gz`` instead of ``.jsonl``.
         dirty: plant the faults documented in :mod:`dataset_builder.synth` in the first domain.
         progress: show progress bars.
+        twins: plant twin items (:func:`_twin_lines`); off, the files are those of earlier versions.
 
     Returns:
         ``{"out", "truth", "seed", "reviews_per_domain", "domains": {name: counts}, "faults", "seconds",
@@ -360,12 +395,13 @@ def write_synthetic(
         seed=seed,
         gzip=gzip,
         dirty=dirty,
+        twins=twins,
     )
     out, names = config.out, config.domains
     if out.exists() and not out.is_dir():
         raise BuildConfigError(f"--out {out} is a file; pass a folder path")
-    out.mkdir(parents=True, exist_ok=True)
     suffix = ".jsonl.gz" if gzip else ".jsonl"
+    claim_files(out, [f for name in names for f in (f"{name}{suffix}", f"meta_{name}{suffix}")])
     started = time.perf_counter()
     summary: dict = {
         "generator": "perrecbench synth (dataset_builder/synth)",
@@ -383,7 +419,7 @@ def write_synthetic(
     domain_bar = tqdm(names, desc="synth domains", unit="domain", leave=False, disable=not progress)
     for position, name in enumerate(domain_bar):
         counts, parameters, faults = _write_domain(
-            out, name, reviews_per_domain, seed, suffix, dirty and position == 0, progress
+            out, name, reviews_per_domain, seed, suffix, dirty and position == 0, twins, progress
         )
         summary["domains"][name] = counts
         summary["faults"].extend(faults)
@@ -407,8 +443,49 @@ def write_synthetic(
     }
 
 
+def _twin_lines(
+    name: str, data: model.Domain, lines: _Lines, asins: np.ndarray
+) -> tuple[dict[str, str], list[str]]:
+    """Twins of every 20th reviewed item: ``{parent_asin: twin id}`` and the twins' review lines.
+
+    Each review of such an item gets a copy on the twin id (same user and rating), ten days earlier, so the
+    twin sits in the reviewer's history when the original is the query; the twin's metadata line
+    (:func:`_with_twins`) is the original's with an edition or format note added to its title.
+    """
+    reviewed = np.flatnonzero(np.bincount(data.item, minlength=data.item_topic.size))
+    chosen = {int(i): f"{asins[i, 0]}T" for i in reviewed[::20].tolist()}
+    out = []
+    for i in np.flatnonzero(np.isin(data.item, list(chosen))).tolist():
+        review = json.loads(lines.render(data, i, i + 1)[0])
+        twin = chosen[int(data.item[i])]
+        review.update(asin=twin, parent_asin=twin, timestamp=review["timestamp"] - 10 * MS_PER_DAY)
+        out.append(json.dumps(review) + "\n")
+    return {str(asins[i, 0]): twin for i, twin in chosen.items()}, out
+
+
+_TWIN_NOTES = {"Books": " (Kindle Edition)", "Movies_and_TV": " [DVD]"}
+
+
+def _with_twins(name: str, meta: Iterator[str], twins: dict[str, str]) -> Iterator[str]:
+    """The metadata lines, each twinned item's line followed by its twin's."""
+    note = _TWIN_NOTES.get(name, " (2nd Edition)")
+    for line in meta:
+        yield line
+        record = json.loads(line)
+        twin = twins.get(record["parent_asin"])
+        if twin is not None:
+            yield json.dumps({**record, "parent_asin": twin, "title": record["title"] + note}) + "\n"
+
+
 def _write_domain(
-    out: Path, name: str, n: int, seed: int, suffix: str, dirty: bool, progress: bool = True
+    out: Path,
+    name: str,
+    n: int,
+    seed: int,
+    suffix: str,
+    dirty: bool,
+    twins: bool = False,
+    progress: bool = True,
 ) -> tuple[dict, _RawJSON, list[dict]]:
     data = model.generate(name, n, seed)
     text_rng = model.domain_rng(seed, name, 1)
@@ -422,10 +499,13 @@ def _write_domain(
 
     faults = _plan_faults(data, lines) if dirty else []
     no_meta = {str(asins[int(np.argmax(np.bincount(data.item))), 0])} if dirty else set()
-    _write_lines(out / review_file, compress, _review_chunks(data, lines, faults, progress))
-    _write_lines(
-        out / meta_file, compress, _batched(_meta_lines(name, data, asins, titles, text_rng, no_meta))
-    )
+    twin_of, twin_reviews = _twin_lines(name, data, lines, asins) if twins else ({}, [])
+    reviews = chain(_review_chunks(data, lines, faults, progress), twin_reviews)
+    _write_lines(out / review_file, compress, reviews)
+    meta_lines = _meta_lines(name, data, asins, titles, text_rng, no_meta)
+    if twins:
+        meta_lines = _with_twins(name, meta_lines, twin_of)
+    _write_lines(out / meta_file, compress, _batched(meta_lines))
 
     recorded = []
     for position, fault in enumerate(faults):
@@ -448,6 +528,8 @@ def _write_domain(
         "reviews_by_users_over_20": int(activity[activity > 20].sum()),
         "same_user_same_ms_reviews": model.equal_timestamp_count(data),
     }
+    if twins:
+        counts.update(twin_items=len(twin_of), twin_reviews=len(twin_reviews), twins=twin_of)
     parameters = {
         "topics": {topic: list(words) for topic, words in vocab(name).topics.items()},
         "user_id": users.tolist(),

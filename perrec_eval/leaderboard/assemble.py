@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio
+from perrec_eval.errors import DataError
 from perrec_eval.leaderboard import analyses, compare
 from perrec_eval.leaderboard.board import N_RESAMPLES, Table, build_table
 from perrec_eval.leaderboard.published import Published, load
@@ -61,12 +62,44 @@ def write(report: Report, out: str | os.PathLike, *, plots: bool = True) -> Path
     """Write the report folder (plots first, so every page can show them); returns index.html's path.
 
     Everything is written into a temp sibling first and then moved in (:func:`move_in`), so a report killed
-    mid-way leaves the old report untouched.
+    mid-way leaves the old report untouched; the folder's lock (`perrec_eval.lock`) refuses a second report
+    into it while this one writes.
     """
-    from perrec_eval.leaderboard import html, render
+    from perrec_eval.lock import folder_lock
 
     out = Path(out).absolute()
-    fileio.remove_stale(out)  # what a killed report left beside it
+    check_out(out)
+    with folder_lock(out):
+        check_out(out)  # again under the lock: another report may have written it meanwhile
+        return _write(report, out, plots=plots)
+
+
+def check_out(out: str | os.PathLike) -> None:
+    """Refuse an `out` whose report files or ``plots/`` an earlier report did not write (they would be lost).
+
+    A report folder is known by its ``leaderboard.json`` (moved in first and removed last by
+    :func:`move_in`); other files in it stay.
+
+    Raises:
+        DataError: `out` is a file, or holds ``plots/`` or a report file name but no ``leaderboard.json``.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise DataError(f"--out {out} is a file: a report is a folder; choose another --out")
+    if (out / "leaderboard.json").is_file():
+        return
+    taken = [name for name in (*FILES, "plots") if (out / name).exists()]
+    if taken:
+        raise DataError(
+            f"--out {out} holds {', '.join(taken)} that no perrecbench report wrote (no leaderboard.json): "
+            "they would be replaced; choose another --out"
+        )
+
+
+def _write(report: Report, out: Path, *, plots: bool) -> Path:
+    from perrec_eval.leaderboard import html, render
+
+    fileio.remove_stale(out)  # what a killed report left beside it (under the lock: no live writer's)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -96,14 +129,19 @@ def move_in(new: Path, out: Path) -> None:
     if not out.exists():
         new.rename(out)
         return
-    (out / "index.html").unlink(missing_ok=True)
-    for name in (*FILES, "plots"):
+    # index.html goes first and comes last; leaderboard.json (it marks a report folder: `check_out`) goes
+    # last and comes first.
+    for name in sorted(
+        (*FILES, "plots"), key=lambda name: (name != "index.html", name == "leaderboard.json")
+    ):
         old = out / name
         if old.is_dir():
             shutil.rmtree(old)
         else:
             old.unlink(missing_ok=True)
-    for entry in sorted(new.iterdir(), key=lambda path: path.name == "index.html"):
+    for entry in sorted(
+        new.iterdir(), key=lambda path: (path.name != "leaderboard.json", path.name == "index.html")
+    ):
         entry.rename(out / entry.name)
 
 

@@ -86,6 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def report(config: ReportConfig) -> int:
     from perrec_eval.leaderboard import assemble, render
 
+    if config.out:
+        assemble.check_out(config.out)  # before the runs are loaded and resampled
     runs = assemble.load_runs(config.run_dirs)
     result = assemble.assemble(
         runs, allow_mixed=config.allow_mixed, n_resamples=config.resamples, seed=config.seed
@@ -101,11 +103,14 @@ def report(config: ReportConfig) -> int:
 
 def sweep(config: SweepConfig) -> int:
     from perrec_eval.leaderboard import assemble, sweep
+    from perrec_eval.lock import folder_lock
 
-    results = sweep.run_grid(config)
     out = Path(config.out)
     report_dir = out / "report"
-    result = assemble.report_folder([out], report_dir, plots=config.plots, seed=config.seed)
+    with folder_lock(out):  # the grid and its report: another sweep on OUT is refused until both are written
+        assemble.check_out(report_dir)  # before the grid runs
+        results = sweep.run_grid(config)
+        result = assemble.report_folder([out], report_dir, plots=config.plots, seed=config.seed)
     from perrec_eval.leaderboard import render
 
     for table in result.tables:

@@ -25,9 +25,14 @@ Conventions (the builder must match them; each is tested in ``tests/dataset_buil
   ``min_gap`` is taken as the decimal it prints as (``0.6`` means exactly 3/5, not the binary float), so a
   gap of exactly 0.6 fails. A float builder matches this by comparing ``gap > min_gap + 1e-9``.
 * **Group size** — exactly ``group_size`` distinct users.
-* **Which group** — the builder draws from the earliest window that admits a valid group (the window
-  ``[t0, t0 + Δ]`` where ``t0`` is the smallest first-member time of any valid group) and picks uniformly
-  among **all** valid groups of the candidates inside it; :func:`window_groups` lists them by enumeration.
+* **Which group** — the builder draws from the earliest window that admits a valid group: the window
+  ``[t, t + Δ]`` whose start ``t`` is the earliest candidate's timestamp for which the window holds a valid
+  group (``t`` can be the time of a candidate that belongs to no group, so the window can end before
+  ``t0 + Δ``, ``t0`` the earliest first member of a group), and picks uniformly among **all** valid groups
+  of the candidates inside it; :func:`window_groups` lists them by enumeration.
+* **Large preset** — per level (group size 2, 3, 4) the builder repeats that draw on the reviewers it has not
+  drawn yet, until none of the item's windows admits a group; :func:`window_groups` with ``exclude`` (the
+  users drawn before) lists the groups of each draw, so a test replays the builder's draws one by one.
 
 Everything is per domain: pass the reviews of one category file.
 """
@@ -434,13 +439,17 @@ def _spacing(cands: list[_Candidate], opts: _Options) -> tuple[_Candidate, ...] 
 
 
 def _window_groups(cands: list[_Candidate], opts: _Options) -> list[tuple[_Candidate, ...]]:
-    """Every valid group among the candidates of the earliest window that holds one (empty when none)."""
-    first = next(_exhaustive(cands, opts), None)  # groups come by their earliest member: this start is t0
-    if first is None:
-        return []
-    t0 = first[0].timestamp
-    inside = [c for c in cands if t0 <= c.timestamp <= t0 + opts.window_ms]
-    return [group for group in combinations(inside, opts.group_size) if _gaps_ok(group, opts.min_gap)]
+    """Every valid group among the candidates of the earliest window that holds one (empty when none).
+
+    Windows start at the candidates' timestamps, in increasing order; the first one that holds a valid group
+    is chosen, whether or not its first candidate belongs to one.
+    """
+    for start in sorted({c.timestamp for c in cands}):
+        inside = [c for c in cands if start <= c.timestamp <= start + opts.window_ms]
+        groups = [g for g in combinations(inside, opts.group_size) if _gaps_ok(g, opts.min_gap)]
+        if groups:
+            return groups
+    return []
 
 
 def window_groups(
@@ -452,14 +461,17 @@ def window_groups(
     min_history: int = 20,
     group_size: int = 5,
     avg_scope: AvgScope = "history",
+    exclude: Collection[str] = (),
 ) -> list[tuple[str, ...]]:
     """The groups the builder chooses among for one item, each with equal probability (module docstring).
 
     Enumerates every ``group_size``-subset of the active reviewers inside the chosen window
     (:func:`itertools.combinations`): tiny inputs only. Each group is user_ids in candidate order.
+    ``exclude``: users left out of the search (the large preset's earlier draws of the item and level); an
+    empty list means no valid group remains among the others.
     """
     opts = _Options.make(window_days, min_history, min_gap, group_size, avg_scope)
-    cands = _item_candidates(_Index(reviews), parent_asin, opts)
+    cands = [c for c in _item_candidates(_Index(reviews), parent_asin, opts) if c.user_id not in exclude]
     return [tuple(c.user_id for c in group) for group in _window_groups(cands, opts)]
 
 

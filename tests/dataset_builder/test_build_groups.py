@@ -165,6 +165,22 @@ def test_build_groups_earliest_window_wins() -> None:
         assert [c.user_id for c in choice.window] == ["e0", "e1", "e2"]
 
 
+def test_build_groups_window_may_start_at_a_candidate_in_no_group() -> None:
+    # The oracle's rule (tests/dataset_builder/reference.py): x at day -10 is in no group, yet its window
+    # [day -10, day 20] holds one, so z (day 25) is outside the chosen window.
+    rels = {
+        "x": (-1.5, -10),
+        "u0": (-2.0, 0),
+        "u1": (-1.0, 1),
+        "u2": (0.0, 2),
+        "u3": (1.0, 3),
+        "u4": (2.0, 4),
+    }
+    cands = [Candidate(r, d * DAY, u) for u, (r, d) in rels.items()] + [Candidate(3.0, 25 * DAY, "z")]
+    choice = find(cands, 30 * DAY, 5)
+    assert choice.n_groups == 1 and "z" not in {c.user_id for c in choice.window}
+
+
 def test_build_groups_window_holds_every_candidate_in_it() -> None:
     cands = [Candidate(float(i) / 2, i * DAY, f"u{i}") for i in range(6)]  # 0, 0.5, ..., 2.5
     choice = find(cands, 5 * DAY, 3)

@@ -80,7 +80,8 @@ def test_builder_cli_synth_help_lists_defaults(capsys, monkeypatch) -> None:
     assert "--reviews-per-domain REVIEWS_PER_DOMAIN" in text and "(default: 60000)" in text
     assert "(default: Books,Clothing_Shoes_and_Jewelry,Home_and_Kitchen,Electronics)" in text
     assert "(default: 0)" in text and "--config FILE.yaml" in text
-    assert "--gzip" in text and "--dirty" in text and text.count("(default: off)") == 2  # the two switches
+    assert "--gzip" in text and "--dirty" in text and "--twins" in text
+    assert text.count("(default: off)") == 3  # the three switches
 
 
 def test_builder_cli_build_help_shows_every_flag_with_a_default(capsys, monkeypatch) -> None:
@@ -97,6 +98,7 @@ def test_builder_cli_build_help_shows_every_flag_with_a_default(capsys, monkeypa
         "--source", "--out", "--domains", "--window-days", "--min-history", "--min-gap", "--group-size",
         "--test-groups", "--split-rule", "--avg-scope", "--seed", "--threads", "--memory-limit",
         "--on-bad-line", "--overwrite", "--work-dir", "--push-to-hub", "--no-progress", "--config",
+        "--preset", "--train-fraction", "--max-groups-per-item", "--keep-twins",
     }  # fmt: skip
     assert set(flags) == expected
     for flag, line in flags.items():

@@ -171,6 +171,16 @@ def test_reference_window_groups_include_groups_not_starting_at_the_window_start
     assert reference.window_groups(late, QUERY) == []
 
 
+def test_reference_window_starts_at_a_candidate_outside_every_group():
+    # x (day -10, relative -1.5) belongs to no group; z (day 25, relative 3) would give five more groups in
+    # [day 0, day 30], but the earliest window that holds a group is [day -10, day 20]: u0..u4 only.
+    x = member("x", 1.5, when=T0 - 10 * DAY)
+    z = member("z", 5, hist=[2.0] * 21, when=T0 + 25 * DAY)
+    rows = five_users() + x + z
+    assert reference.window_groups(rows, QUERY) == [("u0", "u1", "u2", "u3", "u4")]
+    assert len(reference.window_groups(five_users() + z, QUERY)) == 6  # without x: [day 0, day 30]
+
+
 def test_reference_user_without_query_review_is_reported():
     rows = five_users()
     assert reference.why_invalid(rows, QUERY, [*USERS[:4], "stranger"]).startswith("no review")

@@ -187,3 +187,48 @@ def test_sft_data_needs_profiles_or_no_profile():
         DataConfig(data="d", format="pairwise", out="o")
     with pytest.raises(ConfigError, match="exclude"):
         DataConfig(data="d", format="pairwise", out="o", profiles="p.jsonl", no_profile=True)
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_sft_data_refuses_a_folder_it_did_not_write(sft_bench, tmp_path):
+    out = tmp_path / "my_dataset"
+    out.mkdir()
+    (out / "train-00000-of-00001.parquet").write_bytes(b"someone's data")
+    (out / "README.md").write_text("their card")
+    before = _snapshot(out)
+    with pytest.raises(ConfigError, match="did not write"):
+        build(data_config(sft_bench, out, "pairwise"))
+    assert _snapshot(out) == before
+
+
+@pytest.mark.parametrize("where", ["same", "parent", "inside"])
+def test_sft_data_refuses_an_out_overlapping_the_benchmark(sft_bench, tmp_path, where):
+    out = {"same": sft_bench, "parent": sft_bench.parent, "inside": sft_bench / "sft"}[where]
+    before = _snapshot(sft_bench)
+    with pytest.raises(ConfigError, match="--data"):
+        build(data_config(sft_bench, out, "pairwise"))
+    assert _snapshot(sft_bench) == before  # the benchmark's card and files are untouched
+
+
+def test_sft_data_killed_while_writing_leaves_the_earlier_folder(sft_bench, tmp_path, monkeypatch):
+    import sft.data
+
+    out = tmp_path / "data"
+    build(data_config(sft_bench, out, "listwise"))
+    before = _snapshot(out)
+
+    def killed(info):  # the new parquet and sft_data.json are written, the card is not
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sft.data, "card", killed)
+    with pytest.raises(KeyboardInterrupt):
+        build(data_config(sft_bench, out, "pointwise"))
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+    monkeypatch.undo()
+    path, _ = build(data_config(sft_bench, out, "pointwise"))
+    assert json.loads((out / INFO_FILE).read_text())["format"] == "pointwise"
+    assert list(out.glob("train-*.parquet")) == [path]

@@ -89,3 +89,19 @@ def test_sft_accelerate_configs_name_their_strategy(name, kind):
     config = yaml.safe_load((Path(__file__).resolve().parents[2] / f"sft/configs/{name}.yaml").read_text())
     assert config["distributed_type"] == kind and config["mixed_precision"] == "bf16"
     assert config.get("deepspeed_config", {}).get("zero_stage", 3) == 3
+
+
+@pytest.mark.parametrize("command", ["data", "merge"])
+def test_sft_data_and_merge_refuse_a_second_process_on_one_out(capsys, tmp_path, command):
+    from tests.lock_holder import held_by_another_process
+
+    out = tmp_path / "out"
+    argv = {
+        "data": ["sft", "data", "--data", str(tmp_path / "bench"), "--format", "pairwise", "--no-profile"],
+        "merge": ["sft", "merge", str(tmp_path / "a"), str(tmp_path / "b")],
+    }[command]
+    with held_by_another_process(out, "file") as pid:
+        assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "in use by another perrecbench process" in err and str(pid) in err
+    assert not out.exists()

@@ -196,8 +196,11 @@ def test_sft_train_refuses_a_merged_adapter_folder(tiny_model_dir, pairwise_data
 
 
 def test_sft_train_second_process_on_one_out_is_refused(tiny_model_dir, pairwise_data, tmp_path):
-    from perrec_eval.lock import folder_lock
+    from tests.lock_holder import held_by_another_process
 
     out = tmp_path / "adapter"
-    with folder_lock(out), pytest.raises(DataError, match="in use by another perrecbench process"):
+    with (
+        held_by_another_process(out),
+        pytest.raises(DataError, match="in use by another perrecbench process"),
+    ):
         train(_short(tiny_model_dir, pairwise_data, out))
