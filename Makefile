@@ -19,12 +19,12 @@ $(VENV)/.core: pyproject.toml
 # torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB CUDA build.
 $(VENV)/.full: $(VENV)/.core
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[test,hf,openai,train,report]"
+	$(PIP) install -q -e ".[test,hf,openai,train,report,cf]"
 	touch $@
 
 demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench synth --out $(DEMO)/raw --reviews-per-domain 60000 --seed 0
-	$(VENV)/bin/perrecbench build --source $(DEMO)/raw --out $(DEMO)/perrecbench --test-groups 200 --overwrite
+	$(VENV)/bin/perrecbench build --source $(DEMO)/raw --out $(DEMO)/perrecbench --test-groups 200 --overwrite --with-interactions
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all --out $(DEMO)/runs/baselines
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/baselines --out $(DEMO)/report
 

@@ -49,6 +49,7 @@ from dataset_builder import stats as stats_mod
 from dataset_builder.assembly import RowGroupWriter, read_stage
 from dataset_builder.card import build_card
 from dataset_builder.config import ALL_DOMAINS, SYNTH_MARKER, BuildConfig, BuildError, portable_name
+from dataset_builder.interactions import write_interactions
 from dataset_builder.schema import ARROW_SCHEMA, CONFIGS
 from dataset_builder.selection import INDEX_SCHEMA, STAGES, DomainResult, run_domain
 from dataset_builder.sources import InputFile, Source
@@ -73,11 +74,14 @@ class DomainInputs:
 
     def selection(self, cfg: BuildConfig) -> dict[str, Any]:
         """What a stage depends on besides the files' bytes (a cheap pre-check before hashing finishes)."""
-        return {
+        selection = {
             "version": STAGE_VERSION,
             "params": cfg.selection_params(),
             "files": [[portable_name(f.uri), f.size] for f in (self.reviews, self.meta)],
         }
+        if cfg.with_interactions:  # only then: stages of builds without it keep their keys
+            selection["interactions"] = True
+        return selection
 
     def stage_key(self, cfg: BuildConfig, content_hashes: list[str]) -> str:
         """The stage's name: the selection plus the content hashes of the two files."""
@@ -263,8 +267,17 @@ def _select(
 
     try:
         groups_tmp, index_tmp = work / "groups.arrow", work / "index.parquet"
+        interactions_tmp = work / "interactions.parquet" if cfg.with_interactions else None
         result: DomainResult = run_domain(
-            source, item.reviews, item.meta, cfg, work, groups_tmp, index_tmp, tick=tick
+            source,
+            item.reviews,
+            item.meta,
+            cfg,
+            work,
+            groups_tmp,
+            index_tmp,
+            tick=tick,
+            interactions_file=interactions_tmp,
         )
         tick("done")
         content = [h.result() for h in hashes]
@@ -278,7 +291,7 @@ def _select(
             "files": [_file_entry(f, h) for f, h in zip((item.reviews, item.meta), content, strict=True)],
             "groups": result.groups,
         }
-        _save_stage(stage_dir, key, groups_tmp, index_tmp, info)
+        _save_stage(stage_dir, key, groups_tmp, index_tmp, info, interactions_tmp)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         bar.update(bar.total - bar.n)
@@ -290,6 +303,7 @@ def _load_stage(stage_dir: Path, key: str) -> dict[str, Any]:
     info = read_json(stage_dir / f"{key}.json")
     info["groups_path"] = stage_dir / f"{key}.arrow"
     info["index_path"] = stage_dir / f"{key}.index.parquet"
+    info["interactions_path"] = stage_dir / f"{key}.interactions.parquet"
     return info
 
 
@@ -361,8 +375,16 @@ def _file_entry(file: InputFile, content_hash: str) -> dict[str, Any]:
     }
 
 
-def _save_stage(stage_dir: Path, key: str, groups: Path, index: Path, info: dict[str, Any]) -> None:
-    """Move the groups and index files in, then write the JSON (the completion marker); drop older stages."""
+def _save_stage(
+    stage_dir: Path,
+    key: str,
+    groups: Path,
+    index: Path,
+    info: dict[str, Any],
+    interactions: Path | None = None,
+) -> None:
+    """Move the groups, index (and interactions) files in, then write the JSON (the completion marker); drop
+    older stages."""
     stage_dir.mkdir(parents=True, exist_ok=True)
     for old in stage_dir.glob("*.json"):
         old.unlink()
@@ -377,6 +399,8 @@ def _save_stage(stage_dir: Path, key: str, groups: Path, index: Path, info: dict
             pass
         with atomic_open(stage_dir / f"{key}.index.parquet", "wb") as handle:
             pq.write_table(INDEX_SCHEMA.empty_table(), handle)
+    if interactions is not None:
+        interactions.replace(stage_dir / f"{key}.interactions.parquet")
     write_json(stage_dir / f"{key}.json", info)
 
 
@@ -516,6 +540,12 @@ def _write(
     }
     files = _write_configs(folder, cfg, splits, results, figures, leaks)
     _took("write configs", started)
+    interactions = None
+    if cfg.with_interactions:
+        started = time.perf_counter()
+        stages = {d: results[d]["interactions_path"] for d in cfg.domains}
+        interactions = write_interactions(folder, cfg, stages, _test_members(index, split.test))
+        _took("interactions", started)
     started = time.perf_counter()
     written = index.filter(pc.is_in(index["group_id"], pa.array(split.test + split.train, pa.string())))
     if cfg.preset == "paper":
@@ -543,13 +573,17 @@ def _write(
     _took("statistics", started)
     started = time.perf_counter()
     write_json(folder / "stats.json", stats)
-    write_json(folder / "manifest.json", manifest(cfg, results, inputs, files, split, provenance))
+    info = manifest(cfg, results, inputs, files, split, provenance)
+    if interactions is not None:
+        info["interactions"] = interactions
+    write_json(folder / "manifest.json", info)
     card = build_card(
         cfg,
         files,
         stats,
         builder=f"perrecbench {_version('perrecbench')}",
         source_kind=provenance["source_kind"],
+        interactions=interactions,
     )
     write_text(folder / "README.md", card)
     _took("card", started)

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from dataset_builder.config import BuildConfig
+from dataset_builder.interactions import card_section
 from dataset_builder.schema import CONFIGS
 from dataset_builder.stats import format_table, resolution_entry
 
@@ -55,6 +56,7 @@ def build_card(
     stats: dict[str, Any],
     builder: str,
     source_kind: str = "raw",
+    interactions: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """The README.md of the output folder.
 
@@ -65,6 +67,7 @@ def build_card(
         builder: the package name and version that built it.
         source_kind: ``raw``, ``synthetic`` or ``mixed`` (``manifest.json``); a synthetic source says so in
             the title, the tags, a note under the title and the source section.
+        interactions: what ``--with-interactions`` wrote (``manifest.json`` ``interactions``), or None.
     """
     n_groups = sum(s["all"]["groups"] for s in stats["splits"].values())
     synthetic = source_kind != "raw"
@@ -133,6 +136,7 @@ def build_card(
         + format_table({**stats, "selection": {}, "split": {}, "resolution": {}, "twins": {}})
         + "\n```",
         "source_section": _source_section(cfg, source_kind),
+        "interactions_section": card_section(interactions),
     }
     template = resources.files("hub_cards").joinpath("dataset_card.md").read_text(encoding="utf-8")
     return render(template, values)

@@ -285,6 +285,12 @@ class BuildConfig:
         "at a malformed line: stop with its file and line number (error) or count, report and skip it (skip)",
         default="error",
     )
+    with_interactions: bool = option(
+        "also write each domain's rating interactions (user, item, rating, timestamp; deduplicated) with "
+        "every test label removed, as interactions/<Domain>-<sha12>.parquet: the training data of the "
+        "collaborative-filtering baselines (--engine baseline --model mf|item-knn)",
+        default=False,
+    )
     overwrite: bool = option("replace an existing --out folder instead of stopping", default=False)
     work_dir: Path | None = option(
         "folder of stage files for resuming an interrupted or repeated build; none means <out>.stages "
@@ -404,6 +410,8 @@ class BuildConfig:
         data = asdict(self)
         for name in ("progress", "out", "work_dir", "overwrite", "push_to_hub"):
             data.pop(name)
+        if not self.with_interactions:  # absent unless asked for: manifests of other builds are unchanged
+            data.pop("with_interactions")
         data["domains"] = list(self.domains)
         data["source"] = portable_name(self.source)
         # Options added after the first release are recorded only when they change the output from that

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from dataset_builder.assembly import write_groups
 from dataset_builder.config import BuildConfig, BuildError, duckdb_settings, out_of_memory
 from dataset_builder.groups import Candidate, Choice, find_group, find_groups, item_rng
+from dataset_builder.interactions import export_stage
 from dataset_builder.sources import BadLines, InputFile, Source, bad_line_error, locate_bad_lines
 from perrec_eval.fileio import atomic_open
 
@@ -107,6 +108,7 @@ def run_domain(
     index_file: Path,
     *,
     tick: Callable[[str], None] = lambda stage: None,
+    interactions_file: Path | None = None,
 ) -> DomainResult:
     """Select the groups of one domain.
 
@@ -121,6 +123,7 @@ def run_domain(
         index_file: one row per group (:data:`INDEX_SCHEMA`: members and chosen window); not created
             when there is no group.
         tick: called with the name of each stage as it starts (progress).
+        interactions_file: where to copy the deduplicated reviews (``--with-interactions``); None: no copy.
 
     Returns:
         The number of groups and the funnel counts.
@@ -137,7 +140,7 @@ def run_domain(
     try:
         con = connect(cfg, work, source)
         try:
-            return _run(con, source, reviews, meta, cfg, groups_file, index_file, track)
+            return _run(con, source, reviews, meta, cfg, groups_file, index_file, track, interactions_file)
         finally:
             con.close()
     except duckdb.OutOfMemoryException as err:
@@ -159,6 +162,7 @@ def _run(
     groups_file: Path,
     index_file: Path,
     tick: Callable[[str], None],
+    interactions_file: Path | None = None,
 ) -> DomainResult:
     domain = reviews.domain
     funnel: dict[str, int] = {}
@@ -199,6 +203,8 @@ def _run(
         raise BuildError(f"{reviews.uri}: no usable review (all lines bad); check the file")
     if max_ts is not None and max_ts < 10**11:
         logger.warning("%s: timestamps look like seconds, not milliseconds (max %d)", reviews.uri, max_ts)
+    if interactions_file is not None:
+        export_stage(con, "rev", interactions_file)
 
     tick("user history")
     # Only users with more than min_history + 1 reviews can have min_history + 1 reviews before another.

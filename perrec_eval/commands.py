@@ -47,14 +47,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
+def baseline_names(config: EvalConfig) -> tuple[str, ...]:
+    """`--model all`: every baseline; the CF ones only when the benchmark has interactions (else said why)."""
+    from perrec_eval import cf
+    from perrec_eval.baselines import BASELINES
+
+    if config.model != "all":
+        return (config.model,)
+    if cf.has_interactions(config.data):
+        return (*BASELINES, *cf.CF_BASELINES)
+    reason = cf.missing_interactions(config.data)
+    print(f"perrecbench evaluate: skipping {', '.join(cf.CF_BASELINES)}: {reason}", file=sys.stderr)
+    return BASELINES
+
+
 def evaluate(config: EvalConfig) -> int:
     from perrec_eval import report, run
 
     if config.engine == BASELINE_ENGINE:
-        from perrec_eval.baselines import BASELINES
-
-        names = BASELINES if config.model == "all" else (config.model,)
-        systems = run.evaluate_baselines(config, names)
+        systems = run.evaluate_baselines(config, baseline_names(config))
     elif len(config.adapter) > 1:
         systems = run.evaluate_adapters(config)
     else:

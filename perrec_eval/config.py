@@ -46,7 +46,8 @@ class EngineSpec:
     )
     model: str = option(
         "model id or path; for --engine baseline one of random, rating-bias, item-quality, "
-        "history-affinity or all; for --engine fake a script name (constant)"
+        "history-affinity, mf, item-knn (these two need a build --with-interactions) or all; for --engine "
+        "fake a script name (constant)"
     )
     adapter: tuple[str, ...] = option(
         "LoRA adapter on top of --model: PATH, or NAME=PATH (openai: the name the server serves it under); "

@@ -174,11 +174,22 @@ def sample_groups(groups: Sequence[Group], n: int, seed: int) -> list[Group]:
 
 
 def dataset_fingerprint(data: str | os.PathLike) -> str:
-    """sha256 of the build manifest (or of the data file names, which are content hashes)."""
+    """sha256 of the build manifest (or of the data file names, which are content hashes).
+
+    The interactions of ``build --with-interactions`` (for the CF baselines) leave the groups unchanged, so
+    they are taken out first: the same build with and without them has one fingerprint, and the CF
+    baselines' runs compare with LLM runs made on a build without them.
+    """
     folder = Path(data)
     manifest = folder / "manifest.json"
     if manifest.is_file():
-        return hashlib.sha256(manifest.read_bytes()).hexdigest()
+        text = manifest.read_bytes()
+        content = json.loads(text)
+        if "interactions" in content:
+            content.pop("interactions")
+            content["parameters"].pop("with_interactions", None)
+            text = (json.dumps(content, indent=2, ensure_ascii=False) + "\n").encode()
+        return hashlib.sha256(text).hexdigest()
     names = (
         sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet"))
         if folder.is_dir()

@@ -23,7 +23,7 @@ from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig
 from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import Engine
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstration, make_ranker
 from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
@@ -376,15 +376,18 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
 def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
     """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder.
 
-    With several names, each goes to `out/<name>/`; groups and retrieval are computed once per level.
+    With several names, each goes to `out/<name>/`; groups and retrieval are computed once per level. The
+    collaborative-filtering baselines (`perrec_eval.cf`: mf, item-knn) fit on the build's interactions
+    under the past-only rule, tuned on the train split; their `run.json` records how (`cf`).
     """
-    from perrec_eval import baselines
+    from perrec_eval import baselines, cf
 
-    unknown = [name for name in names if name not in baselines.BASELINES]
+    known = (*baselines.BASELINES, *cf.CF_BASELINES)
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise ConfigError(
-            f"unknown baseline {unknown[0]!r}: choose one of {', '.join(baselines.BASELINES)} or all"
-        )
+        raise ConfigError(f"unknown baseline {unknown[0]!r}: choose one of {', '.join(known)} or all")
+    if any(name in cf.CF_BASELINES for name in names) and not cf.has_interactions(config.data):
+        raise DataError(cf.missing_interactions(config.data))
     with contextlib.ExitStack() as locks:
         locks.enter_context(folder_lock(config.out))
         outs = {name: Path(config.out) / name if len(names) > 1 else Path(config.out) for name in names}
@@ -396,22 +399,26 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
 
 
 def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-    from perrec_eval import baselines, retrieval
+    from perrec_eval import baselines, cf, retrieval
     from perrec_eval.report import write_report
 
+    cf_names = [name for name in names if name in cf.CF_BASELINES]
     records: dict[str, list[PredictionRecord]] = {name: [] for name in names}
-    group_ids: dict[str, list[str]] = {}
+    groups_by_level: dict[str, list[Group]] = {}
     for level in config.levels:
         groups = context.load_groups(config.data, level, config.split, config.max_groups, seed=config.seed)
-        group_ids[level] = [group.group_id for group in groups]
+        groups_by_level[level] = groups
         needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
         retrieved = context.retrieve(groups, config.k, progress=config.progress) if needs_retrieval else {}
         contexts = [GroupContext(group, level, ()) for group in groups]
         for name in names:
+            if name in cf.CF_BASELINES:
+                continue
             predictions = {
                 group.group_id: _baseline_prediction(name, group, retrieved, config.seed) for group in groups
             }
             records[name] += prediction_records(level, "pointwise", contexts, predictions)
+    cf_info = _cf_records(config, cf_names, groups_by_level, records) if cf_names else {}
 
     systems = []
     for name in names:
@@ -424,16 +431,46 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
             "config": run_record(replace(config, model=name, out=str(out))),
             "engine": {"name": "baseline", "model": name},
             "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
-            "versions": versions("perrecbench", "datasets", "bm25s"),
+            "versions": versions("perrecbench", "datasets", "bm25s", "numpy", "scipy"),
             "retrieval": retrieval.RETRIEVAL_INFO,
             "dataset_fingerprint": context.dataset_fingerprint(config.data),
-            "groups": group_ids,
+            "groups": {level: [g.group_id for g in groups] for level, groups in groups_by_level.items()},
         }
+        if name in cf_info:
+            run_info["cf"] = cf_info[name]
         write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
         write_report(Path(config.out), systems)
     return systems
+
+
+def _cf_records(
+    config: EvalConfig,
+    names: Sequence[str],
+    groups_by_level: Mapping[str, list[Group]],
+    records: dict[str, list[PredictionRecord]],
+) -> dict[str, dict[str, Any]]:
+    """Fit and predict the CF baselines `names` (tuned on the train split's `full` groups); add their
+    prediction records and return their `run.json` records."""
+    from perrec_eval import cf
+
+    interactions = cf.load_interactions(config.data)
+    try:
+        train = context.load_groups(config.data, "full", "train")
+    except DataError:  # a build too small for a train split: documented, recorded in run.json
+        train = []
+    info = {}
+    for name in names:
+        outcomes, info[name] = cf.run(name, interactions, groups_by_level, train)
+        for level, groups in groups_by_level.items():
+            contexts = [GroupContext(group, level, ()) for group in groups]
+            predictions = {
+                group.group_id: Prediction("scores", cf.relative(group, o.ratings), list(o.ratings))
+                for group, o in zip(groups, outcomes[level], strict=True)
+            }
+            records[name] += prediction_records(level, "pointwise", contexts, predictions)
+    return info
 
 
 def _baseline_prediction(name: str, group: Group, retrieved: Mapping[UserKey, Any], seed: int) -> Prediction:

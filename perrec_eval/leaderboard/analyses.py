@@ -6,6 +6,8 @@
 - `prompting` (Table 2): runs of one model that differ only in prompting (profile, CoT, shots, samples).
 - `k_shots` (Fig. 6): runs of one model that cover several retrieved-history sizes k and/or shot counts.
 - `rating_errors` (Figs. 1 and 3): PTC against MAE / RMSE of the predicted ratings, with Pearson r.
+- `versus_baselines`: every LLM run against every no-LLM baseline (floors, ``mf``, ``item-knn``), one
+  paired test per shared cell (:mod:`perrec_eval.leaderboard.versus`).
 - `benchmark_stats` (Fig. 5): the distributions of ``stats.json`` of the benchmark folder the runs read.
 
 Only complete rows (a score in every column of the table) enter the averages over cells, as in the table.
@@ -19,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio, ptc
-from perrec_eval.leaderboard.board import Row, Table
+from perrec_eval.leaderboard.board import N_RESAMPLES, Row, Table
 from perrec_eval.leaderboard.runs import PROMPTING, SETTINGS, Cell, Run
+from perrec_eval.leaderboard.versus import against_baselines
 from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS
 
 NO_DOMAIN = "(no domain)"
@@ -281,8 +284,8 @@ def benchmark_stats(runs: Sequence[Run]) -> list[dict[str, Any]]:
     return out
 
 
-def analyse(table: Table) -> dict[str, Any]:
-    """Every analysis of one table (JSON-ready)."""
+def analyse(table: Table, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """Every analysis of one table (JSON-ready); the paired tests use `n_resamples` and `seed`."""
     return {
         "by_domain": by_domain(table),
         "by_group_size": by_group_size(table),
@@ -290,4 +293,5 @@ def analyse(table: Table) -> dict[str, Any]:
         "prompting": prompting(table),
         "k_shots": k_shots(table),
         "rating_errors": rating_errors(table),
+        "versus_baselines": against_baselines(table, n_resamples=n_resamples, seed=seed),
     }

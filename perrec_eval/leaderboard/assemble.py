@@ -51,7 +51,7 @@ def assemble(
     ]
     return Report(
         tables=tables,
-        analyses=[analyses.analyse(table) for table in tables],
+        analyses=[analyses.analyse(table, n_resamples=n_resamples, seed=seed) for table in tables],
         stats=analyses.benchmark_stats(runs),
         published=load(),
         n_resamples=n_resamples,

@@ -300,6 +300,27 @@ def prompting_table(table: Table, block: Mapping[str, Any]) -> TextTable:
     return header, rows
 
 
+def versus_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The rows of "LLM runs against the baselines" (`perrec_eval.leaderboard.versus`)."""
+    rows = []
+    for r in records:
+        ci = DASH if r.get("ci_low") is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        rows.append(
+            [
+                r["model"],
+                r["baseline"],
+                f"{r['level']} {r['method']}",
+                number(r["model_ptc"]),
+                number(r["baseline_ptc"]),
+                number(r["difference"], "+.3f"),
+                ci,
+                p_text(r["p_value"]),
+                str(r["num_compared"]),
+            ]
+        )
+    return rows
+
+
 def _analysis_markdown(report: Report, table: Table, analyses: Mapping[str, Any]) -> list[str]:
     key = f"t{table.number}"
     parts = []
@@ -337,6 +358,17 @@ def _analysis_markdown(report: Report, table: Table, analyses: Mapping[str, Any]
             parts.append(markdown_table(header, rows))
     if analyses["k_shots"]:
         parts.append(_images(report, key, "k_shots"))
+    if analyses["versus_baselines"]:
+        parts += [
+            "### LLM runs against the baselines",
+            "Every LLM run against every no-LLM baseline (the floors and the collaborative-filtering rows "
+            "`mf`, `item-knn`) in each cell both scored: Δ = PTC(run) - PTC(baseline), the paired sign-flip "
+            "test on the groups both scored (not corrected for multiple comparisons).",
+            markdown_table(
+                ["Run", "Baseline", "cell", "PTC run", "PTC baseline", "Δ", "95% CI of Δ", "p", "groups"],
+                versus_rows(analyses["versus_baselines"]),
+            ),
+        ]
     errors = analyses["rating_errors"]
     if errors["points"]:
         r_mae, r_rmse = errors["ptc_vs_mae"], errors["ptc_vs_rmse"]

@@ -1,0 +1,301 @@
+"""The collaborative-filtering baselines: past-only fitting, cold start, agreement with cornac, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dataset_builder.build import build
+from dataset_builder.synth import write_synthetic
+from perrec_eval import cf
+from perrec_eval.cli import main
+from perrec_eval.records import Group
+from tests.dataset_builder.build_fixture import config
+
+T = 1_000_000  # the group's window start
+
+
+def _group(users: dict[str, list[tuple[str, float]]], query: str = "q", window_start: int = T) -> Group:
+    """A group whose users have these (item, rating) histories (all before the window)."""
+    rows = []
+    for i, (user, history) in enumerate(users.items()):
+        avg = float(np.mean([r for _, r in history]))
+        rows.append(
+            {
+                "user_id": user,
+                "rating": 3.0,
+                "timestamp": window_start + i,
+                "avg_rating": avg,
+                "most_common_rating": 3.0,
+                "relative_rating": float(i),
+                "history": [
+                    {"parent_asin": item, "title": item, "rating": r, "timestamp": window_start - 100 + k}
+                    for k, (item, r) in enumerate(history)
+                ],
+            }
+        )
+    row = {
+        "group_id": f"D:{query}",
+        "domain": "D",
+        "level": "full",
+        "window_start": window_start,
+        "query": {"parent_asin": query, "title": query},
+        "users": rows,
+    }
+    return Group.from_row(row)
+
+
+def _ratings(rows: list[tuple[str, str, float, int]]) -> cf.Ratings:
+    users, items, values, times = zip(*rows, strict=True)
+    return cf.Ratings.from_columns(users, items, values, times)
+
+
+def _background(
+    rng: np.random.Generator, n_users: int = 40, before: int = T
+) -> list[tuple[str, str, float, int]]:
+    """Ratings before ``before``: items a0..a9 and the query item q, rated by users b0.. at random."""
+    rows = []
+    for u in range(n_users):
+        for item in [*(f"a{i}" for i in range(10)), "q"]:
+            if rng.random() < 0.6:
+                rows.append((f"b{u}", item, float(rng.integers(1, 6)), int(rng.integers(0, before))))
+    return rows
+
+
+def _future_raters_before(n_users: int = 200) -> list[tuple[str, str, float, int]]:
+    """The future raters' neutral ratings before the window: the models know them (users, not items)."""
+    return [(f"f{u}", "a2", 3.0, T - 1 - u) for u in range(n_users)]
+
+
+def _future(n_users: int = 200) -> list[tuple[str, str, float, int]]:
+    """A decisive signal dated at or after the window: whoever loves a0 loves q, whoever loves a1 hates it."""
+    rows = []
+    for u in range(n_users):
+        likes = "a0" if u % 2 else "a1"
+        rows += [
+            (f"f{u}", likes, 5.0, T + u),
+            (f"f{u}", "a1" if likes == "a0" else "a0", 1.0, T + u),
+            (f"f{u}", "q", 5.0 if likes == "a0" else 1.0, T + u),
+        ]
+    return rows
+
+
+GROUP_USERS = {
+    "lover": [("a0", 5.0), ("a1", 1.0), ("a2", 3.0)],
+    "hater": [("a0", 1.0), ("a1", 5.0), ("a2", 3.0)],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "params"), [("mf", cf.MFParams(iterations=5)), ("item-knn", cf.KNNParams())]
+)
+def test_cf_fit_for_a_group_never_sees_ratings_at_or_after_its_window(name, params):
+    past = _background(np.random.default_rng(0)) + _future_raters_before()
+    group = _group(GROUP_USERS)
+    without, _ = cf.predict_groups(name, {"D": _ratings(past)}, [group], params)
+    with_future, _ = cf.predict_groups(name, {"D": _ratings(past + _future())}, [group], params)
+    assert with_future[0].ratings == without[0].ratings
+    # The planted signal is decisive once it is in the past: a later window sees it and ranks lover first.
+    later = _group(GROUP_USERS, window_start=T + 10_000)
+    seen, _ = cf.predict_groups(name, {"D": _ratings(past + _future())}, [later], params)
+    lover, hater = cf.relative(later, seen[0].ratings)
+    assert lover - hater > 1.0
+    unseen_lover, unseen_hater = cf.relative(group, without[0].ratings)
+    assert abs(unseen_lover - unseen_hater) < lover - hater
+
+
+def test_cf_mf_models_are_cut_at_or_before_every_window_they_serve():
+    starts = [50, 10, 30, 20, 40, 60, 70]
+    plan = cf.cut_plan(starts, 3)
+    assert all(plan[s] <= s for s in starts)
+    assert len(set(plan.values())) == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "params"), [("mf", cf.MFParams(iterations=5)), ("item-knn", cf.KNNParams())]
+)
+def test_cf_cold_query_item_falls_back_to_the_user_average_and_is_counted(name, params):
+    past = [row for row in _background(np.random.default_rng(1)) if row[1] != "q"] + _future_raters_before()
+    group = _group(GROUP_USERS)
+    outcomes, _ = cf.predict_groups(name, {"D": _ratings(past + _future())}, [group], params)
+    assert outcomes[0].cold and outcomes[0].fallback == 2
+    assert cf.relative(group, outcomes[0].ratings) == [0.0, 0.0]
+    by_level, info = cf.run(name, {"D": _ratings(past + _future())}, {"easy": [group]}, [])
+    assert info["cells"]["easy/pointwise"] == {
+        "groups": 1,
+        "users": 2,
+        "cold_query_items": 1,
+        "fallback_users": 2,
+    }
+    assert info["tuning"]["note"].startswith("no train split")
+
+
+def test_cf_item_knn_user_without_a_similar_item_falls_back_and_is_counted():
+    past = _background(np.random.default_rng(2))
+    group = _group({**GROUP_USERS, "stranger": [("z1", 4.0), ("z2", 2.0)]})
+    (outcome,), _ = cf.predict_groups("item-knn", {"D": _ratings(past)}, [group], cf.KNNParams())
+    assert not outcome.cold and outcome.fallback == 1
+    assert outcome.ratings[2] == 3.0  # the stranger's average
+
+
+def test_cf_tuning_reads_train_groups_only():
+    past = _background(np.random.default_rng(3))
+    test = _group(GROUP_USERS, query="q")
+    _, info = cf.run("item-knn", {"D": _ratings(past)}, {"easy": [test]}, [_group(GROUP_USERS)])
+    assert info["tuning"]["split"] == "train" and info["tuning"]["groups"] == 1
+    assert [g["params"] for g in info["tuning"]["grid"]] == [
+        {"neighbours": p.neighbours} for p in cf.GRIDS["item-knn"]
+    ]
+    assert info["params"] in [g["params"] for g in info["tuning"]["grid"]]
+
+
+# ------------------------------------------------------------------------------------ against cornac
+
+
+def _dense_data(seed: int, n_users: int, n_items: int, density: float, rank: int = 3):
+    rng = np.random.default_rng(seed)
+    p, q = rng.normal(0, 0.7, (n_users, rank)), rng.normal(0, 0.7, (n_items, rank))
+    bu, bi = rng.normal(0, 0.5, n_users), rng.normal(0, 0.5, n_items)
+    truth = np.clip(3.5 + bu[:, None] + bi[None, :] + p @ q.T, 1, 5)
+    observed = rng.random((n_users, n_items)) < density
+    noisy = np.clip(truth + rng.normal(0, 0.3, truth.shape), 1, 5)
+    triples = [(f"u{u}", f"i{i}", float(noisy[u, i])) for u, i in zip(*np.nonzero(observed), strict=True)]
+    return triples, observed, truth
+
+
+def test_cf_item_knn_agrees_with_cornac_item_knn():
+    cornac = pytest.importorskip("cornac", reason="cornac (pip install perrecbench[cf]) is the reference")
+    triples, observed, _ = _dense_data(0, 40, 25, 0.5)
+    train = cornac.data.Dataset.from_uir(triples, seed=0)
+    reference = cornac.models.ItemKNN(k=5, similarity="cosine", mean_centered=True, verbose=False, seed=0)
+    reference.fit(train)
+    ratings = _ratings([(u, i, r, 0) for u, i, r in triples])
+    checked = 0
+    for u, i in zip(*np.nonzero(~observed), strict=True):
+        user, item = f"u{u}", f"i{i}"
+        history = [(it, r) for uu, it, r in triples if uu == user]
+        codes, sims = cf.knn_similarities(ratings, ratings.item_codes[item], len(ratings.values))
+        items = np.array([ratings.item_codes[it] for it, _ in history])
+        values = np.array([r for _, r in history])
+        ours = cf.knn_predict(codes, sims, items, values, float(values.mean()), 5)
+        theirs = reference.score(train.uid_map[user], train.iid_map[item])
+        assert ours == pytest.approx(float(theirs), abs=1e-6), (user, item)
+        checked += 1
+    assert checked > 100
+
+
+def test_cf_mf_agrees_with_cornac_biased_mf():
+    cornac = pytest.importorskip("cornac", reason="cornac (pip install perrecbench[cf]) is the reference")
+    triples, observed, truth = _dense_data(1, 150, 80, 0.3)
+    train = cornac.data.Dataset.from_uir(triples, seed=0)
+    reference = cornac.models.MF(
+        k=3,
+        max_iter=200,
+        learning_rate=0.01,
+        lambda_reg=0.05,
+        use_bias=True,
+        early_stop=False,
+        verbose=False,
+        seed=0,
+    )
+    reference.fit(train)
+    ratings = _ratings([(u, i, r, 0) for u, i, r in triples])
+    users = {name: code for code, name in enumerate(sorted({u for u, _, _ in triples}))}
+    model = cf.MFModel.fit(ratings, len(ratings.values), cf.MFParams(factors=3, reg=0.05, iterations=20))
+    held_out = list(zip(*np.nonzero(~observed), strict=True))
+    ours = np.array([model.score(users[f"u{u}"], ratings.item_codes[f"i{i}"]) for u, i in held_out])
+    theirs = np.array([reference.score(train.uid_map[f"u{u}"], train.iid_map[f"i{i}"]) for u, i in held_out])
+    true = np.array([truth[u, i] for u, i in held_out])
+    assert np.corrcoef(ours, theirs)[0, 1] > 0.9
+    rmse_ours, rmse_theirs = np.sqrt(np.mean((ours - true) ** 2)), np.sqrt(np.mean((theirs - true) ** 2))
+    assert abs(rmse_ours - rmse_theirs) < 0.1
+    assert rmse_ours < np.sqrt(np.mean((true - true.mean()) ** 2))  # better than the global mean
+
+
+# ------------------------------------------------------------------------------------ end to end
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    raw = tmp_path_factory.mktemp("synth")
+    write_synthetic(raw, reviews_per_domain=6000, domains="Books", seed=1)
+    parent = tmp_path_factory.mktemp("built")
+    plain = build(config(raw, parent / "plain", min_history=10, test_groups=6))
+    rich = build(config(raw, parent / "rich", min_history=10, test_groups=6, with_interactions=True))
+    return plain, rich
+
+
+def test_cf_cli_refuses_a_build_without_interactions_in_one_line(builds, tmp_path, capsys):
+    plain, _ = builds
+    args = ["evaluate", "--data", str(plain), "--engine", "baseline", "--model", "mf", "--out", str(tmp_path)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--with-interactions" in err
+
+
+def test_cf_cli_all_skips_them_without_interactions_and_says_why(builds, tmp_path, capsys):
+    plain, _ = builds
+    args = [
+        "evaluate",
+        "--data",
+        str(plain),
+        "--engine",
+        "baseline",
+        "--model",
+        "all",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main([*args, "--levels", "easy"]) == 0
+    assert "skipping mf, item-knn" in capsys.readouterr().err
+    assert not (tmp_path / "mf").exists() and (tmp_path / "random").is_dir()
+
+
+def test_cf_cli_all_runs_them_and_records_how(builds, tmp_path, capsys):
+    _, rich = builds
+    args = ["evaluate", "--data", str(rich), "--engine", "baseline", "--model", "all", "--out", str(tmp_path)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| mf |" in printed and "| item-knn |" in printed
+    for name in cf.CF_BASELINES:
+        info = json.loads((tmp_path / name / "run.json").read_text())
+        assert info["engine"] == {"name": "baseline", "model": name}
+        assert info["cf"]["tuning"]["split"] == "train" and info["cf"]["params"]
+        assert set(info["cf"]["cells"]) == {"easy/pointwise", "medium/pointwise", "hard/pointwise"}
+        cells = json.loads((tmp_path / name / "scores.json").read_text())["cells"]
+        assert all(c["num_groups"] == 6 for c in cells)
+
+
+def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactions(builds, tmp_path, capsys):
+    plain, rich = builds
+    llm, cf_run = tmp_path / "llm", tmp_path / "mf"
+    args = [
+        "evaluate",
+        "--data",
+        str(plain),
+        "--engine",
+        "fake",
+        "--model",
+        "constant",
+        "--methods",
+        "pointwise",
+    ]
+    assert main([*args, "--out", str(llm)]) == 0
+    assert (
+        main(["evaluate", "--data", str(rich), "--engine", "baseline", "--model", "mf", "--out", str(cf_run)])
+        == 0
+    )
+    assert main(["report", str(llm), str(cf_run), "--no-plots", "--out", str(tmp_path / "report")]) == 0
+    board = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
+    assert len(board["tables"]) == 1  # one comparable set: same groups, same fingerprint
+    table = (tmp_path / "report" / "leaderboard.md").read_text()
+    assert "| mf |" in table and "### LLM runs against the baselines" in table
+    assert "| constant | mf | easy pointwise |" in table
+    versus = board["tables"][0]["analyses"]["versus_baselines"]
+    assert {(v["model"], v["baseline"], v["level"], v["method"]) for v in versus} == {
+        ("constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
+    }
+    assert all(v["num_compared"] == 6 and 0 < v["p_value"] <= 1 for v in versus)
