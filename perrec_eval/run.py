@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from perrec_eval import context, parsing, prompts
 from perrec_eval.cache import CachedEngine, request_key
-from perrec_eval.config import EvalConfig
+from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
@@ -226,23 +226,48 @@ def _profiles(
     config: EvalConfig, engine: CachedEngine, groups: Sequence[Group], users: set[UserKey], out: Path
 ) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
     """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance."""
-    from perrec_eval.profiles import file_sha256, generate_profiles, load_profiles, save_profiles
+    from perrec_eval.profiles import (
+        file_sha256,
+        flag_counts,
+        generate_profiles,
+        load_profile_flags,
+        load_profiles,
+        save_profiles,
+    )
 
     if config.no_profile:
         return None, {}, None
+    params = config.profile_params()
     if config.profiles:
-        profiles = load_profiles(config.profiles)
+        known = load_profiles(config.profiles)
         # --shots shows train groups: their users need profiles too
         splits = tuple(dict.fromkeys(["train", config.split] if config.shots else [config.split]))
-        context.check_profiles(users, profiles, config.profiles, config.data, splits)
+        context.check_profiles(users, known, config.profiles, config.data, splits)
         path, source = Path(config.profiles), "file"
-        failures: dict[UserKey, str] = {}
     else:
         path, source = out / "profiles.jsonl", "generated"
         known = load_profiles(path) if path.is_file() else {}
-        profiles, failures = generate_profiles(engine, groups, known=known, users=users)
-        save_profiles(path, profiles, {"engine": engine.name, "model": engine.model})
-    info = {"source": source, "file": path.name, "sha256": file_sha256(path), "failures": len(failures)}
+    flagged = load_profile_flags(path) if path.is_file() else {}
+    profiles, failures = generate_profiles(
+        engine,
+        groups,
+        params=params,
+        known=known,
+        users=users,
+        degenerate=config.degenerate_profiles,
+        flagged=flagged,
+    )
+    if source == "generated":
+        save_profiles(path, profiles, {"engine": engine.name, "model": engine.model}, flagged)
+    info = {
+        "source": source,
+        "file": path.name,
+        "sha256": file_sha256(path),
+        "failures": len(failures),
+        "max_tokens": params.max_tokens,
+        "quality": flag_counts({key: flags for key, flags in flagged.items() if key in users}),
+        "degenerate_policy": config.degenerate_profiles,
+    }
     return profiles, failures, info
 
 
@@ -316,7 +341,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
                 method,
                 groups,
                 cached,
-                config.params(method),
+                config.params(method, level),
                 variant=config.variant,
                 demonstrations=demonstrations(config, method, demo_contexts),
                 pairwise_strategy=config.pairwise_strategy,
@@ -330,6 +355,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
     scores = score_cells(
         records, samples, variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
     )
+    label = config.label or default_label(engine.model)  # the engine's model: a test may pass its own engine
     run_info = {
         "config": run_record(config),
         "complete": scores["complete"],
@@ -349,8 +375,21 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
         "adapter_sha256": {name: adapter_fingerprint(path) for name, path in config.adapters().items()},
         "profiles": profiles_info,
         "profile_failures": len(failures),
+        "label": label,
+        "generation": {
+            "max_new_tokens": {method: config.token_budgets()[method] for method in config.methods},
+            "profile_max_new_tokens": None if config.no_profile else config.token_budgets()["profile"],
+            "structured_outputs": config.structured_outputs,
+            "answer_formats": {
+                f"{level}/{method}": config.params(method, level).answer_format
+                for level in config.levels
+                for method in config.methods
+            }
+            if config.structured_outputs
+            else None,
+        },
     }
-    write_run(out, config.model, samples=samples, records=records, scores=scores, run_info=run_info)
+    write_run(out, label, samples=samples, records=records, scores=scores, run_info=run_info)
     return scores
 
 

@@ -376,7 +376,7 @@ def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     info = read_run_info(run_dir)
     scores = read_scores(scores_path)
     check_metric(run_dir, info, scores)
-    return info["engine"].get("model", run_dir.name), scores
+    return info.get("label") or info["engine"].get("model", run_dir.name), scores
 
 
 def read_scores(path: str | os.PathLike) -> dict[str, Any]:

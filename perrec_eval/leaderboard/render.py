@@ -184,6 +184,32 @@ def cell_rows(table: Table) -> list[list[str]]:
     return out
 
 
+PROFILE_HEADER = ["System", "profiles", "budget", "suspect", "cut", "copied", "repetitive", "suspect ones"]
+
+
+def profile_rows(table: Table) -> list[list[str]]:
+    """Per row whose run wrote or read profiles with quality counts: how many looked degenerate."""
+    out = []
+    for row in table.rows:
+        profiles = row.run.info.get("profiles") or {}
+        quality = profiles.get("quality")
+        if not quality:
+            continue
+        out.append(
+            [
+                row_name(row),
+                profiles.get("source", DASH),
+                str(profiles.get("max_tokens", DASH)),
+                str(quality.get("flagged", 0)),
+                str(quality.get("cut", 0)),
+                str(quality.get("copied", 0)),
+                str(quality.get("repetitive", 0)),
+                "failed" if profiles.get("degenerate_policy") == "fail" else "used",
+            ]
+        )
+    return out
+
+
 def average_rows(table: Table) -> list[list[str]]:
     out = []
     for row in table.rows:
@@ -408,6 +434,12 @@ def markdown(report: Report) -> str:
             "### Cells",
             markdown_table(CELL_HEADER, cell_rows(table)),
         ]
+        suspect = profile_rows(table)
+        if suspect:
+            parts += [
+                "### Profiles (suspect ones: cut at the budget, mostly copied history, repetitive)",
+                markdown_table(PROFILE_HEADER, suspect),
+            ]
         if costs := cost_rows(table):
             parts += ["### Cost (each run's last invocation)", markdown_table(COST_HEADER, costs)]
         parts += _analysis_markdown(report, table, analyses)
