@@ -227,7 +227,6 @@ class VLLMEngine:
 
     def __init__(self, model: str, options: VLLMOptions | None = None, *, adapter: str | None = None) -> None:
         options = options or VLLMOptions()
-        check_local_path(model, "--model")
         self._vllm = require("vllm", engine="vllm")
         self.model = model
         self.adapter = adapter
@@ -238,6 +237,7 @@ class VLLMEngine:
         self._on_cpu = require("vllm.platforms", engine="vllm").current_platform.is_cpu()
         if model.endswith(".gguf") and self._on_cpu:
             raise ConfigError(f"vLLM on CPU has no GGUF loader ({model}): {_GGUF_FIX}")
+        check_local_path(model, "--model")
         self.seeding = options.seeding
         llm_options = options.llm_options()
         if self.seeding == "per_request" and self._on_cpu:
