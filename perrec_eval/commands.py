@@ -85,8 +85,9 @@ def evaluate(config: EvalConfig) -> int:
         systems = run.evaluate_adapters(config)
     else:
         systems = [(config.system_label, run.evaluate(config))]
-    print(report.table(systems))
-    print("\n" + report.legend(systems))
+    marks = run.significance_marks(config.out, systems)
+    print(report.table(systems, marks=marks))
+    print("\n" + report.legend(systems, marks=marks))
     if len(systems) > 1:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:

@@ -16,6 +16,7 @@ from typing import Literal
 
 from perrec_eval.cliconfig import check_once, option
 from perrec_eval.errors import ConfigError
+from perrec_eval.presentation import PRESENTATIONS, Presentation
 from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
 from perrec_eval.rankers import PairwiseStrategy
 from perrec_eval.retrieval import DEFAULT_K
@@ -94,9 +95,10 @@ class EngineSpec:
         "(transformers), openai (any OpenAI-compatible server), vllm (offline)"
     )
     model: str = option(
-        "model id or path; for --engine baseline one of random, rating-bias, item-quality, "
-        "history-affinity, mf, item-knn (these two need a build --with-interactions) or all; for --engine "
-        "fake a script name (constant)"
+        "model id or path; for --engine baseline one of random, rating-bias, item-quality, constant "
+        "(the same rating for everyone: the pointwise floor), history-affinity, mf, item-knn (these two need "
+        "a build --with-interactions) or all; for --engine fake a script name (constant: fixed well-formed "
+        "answers)"
     )
     adapter: tuple[str, ...] = option(
         "LoRA adapter on top of --model: PATH, or NAME=PATH (openai: the name the server serves it under); "
@@ -257,9 +259,15 @@ class EvalConfig(EngineSpec):
         default=None,
         shown="allpairs; heapsort with --paper-mode",
     )
+    presentation: Presentation | None = option(
+        "order of the users in listwise prompts: balanced (paired across the level's groups so that any "
+        "fixed answer scores exactly 0) or dataset (the dataset's order, the paper's)",
+        default=None,
+        shown="balanced; dataset with --paper-mode",
+    )
     paper_mode: bool = option(
-        "reproduce the published protocol: heapsort pairwise, paper tau on index lists, "
-        "failed groups skipped",
+        "reproduce the published protocol: heapsort pairwise, listwise users in dataset order, paper tau on "
+        "index lists, failed groups skipped",
         default=False,
     )
     temperature: float = option("sampling temperature (0 = greedy)", default=0.1)
@@ -278,7 +286,7 @@ class EvalConfig(EngineSpec):
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
         self._resolve_methods()
-        self._resolve_pairwise_strategy()
+        self._resolve_paper_choices()
         bad_levels = [lv for lv in self.levels if lv not in LEVELS]
         bad_methods = [m for m in self.methods if m not in METHODS]
         if bad_levels or not self.levels:
@@ -293,6 +301,10 @@ class EvalConfig(EngineSpec):
         if self.pairwise_strategy not in ("allpairs", "heapsort"):
             raise ConfigError(
                 f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
+            )
+        if self.presentation not in PRESENTATIONS:
+            raise ConfigError(
+                f"--presentation must be {' or '.join(PRESENTATIONS)}, got {self.presentation!r}"
             )
         if self.sc_aggregate not in ("mean", "median", "mode"):
             raise ConfigError(f"--sc-aggregate must be mean, median or mode, got {self.sc_aggregate!r}")
@@ -342,7 +354,7 @@ class EvalConfig(EngineSpec):
                 "--engine fake, hf, openai or vllm"
             )
 
-    def _resolve_pairwise_strategy(self) -> None:
+    def _resolve_paper_choices(self) -> None:
         # --paper-mode switches every paper behaviour of PROTOCOL at once; an explicit contrary choice is an
         # error rather than silently overridden.
         if self.paper_mode and self.pairwise_strategy == "allpairs":
@@ -351,6 +363,13 @@ class EvalConfig(EngineSpec):
             )
         if self.pairwise_strategy is None:
             object.__setattr__(self, "pairwise_strategy", "heapsort" if self.paper_mode else "allpairs")
+        if self.paper_mode and self.presentation == "balanced":
+            raise ConfigError(
+                "--paper-mode shows listwise users in the dataset's order: drop --presentation balanced "
+                "or --paper-mode"
+            )
+        if self.presentation is None:
+            object.__setattr__(self, "presentation", "dataset" if self.paper_mode else "balanced")
 
     @property
     def variant(self) -> str:

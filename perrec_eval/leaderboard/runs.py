@@ -25,6 +25,7 @@ BASELINE = "baseline"
 SETTINGS: tuple[str, ...] = (
     "engine",
     "pairwise",
+    "presentation",
     "prompt",
     "profiles",
     "k",
@@ -209,6 +210,8 @@ def settings_of(info: Mapping[str, Any], records: Sequence[PredictionRecord]) ->
     return {
         "engine": engine if llm else None,
         "pairwise": config.get("pairwise_strategy") if "pairwise" in methods else None,
+        # Runs written before presentations existed showed listwise users in the dataset's order.
+        "presentation": config.get("presentation", "dataset") if llm and "listwise" in methods else None,
         "prompt": (info.get("prompt_variant") or "default") if llm else None,
         "profiles": _profiles_name(profiles) if llm and profiles else None,
         "k": config.get("k"),

@@ -67,11 +67,11 @@ def test_compare_allow_mixed_makes_one_table_per_comparable_set(runs):
 def test_compare_labels_name_the_settings_that_differ(runs):
     loaded = load_runs([runs["truth"], runs["heapsort"], runs["paper"]])
     labels = compare.labels(loaded)
-    assert compare.differing_settings(loaded) == ["pairwise", "metric", "failed"]
+    assert compare.differing_settings(loaded) == ["pairwise", "presentation", "metric", "failed"]
     assert labels == [
-        "fake (pairwise=allpairs, metric=tau_b, failed=zero)",
-        "fake (pairwise=heapsort, metric=tau_b, failed=zero)",
-        "fake (pairwise=heapsort, metric=paper, failed=skip)",
+        "fake (pairwise=allpairs, presentation=balanced, metric=tau_b, failed=zero)",
+        "fake (pairwise=heapsort, presentation=balanced, metric=tau_b, failed=zero)",
+        "fake (pairwise=heapsort, presentation=dataset, metric=paper, failed=skip)",
     ]
 
 
