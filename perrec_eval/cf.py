@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from perrec_eval.errors import DataError
 from perrec_eval.records import Group
@@ -61,7 +60,7 @@ RULE = (
     "item-knn: similarities from the ratings before the group's own window start; a cold query item or "
     "a user the model cannot score gets the user's average (relative prediction 0)"
 )
-_ROW_BLOCK = 32_768  # rows whose Gram matrices are held at once
+_ENTRY_BLOCK = 65_536  # ratings whose outer products are held at once (~42 MB at 8 factors)
 _KNN_EPS = 1e-8
 
 
@@ -203,21 +202,29 @@ class InteractionFiles(Mapping[str, Ratings]):
 
 def read_ratings(path: Path) -> Ratings:
     """One interactions file (``build --with-interactions``) as :class:`Ratings`."""
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path, columns=["user_id", "parent_asin", "rating", "timestamp"])
-    users = pc.dictionary_encode(table["user_id"]).combine_chunks()
-    items = pc.dictionary_encode(table["parent_asin"]).combine_chunks()
+    # The id columns are read as dictionaries (codes + each distinct id once): the ids are never
+    # materialised one per rating, which was most of the load's peak.
+    table = pq.read_table(
+        path,
+        columns=["user_id", "parent_asin", "rating", "timestamp"],
+        read_dictionary=["user_id", "parent_asin"],
+    ).unify_dictionaries()
+    users = table["user_id"].combine_chunks()
+    items = table["parent_asin"].combine_chunks()
     timestamps = table["timestamp"].to_numpy()
     if np.any(np.diff(timestamps) < 0):
         raise DataError(f"{path} is not ordered by timestamp; rebuild with --with-interactions")
+    values = table["rating"].to_numpy().astype(np.float64)
+    names = items.dictionary.to_pylist()
+    del table
     return Ratings.make(
         users.indices.to_numpy(),
         items.indices.to_numpy(),
-        table["rating"].to_numpy().astype(np.float64),
+        values,
         timestamps,
-        {name: i for i, name in enumerate(items.dictionary.to_pylist())},
+        {name: i for i, name in enumerate(names)},
     )
 
 
@@ -261,26 +268,64 @@ def cut_plan(starts: Sequence[int], cuts: int) -> dict[int, int]:
 # --------------------------------------------------------------------------------------------- models
 
 
-def _ridge_rows(pattern: sp.csr_matrix, target: sp.csr_matrix, design: np.ndarray, reg: float) -> np.ndarray:
-    """Per row r: argmin_w Σ_c (target[r, c] - design[c]·w)² + reg · n_r · |w|² over the n_r columns c set
-    in ``pattern[r]`` (an ALS half-step; Gram matrices are sparse products, a block of rows at a time).
+def _segments(order: np.ndarray, n: int, keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``n`` ratings grouped by key, from a stable key order of all of them (``by_user``,
+    ``by_item``): positions (int32) and each key's edges. Within a key positions rise, so a cut is a
+    prefix of each segment: one shared order serves every cut, nothing is sorted again."""
+    positions = order[order < n]
+    edges = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys[:n], minlength=size), out=edges[1:])
+    return positions, edges
 
-    >>> pattern = sp.csr_matrix([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
-    >>> target = sp.csr_matrix([[2.0, 4.0], [1.0, 0.0], [0.0, 0.0]])
-    >>> _ridge_rows(pattern, target, np.ones((2, 1)), 0.0)[:, 0].round(6).tolist()
+
+def _ridge_rows(
+    positions: np.ndarray,
+    edges: np.ndarray,
+    columns: np.ndarray,
+    target: np.ndarray,
+    design: np.ndarray,
+    reg: float,
+) -> np.ndarray:
+    """Per row r: argmin_w Σ_c (target[c] - design[columns[c]]·w)² + reg · n_r · |w|² over the n_r ratings c
+    at ``positions[edges[r]:edges[r + 1]]`` (an ALS half-step). Gram matrices are summed over a block of at
+    most ~:data:`_ENTRY_BLOCK` ratings at a time, so the temporaries do not grow with the data.
+
+    >>> at, edges, cols = np.array([0, 1, 2]), np.array([0, 2, 3, 3]), np.array([0, 1, 0])
+    >>> _ridge_rows(at, edges, cols, np.array([2.0, 4.0, 1.0]), np.ones((2, 1)), 0.0)[:, 0].tolist()
     [3.0, 1.0, 0.0]
     """
     dim = design.shape[1]
-    outer = (design[:, :, None] * design[:, None, :]).reshape(len(design), dim * dim)
-    counts = np.diff(pattern.indptr).astype(np.float64)
-    active = np.flatnonzero(counts)  # a row without ratings solves to 0
-    out = np.zeros((pattern.shape[0], dim))
-    for first in range(0, len(active), _ROW_BLOCK):
-        rows = active[first : first + _ROW_BLOCK]
-        gram = np.asarray(pattern[rows] @ outer).reshape(-1, dim, dim)
-        gram += (reg * counts[rows])[:, None, None] * np.eye(dim)
-        rhs = np.asarray(target[rows] @ design)
-        out[rows] = np.linalg.solve(gram, rhs[..., None])[..., 0]
+    rows = len(edges) - 1
+    out = np.zeros((rows, dim))
+    first = 0
+    while first < rows:
+        last = int(np.searchsorted(edges, edges[first] + _ENTRY_BLOCK, side="right")) - 1
+        last = min(max(last, first + 1), rows)
+        lo, hi = int(edges[first]), int(edges[last])
+        if hi > lo:
+            counts = np.diff(edges[first : last + 1])
+            active = np.flatnonzero(counts)  # a row without ratings solves to 0
+            starts = (edges[first:last] - lo)[active]
+            at = positions[lo:hi]
+            rows_design = design[columns[at]]
+            if last - first == 1:  # one row (maybe larger than a block): its Gram matrix directly
+                gram = (rows_design.T @ rows_design)[None]
+            else:
+                outer = (rows_design[:, :, None] * rows_design[:, None, :]).reshape(hi - lo, dim * dim)
+                gram = np.add.reduceat(outer, starts, axis=0).reshape(-1, dim, dim)
+                del outer
+            gram += (reg * counts[active])[:, None, None] * np.eye(dim)
+            rhs = np.add.reduceat(rows_design * target[at][:, None], starts, axis=0)
+            out[first + active] = np.linalg.solve(gram, rhs[..., None])[..., 0]
+        first = last
+    return out
+
+
+def _residual(values: np.ndarray, mu: float, bias: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
+    """values - mu - bias[codes] over the first ``n`` ratings, in one array (no temporaries of size n)."""
+    out = bias[codes[:n]]
+    np.subtract(values[:n], out, out=out)
+    out -= mu
     return out
 
 
@@ -312,15 +357,12 @@ class MFModel:
         ratings), its item biases and factors are the starting point and a third of the iterations (at
         least 3) are run; without it, factors start from a seeded N(0, 0.1²) draw.
         """
-        users, items, values = ratings.users[:n], ratings.items[:n], ratings.values[:n]
+        users, items, values = ratings.users, ratings.items, ratings.values  # the first n are read
         n_users, n_items = len(ratings.user_edges) - 1, len(ratings.item_codes)
-        mu = float(values.mean()) if n else 0.0
-        # Data = position + 1, so each stored entry names its rating ((user, item) pairs are unique).
-        ui = sp.csr_matrix((np.arange(1.0, n + 1.0), (users, items)), shape=(n_users, n_items))
-        iu = ui.T.tocsr()
-        ui_at, iu_at = ui.data.astype(np.int64) - 1, iu.data.astype(np.int64) - 1
-        ui_ones = sp.csr_matrix((np.ones(n), ui.indices, ui.indptr), shape=ui.shape)
-        iu_ones = sp.csr_matrix((np.ones(n), iu.indices, iu.indptr), shape=iu.shape)
+        mu = float(values[:n].mean()) if n else 0.0
+        # The cut's ratings by user and by item: prefixes of the domain's two orders (int32 positions).
+        by_user, user_edges = _segments(ratings.by_user, n, users, n_users)
+        by_item, item_edges = _segments(ratings.by_item, n, items, n_items)
         if warm is None:
             rng = np.random.default_rng(params.seed)
             item_w = np.hstack([np.zeros((n_items, 1)), rng.normal(0.0, 0.1, (n_items, params.factors))])
@@ -330,14 +372,14 @@ class MFModel:
             iterations = max(3, params.iterations // 3)
         user_w = np.zeros((n_users, params.factors + 1))
         for _ in range(iterations):
-            residual = values[ui_at] - mu - item_w[items[ui_at], 0]
-            target = sp.csr_matrix((residual, ui.indices, ui.indptr), shape=ui.shape)
+            residual = _residual(values, mu, item_w[:, 0], items, n)
             design = np.hstack([np.ones((n_items, 1)), item_w[:, 1:]])
-            user_w = _ridge_rows(ui_ones, target, design, params.reg)
-            residual = values[iu_at] - mu - user_w[users[iu_at], 0]
-            target = sp.csr_matrix((residual, iu.indices, iu.indptr), shape=iu.shape)
+            user_w = _ridge_rows(by_user, user_edges, items, residual, design, params.reg)
+            residual = _residual(values, mu, user_w[:, 0], users, n)
             design = np.hstack([np.ones((n_users, 1)), user_w[:, 1:]])
-            item_w = _ridge_rows(iu_ones, target, design, params.reg)
+            item_w = _ridge_rows(by_item, item_edges, users, residual, design, params.reg)
+            del residual, design
+        users, items = users[:n], items[:n]
         return cls(
             mu=mu,
             user_bias=user_w[:, 0].copy(),

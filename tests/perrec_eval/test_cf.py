@@ -299,3 +299,77 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
         ("constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
     }
     assert all(v["num_compared"] == 6 and 0 < v["p_value"] <= 1 for v in versus)
+
+
+# ------------------------------------------------------------------------------------ the fit's memory path
+
+
+def _naive_als(ratings: cf.Ratings, n: int, params: cf.MFParams) -> tuple[np.ndarray, np.ndarray]:
+    """ALS written row by row on the first n ratings: the reference for the blocked, prefix-sliced fit."""
+    users, items, values = ratings.users[:n], ratings.items[:n], ratings.values[:n]
+    n_users, n_items = len(ratings.user_edges) - 1, len(ratings.item_codes)
+    mu = values.mean()
+    rng = np.random.default_rng(params.seed)
+    item_w = np.hstack([np.zeros((n_items, 1)), rng.normal(0.0, 0.1, (n_items, params.factors))])
+    user_w = np.zeros((n_users, params.factors + 1))
+
+    def solve(design: np.ndarray, target: np.ndarray) -> np.ndarray:
+        gram = design.T @ design + params.reg * len(target) * np.eye(design.shape[1])
+        return np.linalg.solve(gram, design.T @ target)
+
+    for _ in range(params.iterations):
+        for u in range(n_users):
+            mine = users == u
+            if mine.any():
+                design = np.hstack([np.ones((mine.sum(), 1)), item_w[items[mine], 1:]])
+                user_w[u] = solve(design, values[mine] - mu - item_w[items[mine], 0])
+        for i in range(n_items):
+            mine = items == i
+            item_w[i] = 0.0
+            if mine.any():
+                design = np.hstack([np.ones((mine.sum(), 1)), user_w[users[mine], 1:]])
+                item_w[i] = solve(design, values[mine] - mu - user_w[users[mine], 0])
+    return user_w, item_w
+
+
+@pytest.mark.parametrize("block", [7, 65_536])
+def test_cf_mf_fit_on_a_prefix_in_small_blocks_equals_row_by_row_als(monkeypatch, block):
+    rng = np.random.default_rng(3)
+    pairs = {
+        (int(u), int(i)) for u, i in zip(rng.integers(0, 30, 400), rng.integers(0, 25, 400), strict=True)
+    }
+    rows = [
+        (f"u{u}", f"i{i}", float(rng.integers(1, 6)), int(rng.integers(0, 1000))) for u, i in sorted(pairs)
+    ]
+    ratings = _ratings(rows)
+    n = ratings.before(600)  # a cut: a prefix of the time-ordered ratings, later ones unseen
+    assert 0 < n < len(ratings.values)
+    monkeypatch.setattr(cf, "_ENTRY_BLOCK", block)  # 7: many blocks, rows larger than a block alone
+    params = cf.MFParams(factors=3, reg=0.1, iterations=3)
+    model = cf.MFModel.fit(ratings, n, params)
+    user_w, item_w = _naive_als(ratings, n, params)
+    np.testing.assert_allclose(model.user_bias, user_w[:, 0], atol=1e-10)
+    np.testing.assert_allclose(model.user_factors, user_w[:, 1:], atol=1e-10)
+    np.testing.assert_allclose(model.item_bias, item_w[:, 0], atol=1e-10)
+    np.testing.assert_allclose(model.item_factors, item_w[:, 1:], atol=1e-10)
+
+
+def test_cf_read_ratings_keeps_ids_and_time_order(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "user_id": ["u2", "u1", "u2", "u3"],
+            "parent_asin": ["b", "a", "a", "c"],
+            "rating": [4.0, 5.0, 2.0, 1.0],
+            "timestamp": [1, 2, 3, 4],
+        }
+    )
+    path = tmp_path / "Books.parquet"
+    pq.write_table(table, path, row_group_size=2)  # two row groups: two dictionaries to unify
+    ratings = cf.read_ratings(path)
+    names = {code: name for name, code in ratings.item_codes.items()}
+    assert [names[i] for i in ratings.items] == ["b", "a", "a", "c"]
+    assert ratings.users[0] == ratings.users[2] != ratings.users[1]
+    assert ratings.values.tolist() == [4.0, 5.0, 2.0, 1.0] and ratings.before(3) == 2
