@@ -175,29 +175,93 @@ class Ratings:
 
 class InteractionFiles(Mapping[str, Ratings]):
     """Domain → its interactions, read from the build's parquet file at each access (never cached), so a
-    caller that takes one domain at a time holds one domain's ratings in memory."""
+    caller that takes one domain at a time holds one domain's ratings in memory.
+
+    ``data`` is a build folder or a Hub dataset id (``ORG/NAME``, uploaded from a build made with
+    ``--with-interactions``: ``manifest.json`` and ``interactions/`` are fetched through the Hub cache, a
+    domain's file when it is first asked for). Each file is checked against the sha256 in ``manifest.json``
+    once per instance, before it is first read (one more pass over the file: ≈ 0.5 s per GB).
+    """
 
     def __init__(self, data: str | Path) -> None:
-        folder = Path(data)
-        manifest = folder / "manifest.json"
-        listed = json.loads(manifest.read_text()).get("interactions") if manifest.is_file() else None
+        self._data = str(data)
+        self._local = Path(data) if Path(data).is_dir() else None
+        manifest = self._file("manifest.json", missing_ok=True)
+        listed = json.loads(manifest.read_text()).get("interactions") if manifest is not None else None
         if not listed:
             raise DataError(missing_interactions(data))
-        self._paths = {domain: folder / info["path"] for domain, info in listed.items()}
-        for path in self._paths.values():
-            if not path.is_file():
-                raise DataError(
-                    f"{path} is listed in {manifest} but missing; rebuild with --with-interactions"
-                )
+        self._manifest, self._listed, self._verified = manifest, listed, set()
+        if self._local is not None:
+            for info in listed.values():
+                if not (self._local / info["path"]).is_file():
+                    raise DataError(
+                        f"{self._local / info['path']} is listed in {manifest} but missing; rebuild with "
+                        "--with-interactions"
+                    )
+
+    def _file(self, name: str, *, missing_ok: bool = False) -> Path | None:
+        """A file of the build: in the folder, or fetched from the Hub dataset (cached by huggingface_hub)."""
+        if self._local is not None:
+            path = self._local / name
+            return path if path.is_file() or not missing_ok else None
+        return _hub_file(self._data, name, missing_ok=missing_ok)
 
     def __getitem__(self, domain: str) -> Ratings:
-        return read_ratings(self._paths[domain])
+        info = self._listed[domain]
+        path = self._file(info["path"])
+        assert path is not None
+        if domain not in self._verified:
+            if _sha256(path) != info.get("sha256"):
+                raise DataError(
+                    f"{path} does not match its sha256 in {self._manifest} (changed since the build); "
+                    "rebuild with --with-interactions"
+                )
+            self._verified.add(domain)
+        return read_ratings(path)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
+        return iter(self._listed)
 
     def __len__(self) -> int:
-        return len(self._paths)
+        return len(self._listed)
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _hub_file(repo: str, name: str, *, missing_ok: bool = False) -> Path | None:
+    """``name`` of the Hub dataset ``repo`` through the huggingface_hub cache (offline: the cache only).
+
+    Raises:
+        DataError: ``repo`` is not a Hub id, or the file cannot be fetched (one line naming the fix).
+    """
+    if repo.count("/") != 1 or repo.startswith((".", "/", "~")):
+        raise DataError(
+            f"--data {repo}: no such folder; build the benchmark with `perrecbench build --source RAW "
+            f"--out {repo} --with-interactions` (or pass an existing folder or Hub id ORG/NAME)"
+        )
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        return Path(hf_hub_download(repo_id=repo, filename=name, repo_type="dataset"))
+    except EntryNotFoundError:
+        if missing_ok:
+            return None
+        raise DataError(
+            f"{name} is listed in the manifest of the Hub dataset {repo} but not there; upload a build made "
+            "with --with-interactions again"
+        ) from None
+    except Exception as err:  # offline without a cached copy, no such repo, network: one line
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DataError(
+            f"cannot fetch {name} of the Hub dataset {repo} ({reason}); pass a local build folder made with "
+            "--with-interactions, or go online (HF_HUB_OFFLINE unset) once to cache it"
+        ) from None
 
 
 def read_ratings(path: Path) -> Ratings:
@@ -241,14 +305,25 @@ def missing_interactions(data: str | Path) -> str:
     """The one-line fix when a benchmark has no interactions."""
     return (
         f"{data} has no rating interactions, which the mf and item-knn baselines fit on: rebuild it with "
-        "`perrecbench build --source RAW --out DIR --with-interactions` (a local folder; not a Hub id)"
+        "`perrecbench build --source RAW --out DIR --with-interactions` (and pass DIR, or the Hub id it "
+        "was uploaded to)"
     )
 
 
 def has_interactions(data: str | Path) -> bool:
-    """Whether the benchmark folder lists interactions in its manifest."""
-    manifest = Path(data) / "manifest.json"
-    return manifest.is_file() and bool(json.loads(manifest.read_text()).get("interactions"))
+    """Whether the benchmark (folder, or Hub dataset id) lists interactions in its manifest (the files are
+    checked when they are read)."""
+    folder = Path(data)
+    manifest = (
+        folder / "manifest.json"
+        if folder.is_dir()
+        else _hub_file(str(data), "manifest.json", missing_ok=True)
+    )
+    return (
+        manifest is not None
+        and manifest.is_file()
+        and bool(json.loads(manifest.read_text()).get("interactions"))
+    )
 
 
 def cut_plan(starts: Sequence[int], cuts: int) -> dict[int, int]:

@@ -373,3 +373,78 @@ def test_cf_read_ratings_keeps_ids_and_time_order(tmp_path):
     assert [names[i] for i in ratings.items] == ["b", "a", "a", "c"]
     assert ratings.users[0] == ratings.users[2] != ratings.users[1]
     assert ratings.values.tolist() == [4.0, 5.0, 2.0, 1.0] and ratings.before(3) == 2
+
+
+# ------------------------------------------------------------------------------------ integrity and the Hub
+
+
+def _tampered(rich: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "bench"
+    shutil.copytree(rich, copy)
+    info = json.loads((copy / "manifest.json").read_text())["interactions"]["Books"]
+    table = pq.read_table(copy / info["path"])
+    pq.write_table(table.slice(1), copy / info["path"])  # one rating fewer: still valid parquet
+    return copy
+
+
+def test_cf_interactions_changed_since_the_build_are_refused_naming_the_rebuild(builds, tmp_path, capsys):
+    _, rich = builds
+    assert len(cf.load_interactions(rich)["Books"].values) > 0  # the untouched build passes its check
+    bench = _tampered(rich, tmp_path)
+    files = cf.load_interactions(bench)  # listing is cheap; the check runs when a domain is read
+    with pytest.raises(cf.DataError, match="sha256.*rebuild with --with-interactions"):
+        files["Books"]
+    args = ["evaluate", "--data", str(bench), "--engine", "baseline", "--model", "mf"]
+    assert main([*args, "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()  # after the datasets library's progress lines: one line
+    assert "Traceback" not in err and "sha256" in err.splitlines()[-1]
+    assert err.splitlines()[-1].endswith("rebuild with --with-interactions")
+
+
+def _fake_hub(monkeypatch, folder: Path, calls: list[str]) -> None:
+    import huggingface_hub
+    from huggingface_hub.errors import EntryNotFoundError
+
+    def download(repo_id: str, filename: str, *, repo_type: str | None = None, **_: object) -> str:
+        assert repo_id == "org/bench" and repo_type == "dataset"
+        calls.append(filename)
+        if not (folder / filename).is_file():
+            raise EntryNotFoundError(f"{filename} not found")
+        return str(folder / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+
+
+def test_cf_interactions_from_a_hub_dataset_id_are_fetched_lazily_and_checked(builds, tmp_path, monkeypatch):
+    plain, rich = builds
+    calls: list[str] = []
+    _fake_hub(monkeypatch, rich, calls)
+    assert cf.has_interactions("org/bench")
+    files = cf.load_interactions("org/bench")
+    assert calls[-1] == "manifest.json" and list(files) == ["Books"]  # no parquet fetched yet
+    hub, local = files["Books"], cf.load_interactions(rich)["Books"]
+    assert calls[-1].startswith("interactions/")
+    assert hub.values.tolist() == local.values.tolist() and hub.item_codes == local.item_codes
+    _fake_hub(monkeypatch, _tampered(rich, tmp_path), calls)
+    with pytest.raises(cf.DataError, match="sha256"):
+        cf.load_interactions("org/bench")["Books"]
+    _fake_hub(monkeypatch, plain, calls)  # a build without interactions uploaded
+    assert not cf.has_interactions("org/bench")
+    with pytest.raises(cf.DataError, match="--with-interactions"):
+        cf.load_interactions("org/bench")
+
+
+def test_cf_hub_fetch_failure_is_one_line_naming_the_fix(monkeypatch):
+    import huggingface_hub
+
+    def offline(*_: object, **__: object) -> str:
+        raise OSError("offline mode is enabled\nsecond line")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    with pytest.raises(cf.DataError) as err:
+        cf.load_interactions("org/bench")
+    assert "\n" not in str(err.value) and "local build folder" in str(err.value)
