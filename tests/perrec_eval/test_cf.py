@@ -267,6 +267,12 @@ def test_cf_cli_all_runs_them_and_records_how(builds, tmp_path, capsys):
         assert set(info["cf"]["cells"]) == {"easy/pointwise", "medium/pointwise", "hard/pointwise"}
         cells = json.loads((tmp_path / name / "scores.json").read_text())["cells"]
         assert all(c["num_groups"] == 6 for c in cells)
+        easy = info["cf"]["cells"]["easy/pointwise"]
+        cold, fallback = easy["cold_query_items"], easy["fallback_users"]
+        shown = f"| {name} | easy | pointwise | {cold} of 6 | {fallback} of "
+        assert shown in (tmp_path / name / "report.md").read_text()
+        assert shown in (tmp_path / "report.md").read_text()  # the run's report of every baseline too
+    assert "Cold start" not in (tmp_path / "random" / "report.md").read_text()
 
 
 def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactions(builds, tmp_path, capsys):
@@ -294,6 +300,11 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
     table = (tmp_path / "report" / "leaderboard.md").read_text()
     assert "| mf |" in table and "### LLM runs against the baselines" in table
     assert "| constant | mf | easy pointwise |" in table
+    hard = json.loads((cf_run / "run.json").read_text())["cf"]["cells"]["hard/pointwise"]
+    assert "### Cold start (classic recommenders)" in table
+    cold = f"| mf | hard | pointwise | {hard['cold_query_items']} of 6 | {hard['fallback_users']} of "
+    assert cold in table
+    assert "| constant | hard |" not in table.split("### Cold start")[1].split("###")[0]
     versus = board["tables"][0]["analyses"]["versus_baselines"]
     assert {(v["model"], v["baseline"], v["level"], v["method"]) for v in versus} == {
         ("constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
