@@ -305,6 +305,8 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
     cold = f"| mf | hard | pointwise | {hard['cold_query_items']} of 6 | {hard['fallback_users']} of "
     assert cold in table
     assert "| constant | hard |" not in table.split("### Cold start")[1].split("###")[0]
+    assert main(["score", str(cf_run), "--variant", "paper", "--write"]) == 0  # rewrites report.md
+    assert cold in (cf_run / "report.md").read_text()
     versus = board["tables"][0]["analyses"]["versus_baselines"]
     assert {(v["model"], v["baseline"], v["level"], v["method"]) for v in versus} == {
         ("constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
