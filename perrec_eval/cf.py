@@ -180,7 +180,7 @@ class InteractionFiles(Mapping[str, Ratings]):
     ``data`` is a build folder or a Hub dataset id (``ORG/NAME``, uploaded from a build made with
     ``--with-interactions``: ``manifest.json`` and ``interactions/`` are fetched through the Hub cache, a
     domain's file when it is first asked for). Each file is checked against the sha256 in ``manifest.json``
-    once per instance, before it is first read (one more pass over the file: ≈ 0.5 s per GB).
+    once per instance, before it is first read (one more pass over the file: ≈ 3 s per GB here).
     """
 
     def __init__(self, data: str | Path) -> None:
