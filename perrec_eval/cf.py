@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from perrec_eval.errors import DataError
 from perrec_eval.records import Group
@@ -266,14 +267,15 @@ def _hub_file(repo: str, name: str, *, missing_ok: bool = False) -> Path | None:
 
 def read_ratings(path: Path) -> Ratings:
     """One interactions file (``build --with-interactions``) as :class:`Ratings`."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    # The id columns are read as dictionaries (codes + each distinct id once): the ids are never
-    # materialised one per rating, which was most of the load's peak.
-    table = pq.read_table(
-        path,
-        columns=["user_id", "parent_asin", "rating", "timestamp"],
-        read_dictionary=["user_id", "parent_asin"],
+    # The id columns are read as dictionaries (codes + each distinct id once, never one string per rating),
+    # one row group at a time (the reader's buffers are one group's: the whole file at once doubled the peak).
+    reader = pq.ParquetFile(path, read_dictionary=["user_id", "parent_asin"], pre_buffer=False)
+    columns = ["user_id", "parent_asin", "rating", "timestamp"]
+    table = pa.concat_tables(
+        [reader.read_row_group(i, columns=columns, use_threads=False) for i in range(reader.num_row_groups)]
     ).unify_dictionaries()
     users = table["user_id"].combine_chunks()
     items = table["parent_asin"].combine_chunks()
@@ -387,10 +389,20 @@ def _ridge_rows(
                 gram = (rows_design.T @ rows_design)[None]
             else:
                 outer = (rows_design[:, :, None] * rows_design[:, None, :]).reshape(hi - lo, dim * dim)
-                gram = np.add.reduceat(outer, starts, axis=0).reshape(-1, dim, dim)
+                # Sums per row as a sparse product: the block's row indicator (rows × its ratings) @ outer.
+                ends = np.append(starts[1:], hi - lo)
+                indicator = sp.csr_matrix(
+                    (np.ones(hi - lo), np.arange(hi - lo), np.concatenate([starts, ends[-1:]])),
+                    shape=(len(active), hi - lo),
+                )
+                del ends
+                gram = np.asarray(indicator @ outer).reshape(-1, dim, dim)
                 del outer
             gram += (reg * counts[active])[:, None, None] * np.eye(dim)
-            rhs = np.add.reduceat(rows_design * target[at][:, None], starts, axis=0)
+            if last - first == 1:
+                rhs = (rows_design.T @ target[at])[None]
+            else:
+                rhs = np.asarray(indicator @ (rows_design * target[at][:, None]))
             out[first + active] = np.linalg.solve(gram, rhs[..., None])[..., 0]
         first = last
     return out
