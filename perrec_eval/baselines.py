@@ -16,6 +16,11 @@ ranking score is, as for the pointwise method, the predicted rating minus the us
   pointwise method does with an LLM that answers the same number for everyone, so this row is the floor a
   pointwise model must beat (it need not score 0: users with low averages tend to have higher relative
   ratings).
+- ``constant``: predicted = `CONSTANT_RATING` for every user (the answer of a model that knows nothing and
+  says so). Its ranking score ``CONSTANT_RATING - avg(u)`` orders users by ascending average rating, so its
+  PTC is the pointwise floor: not 0, because under the paper's pointwise definition users with low averages
+  tend to have higher relative ratings. Every run's pointwise cells report this floor on their own groups
+  (`perrec_eval.scoring.constant_floor`).
 - ``history-affinity``: predicted = avg + the BM25-score-weighted mean of ``rating - avg`` over the user's
   retrieved history items (0 when the total weight is 0): users who rated similar items above their own
   average are predicted to like the query item more.
@@ -31,11 +36,13 @@ import numpy as np
 
 from perrec_eval.retrieval import Retrieved
 
-BASELINES: tuple[str, ...] = ("random", "rating-bias", "item-quality", "history-affinity")
+BASELINES: tuple[str, ...] = ("random", "rating-bias", "item-quality", "constant", "history-affinity")
 # Only these read `retrieved`; the others can be given an empty mapping (retrieval costs ~3 ms per user).
 USES_RETRIEVAL: frozenset[str] = frozenset({"history-affinity"})
 
 RANDOM_HALF_WIDTH = 1.0
+# Any constant ranks the same way; 4.0 is what the fake engine's `constant` script answers pointwise.
+CONSTANT_RATING = 4.0
 
 RetrievedByUser = Mapping[str, Sequence[Retrieved]]  # user_id -> retrieved history, best first
 _Predictor = Callable[[Mapping[str, Any], RetrievedByUser, int], list[float]]
@@ -90,6 +97,10 @@ def _item_quality(row: Mapping[str, Any], retrieved: RetrievedByUser, seed: int)
     return [_avg(user) if item_avg is None else float(item_avg) for user in _users(row)]
 
 
+def _constant(row: Mapping[str, Any], retrieved: RetrievedByUser, seed: int) -> list[float]:
+    return [CONSTANT_RATING for _ in _users(row)]
+
+
 def affinity(history: Sequence[Mapping[str, Any]], hits: Sequence[Retrieved], avg: float) -> float:
     """BM25-weighted mean of (rating - avg) over the retrieved history items; 0 if the weights sum to 0.
 
@@ -133,6 +144,7 @@ _PREDICTORS: dict[str, _Predictor] = {
     "random": _random,
     "rating-bias": _rating_bias,
     "item-quality": _item_quality,
+    "constant": _constant,
     "history-affinity": _history_affinity,
 }
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from perrec_eval.cliconfig import add_command
-from perrec_eval.config import BASELINE_ENGINE, EvalConfig, ProfilesConfig, ScoreConfig
+from perrec_eval.config import BASELINE_ENGINE, ConvertGGUFConfig, EvalConfig, ProfilesConfig, ScoreConfig
 
 
 def engine_options_help() -> str:
@@ -45,6 +45,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write one user profile per (group, user) with an LLM",
         epilog=epilog,
     )
+    add_command(
+        subparsers,
+        "convert-gguf",
+        ConvertGGUFConfig,
+        convert_gguf,
+        help="write a GGUF model file as a transformers model folder (for --engine vllm)",
+    )
+
+
+def convert_gguf(config: ConvertGGUFConfig) -> int:
+    from perrec_eval.engines.hf import convert_gguf as convert
+
+    convert(config.gguf, config.out)
+    print(f"{config.gguf} written to {config.out} (float32 weights): --model {config.out}")
+    return 0
 
 
 def baseline_names(config: EvalConfig) -> tuple[str, ...]:
@@ -69,14 +84,16 @@ def evaluate(config: EvalConfig) -> int:
     elif len(config.adapter) > 1:
         systems = run.evaluate_adapters(config)
     else:
-        systems = [(config.model, run.evaluate(config))]
-    print(report.table(systems))
-    print("\n" + report.legend(systems))
+        systems = [(config.system_label, run.evaluate(config))]
+    marks = run.significance_marks(config.out, systems)
+    print(report.table(systems, marks=marks))
+    print("\n" + report.legend(systems, marks=marks))
     if len(systems) > 1:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:
         print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
     print(f"next: perrecbench report {config.out} --out report   (leaderboard, plots, index.html)")
+    _warn_suspect_profiles(config)
     failed = [scores for _, scores in systems if not scores.get("complete", True)]
     if failed:
         print(
@@ -87,6 +104,21 @@ def evaluate(config: EvalConfig) -> int:
         )
         return 1
     return 0
+
+
+def _warn_suspect_profiles(config: EvalConfig) -> None:
+    """One line on stderr when the run's profiles were cut at their budget or look degenerate."""
+    run_json = Path(config.out) / "run.json"
+    if config.engine == BASELINE_ENGINE or not run_json.is_file():
+        return
+    quality = (json.loads(run_json.read_text(encoding="utf-8")).get("profiles") or {}).get("quality")
+    if quality and quality["flagged"]:
+        print(
+            f"perrecbench evaluate: {quality['flagged']} profiles are suspect ({quality['cut']} cut at the "
+            f"token budget, {quality['copied']} mostly copied history, {quality['repetitive']} repetitive); "
+            f"--degenerate-profiles {config.degenerate_profiles} (run.json: profiles.quality)",
+            file=sys.stderr,
+        )
 
 
 def score(config: ScoreConfig) -> int:
@@ -115,9 +147,12 @@ def _profiles(config: ProfilesConfig) -> int:
     from perrec_eval import context
     from perrec_eval.cache import CachedEngine
     from perrec_eval.profiles import (
+        PROFILE_PARAMS,
         HistoryBudget,
         check_provenance,
+        flag_counts,
         generate_profiles,
+        load_profile_flags,
         load_profiles,
         save_profiles,
     )
@@ -135,15 +170,34 @@ def _profiles(config: ProfilesConfig) -> int:
         "max_items": config.max_items,
         "max_chars": config.max_chars,
     }
+    params = config.profile_params()
+    if params.max_tokens != PROFILE_PARAMS.max_tokens:
+        provenance["max_tokens"] = params.max_tokens
     if out.is_file():  # refused before any model is loaded
         check_provenance(out, provenance)
     engine = config.load_engine()
     cached = CachedEngine(engine, out.with_name(out.name + ".cache.jsonl"))
     known = load_profiles(out) if out.is_file() else {}
+    flagged = load_profile_flags(out) if out.is_file() else {}
     budget = HistoryBudget(max_items=config.max_items, max_chars=config.max_chars)
-    written, failures = generate_profiles(cached, groups, budget=budget, known=known)
-    save_profiles(out, written, provenance)
+    written, failures = generate_profiles(
+        cached,
+        groups,
+        budget=budget,
+        params=params,
+        known=known,
+        degenerate=config.degenerate_profiles,
+        flagged=flagged,
+    )
+    save_profiles(out, written, provenance, flagged)
     print(f"{len(written)} profiles written to {out}; {len(failures)} failed (run again to retry them)")
+    counts = flag_counts(flagged)
+    if counts["flagged"]:
+        print(
+            f"{counts['flagged']} profiles are suspect: {counts['cut']} cut at the token budget, "
+            f"{counts['copied']} mostly copied history, {counts['repetitive']} repetitive "
+            f"(--degenerate-profiles {config.degenerate_profiles})"
+        )
     if config.push_to_hub and not failures:
         _push_profiles(out, config.push_to_hub, f"{engine.name}:{engine.model}")
     return 1 if failures else 0

@@ -16,14 +16,17 @@ from typing import Literal
 
 from perrec_eval.cliconfig import option
 from perrec_eval.errors import ConfigError
-from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS
+from perrec_eval.presentation import PRESENTATIONS, Presentation
+from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
 from perrec_eval.rankers import PairwiseStrategy
 from perrec_eval.retrieval import DEFAULT_K
 from perrec_eval.secrets import check_env_name
-from perrec_eval.types import LEVELS, METHODS, GenParams, Level, Method
+from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS, GenParams, Level, Method
 
-# Answer budgets of the released code, per method.
+# Answer budgets of the released code, per method, and of a profile (`--max-new-tokens` changes them).
 MAX_TOKENS: dict[str, int] = {"pointwise": 800, "pairwise": 512, "listwise": 800}
+PROFILE_MAX_TOKENS = PROFILE_PARAMS.max_tokens
+DegeneratePolicy = Literal["keep", "fail"]
 BASELINE_ENGINE = "baseline"
 ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 Aggregate = Literal["mean", "median", "mode"]
@@ -36,6 +39,53 @@ def engine_choices() -> tuple[str, ...]:
     return (BASELINE_ENGINE, *ENGINE_NAMES)
 
 
+def token_budgets(spec: tuple[str, ...] | str, *, methods: bool = True) -> dict[str, int]:
+    """Answer budgets from ``--max-new-tokens``: one number for all, or ``NAME=N`` per method and ``profile``.
+
+    Args:
+        spec: ``("64",)`` or ``("pointwise=16", "listwise=64", "profile=256")`` (or the same as one string);
+            empty: the defaults.
+        methods: whether method budgets may be named (False for `perrecbench profiles`: profile only).
+
+    Returns:
+        The budget of every method and of ``profile``: the defaults (`MAX_TOKENS`, `PROFILE_MAX_TOKENS`)
+        overridden by `spec`.
+
+    Raises:
+        ConfigError: a malformed entry, an unknown name or a budget below 1.
+
+    >>> token_budgets(("pointwise=16", "profile=256"))
+    {'pointwise': 16, 'pairwise': 512, 'listwise': 800, 'profile': 256}
+    >>> token_budgets("64")["listwise"]
+    64
+    """
+    budgets = {**MAX_TOKENS, "profile": PROFILE_MAX_TOKENS}
+    names = tuple(budgets) if methods else ("profile",)
+    parts = [part.strip() for part in (spec.split(",") if isinstance(spec, str) else spec) if part.strip()]
+    for part in parts:
+        name, sep, value = part.rpartition("=")
+        targets = [name.strip()] if sep else list(names)
+        if not value.strip().isdigit() or int(value) < 1 or any(t not in names for t in targets):
+            raise ConfigError(
+                f"--max-new-tokens {part!r}: write one number (e.g. 64) or NAME=N with NAME one of "
+                f"{', '.join(names)}, comma-separated (e.g. pointwise=16,listwise=64)"
+            )
+        budgets.update(dict.fromkeys(targets, int(value)))
+    return budgets
+
+
+def default_label(model: str) -> str:
+    """A short row name for a model: a local file's or folder's stem, a Hub id as it is.
+
+    >>> default_label("/models/SmolLM2-135M-Instruct.Q4_1.gguf"), default_label("Qwen/Qwen2.5-7B-Instruct")
+    ('SmolLM2-135M-Instruct.Q4_1', 'Qwen/Qwen2.5-7B-Instruct')
+    """
+    path = Path(model)
+    if model.endswith(".gguf") or path.is_absolute() or model.startswith(".") or path.exists():
+        return path.stem if path.suffix == ".gguf" else (path.name or model)
+    return model
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineSpec:
     """Which backend answers the requests, for which model, with which options."""
@@ -45,9 +95,10 @@ class EngineSpec:
         "(transformers), openai (any OpenAI-compatible server), vllm (offline)"
     )
     model: str = option(
-        "model id or path; for --engine baseline one of random, rating-bias, item-quality, "
-        "history-affinity, mf, item-knn (these two need a build --with-interactions) or all; for --engine "
-        "fake a script name (constant)"
+        "model id or path; for --engine baseline one of random, rating-bias, item-quality, constant "
+        "(the same rating for everyone: the pointwise floor), history-affinity, mf, item-knn (these two need "
+        "a build --with-interactions) or all; for --engine fake a script name (constant: fixed well-formed "
+        "answers)"
     )
     adapter: tuple[str, ...] = option(
         "LoRA adapter on top of --model: PATH, or NAME=PATH (openai: the name the server serves it under); "
@@ -68,6 +119,18 @@ class EngineSpec:
         default=None,
     )
     progress: bool = option("show progress bars", default=True)
+    max_new_tokens: tuple[str, ...] = option(
+        "answer budget in tokens: one number, or NAME=N per method and for profiles, comma-separated "
+        "(e.g. pointwise=16,pairwise=8,listwise=64,profile=256); a different budget is a different run",
+        default=(),
+        shown="pointwise=800,pairwise=512,listwise=800,profile=512 (the released code's)",
+        metavar="N|NAME=N,...",
+    )
+    degenerate_profiles: DegeneratePolicy = option(
+        "profiles cut at their token budget or degenerate (mostly copied history, long repeats) are "
+        "counted either way; fail: also treat them as failed profiles",
+        default="keep",
+    )
     engine_args: tuple[str, ...] = option(
         "engine option KEY=VALUE, repeatable (e.g. batch_size=4 for hf, concurrency=32 for openai, "
         "tensor_parallel_size=2 for vllm); an unknown key lists the valid ones",
@@ -88,6 +151,15 @@ class EngineSpec:
                 object.__setattr__(self, name, ())
         self.adapters()  # validates the names
         check_env_name(self.api_key_env)
+        self.token_budgets()  # validates --max-new-tokens
+
+    def token_budgets(self) -> dict[str, int]:
+        """The answer budget of each method and of ``profile`` (see `token_budgets`)."""
+        return token_budgets(self.max_new_tokens, methods=not isinstance(self, ProfilesConfig))
+
+    def profile_params(self) -> GenParams:
+        """The sampling parameters of a profile request: the released code's, with this run's budget."""
+        return dataclasses.replace(PROFILE_PARAMS, max_tokens=self.token_budgets()["profile"])
 
     def adapters(self) -> dict[str, str]:
         """Adapter name → path, from ``--adapter [NAME=]PATH`` (the name defaults to the folder name).
@@ -170,6 +242,14 @@ class EvalConfig(EngineSpec):
     no_profile: bool = option("prompts without user profiles (paper Table 2)", default=False)
     shots: int = option("few-shot demonstrations from the held-out (train) split", default=0)
     cot: bool = option("chain-of-thought prompts (paper Appendix E)", default=False)
+    structured_outputs: bool = option(
+        "constrain every answer to its method's format (rating JSON, [User A]/[User B], a permutation); "
+        "with --cot only the final answer; not the paper's setting (see README)",
+        default=False,
+    )
+    label: str | None = option(
+        "the name of this run's rows in reports", default=None, shown="the model file's or folder's stem"
+    )
     samples: int = option("self-consistency: samples per request", default=1)
     sc_aggregate: Aggregate = option(
         "how pointwise samples combine under --samples (pairwise/listwise take the majority)", default="mean"
@@ -179,9 +259,15 @@ class EvalConfig(EngineSpec):
         default=None,
         shown="allpairs; heapsort with --paper-mode",
     )
+    presentation: Presentation | None = option(
+        "order of the users in listwise prompts: balanced (paired across the level's groups so that any "
+        "fixed answer scores exactly 0) or dataset (the dataset's order, the paper's)",
+        default=None,
+        shown="balanced; dataset with --paper-mode",
+    )
     paper_mode: bool = option(
-        "reproduce the published protocol: heapsort pairwise, paper tau on index lists, "
-        "failed groups skipped",
+        "reproduce the published protocol: heapsort pairwise, listwise users in dataset order, paper tau on "
+        "index lists, failed groups skipped",
         default=False,
     )
     temperature: float = option("sampling temperature (0 = greedy)", default=0.1)
@@ -200,7 +286,7 @@ class EvalConfig(EngineSpec):
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
         self._resolve_methods()
-        self._resolve_pairwise_strategy()
+        self._resolve_paper_choices()
         bad_levels = [lv for lv in self.levels if lv not in LEVELS]
         bad_methods = [m for m in self.methods if m not in METHODS]
         if bad_levels or not self.levels:
@@ -213,6 +299,10 @@ class EvalConfig(EngineSpec):
             raise ConfigError(
                 f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
             )
+        if self.presentation not in PRESENTATIONS:
+            raise ConfigError(
+                f"--presentation must be {' or '.join(PRESENTATIONS)}, got {self.presentation!r}"
+            )
         if self.sc_aggregate not in ("mean", "median", "mode"):
             raise ConfigError(f"--sc-aggregate must be mean, median or mode, got {self.sc_aggregate!r}")
         if self.profiles and self.no_profile:
@@ -221,6 +311,10 @@ class EvalConfig(EngineSpec):
             raise ConfigError("--k and --samples must be >= 1 and --shots >= 0")
         if self.max_groups is not None and self.max_groups < 1:
             raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
+        if self.structured_outputs and self.engine == BASELINE_ENGINE:
+            raise ConfigError("baselines write no answers: drop --structured-outputs")
+        if self.label is not None and not self.label.strip():
+            raise ConfigError("--label must name the run's rows, e.g. --label smollm2-135m")
 
     def _resolve_methods(self) -> None:
         # Baselines predict a rating per user, so they run pointwise only; the config records what ran.
@@ -233,7 +327,7 @@ class EvalConfig(EngineSpec):
                 "or pass --methods pointwise"
             )
 
-    def _resolve_pairwise_strategy(self) -> None:
+    def _resolve_paper_choices(self) -> None:
         # --paper-mode switches every paper behaviour of PROTOCOL at once; an explicit contrary choice is an
         # error rather than silently overridden.
         if self.paper_mode and self.pairwise_strategy == "allpairs":
@@ -242,6 +336,13 @@ class EvalConfig(EngineSpec):
             )
         if self.pairwise_strategy is None:
             object.__setattr__(self, "pairwise_strategy", "heapsort" if self.paper_mode else "allpairs")
+        if self.paper_mode and self.presentation == "balanced":
+            raise ConfigError(
+                "--paper-mode shows listwise users in the dataset's order: drop --presentation balanced "
+                "or --paper-mode"
+            )
+        if self.presentation is None:
+            object.__setattr__(self, "presentation", "dataset" if self.paper_mode else "balanced")
 
     @property
     def variant(self) -> str:
@@ -258,13 +359,23 @@ class EvalConfig(EngineSpec):
     def invalid_policy(self) -> str:
         return "skip" if self.paper_mode else "zero"
 
-    def params(self, method: Method) -> GenParams:
+    @property
+    def system_label(self) -> str:
+        """The name of the run's rows: `label`, or the model's short name (`default_label`)."""
+        return self.label or default_label(self.model)
+
+    def params(self, method: Method, level: str = "easy") -> GenParams:
+        """The sampling parameters of `method`'s requests on `level` (its structured format when on)."""
+        from perrec_eval.structured import answer_format
+
+        n_users = LEVEL_SIZES[level] if method == "listwise" else 2
         return GenParams(
             temperature=self.temperature,
             top_p=self.top_p,
-            max_tokens=MAX_TOKENS[method],
+            max_tokens=self.token_budgets()[method],
             n=self.samples,
             seed=self.seed,
+            answer_format=answer_format(method, n_users, cot=self.cot) if self.structured_outputs else None,
         )
 
 
@@ -309,3 +420,15 @@ class ScoreConfig:
         "failed groups score 0 (zero) or are dropped (skip); default: the run's own", default=None
     )
     write: bool = option("rewrite scores.json and report.md with the new scores", default=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConvertGGUFConfig:
+    """Settings of `perrecbench convert-gguf`: a GGUF file as a transformers model folder."""
+
+    gguf: str = option("the .gguf file", positional=True)
+    out: str = option("the model folder to write (float32 safetensors, tokenizer, chat template)")
+
+    def __post_init__(self) -> None:
+        if not self.gguf.endswith(".gguf") or not Path(self.gguf).is_file():
+            raise ConfigError(f"no .gguf file at {self.gguf}: give the path of a GGUF model file")

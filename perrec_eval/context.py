@@ -137,11 +137,13 @@ def retrieve(groups: Sequence[Group], k: int, *, progress: bool = True) -> dict[
 
 @dataclass(frozen=True, slots=True)
 class GroupContext:
-    """A group as the prompts see it: the query and each user's retrieved history and profile."""
+    """A group as the prompts see it: the query, each user's retrieved history and profile, and the order
+    a listwise prompt shows the users in (`perrec_eval.presentation`; None: the dataset's order)."""
 
     group: Group
     level: str
     views: tuple[UserView, ...]
+    listwise_order: tuple[int, ...] | None = None
 
     @property
     def group_id(self) -> str:
@@ -188,10 +190,17 @@ def contexts(
     retrieved: Mapping[UserKey, Sequence[Retrieved]],
     profiles: Mapping[UserKey, str] | None,
     profile_failures: Mapping[UserKey, str] | None = None,
+    *,
+    listwise_orders: Mapping[str, tuple[int, ...]] | None = None,
 ) -> list[GroupContext]:
-    """`GroupContext` of every group of one level."""
+    """`GroupContext` of every group of one level; `listwise_orders` by group id (None: dataset order)."""
     return [
-        GroupContext(group, level, user_views(group, retrieved, profiles, profile_failures))
+        GroupContext(
+            group,
+            level,
+            user_views(group, retrieved, profiles, profile_failures),
+            None if listwise_orders is None else listwise_orders[group.group_id],
+        )
         for group in groups
     ]
 
@@ -204,3 +213,47 @@ def check_profiles(users: Iterable[UserKey], profiles: Mapping[UserKey, str], so
             f"{source} has no profile for {len(missing)} (group, user) pairs, e.g. {missing[0]}: "
             f"write them with `perrecbench profiles --data {data} --out {source}`"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class TestLabels:
+    """The test split's labels: every (user_id, query parent_asin) whose rating a test group asks for.
+
+    Held-out groups shown to a model (few-shot demonstrations, `sft data` examples) must show none of them,
+    whatever split rule the benchmark was built with (``--split-rule none`` keeps test ratings in train
+    histories): a group that shows one, as one of its users' query review or in a history, is left out.
+
+    >>> from perrec_eval.records import HistoryItem, Query, User
+    >>> item = HistoryItem("q1", "Dune", None, 5.0, 1)
+    >>> user = User("u", 4.0, 2, 3.0, 3.0, 1.0, (item,))
+    >>> group = Group("g", "Books", "easy", Query("q2", "Emma"), 0, (user,))
+    >>> TestLabels(frozenset({("u", "q1")})).shows(group), TestLabels(frozenset({("v", "q1")})).shows(group)
+    (True, False)
+    """
+
+    __test__ = False  # not a pytest test class, despite its name
+
+    pairs: frozenset[tuple[str, str]]
+    group_ids: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, test_groups: Iterable[Group]) -> TestLabels:
+        """The labels of `test_groups` (load the ``full`` level: every test user)."""
+        test_groups = list(test_groups)
+        return cls(
+            frozenset((user.user_id, g.query.parent_asin) for g in test_groups for user in g.users),
+            frozenset(g.group_id for g in test_groups),
+        )
+
+    def shows(self, group: Group) -> bool:
+        """Whether `group` shows a test label: one of its users' query review or a history item."""
+        for user in group.users:
+            if (user.user_id, group.query.parent_asin) in self.pairs:
+                return True
+            if any((user.user_id, item.parent_asin) in self.pairs for item in user.history):
+                return True
+        return False
+
+    def without_leaks(self, groups: Sequence[Group]) -> list[Group]:
+        """`groups` minus the test groups themselves and the groups that show a test label, in order."""
+        return [g for g in groups if g.group_id not in self.group_ids and not self.shows(g)]

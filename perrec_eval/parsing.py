@@ -20,14 +20,30 @@ kept.
   order: (1) the last explicit answer ("Answer: …", "final answer is …") decides, unless it names both
   ("Answer: [User A] or [User B]" is `ambiguous`); (2) if every mention names the same user, that user;
   (3) lines that are just a label (answer first, explanation after): if they agree, that user, if not,
-  `ambiguous`; (4) otherwise the last line mentioning a user decides: one user named there wins; both named
-  there → the bracketed one if exactly one user is bracketed, else `ambiguous`. A reply that is just `A` or
-  `B` also counts.
+  `ambiguous`; (4) a reply that lists both users as ``User A: …`` / ``User B: …`` lines and whose last
+  mention is such a line never chose: `no_choice`, not a vote for the user listed last; (5) otherwise the
+  last line mentioning a user decides: one user named there wins; both named there → the bracketed one if
+  exactly one user is bracketed, else `ambiguous`. A reply that is just `A` or `B` also counts.
 - **listwise** (needs `n_users`): the last JSON object holding `predicted_ranking` (or a single key
   containing "rank"); fallbacks: a `predicted_ranking: [...]` pair outside valid JSON, then a reply that is
   only a list. Items may be ints, integral floats, digit strings or `"User2"`. The list must be a
   permutation of 1..n: duplicates, missing users, out-of-range or 0-based indices fail (`not_permutation`);
   nothing is repaired.
+
+Leniency, side by side (what each parser accepts beyond the exact requested form; README "Reading answers"):
+
+- exact form: pointwise ``{"predicted_rating": 4}``; pairwise ``[User A]``.
+- variants accepted: pointwise: any JSON object holding the key (the last wins), loose JSON, a
+  ``predicted_rating: x`` pair, a reply that is only a number (``4``, ``Rating: 4/5``); pairwise: the label
+  in any dress, an explicit "Answer: …", one user named throughout, a lone-label line, the last line naming
+  one user.
+- prose around the answer: pointwise: only around a JSON object or a key-value pair ("The user's rating is
+  5.0." fails, ``no_json``); pairwise: anywhere (the label may sit in a sentence).
+- never: pointwise clips, rounds or repairs a rating; pairwise votes when the decisive part names both
+  users (``ambiguous``) or only describes both (``no_choice``).
+
+So pairwise is the more lenient of the two: a chatty model parses more often pairwise than pointwise.
+`--structured-outputs` removes the difference (every answer is in the exact form).
 
 `majority(method, values, how=...)` combines the parsed values of self-consistency samples: mean
 (default), median or mode of the ratings for pointwise; the most frequent answer for pairwise/listwise,
@@ -58,6 +74,7 @@ REASONS: dict[str, str] = {
     "out_of_range": "the rating is outside [1, 5] (never clipped)",
     "no_label": "neither User A nor User B is named",
     "ambiguous": "the decisive part of the answer names both users",
+    "no_choice": "the answer describes both users (User A: … / User B: …) and never picks one",
     "not_list": "the ranking is not a list",
     "not_integer": "a ranking entry is not an integer user index",
     "not_permutation": "not a permutation of 1..n: duplicates, missing, out-of-range or 0-based indices",
@@ -269,6 +286,8 @@ _EXPLICIT = re.compile(
 _ECHOED_OPTIONS = re.compile(r'"\[User A\]"\s+or\s+"\[User B\]"')
 _LONE_LABEL = re.compile(r"\[?\s*(?i:user)[ \t-]*([AB])\s*\]?\s*\.?")
 _OR_OTHER = re.compile(r"[\s\]\"'*.,`]*(?i:or)\b")
+# A line that describes one user ("User A: rates thrillers 5.0", "- [User B]: ..."), not a choice.
+_LISTING = re.compile(r"[-•\s]*\[?\s*(?i:user)[ \t-]*([AB])\s*\]?\s*:\s*\S")
 _BARE_LABEL = re.compile(r"(?:(?i:(?:final\s+)?answer)\s*(?i:is)?\s*:?\s*)?\[?\s*([AB])\s*\]?\s*\.?")
 
 
@@ -295,6 +314,9 @@ def _parse_pairwise(text: str) -> ParseResult:
     if len(lone) == 2:
         return _fail("ambiguous", "lines consisting of just a label name both users")
     line_start = text.rfind("\n", 0, mentions[-1].start()) + 1
+    listed = {match.group(1) for line in text.splitlines() if (match := _LISTING.match(_plain(line)))}
+    if len(listed) == 2 and _LISTING.match(_plain(text[line_start:].split("\n", 1)[0])):
+        return _fail("no_choice", "both users are listed (User A: … / User B: …) and neither is chosen")
     in_line = [m for m in mentions if m.start() >= line_start]
     labels = {m.group(2) for m in in_line}
     if len(labels) == 1:

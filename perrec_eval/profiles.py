@@ -18,7 +18,7 @@ import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from perrec_eval import fileio, prompts
 from perrec_eval.engines.base import Engine
@@ -31,6 +31,48 @@ logger = logging.getLogger(__name__)
 PROFILE_PARAMS = GenParams(temperature=0.1, top_p=1.0, max_tokens=512, n=1, seed=0)
 DEFAULT_MAX_ITEMS = 40
 DEFAULT_MAX_CHARS = 8000
+# What makes a profile suspect (`quality_flags`): shares and lengths, in words.
+QUALITY_FLAGS: dict[str, str] = {
+    "cut": "stopped at its token budget (finish reason 'length'): the profile is unfinished",
+    "copied": "at least half of its 8-word runs are copied from the history it was shown",
+    "repetitive": "fewer than half of its 4-word runs are distinct (a line or phrase repeated)",
+}
+_COPY_RUN, _REPEAT_RUN, _MIN_RUNS = 8, 4, 20
+
+
+def _runs(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+
+
+def quality_flags(profile: str, request: ChatRequest, finish_reason: str | None = None) -> list[str]:
+    """Why a profile is suspect (keys of `QUALITY_FLAGS`, in that order), or [] for a plausible one.
+
+    Args:
+        profile: the profile text.
+        request: the profile request it answers (the history it was shown is in its messages).
+        finish_reason: the engine's finish reason (``length``: cut at the budget), None when unknown
+            (a profile loaded from a file).
+
+    >>> request = ChatRequest(messages=({"role": "user", "content": "a b c d e f g h i j"},))
+    >>> quality_flags("Likes thrillers and cozy mysteries.", request)
+    []
+    >>> quality_flags("a b c d e f g h i j", request, "length")
+    ['cut', 'copied']
+    >>> quality_flags("I like it. " * 30, request)
+    ['repetitive']
+    """
+    flags = ["cut"] if finish_reason == "length" else []
+    words = profile.split()
+    shown = " ".join(message["content"] for message in request.messages).split()
+    copy_runs = _runs(words, _COPY_RUN)
+    if copy_runs:
+        seen = set(_runs(shown, _COPY_RUN))
+        if sum(run in seen for run in copy_runs) * 2 >= len(copy_runs):
+            flags.append("copied")
+    repeat_runs = _runs(words, _REPEAT_RUN)
+    if len(repeat_runs) >= _MIN_RUNS and len(set(repeat_runs)) * 2 < len(repeat_runs):
+        flags.append("repetitive")
+    return flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +125,8 @@ def generate_profiles(
     params: GenParams = PROFILE_PARAMS,
     known: Mapping[UserKey, str] | None = None,
     users: Collection[UserKey] | None = None,
+    degenerate: Literal["keep", "fail"] = "keep",
+    flagged: dict[UserKey, list[str]] | None = None,
 ) -> tuple[dict[UserKey, str], dict[UserKey, str]]:
     """Write the missing profiles with `engine` in one call.
 
@@ -93,39 +137,101 @@ def generate_profiles(
         params: sampling parameters.
         known: profiles already written (not asked again).
         users: only these (group_id, user_id) keys (default: every user of `groups`).
+        degenerate: ``fail``: a profile with `quality_flags` is a failure (asked again on the next run,
+            answered from the cache: so it stays failed); ``keep``: it is used.
+        flagged: filled with the `quality_flags` of every profile written now or given in `known`; flags it
+            already holds for a `known` profile (saved with it, e.g. ``cut``) are kept.
 
     Returns:
         (profiles, failures): profile text per key, and the failure reason for keys without one.
     """
     known = dict(known or {})
-    requests = {
-        key: req for key, req in profile_requests(groups, budget, users=users).items() if key not in known
-    }
+    flagged = {} if flagged is None else flagged
+    every = profile_requests(groups, budget, users=users)
+    failures: dict[UserKey, str] = {}
+    for key in [key for key in known if key in every]:
+        flags = [*flagged.get(key, []), *quality_flags(known[key], every[key])]
+        flags = [flag for flag in QUALITY_FLAGS if flag in flags]
+        _judge(key, known, failures, flags, degenerate, flagged)
+    requests = {key: req for key, req in every.items() if key not in known and key not in failures}
     if not requests:
-        return known, {}
+        return known, failures
     logger.info("writing %d profiles with %s:%s", len(requests), engine.name, engine.model)
     completions = engine.generate(list(requests.values()), params)
-    failures: dict[UserKey, str] = {}
     for key, completion in zip(requests, completions, strict=True):
         text = completion.texts[0].strip() if completion.ok and completion.texts else ""
         if text:
             known[key] = text
+            reasons = completion.extra.get("finish_reasons") or [None]
+            _judge(key, known, failures, quality_flags(text, requests[key], reasons[0]), degenerate, flagged)
         else:
             failures[key] = completion.error or "empty profile"
     return known, failures
 
 
-def save_profiles(
-    path: str | os.PathLike, profiles: Mapping[UserKey, str], provenance: Mapping[str, Any]
+def _judge(
+    key: UserKey,
+    known: dict[UserKey, str],
+    failures: dict[UserKey, str],
+    flags: list[str],
+    degenerate: str,
+    flagged: dict[UserKey, list[str]],
 ) -> None:
-    """Write profiles as JSONL atomically (temp file + rename), sorted by key for stable output."""
+    """Record a profile's flags; under ``degenerate="fail"`` move a flagged profile to the failures."""
+    if not flags:
+        return
+    flagged[key] = flags
+    if degenerate == "fail":
+        del known[key]
+        failures[key] = f"degenerate profile ({', '.join(flags)}); --degenerate-profiles keep uses it"
+
+
+def flag_counts(flagged: Mapping[UserKey, Sequence[str]]) -> dict[str, int]:
+    """How many profiles carry each flag, and how many carry any (``flagged``).
+
+    >>> flag_counts({("g", "u"): ["cut", "copied"], ("g", "v"): ["cut"]})
+    {'cut': 2, 'copied': 1, 'repetitive': 0, 'flagged': 2}
+    """
+    counts = {flag: sum(flag in flags for flags in flagged.values()) for flag in QUALITY_FLAGS}
+    return {**counts, "flagged": sum(bool(flags) for flags in flagged.values())}
+
+
+def save_profiles(
+    path: str | os.PathLike,
+    profiles: Mapping[UserKey, str],
+    provenance: Mapping[str, Any],
+    flags: Mapping[UserKey, Sequence[str]] | None = None,
+) -> None:
+    """Write profiles as JSONL atomically (temp file + rename), sorted by key for stable output.
+
+    A profile with `quality_flags` carries them under ``flags`` (read back by `load_profile_flags`).
+    """
+    flags = flags or {}
     fileio.write_jsonl(
         path,
         (
-            {"group_id": group_id, "user_id": user_id, "profile": text, **provenance}
-            for (group_id, user_id), text in sorted(profiles.items())
+            {
+                "group_id": group_id,
+                "user_id": user_id,
+                "profile": text,
+                **provenance,
+                **({"flags": list(flags[key])} if flags.get(key) else {}),
+            }
+            for key, text in sorted(profiles.items())
+            for group_id, user_id in [key]
         ),
     )
+
+
+def load_profile_flags(path: str | os.PathLike) -> dict[UserKey, list[str]]:
+    """The quality flags saved with the profiles of `path` (only the flagged ones)."""
+    flags: dict[UserKey, list[str]] = {}
+    with Path(path).open(encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line) if line.strip() else {}
+            if record.get("flags"):
+                flags[(record["group_id"], record["user_id"])] = list(record["flags"])
+    return flags
 
 
 def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
@@ -147,7 +253,8 @@ def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
     return profiles
 
 
-PROVENANCE_KEYS = ("engine", "model", "max_items", "max_chars")
+# max_tokens is written only when it is not the default (files written before it keep matching).
+PROVENANCE_KEYS = ("engine", "model", "max_items", "max_chars", "max_tokens")
 
 
 def check_provenance(path: str | os.PathLike, provenance: Mapping[str, Any]) -> None:

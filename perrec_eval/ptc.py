@@ -314,7 +314,8 @@ def _mean(values: np.ndarray, what: str) -> float:
     if values.size == 0:
         logger.warning("%s: no valid group left to average; the result is NaN", what)
         return math.nan
-    return float(values.mean())
+    # An exactly rounded sum: taus that cancel (a balanced presentation's pairs) give exactly 0.
+    return math.fsum(values.tolist()) / values.size
 
 
 def _resampled_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:

@@ -50,16 +50,39 @@ class PairSlot:
 
 @dataclass(frozen=True, slots=True)
 class ListSlot:
-    """A listwise request: the whole group of `n_users`, shown as User1..UserN in group order."""
+    """A listwise request: the whole group of `n_users`, shown as User1..UserN.
+
+    `order` gives the group position shown as User1, User2, ...; None shows them in group (dataset) order.
+    As JSON a request in group order is ``["list"]`` (what runs wrote before presentations existed), any
+    other order ``["list", *order]``.
+
+    >>> ListSlot(3, (2, 0, 1)).users, ListSlot(3, (2, 0, 1)).to_json(), ListSlot(2, (0, 1)).to_json()
+    ((2, 0, 1), ['list', 2, 0, 1], ['list'])
+    """
 
     n_users: int
+    order: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.order is not None and sorted(self.order) != list(range(self.n_users)):
+            raise ValueError(f"a listwise order must be a permutation of 0..{self.n_users - 1}: {self.order}")
 
     @property
     def users(self) -> tuple[int, ...]:
-        return tuple(range(self.n_users))
+        return tuple(range(self.n_users)) if self.order is None else self.order
 
     def to_json(self) -> list[Any]:
-        return ["list"]
+        users = self.users
+        return ["list"] if users == tuple(range(self.n_users)) else ["list", *users]
+
+    @classmethod
+    def shown_order(cls, slot_json: list[Any], n_users: int) -> tuple[int, ...]:
+        """The group positions a recorded ``["list", ...]`` slot showed, first shown first.
+
+        >>> ListSlot.shown_order(["list"], 3), ListSlot.shown_order(["list", 1, 0], 2)
+        ((0, 1, 2), (1, 0))
+        """
+        return tuple(slot_json[1:]) if len(slot_json) > 1 else tuple(range(n_users))
 
 
 # One request inside a group. `users` are the group positions the prompt shows, in the order it shows them:
@@ -140,14 +163,30 @@ class PointwiseRanker(_OneShot):
 
 
 class ListwiseRanker(_OneShot):
-    """One request per group; the parsed answer is already a best-first permutation of 1..n."""
+    """One request per group, its users shown in `order` (None: group order).
+
+    The parsed answer is a best-first permutation of the *shown* indices 1..n; the prediction maps it back to
+    group positions, so the metric sees the same numbering whatever the presentation.
+
+    >>> r = ListwiseRanker(3, (2, 0, 1))
+    >>> r.feed({r.slots()[0]: [1, 3, 2]})
+    >>> r.prediction().value
+    [3, 2, 1]
+    """
+
+    def __init__(self, n_users: int, order: Sequence[int] | None = None) -> None:
+        super().__init__(n_users)
+        self._slot = ListSlot(n_users, None if order is None else tuple(order))
 
     def slots(self) -> list[Slot]:
-        return [ListSlot(self.n_users)]
+        return [self._slot]
 
     def prediction(self) -> Prediction:
-        ranking = self._answers[ListSlot(self.n_users)]
-        return Prediction("ranking", list(ranking) if ranking is not None else None)
+        ranking = self._answers[self._slot]
+        if ranking is None:
+            return Prediction("ranking", None)
+        shown = self._slot.users
+        return Prediction("ranking", [shown[index - 1] + 1 for index in ranking])
 
 
 class AllPairsRanker(_OneShot):
@@ -263,9 +302,13 @@ class HeapsortRanker(Ranker):
 
 
 def make_ranker(
-    method: Method, avg_ratings: Sequence[float], *, pairwise_strategy: PairwiseStrategy = "allpairs"
+    method: Method,
+    avg_ratings: Sequence[float],
+    *,
+    pairwise_strategy: PairwiseStrategy = "allpairs",
+    listwise_order: Sequence[int] | None = None,
 ) -> Ranker:
-    """The ranker for one group.
+    """The ranker for one group; `listwise_order` is the listwise presentation (None: group order).
 
     >>> type(make_ranker("pairwise", [3.0, 4.0], pairwise_strategy="heapsort")).__name__
     'HeapsortRanker'
@@ -273,7 +316,7 @@ def make_ranker(
     if method == "pointwise":
         return PointwiseRanker(avg_ratings)
     if method == "listwise":
-        return ListwiseRanker(len(avg_ratings))
+        return ListwiseRanker(len(avg_ratings), listwise_order)
     if method == "pairwise":
         if pairwise_strategy == "allpairs":
             return AllPairsRanker(len(avg_ratings))
@@ -294,7 +337,7 @@ def demonstration(
     >>> demonstration("pairwise", [0.5, -1.0, 2.0], [5.0, 3.0, 5.0])
     (PairSlot(a=0, b=1), 'A')
     >>> demonstration("listwise", [0.5, -1.0, 2.0], [5.0, 3.0, 5.0])
-    (ListSlot(n_users=3), [3, 1, 2])
+    (ListSlot(n_users=3, order=None), [3, 1, 2])
     """
     if method == "pointwise":
         return UserSlot(0), ratings[0]

@@ -9,6 +9,7 @@ the run folder). `evaluate` runs a model, `evaluate_baselines` the no-LLM baseli
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -18,9 +19,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from perrec_eval import context, parsing, prompts
+from perrec_eval import context, parsing, presentation, prompts
 from perrec_eval.cache import CachedEngine, request_key
-from perrec_eval.config import EvalConfig
+from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
@@ -31,6 +32,8 @@ from perrec_eval.rundir import adapter_fingerprint, claim, run_cost, versions, w
 from perrec_eval.scoring import prediction_records, score_cells
 from perrec_eval.secrets import redact
 from perrec_eval.types import ChatRequest, Completion, GenParams, Level, Method
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +102,19 @@ def run_method(
     """Rank every group with one method; all pending requests of a step go to the engine in one call.
 
     A request whose prompt needs a failed profile is not sent: it is recorded as an engine error, like a
-    request the engine failed, and its slot gets no answer.
+    request the engine failed, and its slot gets no answer. Listwise shows each group's users in its
+    context's `listwise_order`.
 
     Returns:
         (predictions by group_id, one sample record per request)
     """
     rankers = {
-        g.group_id: make_ranker(method, g.group.avg_ratings, pairwise_strategy=pairwise_strategy)
+        g.group_id: make_ranker(
+            method,
+            g.group.avg_ratings,
+            pairwise_strategy=pairwise_strategy,
+            listwise_order=g.listwise_order,
+        )
         for g in groups
     }
     by_id = {g.group_id: g for g in groups}
@@ -182,20 +191,42 @@ def _sample(
 
 
 def pick_demonstration_groups(
-    config: EvalConfig, level: Level, method: Method, train: Sequence[Group]
+    config: EvalConfig, level: Level, method: Method, train: Sequence[Group], left_out: int = 0
 ) -> list[Group]:
     """The held-out groups whose demonstrations a (level, method) shows, in their seeded order.
 
-    One extra candidate when the train split itself is evaluated, so no group is shown itself.
+    One extra candidate when the train split itself is evaluated, so no group is shown itself. `left_out`
+    counts the groups already removed because they show a test label (for the error message).
     """
     if config.shots == 0:
         return []
     needed = config.shots + (config.split == "train")
     if len(train) < needed:
+        why = f" ({left_out} more left out: they would show a test label)" if left_out else ""
         raise ConfigError(
-            f"--shots {config.shots} needs {needed} held-out groups; {level}/train has {len(train)}"
+            f"--shots {config.shots} needs {needed} held-out groups; {level}/train has {len(train)}{why}"
         )
     return random.Random(f"{config.seed}:{level}:{method}").sample(list(train), needed)
+
+
+def _demonstration_pool(config: EvalConfig) -> tuple[dict[str, list[Group]], dict[str, int]]:
+    """The held-out groups of each level that may be shown as demonstrations, and how many were left out.
+
+    A group that would show a test label (`context.TestLabels`: a test user's rating of a test query, as a
+    query or in a history; possible on builds with ``--split-rule none``) is never a demonstration, as in
+    `sft data`.
+    """
+    if not config.shots:
+        return {}, {}
+    labels = context.TestLabels.of(context.load_groups(config.data, "full", "test"))
+    train, left_out = {}, {}
+    for level in config.levels:
+        groups = context.load_groups(config.data, level, "train")
+        train[level] = labels.without_leaks(groups)
+        left_out[level] = len(groups) - len(train[level])
+    if any(left_out.values()):
+        logger.warning("few-shot: left out held-out groups that show a test label: %s", left_out)
+    return train, left_out
 
 
 def demonstrations(config: EvalConfig, method: Method, picked: Sequence[GroupContext]) -> Demonstrations:
@@ -226,21 +257,46 @@ def _profiles(
     config: EvalConfig, engine: CachedEngine, groups: Sequence[Group], users: set[UserKey], out: Path
 ) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
     """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance."""
-    from perrec_eval.profiles import file_sha256, generate_profiles, load_profiles, save_profiles
+    from perrec_eval.profiles import (
+        file_sha256,
+        flag_counts,
+        generate_profiles,
+        load_profile_flags,
+        load_profiles,
+        save_profiles,
+    )
 
     if config.no_profile:
         return None, {}, None
+    params = config.profile_params()
     if config.profiles:
-        profiles = load_profiles(config.profiles)
-        context.check_profiles(users, profiles, config.profiles, config.data)
+        known = load_profiles(config.profiles)
+        context.check_profiles(users, known, config.profiles, config.data)
         path, source = Path(config.profiles), "file"
-        failures: dict[UserKey, str] = {}
     else:
         path, source = out / "profiles.jsonl", "generated"
         known = load_profiles(path) if path.is_file() else {}
-        profiles, failures = generate_profiles(engine, groups, known=known, users=users)
-        save_profiles(path, profiles, {"engine": engine.name, "model": engine.model})
-    info = {"source": source, "file": path.name, "sha256": file_sha256(path), "failures": len(failures)}
+    flagged = load_profile_flags(path) if path.is_file() else {}
+    profiles, failures = generate_profiles(
+        engine,
+        groups,
+        params=params,
+        known=known,
+        users=users,
+        degenerate=config.degenerate_profiles,
+        flagged=flagged,
+    )
+    if source == "generated":
+        save_profiles(path, profiles, {"engine": engine.name, "model": engine.model}, flagged)
+    info = {
+        "source": source,
+        "file": path.name,
+        "sha256": file_sha256(path),
+        "failures": len(failures),
+        "max_tokens": params.max_tokens,
+        "quality": flag_counts({key: flags for key, flags in flagged.items() if key in users}),
+        "degenerate_policy": config.degenerate_profiles,
+    }
     return profiles, failures, info
 
 
@@ -287,11 +343,11 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
         for lv in config.levels
     }
     # Few-shot demonstrations come from the held-out split; only the groups shown need retrieval and profiles.
-    train = (
-        {lv: context.load_groups(config.data, lv, "train") for lv in config.levels} if config.shots else {}
-    )
+    train, left_out = _demonstration_pool(config)
     picked = {
-        (lv, m): pick_demonstration_groups(config, lv, m, train[lv]) for lv in train for m in config.methods
+        (lv, m): pick_demonstration_groups(config, lv, m, train[lv], left_out[lv])
+        for lv in train
+        for m in config.methods
     }
     test_groups = [g for groups in test.values() for g in groups]
     demo_groups = list({(g.group_id, g.level): g for groups in picked.values() for g in groups}.values())
@@ -305,7 +361,8 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
     samples: list[SampleRecord] = []
     engine_calls: dict[str, int] = {}
     for level in config.levels:
-        groups = context.contexts(test[level], level, retrieved, profiles, failures)
+        orders = presentation.listwise_orders(test[level], config.presentation, seed=config.seed, level=level)
+        groups = context.contexts(test[level], level, retrieved, profiles, failures, listwise_orders=orders)
         for method in config.methods:
             demo_contexts = context.contexts(
                 picked.get((level, method), []), level, retrieved, profiles, failures
@@ -314,7 +371,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
                 method,
                 groups,
                 cached,
-                config.params(method),
+                config.params(method, level),
                 variant=config.variant,
                 demonstrations=demonstrations(config, method, demo_contexts),
                 pairwise_strategy=config.pairwise_strategy,
@@ -328,11 +385,13 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
     scores = score_cells(
         records, samples, variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
     )
+    label = config.label or default_label(engine.model)  # the engine's model: a test may pass its own engine
     run_info = {
         "config": run_record(config),
         "complete": scores["complete"],
         "engine_errors": {"requests": scores["num_engine_errors"], "first": scores["first_engine_error"]},
         "prompt_variant": config.variant,
+        "presentation": config.presentation,
         "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
         "engine": redact(engine.info()),
         "versions": versions("perrecbench", "datasets", "bm25s", "transformers", "torch", "openai", "vllm"),
@@ -341,14 +400,28 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
         "dataset_fingerprint": context.dataset_fingerprint(config.data),
         "groups": {level: [g.group_id for g in groups] for level, groups in test.items()},
         "demonstration_groups": {f"{lv}/{m}": [g.group_id for g in gs] for (lv, m), gs in picked.items()},
+        "demonstration_groups_left_out": left_out,
         "engine_calls": engine_calls,
         "cache": {"hits": cached.hits, "misses": cached.misses},
         "cost": run_cost(samples, time.perf_counter() - started, cached.hits),
         "adapter_sha256": {name: adapter_fingerprint(path) for name, path in config.adapters().items()},
         "profiles": profiles_info,
         "profile_failures": len(failures),
+        "label": label,
+        "generation": {
+            "max_new_tokens": {method: config.token_budgets()[method] for method in config.methods},
+            "profile_max_new_tokens": None if config.no_profile else config.token_budgets()["profile"],
+            "structured_outputs": config.structured_outputs,
+            "answer_formats": {
+                f"{level}/{method}": config.params(method, level).answer_format
+                for level in config.levels
+                for method in config.methods
+            }
+            if config.structured_outputs
+            else None,
+        },
     }
-    write_run(out, config.model, samples=samples, records=records, scores=scores, run_info=run_info)
+    write_run(out, label, samples=samples, records=records, scores=scores, run_info=run_info)
     return scores
 
 
@@ -367,7 +440,7 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
         systems = [
             (name, evaluate(subs[name], engine=adapted)) for name, adapted in config.adapter_engines(base)
         ]
-        write_report(Path(config.out), systems)
+        write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
     return systems
 
 
@@ -439,7 +512,8 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
         systems.append((name, scores))
     if len(names) > 1:
         cf_cells = {name: info["cells"] for name, info in cf_info.items()}
-        write_report(Path(config.out), systems, cf_cells=cf_cells)
+        marks = significance_marks(config.out, systems)
+        write_report(Path(config.out), systems, marks=marks, cf_cells=cf_cells)
     return systems
 
 
@@ -469,6 +543,15 @@ def _cf_records(
             }
             records[name] += prediction_records(level, "pointwise", contexts, predictions)
     return info
+
+
+def significance_marks(out: str, systems: Sequence[tuple[str, Any]]) -> dict[str, dict[str, str]]:
+    """`report.significance_marks` of systems written one run folder each under `out` (none for one)."""
+    from perrec_eval import report
+
+    if len(systems) < 2:
+        return {}
+    return report.significance_marks({name: Path(out) / name for name, _ in systems})
 
 
 def _baseline_prediction(name: str, group: Group, retrieved: Mapping[UserKey, Any], seed: int) -> Prediction:

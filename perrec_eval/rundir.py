@@ -262,4 +262,4 @@ def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     info = fileio.read_json(run_dir / "run.json")
     scores = fileio.read_json(scores_path)
     check_metric(run_dir, info, scores)
-    return info["engine"].get("model", run_dir.name), scores
+    return info.get("label") or info["engine"].get("model", run_dir.name), scores

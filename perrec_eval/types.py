@@ -27,6 +27,8 @@ class GenParams:
     max_tokens: int = 800
     n: int = 1
     seed: int | None = 0
+    # Structured outputs: the answer format every answer must match (`perrec_eval.structured`), or None.
+    answer_format: str | None = None
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -37,7 +39,17 @@ class GenParams:
             raise ValueError(f"max_tokens and n must be >= 1, got {self.max_tokens} and {self.n}")
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as a dict; `answer_format` only when set, so unconstrained cache keys never change.
+
+        >>> "answer_format" in GenParams().as_dict()
+        False
+        >>> GenParams(answer_format="pairwise").as_dict()["answer_format"]
+        'pairwise'
+        """
+        fields = asdict(self)
+        if fields["answer_format"] is None:
+            del fields["answer_format"]
+        return fields
 
 
 @dataclass(frozen=True, slots=True)

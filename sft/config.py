@@ -13,6 +13,7 @@ from typing import Literal
 
 from perrec_eval.cliconfig import option
 from perrec_eval.errors import ConfigError
+from perrec_eval.presentation import PRESENTATIONS, Presentation
 from perrec_eval.retrieval import DEFAULT_K
 from perrec_eval.types import LEVEL_SIZES, LEVELS
 
@@ -57,7 +58,14 @@ class DataConfig:
     max_groups: int | None = option(
         "use N train groups of each level: the seeded sample `evaluate --max-groups` takes", default=None
     )
-    seed: int = option("seed of the --max-groups sample and of the mixed shuffle", default=0)
+    presentation: Presentation = option(
+        "order of the users in listwise examples, as `perrecbench evaluate --presentation`: balanced (paired "
+        "across each level's groups, seeded by --seed) or dataset (the dataset's order)",
+        default="balanced",
+    )
+    seed: int = option(
+        "seed of the --max-groups sample, the listwise presentation and the mixed shuffle", default=0
+    )
     tokenizer: str | None = option(
         "tokenizer (model id or folder) for token counts in the card; default: character counts",
         default=None,
@@ -79,6 +87,10 @@ class DataConfig:
                 "pass --profiles PATH (profiles of the train users, written with `perrecbench profiles "
                 "--splits "
                 "train --out PATH ...`) or --no-profile (prompts without profiles)"
+            )
+        if self.presentation not in PRESENTATIONS:
+            raise ConfigError(
+                f"--presentation must be {' or '.join(PRESENTATIONS)}, got {self.presentation!r}"
             )
         if self.k < 1:
             raise ConfigError(f"--k must be >= 1, got {self.k}")

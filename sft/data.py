@@ -6,7 +6,9 @@ One example is one request the runner would send for a train group, paired with 
 - **pairwise**: one per ordered pair (``PairSlot``, both orders, as the runner's all-pairs asks them),
   answered with the user of higher relative rating; each pair gives one ``[User A]`` and one ``[User B]``
   answer, so the two labels are exactly balanced;
-- **listwise**: one per group and level (``ListSlot``), answered with the true best-first order;
+- **listwise**: one per group and level (``ListSlot``), answered with the true best-first order; the users
+  are shown in the runner's presentation (``--presentation``, balanced by default:
+  `perrec_eval.presentation`), so a listwise training prompt is the one `evaluate --split train` sends;
 - **mixed**: the union of the three, shuffled (seeded).
 
 Nothing about the text is re-implemented here: the slots are the runner's rankers' own requests
@@ -45,6 +47,7 @@ import yaml
 from perrec_eval import context, fileio, prompts
 from perrec_eval.context import GroupContext
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.presentation import listwise_orders
 from perrec_eval.rankers import Slot, demonstration, make_ranker
 from perrec_eval.records import Group, UserKey
 from perrec_eval.run import render_slot
@@ -55,7 +58,6 @@ from sft.outdir import is_empty, refuse_overlap, replaced
 logger = logging.getLogger(__name__)
 
 INFO_FILE = "sft_data.json"
-TestLabel = tuple[str, str]  # (user_id, parent_asin) of a test review
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,7 @@ def group_examples(method: Method, ctx: GroupContext, variant: str) -> list[Exam
     """Every request the runner sends for `ctx` with `method` (all pairs for pairwise), with its truth."""
     group = ctx.group
     examples = []
-    for slot in make_ranker(method, group.avg_ratings).pending():
+    for slot in make_ranker(method, group.avg_ratings, listwise_order=ctx.listwise_order).pending():
         answer = truth(method, group, slot)
         text = prompts.format_answer(method, answer, n_users=len(slot.users))
         examples.append(
@@ -150,29 +152,6 @@ def build_examples(
     return examples
 
 
-def labels_of(groups: Iterable[Group]) -> set[TestLabel]:
-    """Every (user_id, query parent_asin) of the test groups: the reviews whose ratings are test labels."""
-    return {(user.user_id, group.query.parent_asin) for group in groups for user in group.users}
-
-
-def shows_test_label(group: Group, labels: set[TestLabel]) -> bool:
-    """Whether a train group shows a test review: as one of its users' query review or in a history.
-
-    >>> from perrec_eval.records import HistoryItem, Query, User
-    >>> item = HistoryItem("q1", "Dune", None, 5.0, 1)
-    >>> user = User("u", 4.0, 2, 3.0, 3.0, 1.0, (item,))
-    >>> group = Group("g", "Books", "easy", Query("q2", "Emma"), 0, (user,))
-    >>> shows_test_label(group, {("u", "q1")}), shows_test_label(group, {("v", "q1")})
-    (True, False)
-    """
-    for user in group.users:
-        if (user.user_id, group.query.parent_asin) in labels:
-            return True
-        if any((user.user_id, item.parent_asin) in labels for item in user.history):
-            return True
-    return False
-
-
 def methods_of(fmt: str) -> tuple[Method, ...]:
     """The ranking methods a data format holds.
 
@@ -199,14 +178,12 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
     Returns:
         (contexts in level then dataset order, facts for the card: groups per level, groups left out)
     """
-    test = context.load_groups(config.data, "full", "test")
-    labels = labels_of(test)
-    test_ids = {group.group_id for group in test}
+    labels = context.TestLabels.of(context.load_groups(config.data, "full", "test"))
     train: dict[str, list[Group]] = {}
     dropped: dict[str, int] = {}
     for level in config.levels:
         groups = context.load_groups(config.data, level, "train")
-        kept = [g for g in groups if g.group_id not in test_ids and not shows_test_label(g, labels)]
+        kept = labels.without_leaks(groups)
         dropped[level] = len(groups) - len(kept)
         if config.max_groups is not None:
             kept = context.sample_groups(kept, config.max_groups, config.seed)
@@ -224,12 +201,21 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
         profiles = load_profiles(config.profiles)
         _check_profiles({(g.group_id, u.user_id) for g in all_groups for u in g.users}, profiles, config)
     contexts = [
-        ctx for level, groups in train.items() for ctx in context.contexts(groups, level, retrieved, profiles)
+        ctx
+        for level, groups in train.items()
+        for ctx in context.contexts(
+            groups,
+            level,
+            retrieved,
+            profiles,
+            listwise_orders=listwise_orders(groups, config.presentation, seed=config.seed, level=level),
+        )
     ]
     facts = {
+        "presentation": config.presentation,
         "train_groups": {level: len(groups) for level, groups in train.items()},
         "test_label_groups_left_out": dropped,
-        "test_labels_checked": len(labels),
+        "test_labels_checked": len(labels.pairs),
     }
     return contexts, facts
 
@@ -448,6 +434,10 @@ asks for, which the runner's parser reads back to the truth.
 | pointwise | user | the user's true rating, `{{"predicted_rating": 4.0}}` |
 | pairwise | ordered pair (both orders) | the user of higher relative rating, `[User A]` / `[User B]` |
 | listwise | group and level | the true best-first order, `{{"predicted_ranking": [2, 1, 3]}}` |
+
+Listwise prompts show each group's users in the `{info["presentation"]}` presentation, as `perrecbench
+evaluate --presentation {info["presentation"]}` does (balanced: paired across each level's groups, so that
+any fixed answer is as often right as wrong).
 
 Train groups used per level: {levels} (levels: {", ".join(info["levels"])}). {info["groups"]:,} distinct
 groups give {info["examples"]:,} examples; an identical prompt seen in several levels is kept once.

@@ -76,10 +76,21 @@ def make_rows(n_groups: int, seed: int = 0, prefix: str = "g") -> list[dict]:
     return rows
 
 
-def write_tiny_benchmark(folder: Path, n_test: int = 6, n_train: int = 4, seed: int = 0) -> Path:
-    """Write easy/medium/hard/full configs with test and train splits; return the folder."""
+def write_tiny_benchmark(
+    folder: Path, n_test: int = 6, n_train: int = 4, seed: int = 0, *, leaky_train: bool = False
+) -> Path:
+    """Write easy/medium/hard/full configs with test and train splits; return the folder.
+
+    Train users and query items are renamed (``TRAIN-``), so that no train group shows a test label, as in a
+    build with the default leak-free split rule; with `leaky_train` they are the test ones (every train group
+    shows a test label).
+    """
     folder = Path(folder)
     splits = {"test": make_rows(n_test, seed, "t"), "train": make_rows(n_train, seed + 1, "h")}
+    for row in [] if leaky_train else splits["train"]:
+        row["query"]["parent_asin"] = "TRAIN-" + row["query"]["parent_asin"]
+        for user in row["users"]:
+            user["user_id"] = "TRAIN-" + user["user_id"]
     yaml_lines = ["---", "configs:"]
     rng = random.Random(seed)
     for config, size in CONFIGS.items():

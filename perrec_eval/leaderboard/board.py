@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from perrec_eval import ptc
+from perrec_eval import ptc, scoring
 from perrec_eval.leaderboard import compare
 from perrec_eval.leaderboard.diagnostics import cell_diagnostics
 from perrec_eval.leaderboard.runs import Cell, Run
@@ -39,6 +39,9 @@ _SCORE_FIELDS = (
     "num_engine_errors",
     "mae",
     "rmse",
+    "first_shown_first",
+    "first_shown_truly_first",
+    "num_listwise_answers",
 )
 
 
@@ -63,6 +66,11 @@ class Entry:
         """Below the column's best at level `ALPHA`."""
         return _below(self.vs_best)
 
+    @property
+    def tied(self) -> bool:
+        """Tested against the column's best and not found below it: their order is not established."""
+        return _tied(self.vs_best)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "level": self.level,
@@ -70,6 +78,7 @@ class Entry:
             **self.scores,
             "best": self.best,
             "vs_best": self.vs_best,
+            "tied_with_best": self.tied,
             "untested": self.untested,
             "diagnostics": self.diagnostics,
         }
@@ -96,6 +105,10 @@ class Row:
     def significant(self) -> bool:
         return _below(self.vs_best)
 
+    @property
+    def tied(self) -> bool:
+        return _tied(self.vs_best)
+
     def to_json(self, differing: Sequence[str]) -> dict[str, Any]:
         return {
             "label": self.label,
@@ -111,6 +124,7 @@ class Row:
             "missing_cells": [f"{level}/{method}" for level, method in self.missing],
             "best_average": self.best,
             "average_vs_best": self.vs_best,
+            "average_tied_with_best": self.tied,
             "average_untested": self.untested,
             "cells": [entry.to_json() for entry in self.entries.values()],
         }
@@ -125,6 +139,9 @@ class Table:
     columns: list[Cell]
     differing: list[str]
     paper_variant: bool = False
+    resolution: dict[Cell, float] = field(default_factory=dict)
+    average_resolution: float | None = None
+    floors: dict[Cell, float | None] = field(default_factory=dict)
 
     @property
     def fingerprint(self) -> str | None:
@@ -146,6 +163,10 @@ class Table:
             "num_groups": self.num_groups,
             "columns": [f"{level}/{method}" for level, method in self.columns],
             "differing_settings": self.differing,
+            "min_detectable_difference": {f"{lv}/{m}": v for (lv, m), v in self.resolution.items()},
+            "average_min_detectable_difference": self.average_resolution,
+            "resolution_basis": scoring.RESOLUTION_BASIS,
+            "constant_floor": {f"{lv}/{m}": v for (lv, m), v in self.floors.items()},
             "rows": [row.to_json(self.differing) for row in self.rows],
         }
 
@@ -161,13 +182,40 @@ def build_table(
     for cell in columns:
         _mark_best_cell(rows, cell, n_resamples, seed)
     _mark_best_average(rows, columns, n_resamples, seed)
+    sizes = _cell_sizes(runs, columns)
     return Table(
         number=number,
         rows=rows,
         columns=columns,
         differing=compare.differing_settings(runs),
         paper_variant=any(run.variant == "paper" for run in runs),
+        resolution={cell: scoring.cell_resolution(*size) for cell, size in sizes.items()},
+        average_resolution=scoring.average_resolution(list(sizes.values())),
+        floors=_floors(runs, columns),
     )
+
+
+def _cell_sizes(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, tuple[int, int]]:
+    """(users per group, groups) of each column, from the first run that scored it (a table's runs share
+    their groups)."""
+    sizes = {}
+    for cell in columns:
+        records = next((run.by_cell[cell] for run in runs if run.by_cell.get(cell)), None)
+        if records:
+            sizes[cell] = (len(next(iter(records.values())).references), len(records))
+    return sizes
+
+
+def _floors(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, float | None]:
+    """The constant-rating floor of each pointwise column (`scoring.constant_floor`), with the metric of
+    the first run that scored it."""
+    floors = {}
+    for cell in columns:
+        run = next((run for run in runs if cell[1] == "pointwise" and run.by_cell.get(cell)), None)
+        if run is not None:
+            records = list(run.by_cell[cell].values())
+            floors[cell] = scoring.constant_floor(records, variant=run.variant, invalid=run.invalid)
+    return floors
 
 
 def _row(label: str, run: Run, columns: Sequence[Cell]) -> Row:
@@ -346,6 +394,11 @@ def _chunks(n_resamples: int, m: int) -> list[int]:
 def _below(test: Mapping[str, Any] | None) -> bool:
     """Whether a test against the best found a difference at level `ALPHA`."""
     return test is not None and test.get("p_value") is not None and test["p_value"] < ALPHA
+
+
+def _tied(test: Mapping[str, Any] | None) -> bool:
+    """Whether a test against the best ran and found no difference at level `ALPHA`."""
+    return test is not None and test.get("p_value") is not None and test["p_value"] >= ALPHA
 
 
 def _finite(value: Any) -> Any:

@@ -88,15 +88,19 @@ def differing_settings(runs: Sequence[Run]) -> list[str]:
 def labels(runs: Sequence[Run]) -> list[str]:
     """One distinct row label per run: model (+ adapter) and every setting that differs in the table.
 
-    Runs that still share a label (the same command twice) get their folder name appended (their path
-    where the folder names agree too).
+    A no-LLM baseline named like a model of the table (the `constant` baseline next to the fake engine's
+    `constant` script) is marked "baseline". Runs that still share a label (the same command twice) get
+    their folder name appended (their path where the folder names agree too).
     """
     names = differing_settings(runs)
+    models = {run.model for run in runs if not run.is_baseline}
     out = []
     for run in runs:
         shown = [
             f"{name}={_show(run.settings[name])}" for name in names if run.settings.get(name) is not None
         ]
+        if run.is_baseline and run.model in models:
+            shown.insert(0, "baseline")
         out.append(run.model + (f" ({', '.join(shown)})" if shown else ""))
     labelled = out
     for where in (lambda run: run.path.name, lambda run: str(run.path)):

@@ -64,14 +64,7 @@ def _images(report: Report, key: str, kind: str | None = None) -> str:
 
 
 def _leaderboard(table: Table) -> str:
-    header = ["System", "Groups", *render.column_names(table.columns), "Avg."]
-    rows = [
-        [render.row_name(row), str(len(row.run.group_ids))]
-        + [render.entry_text(row.entries.get(cell)) for cell in table.columns]
-        + [render.average_text(row, table)]
-        for row in table.rows
-    ]
-    return table_html(header, rows, "board")
+    return table_html(*render.leaderboard_rows(table), "board")
 
 
 def _published(report: Report, number: int) -> str:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 DASH = "–"
+TextTable = tuple[list[str], list[list[str]]]  # (header, rows), rendered as markdown or HTML
 
 
 def number(value: float | None, spec: str = ".2f") -> str:
@@ -52,14 +53,25 @@ def legend(report: Report) -> str:
         "tau_b": "Kendall tau-b between predicted and true per-user scores",
         "paper": "the paper's tau between best-first index lists (paper mode)",
     }
+    resamples = sorted(
+        {row.run.scores.get("n_resamples", 1000) for table in report.tables for row in table.rows}
+    )
     text = (
         f"PTC = {'; '.join(names.get(m, m) for m in metrics)}, mean over groups (-1 to 1, higher is better); "
-        "brackets: 95% bootstrap interval over groups. **Bold**: best in the column; "
-        f"`*`: below that best at p < {ALPHA} (paired sign-flip permutation test on the groups both runs "
-        "share; per cell the metric's `paired_test`, for Avg. the same test on each group's mean over the "
-        "cells; not corrected for multiple comparisons). Avg. is over all the table's cells and only for "
-        "rows that have them all. Runs are compared only on the same dataset fingerprint, split and group "
-        "set. (provisional) = the run had engine errors: run its command again to retry them."
+        "brackets: each run's 95% interval over groups (percentile bootstrap, "
+        f"{' / '.join(f'{n:,}' for n in resamples)} resamples). **Bold**: best in the column; "
+        f"`*`: below that best at p < {ALPHA}; `≈`: tested against that best and not found different "
+        "(p ≥ 0.05): the two are not ordered by this benchmark (paired sign-flip permutation test on the "
+        "groups both runs share; per cell the metric's `paired_test`, for Avg. the same test on each group's "
+        'mean over the cells; not corrected for multiple comparisons). Row "min. detectable Δ": the '
+        "smallest true difference such a test finds with power 0.8 on the table's groups (normal "
+        'approximation with the null tau variance, `ptc.expected_resolution`). Row "floor": the '
+        "pointwise PTC of answering the same rating for every user on these groups, which pointwise scoring "
+        "(rating minus the user's average) turns into a ranking by minus the users' averages, so it is not "
+        "0; fixed answers score exactly 0 in all-pairs pairwise and balanced listwise. Avg. is over all the "
+        "table's cells and only for rows that have them all. Runs are compared only on the same dataset "
+        "fingerprint, split and group set. (provisional) = the run had engine errors: run its command "
+        "again to retry them."
     )
     return text
 
@@ -73,6 +85,8 @@ def entry_text(entry: Entry | None, *, ci: bool = True, marks: bool = True) -> s
         text = f"**{text}**"
     if marks and entry.significant:
         text += "*"
+    if marks and entry.tied:
+        text += " ≈"
     if ci and entry.scores.get("ptc_ci_low") is not None:
         text += f" [{entry.scores['ptc_ci_low']:.2f}, {entry.scores['ptc_ci_high']:.2f}]"
     return text
@@ -87,6 +101,8 @@ def average_text(row: Row, table: Table, *, marks: bool = True) -> str:
         text = f"**{text}**"
     if marks and row.significant:
         text += "*"
+    if marks and row.tied:
+        text += " ≈"
     return text
 
 
@@ -108,8 +124,9 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def leaderboard_markdown(table: Table) -> str:
-    """The Table-1 layout: one row per run, a column per cell, groups and Avg."""
+def leaderboard_rows(table: Table) -> TextTable:
+    """The Table-1 layout: one row per run, a column per cell, groups and Avg.; under the runs, the
+    pointwise floor and the table's resolution."""
     header = ["System", "Groups", *column_names(table.columns), "Avg."]
     rows = [
         [row_name(row), str(len(row.run.group_ids))]
@@ -117,7 +134,23 @@ def leaderboard_markdown(table: Table) -> str:
         + [average_text(row, table)]
         for row in table.rows
     ]
-    return markdown_table(header, rows)
+    if any(value is not None for value in table.floors.values()):
+        rows.append(
+            ["floor: constant rating", str(table.num_groups)]
+            + [number(table.floors.get(cell)) for cell in table.columns]
+            + [DASH]
+        )
+    rows.append(
+        ["min. detectable Δ", str(table.num_groups)]
+        + [number(table.resolution.get(cell)) for cell in table.columns]
+        + [number(table.average_resolution)]
+    )
+    return header, rows
+
+
+def leaderboard_markdown(table: Table) -> str:
+    """The leaderboard of `table` as markdown (`leaderboard_rows`)."""
+    return markdown_table(*leaderboard_rows(table))
 
 
 CELL_HEADER = [
@@ -131,8 +164,12 @@ CELL_HEADER = [
     "invalid",
     "parse failures",
     "engine errors",
+    "min. detectable Δ",
+    "floor",
     "[User A] share",
     "both orders agree",
+    "list: first shown ranked first",
+    "list: first shown truly first",
     "cut at limit",
     "prompt tokens",
     "answer tokens",
@@ -168,8 +205,12 @@ def cell_rows(table: Table) -> list[list[str]]:
                     str(s.get("num_invalid", DASH)),
                     number(s.get("parse_failure_rate"), ".1%"),
                     number(s.get("engine_error_rate"), ".1%"),
+                    number(table.resolution.get(cell), ".3f"),
+                    number(table.floors.get(cell), ".3f"),
                     number(d.get("position_bias"), ".0%"),
                     number(d.get("order_consistency"), ".0%"),
+                    number(s.get("first_shown_first"), ".0%"),
+                    number(s.get("first_shown_truly_first"), ".0%"),
                     number(d.get("truncated_rate"), ".1%"),
                     number(d.get("prompt_tokens_mean"), ".0f"),
                     number(d.get("completion_tokens_mean"), ".1f"),
@@ -177,6 +218,32 @@ def cell_rows(table: Table) -> list[list[str]]:
                     number(s.get("rmse"), ".3f"),
                 ]
             )
+    return out
+
+
+PROFILE_HEADER = ["System", "profiles", "budget", "suspect", "cut", "copied", "repetitive", "suspect ones"]
+
+
+def profile_rows(table: Table) -> list[list[str]]:
+    """Per row whose run wrote or read profiles with quality counts: how many looked degenerate."""
+    out = []
+    for row in table.rows:
+        profiles = row.run.info.get("profiles") or {}
+        quality = profiles.get("quality")
+        if not quality:
+            continue
+        out.append(
+            [
+                row_name(row),
+                profiles.get("source", DASH),
+                str(profiles.get("max_tokens", DASH)),
+                str(quality.get("flagged", 0)),
+                str(quality.get("cut", 0)),
+                str(quality.get("copied", 0)),
+                str(quality.get("repetitive", 0)),
+                "failed" if profiles.get("degenerate_policy") == "fail" else "used",
+            ]
+        )
     return out
 
 
@@ -259,9 +326,6 @@ def _images(report: Report, key: str, kind: str) -> str:
     return "\n".join(
         f"![{plot.title}]({plot.path})" for plot in report.plots.get(key, []) if plot.kind == kind
     )
-
-
-TextTable = tuple[list[str], list[list[str]]]  # (header, rows), rendered as markdown or HTML
 
 
 def domain_table(analyses: Mapping[str, Any]) -> TextTable | None:
@@ -413,6 +477,12 @@ def markdown(report: Report) -> str:
             "### Cells",
             markdown_table(CELL_HEADER, cell_rows(table)),
         ]
+        suspect = profile_rows(table)
+        if suspect:
+            parts += [
+                "### Profiles (suspect ones: cut at the budget, mostly copied history, repetitive)",
+                markdown_table(PROFILE_HEADER, suspect),
+            ]
         if costs := cost_rows(table):
             parts += ["### Cost (each run's last invocation)", markdown_table(COST_HEADER, costs)]
         if cold := cold_start_markdown(table):
@@ -455,8 +525,13 @@ CSV_FIELDS = [
     "parse_failure_rate",
     "engine_error_rate",
     "num_engine_errors",
+    "tied_with_best",
+    "min_detectable_difference",
+    "constant_floor",
     "position_bias",
     "order_consistency",
+    "first_shown_first",
+    "first_shown_truly_first",
     "truncated_rate",
     "prompt_tokens_mean",
     "completion_tokens_mean",
@@ -485,7 +560,11 @@ def csv_text(report: Report) -> str:
             for cell in table.columns:
                 entry = row.entries.get(cell)
                 if entry is not None:
-                    writer.writerow({**base, **_csv_entry(entry)})
+                    extra = {
+                        "min_detectable_difference": table.resolution.get(cell),
+                        "constant_floor": table.floors.get(cell),
+                    }
+                    writer.writerow({**base, **_csv_entry(entry), **extra})
             test = row.vs_best or {}
             writer.writerow(
                 {
@@ -494,6 +573,8 @@ def csv_text(report: Report) -> str:
                     "method": "average",
                     "ptc": row.average,
                     "best": row.best,
+                    "tied_with_best": row.tied,
+                    "min_detectable_difference": table.average_resolution,
                     "diff_vs_best": test.get("difference"),
                     "p_vs_best": test.get("p_value"),
                     "diff_ci_low": test.get("ci_low"),
@@ -526,6 +607,7 @@ def _csv_entry(entry: Entry) -> dict[str, Any]:
         "num_groups": s.get("num_groups"),
         "num_invalid": s.get("num_invalid"),
         "best": entry.best,
+        "tied_with_best": entry.tied,
         "diff_vs_best": t.get("difference"),
         "p_vs_best": t.get("p_value"),
         "diff_ci_low": t.get("ci_low"),
@@ -536,6 +618,8 @@ def _csv_entry(entry: Entry) -> dict[str, Any]:
         "num_engine_errors": s.get("num_engine_errors"),
         "position_bias": d.get("position_bias"),
         "order_consistency": d.get("order_consistency"),
+        "first_shown_first": s.get("first_shown_first"),
+        "first_shown_truly_first": s.get("first_shown_truly_first"),
         "truncated_rate": d.get("truncated_rate"),
         "prompt_tokens_mean": d.get("prompt_tokens_mean"),
         "completion_tokens_mean": d.get("completion_tokens_mean"),
@@ -568,7 +652,12 @@ def latex_escape(text: str) -> str:
 
 
 def _latex_value(
-    value: float | None, rank: int | None, *, star: bool = False, ci: tuple | None = None
+    value: float | None,
+    rank: int | None,
+    *,
+    star: bool = False,
+    tied: bool = False,
+    ci: tuple | None = None,
 ) -> str:
     if value is None:
         return "--"
@@ -576,6 +665,8 @@ def _latex_value(
     text = rf"\textbf{{{text}}}" if rank == 1 else rf"\underline{{{text}}}" if rank == 2 else text
     if star:
         text += "$^{*}$"
+    if tied:
+        text += r"$^{\approx}$"
     if ci is not None and ci[0] is not None:
         text += rf"\,{{\scriptsize[{ci[0]:.2f}, {ci[1]:.2f}]}}"
     return text
@@ -624,10 +715,21 @@ def latex(report: Report) -> str:
                 entry = row.entries.get(cell)
                 ci = (entry.scores.get("ptc_ci_low"), entry.scores.get("ptc_ci_high")) if entry else None
                 star = entry is not None and entry.significant
-                values.append(_latex_value(_entry_ptc(row, cell), ranks[cell][i], star=star, ci=ci))
-            values.append(_latex_value(row.average, average_ranks[i], star=row.significant))
+                tied = entry is not None and entry.tied
+                values.append(
+                    _latex_value(_entry_ptc(row, cell), ranks[cell][i], star=star, tied=tied, ci=ci)
+                )
+            values.append(_latex_value(row.average, average_ranks[i], star=row.significant, tied=row.tied))
             name = latex_escape(row.label) + (r"$^{\dagger}$" if row.provisional else "")
             lines.append(" & ".join([name, str(len(row.run.group_ids)), *values]) + r" \\")
+        lines.append(r"\midrule")
+        floors = any(value is not None for value in table.floors.values())
+        references = [("floor: constant rating", table.floors, None)] if floors else []
+        references.append((r"min. detectable $\Delta$", table.resolution, table.average_resolution))
+        for title, values_by_cell, average in references:
+            values = [_latex_value(values_by_cell.get(cell), None) for cell in table.columns]
+            row_text = [title, str(table.num_groups), *values, _latex_value(average, None)]
+            lines.append(" & ".join(row_text) + r" \\")
         if table.paper_variant and list(table.columns) == list(CELLS):
             lines += [
                 r"\midrule",
@@ -647,7 +749,10 @@ def latex(report: Report) -> str:
             f"{(table.fingerprint or 'unknown')[:12]}. PTC (Kendall tau, $-1$ to 1; higher is better) with "
             "95\\% bootstrap intervals; best in bold, second best underlined; $^{*}$ below the best of the "
             "column at "
-            f"$p<{ALPHA}$ (paired sign-flip permutation test); $^{{\\dagger}}$ provisional (engine errors)."
+            f"$p<{ALPHA}$, $^{{\\approx}}$ not found different from it (paired sign-flip permutation test); "
+            "$^{\\dagger}$ provisional (engine errors). Floor: the pointwise PTC of answering one rating "
+            "for every user; min. detectable $\\Delta$: the smallest difference a paired test finds with "
+            "power 0.8 on these groups."
         )
         lines += [rf"\caption{{{caption}}}", rf"\label{{tab:perrecbench-{table.number}}}", r"\end{table*}"]
         blocks.append("\n".join(lines))

@@ -25,6 +25,7 @@ BASELINE = "baseline"
 SETTINGS: tuple[str, ...] = (
     "engine",
     "pairwise",
+    "presentation",
     "prompt",
     "profiles",
     "k",
@@ -33,6 +34,8 @@ SETTINGS: tuple[str, ...] = (
     "aggregate",
     "temperature",
     "top_p",
+    "structured",
+    "max_tokens",
     "metric",
     "failed",
     "seed",
@@ -146,14 +149,16 @@ def records_by_cell(records: Sequence[PredictionRecord]) -> dict[Cell, dict[str,
 
 
 def system_name(info: Mapping[str, Any], folder: Path) -> str:
-    """The model, with its LoRA adapter's name when it has one.
+    """The run's label (``--label``; the model's short name) or its model, with its LoRA adapter's name.
 
     >>> system_name({"engine": {"model": "m"}, "config": {"adapter": ["pw=/a/b"]}}, Path("x"))
     'm + pw'
     >>> system_name({"engine": {"model": "m"}, "config": {"adapter": ["/a/merged"]}}, Path("x"))
     'm + merged'
+    >>> system_name({"engine": {"model": "/models/smol.gguf"}, "label": "smol"}, Path("x"))
+    'smol'
     """
-    model = info.get("engine", {}).get("model") or folder.name
+    model = info.get("label") or info.get("engine", {}).get("model") or folder.name
     adapters = info.get("config", {}).get("adapter") or ()
     if isinstance(adapters, str):
         adapters = (adapters,)
@@ -193,6 +198,8 @@ def settings_of(info: Mapping[str, Any], records: Sequence[PredictionRecord]) ->
     return {
         "engine": engine if llm else None,
         "pairwise": config.get("pairwise_strategy") if "pairwise" in methods else None,
+        # Runs written before presentations existed showed listwise users in the dataset's order.
+        "presentation": config.get("presentation", "dataset") if llm and "listwise" in methods else None,
         "prompt": (info.get("prompt_variant") or "default") if llm else None,
         "profiles": _profiles_name(profiles) if llm and profiles else None,
         "k": config.get("k"),
@@ -201,10 +208,20 @@ def settings_of(info: Mapping[str, Any], records: Sequence[PredictionRecord]) ->
         "aggregate": config.get("sc_aggregate") if llm and samples > 1 and "pointwise" in methods else None,
         "temperature": config.get("temperature") if llm else None,
         "top_p": config.get("top_p") if llm else None,
+        "structured": ("on" if config.get("structured_outputs") else "off") if llm else None,
+        "max_tokens": _budgets(info) if llm else None,
         "metric": metric.get("variant", "tau_b"),
         "failed": metric.get("invalid", "zero"),
         "seed": config.get("seed"),
     }
+
+
+def _budgets(info: Mapping[str, Any]) -> str:
+    """The answer budgets as ``pointwise=16,listwise=64`` (runs before `--max-new-tokens`: the defaults)."""
+    from perrec_eval.config import token_budgets
+
+    budgets = token_budgets(tuple(info.get("config", {}).get("max_new_tokens") or ()))
+    return ",".join(f"{name}={value}" for name, value in budgets.items())
 
 
 def _profiles_name(profiles: Mapping[str, Any]) -> str:

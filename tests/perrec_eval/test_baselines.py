@@ -118,7 +118,7 @@ def test_baselines_return_one_rating_per_user_in_row_order(name):
 
 
 def test_baselines_unknown_name_lists_the_valid_ones():
-    with pytest.raises(ValueError, match="random, rating-bias, item-quality, history-affinity"):
+    with pytest.raises(ValueError, match="random, rating-bias, item-quality, constant, history-affinity"):
         predict("oracle", group("g", [user("a", 3.0)]), {})
 
 
@@ -138,3 +138,10 @@ def test_baselines_ranking_scores_need_one_prediction_per_user():
 def test_baselines_without_retrieval_ignore_the_retrieved_mapping(name):
     row = group("g", [user("a", 3.0, mixed_history(5.0, 1.0)), user("b", 4.0, mixed_history(1.0, 5.0))])
     assert predict(name, row, {}, seed=1) == predict(name, row, retrieved_for(row), seed=1)
+
+
+def test_baselines_constant_ranks_users_by_minus_their_average():
+    row = group("g", [user("a", 3.0), user("b", 4.5), user("c", 2.0)])
+    predicted = predict("constant", row, {})
+    assert predicted == [4.0, 4.0, 4.0]
+    assert ranking_scores(row, predicted) == [1.0, -0.5, 2.0]

@@ -229,3 +229,25 @@ def test_hf_engine_requires_a_chat_template(tiny_model_dir, tmp_path):
     config_path.write_text(json.dumps(config))
     with pytest.raises(ValueError, match="no chat template"):
         load_engine("hf", str(bare), options=CPU)
+
+
+@pytest.mark.parametrize("answer_format", ["pointwise", "pairwise", "listwise:3"])
+def test_hf_engine_structured_outputs_keep_every_answer_in_format(engine, answer_format):
+    from perrec_eval import parsing, structured
+
+    greedy = GenParams(temperature=0.0, max_tokens=64, answer_format=answer_format)
+    sampled = GenParams(temperature=1.0, max_tokens=64, n=2, answer_format=answer_format)
+    method = answer_format.split(":")[0]
+    for completion in [*engine.generate(MIXED[:4], greedy), *engine.generate(MIXED[:2], sampled)]:
+        for text, reason in zip(completion.texts, completion.extra["finish_reasons"], strict=True):
+            assert reason == "stop", (text, reason)
+            assert structured.matches(answer_format, text), text
+            assert parsing.parse(method, text, n_users=3).ok, text
+    assert answer_format in engine.info()["structured_outputs"]["formats"]
+
+
+def test_hf_engine_unconstrained_answers_are_not_in_format(engine):
+    from perrec_eval import structured
+
+    texts = [c.texts[0] for c in engine.generate(MIXED[:4], GenParams(temperature=0.0, max_tokens=12))]
+    assert not any(structured.matches("pairwise", text) for text in texts)  # the constraint did the work

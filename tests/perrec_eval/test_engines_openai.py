@@ -64,6 +64,30 @@ def test_openai_engine_sends_every_sampling_parameter(stub_factory):
     assert {key: body[key] for key in expected} == expected
 
 
+def test_openai_engine_sends_structured_outputs_as_vllm_regex_by_default(stub_factory):
+    from perrec_eval.structured import answer_regex
+
+    server = stub_factory()
+    engine = make_engine(server, extra_body='{"top_k": -1}')
+    engine.generate([make_request("a")], GenParams(max_tokens=7, answer_format="listwise:3"))
+    engine.generate([make_request("b")], GenParams(max_tokens=7))
+    constrained, free = server.bodies
+    assert constrained["structured_outputs"] == {"regex": answer_regex("listwise:3")}
+    assert constrained["top_k"] == -1 and "structured_outputs" not in free
+    assert "response_format" not in constrained
+
+
+def test_openai_engine_sends_a_json_schema_where_one_can_say_the_format(stub_factory):
+    server = stub_factory()
+    engine = make_engine(server, structured_outputs="response_format")
+    engine.generate([make_request("a")], GenParams(max_tokens=7, answer_format="pointwise"))
+    engine.generate([make_request("b")], GenParams(max_tokens=7, answer_format="pairwise"))
+    pointwise, pairwise = server.bodies
+    schema = pointwise["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["predicted_rating"]
+    assert "response_format" not in pairwise and "structured_outputs" not in pairwise
+
+
 def test_openai_engine_asks_for_a_served_adapter_by_name(stub_factory):
     server = stub_factory()
     engine = make_engine(server, adapter="pointwise-lora")

@@ -46,7 +46,11 @@ class StandInLLM:
         self.model = model
         self.options = options
         self.calls: list[dict[str, Any]] = []
-        self.model_config = SimpleNamespace(max_model_len=options.get("max_model_len", MAX_MODEL_LEN))
+        self.model_config = SimpleNamespace(
+            max_model_len=options.get("max_model_len", MAX_MODEL_LEN),
+            dtype=f"torch.{options.get('dtype') or 'bfloat16'}",  # vLLM's choice, whatever the checkpoint's
+            hf_config=SimpleNamespace(dtype="torch.float32"),
+        )
         self.tokenizer = StandInTokenizer()
         StandInLLM.built.append(self)
 
@@ -85,6 +89,9 @@ def install_stand_in(monkeypatch, *, cpu: bool = False, llm: type = StandInLLM) 
     module.__version__ = "0.0-stand-in"
     platforms = types.ModuleType("vllm.platforms")
     platforms.current_platform = SimpleNamespace(is_cpu=lambda: cpu)
+    sampling = types.ModuleType("vllm.sampling_params")
+    sampling.StructuredOutputsParams = SimpleNamespace
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", sampling)
     lora = types.ModuleType("vllm.lora.request")
     lora.LoRARequest = lambda name, lora_id, path: (name, lora_id, path)
     monkeypatch.setitem(sys.modules, "vllm", module)
@@ -254,3 +261,26 @@ def test_vllm_engine_names_the_multi_gpu_alternatives_when_data_parallel_is_unsu
 def test_vllm_engine_records_cached_prompt_tokens(vllm_engine):
     (completion,) = vllm_engine.generate([make_request("a")], GREEDY)
     assert completion.extra == {"finish_reasons": ["stop"], "cached_prompt_tokens": 2}
+
+
+def test_vllm_engine_sends_the_answer_format_as_a_structured_output_regex(vllm_engine):
+    from perrec_eval.structured import answer_regex
+
+    vllm_engine.generate([make_request("a")], GenParams(max_tokens=8, answer_format="listwise:3"))
+    vllm_engine.generate([make_request("b")], GenParams(max_tokens=8))
+    constrained, free = (call["sampling_params"][0] for call in vllm_engine.llm.calls)
+    assert constrained.structured_outputs.regex == answer_regex("listwise:3")
+    assert not hasattr(free, "structured_outputs")
+
+
+def test_vllm_engine_records_the_dtype_it_really_ran(vllm_engine):
+    assert "dtype" not in vllm_engine.info()  # nothing is loaded yet: nothing to claim
+    vllm_engine.generate([make_request("a")], GenParams(max_tokens=8))
+    info = vllm_engine.info()
+    assert (info["dtype"], info["checkpoint_dtype"]) == ("torch.bfloat16", "torch.float32")
+
+
+def test_vllm_engine_refuses_a_gguf_file_on_cpu_with_the_fix(monkeypatch):
+    install_stand_in(monkeypatch, cpu=True)
+    with pytest.raises(ConfigError, match="convert-gguf"):
+        load_engine("vllm", "/models/smol.Q4_1.gguf", options={"progress": False})

@@ -183,6 +183,8 @@ PAIRWISE_FAIL = [
     ("[User A]\n[User B]", "ambiguous"),
     ("[User A] is more likely than [User B]", "ambiguous"),
     ("<think>\nUser A seems to like coffee, but User B", "unclosed_think"),
+    ("User A: The Hobbit (5.0)\nUser B: Dune (2.0)", "no_choice"),  # describes both, picks neither
+    ("Here are the users.\n- User A: likes tea\n- **User B**: likes coffee", "no_choice"),
 ]
 
 
@@ -191,6 +193,11 @@ def test_parsing_pairwise_failure_has_reason(text, reason):
     result = parse("pairwise", text)
     assert not result.ok and result.value is None
     assert result.reason == reason, result
+
+
+def test_parsing_pairwise_listing_then_a_choice_reads_the_choice():
+    text = "User A: likes tea\nUser B: likes coffee\nSo User B is more likely to prefer it."
+    assert parse("pairwise", text).value == "B"
 
 
 def test_parsing_pairwise_both_in_final_line_is_ambiguous_not_a_guess():

@@ -47,6 +47,7 @@ def workdir(tmp_path_factory) -> Path:
         info = json.loads(Path("runs/model/run.json").read_text())
         info["engine"] = {"name": "openai", "model": "org/model", "adapter": None}
         info["config"]["model"] = "org/model"
+        info["label"] = "org/model"
         Path("runs/model/run.json").write_text(json.dumps(info), encoding="utf-8")
         baseline = EvalConfig(
             data="bench", engine="baseline", model="random", out="runs/random", progress=False

@@ -21,8 +21,8 @@ def write_sft_benchmark(
 ) -> Path:
     """A tiny benchmark (all configs, test and train) whose train users and query items are not test ones.
 
-    `tests.benchmark_fixture.write_tiny_benchmark` reuses the test users and query items in train (each train
-    group shows a test label); here train users and items are renamed. With `leak`, the first train group
+    Train users and items are renamed (as `tests.benchmark_fixture.write_tiny_benchmark` does). With `leak`,
+    the first train group
     gets a test user whose history shows that user's test review (the one group `sft data` must leave out).
     """
     folder = Path(folder)

@@ -135,8 +135,8 @@ def test_sft_data_never_holds_a_test_group_or_label(tmp_path):
 
 
 def test_sft_data_refuses_a_train_split_that_only_shows_test_labels(tmp_path):
-    # The runner's tiny fixture reuses test users and query items in train: every train group shows a label.
-    bench = write_tiny_benchmark(tmp_path / "runner_fixture_bench")
+    # Train groups made of the test users and query items: every train group shows a label.
+    bench = write_tiny_benchmark(tmp_path / "runner_fixture_bench", leaky_train=True)
     with pytest.raises(DataError, match="no usable train groups"):
         build(data_config(bench, tmp_path / "out", "pairwise"))
 

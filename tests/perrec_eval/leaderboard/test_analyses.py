@@ -43,14 +43,15 @@ def test_analyses_prompting_ignores_runs_that_differ_otherwise(runs):
 def test_analyses_rating_errors_correlate_ptc_with_mae_over_cells(runs):
     table = build_table(load_runs([runs["baselines"]]))
     errors = analyses.rating_errors(table)
-    assert len(errors["points"]) == 4 * 3  # four baselines x three levels, pointwise
+    assert len(errors["points"]) == 5 * 3  # five baselines x three levels, pointwise
     assert {s["label"] for s in errors["systems"]} == {
         "random",
         "rating-bias",
         "item-quality",
+        "constant",
         "history-affinity",
     }
-    assert -1.0 <= errors["ptc_vs_mae"]["r"] <= 1.0 and errors["ptc_vs_mae"]["n"] == 12
+    assert -1.0 <= errors["ptc_vs_mae"]["r"] <= 1.0 and errors["ptc_vs_mae"]["n"] == 15
     bias = next(s for s in errors["systems"] if s["label"] == "rating-bias")
     assert bias["ptc"] == 0.0 and bias["mae"] > 0
 

@@ -100,3 +100,38 @@ def test_board_runs_with_another_metric_are_not_tested_against_the_best(runs):
 def test_board_signflip_test_is_exact_for_few_groups():
     result = signflip_test([0.5, 0.5, 0.5])
     assert result["p_value"] == pytest.approx(2 / 8)
+
+
+def test_board_rows_not_found_below_the_best_are_marked_tied(runs):
+    from perrec_eval.leaderboard.render import entry_text
+
+    table = build_table(load_runs([runs["baselines"]]))
+    tested = [entry for row in table.rows for entry in row.entries.values() if entry.vs_best is not None]
+    tied = [entry for entry in tested if entry.vs_best["p_value"] >= 0.05]
+    assert tied and all(entry.tied and not entry.significant for entry in tied)
+    assert all("≈" in entry_text(entry) for entry in tied)
+    assert all(not entry.tied for entry in tested if entry.vs_best["p_value"] < 0.05)
+
+
+def test_board_table_states_floor_and_resolution_per_column(runs):
+    from perrec_eval import ptc
+    from perrec_eval.leaderboard.render import leaderboard_markdown
+
+    table = build_table(load_runs([runs["baselines"], runs["truth"]]))
+    constant = next(row for row in table.rows if row.label == "constant")
+    for cell, floor in table.floors.items():
+        assert cell[1] == "pointwise" and floor == pytest.approx(constant.entries[cell].ptc)
+    users = {"easy": 2, "medium": 3, "hard": 4}
+    for (level, _), value in table.resolution.items():
+        assert value == pytest.approx(ptc.expected_resolution(users[level], 6)["min_detectable_difference"])
+    text = leaderboard_markdown(table)
+    assert "| floor: constant rating | 6 |" in text and "| min. detectable Δ | 6 |" in text
+
+
+def test_board_listwise_first_position_columns(runs):
+    from perrec_eval.leaderboard.render import CELL_HEADER, cell_rows
+
+    table = build_table(load_runs([runs["constant"]]))
+    column = CELL_HEADER.index("list: first shown ranked first")
+    listwise = [line for line in cell_rows(table) if line[1].endswith("listwise")]
+    assert listwise and all(line[column] == "100%" for line in listwise)

@@ -64,11 +64,11 @@ def test_compare_allow_mixed_makes_one_table_per_comparable_set(runs):
 def test_compare_labels_name_the_settings_that_differ(runs):
     loaded = load_runs([runs["truth"], runs["heapsort"], runs["paper"]])
     labels = compare.labels(loaded)
-    assert compare.differing_settings(loaded) == ["pairwise", "metric", "failed"]
+    assert compare.differing_settings(loaded) == ["pairwise", "presentation", "metric", "failed"]
     assert labels == [
-        "fake (pairwise=allpairs, metric=tau_b, failed=zero)",
-        "fake (pairwise=heapsort, metric=tau_b, failed=zero)",
-        "fake (pairwise=heapsort, metric=paper, failed=skip)",
+        "fake (pairwise=allpairs, presentation=balanced, metric=tau_b, failed=zero)",
+        "fake (pairwise=heapsort, presentation=balanced, metric=tau_b, failed=zero)",
+        "fake (pairwise=heapsort, presentation=dataset, metric=paper, failed=skip)",
     ]
 
 
@@ -94,3 +94,20 @@ def test_compare_identical_runs_in_same_named_folders_get_their_paths(runs, tmp_
     shutil.copytree(runs["truth"], copy)
     labels = compare.labels(load_runs([runs["truth"], copy]))
     assert labels == [f"fake [{runs['truth']}]", f"fake [{copy}]"]
+
+
+def test_compare_labels_tell_structured_outputs_and_budgets_apart(runs, tmp_path):
+    structured = _copy_with(runs["truth"], tmp_path, "structured", structured_outputs=True)
+    capped = _copy_with(runs["truth"], tmp_path, "capped", max_new_tokens=["pairwise=8"])
+    loaded = load_runs([runs["truth"], structured, capped])
+    assert compare.differing_settings(loaded) == ["structured", "max_tokens"]
+    labels = compare.labels(loaded)
+    assert labels[0].startswith("fake (structured=off, max_tokens=pointwise=800,pairwise=512,")
+    assert "structured=on" in labels[1] and "pairwise=8," in labels[2]
+
+
+def test_compare_rows_are_named_by_the_run_label(runs, tmp_path):
+    labelled = _copy_with(runs["truth"], tmp_path, "labelled")
+    info = json.loads((labelled / "run.json").read_text())
+    (labelled / "run.json").write_text(json.dumps({**info, "label": "smollm2-135m"}))
+    assert compare.labels(load_runs([labelled])) == ["smollm2-135m"]

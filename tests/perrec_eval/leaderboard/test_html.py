@@ -52,7 +52,7 @@ def test_html_renders_table_and_images_in_chromium(page):
     dom = _chromium("--virtual-time-budget=10000", "--dump-dom", probe.as_uri()).stdout
     widths = re.search(r'data-image-widths="([^"]*)"', dom).group(1).split(",")
     assert len(widths) == len(re.findall(r"<img ", page.read_text())) and all(int(w) > 0 for w in widths)
-    assert re.search(r'data-board-rows="(\d+)"', dom).group(1) == "4"
+    assert re.search(r'data-board-rows="(\d+)"', dom).group(1) == "7"  # 5 baselines, floor, min. detectable Δ
     assert "history-affinity" in dom
 
 

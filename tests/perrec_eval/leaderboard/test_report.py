@@ -53,7 +53,7 @@ def test_report_json_has_rows_tests_and_analyses(baselines_report):
         "medium/pointwise",
         "hard/pointwise",
     ]
-    assert len(table["rows"]) == 4 and sum(row["best_average"] for row in table["rows"]) >= 1
+    assert len(table["rows"]) == 5 and sum(row["best_average"] for row in table["rows"]) >= 1
     for row in table["rows"]:
         assert row["average_cells"] == 3 and row["num_groups"] == 6
         for cell in row["cells"]:
@@ -69,7 +69,7 @@ def test_report_json_has_rows_tests_and_analyses(baselines_report):
 def test_report_csv_has_a_line_per_cell_and_average(baselines_report):
     rows = list(csv.DictReader(io.StringIO((baselines_report / "leaderboard.csv").read_text())))
     runs = [row for row in rows if row["source"] == "run"]
-    assert len(runs) == 4 * (3 + 1)
+    assert len(runs) == 5 * (3 + 1)
     assert {row["method"] for row in runs} == {"pointwise", "average"}
     published = [row for row in rows if row["source"] == "published"]
     assert len(published) == len(load().rows) * 10

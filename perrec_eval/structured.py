@@ -1,0 +1,120 @@
+"""Structured outputs: the answer format of each method as a regular expression every engine can enforce.
+
+``--structured-outputs`` constrains each answer to exactly what its method's prompt asks for, so a model
+cannot fail to parse (it can still fail by running into its token cap). A format is named by a short spec,
+part of `GenParams` and so of every cache key:
+
+- ``pointwise``: ``{"predicted_rating": R}`` with R in 1..5 (one decimal allowed: 1, 3.5, 5.0);
+- ``pairwise``: ``[User A]`` or ``[User B]``;
+- ``listwise:N``: ``{"predicted_ranking": [...]}`` holding a permutation of 1..N. A JSON schema cannot say
+  "permutation", so the regex lists the N! orders (N ≤ 5: at most 120 alternatives);
+- a ``+cot`` suffix (with ``--cot``) allows any text before the final answer: only the answer is constrained,
+  and the model still decides when to stop reasoning (its token cap is the limit).
+
+Engines: vLLM offline (``SamplingParams(structured_outputs=StructuredOutputsParams(regex=...))``), vLLM's
+OpenAI-compatible server (``extra_body={"structured_outputs": {"regex": ...}}``; other servers: see the
+openai engine's ``structured_outputs`` option) and transformers through outlines (the ``[structured]`` extra).
+
+This is a different setting from the paper's (which let models answer freely and counted failures): runs
+with and without it are never in the same leaderboard row, and the report names the setting.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+from perrec_eval.types import METHODS
+
+MAX_LISTWISE_USERS = 5
+_RATING = r"([1-4](\.[0-9])?|5(\.0)?)"
+_COT_PREFIX = r"[\s\S]*"
+
+
+def answer_format(method: str, n_users: int, *, cot: bool = False) -> str:
+    """The spec of `method`'s answer format for a prompt about `n_users` users.
+
+    >>> answer_format("listwise", 3), answer_format("pairwise", 2, cot=True)
+    ('listwise:3', 'pairwise+cot')
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    spec = f"listwise:{n_users}" if method == "listwise" else method
+    return spec + ("+cot" if cot else "")
+
+
+def _split(spec: str) -> tuple[str, int | None, bool]:
+    body, _, suffix = spec.partition("+")
+    if suffix not in ("", "cot"):
+        raise ValueError(f"unknown answer-format suffix {suffix!r} in {spec!r}; the only one is +cot")
+    method, _, size = body.partition(":")
+    if method not in METHODS or (method == "listwise") != bool(size):
+        raise ValueError(f"answer format {spec!r} is not pointwise, pairwise or listwise:N")
+    n_users = int(size) if size else None
+    if n_users is not None and not 1 <= n_users <= MAX_LISTWISE_USERS:
+        raise ValueError(f"listwise structured outputs list every order: at most {MAX_LISTWISE_USERS} users")
+    return method, n_users, suffix == "cot"
+
+
+def answer_regex(spec: str) -> str:
+    """The regular expression an answer of format `spec` must match in full.
+
+    >>> answer_regex("pairwise")
+    '\\\\[User [AB]\\\\]'
+    >>> import re
+    >>> bool(re.fullmatch(answer_regex("listwise:3"), '{"predicted_ranking": [2, 3, 1]}'))
+    True
+    >>> bool(re.fullmatch(answer_regex("listwise:3"), '{"predicted_ranking": [2, 2, 1]}'))
+    False
+    >>> bool(re.fullmatch(answer_regex("pointwise+cot"), 'Step 1 ...\\n{"predicted_rating": 4.5}'))
+    True
+    """
+    method, n_users, cot = _split(spec)
+    if method == "pointwise":
+        answer = r'\{"predicted_rating": ' + _RATING + r"\}"
+    elif method == "pairwise":
+        answer = r"\[User [AB]\]"
+    else:
+        assert n_users is not None
+        orders = [", ".join(map(str, order)) for order in itertools.permutations(range(1, n_users + 1))]
+        answer = r'\{"predicted_ranking": \[(' + "|".join(orders) + r")\]\}"
+    return (_COT_PREFIX + answer) if cot else answer
+
+
+def json_schema(spec: str) -> dict[str, Any] | None:
+    """A JSON schema for servers that only take ``response_format`` (None for pairwise and CoT formats).
+
+    The listwise schema cannot require a permutation: it fixes the length and the range of the entries
+    only (the parser still refuses repeats).
+
+    >>> json_schema("pointwise")["properties"]["predicted_rating"]["maximum"]
+    5
+    >>> json_schema("pairwise") is None
+    True
+    """
+    method, n_users, cot = _split(spec)
+    if cot or method == "pairwise":
+        return None
+    if method == "pointwise":
+        value: dict[str, Any] = {"type": "number", "minimum": 1, "maximum": 5}
+        key = "predicted_rating"
+    else:
+        item = {"type": "integer", "minimum": 1, "maximum": n_users}
+        value = {"type": "array", "items": item, "minItems": n_users, "maxItems": n_users}
+        key = "predicted_ranking"
+    return {
+        "type": "object",
+        "properties": {key: value},
+        "required": [key],
+        "additionalProperties": False,
+    }
+
+
+def matches(spec: str, text: str) -> bool:
+    """Whether `text` is a complete answer of format `spec` (used by tests and the fake engine).
+
+    >>> matches("pointwise", '{"predicted_rating": 3}'), matches("pointwise", "3")
+    (True, False)
+    """
+    return re.fullmatch(answer_regex(spec), text) is not None
