@@ -215,22 +215,59 @@ def legend(systems: Sequence[tuple[str, Mapping[str, Any]]], *, marks: Marks | N
     return text
 
 
+COLD_START_NOTE = (
+    "Cold start of the classic recommenders (run.json `cf.cells`): groups whose query item had no rating "
+    "before the window (all their users tie), and users the model could not score; both get the user's "
+    "average (relative prediction 0)."
+)
+
+
+def cold_start(cf_cells: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    """Per CF system and cell: cold query items and fallback users ("" without CF systems).
+
+    >>> cell = {"groups": 10, "users": 50, "cold_query_items": 2, "fallback_users": 13}
+    >>> print(cold_start({"mf": {"easy/pointwise": cell}}).splitlines()[-1])
+    | mf | easy | pointwise | 2 of 10 | 13 of 50 |
+    """
+    lines = [
+        "| System | level | method | cold query items | fallback users |",
+        "|---|---|---|---|---|",
+    ]
+    for name, cells in cf_cells.items():
+        for key, c in cells.items():
+            level, method = key.split("/", 1)
+            lines.append(
+                f"| {name} | {level} | {method} | {c['cold_query_items']} of {c['groups']} | "
+                f"{c['fallback_users']} of {c['users']} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def render(
     systems: Sequence[tuple[str, Mapping[str, Any]]],
     *,
     title: str = "PerRecBench results",
     marks: Marks | None = None,
+    cf_cells: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> str:
-    return (
+    """The report; ``cf_cells`` (system → run.json ``cf.cells``) adds the cold-start counts."""
+    text = (
         f"# {title}\n\n{legend(systems, marks=marks)}\n\n{table(systems, marks=marks)}\n\n"
         f"## Details\n\n{details(systems)}\n"
     )
+    if cold := cold_start(cf_cells or {}):
+        text += f"\n## Cold start\n\n{COLD_START_NOTE}\n\n{cold}\n"
+    return text
 
 
 def write_report(
-    out: Path, systems: Sequence[tuple[str, Mapping[str, Any]]], *, marks: Marks | None = None
+    out: Path,
+    systems: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    marks: Marks | None = None,
+    cf_cells: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> Path:
     """Write `out/report.md` (atomically) for the given (name, scores) systems."""
     path = Path(out) / "report.md"
-    fileio.write_text(path, render(systems, marks=marks))
+    fileio.write_text(path, render(systems, marks=marks, cf_cells=cf_cells))
     return path

@@ -514,7 +514,9 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
         write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
-        write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
+        cf_cells = {name: info["cells"] for name, info in cf_info.items()}
+        marks = significance_marks(config.out, systems)
+        write_report(Path(config.out), systems, marks=marks, cf_cells=cf_cells)
     return systems
 
 

@@ -91,8 +91,14 @@ def write_run(
         fileio.write_jsonl(out / "samples.jsonl", (sample.to_json() for sample in samples))
     fileio.write_jsonl(out / "predictions.jsonl", (record.to_json() for record in records))
     fileio.write_json(out / "scores.json", scores)
-    write_report(out, [(name, scores)])
+    write_report(out, [(name, scores)], cf_cells=cf_cells_of(name, run_info))
     fileio.write_json(out / "run.json", run_info)
+
+
+def cf_cells_of(name: str, run_info: Mapping[str, Any]) -> dict[str, Any]:
+    """``{name: run.json cf.cells}`` for a collaborative-filtering baseline's run, else ``{}``."""
+    cells = (run_info.get("cf") or {}).get("cells")
+    return {name: cells} if cells else {}
 
 
 # Config fields that do not change a run's results (a finished run may be resumed with other values).
@@ -336,7 +342,10 @@ def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None
         fileio.replace_in_order(
             [
                 (run_dir / "scores.json", json.dumps(scores, indent=2, ensure_ascii=False) + "\n"),
-                (run_dir / "report.md", render([(run_name(run_dir), scores)])),
+                (
+                    run_dir / "report.md",
+                    render([(run_name(run_dir), scores)], cf_cells=cf_cells_of(run_name(run_dir), info)),
+                ),
                 (run_dir / "run.json", json.dumps(info, indent=2, ensure_ascii=False) + "\n"),
             ]
         )

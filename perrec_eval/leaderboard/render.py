@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Row, Table
 from perrec_eval.leaderboard.published import PublishedRow
-from perrec_eval.report import MOSTLY_FAILED_NOTE, failure_note, mostly_failed
+from perrec_eval.report import COLD_START_NOTE, MOSTLY_FAILED_NOTE, cold_start, failure_note, mostly_failed
 
 if TYPE_CHECKING:
     from perrec_eval.leaderboard.assemble import Report
@@ -301,6 +301,15 @@ def cost_rows(table: Table) -> list[list[str]]:
     return out
 
 
+def cold_start_markdown(table: Table) -> str:
+    """The CF rows' per-cell cold-start counts (run.json `cf.cells`); "" when the table has none."""
+    return cold_start({row_name(row): row.run.info["cf"]["cells"] for row in table.rows if _cf_cells(row)})
+
+
+def _cf_cells(row: Row) -> bool:
+    return bool((row.run.info.get("cf") or {}).get("cells"))
+
+
 def published_rows(rows: Sequence[PublishedRow]) -> list[list[str]]:
     return [
         [row.label + (f" ({row.note})" if row.note else "")]
@@ -480,6 +489,8 @@ def markdown(report: Report) -> str:
             ]
         if costs := cost_rows(table):
             parts += ["### Cost (each run's last invocation)", markdown_table(COST_HEADER, costs)]
+        if cold := cold_start_markdown(table):
+            parts += ["### Cold start (classic recommenders)", COLD_START_NOTE, cold]
         parts += _analysis_markdown(report, table, analyses)
     for n, stats in enumerate(report.stats, start=1):
         parts.append(f"## Benchmark statistics (paper Fig. 5): {stats['data']}, split {stats['split']}")
