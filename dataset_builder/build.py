@@ -54,7 +54,7 @@ from dataset_builder.schema import ARROW_SCHEMA, CONFIGS
 from dataset_builder.selection import INDEX_SCHEMA, STAGES, DomainResult, run_domain
 from dataset_builder.sources import InputFile, Source
 from dataset_builder.splits import GroupMembers, Split, split_groups
-from perrec_eval.fileio import atomic_open, read_json, write_json, write_text
+from perrec_eval.fileio import atomic_open, pid_alive, read_json, remove_stale, write_json, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +127,7 @@ def build(config: BuildConfig) -> Path:
         )
     _took("split", split_started)
     kind = source_kind(source, results)
+    remove_stale(out)  # the .NAME.tmp-PID / .old-PID folders of builds that were killed
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -248,6 +249,10 @@ def _select(
     """Run the domain's selection into a work folder and save it as a stage; return the stage's JSON."""
     from tqdm.auto import tqdm
 
+    for stale in stage_dir.glob("work-*"):  # the work folders of builds that were killed
+        pid = stale.name.removeprefix("work-")
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
     work = stage_dir / f"work-{os.getpid()}"
     bar = tqdm(total=len(STAGES), desc=item.domain, unit="stage", disable=not cfg.progress)
     started: list[tuple[str, float]] = []

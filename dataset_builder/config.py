@@ -8,6 +8,7 @@ imports nothing heavy: the CLI imports it to build its parser.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -191,6 +192,7 @@ class SynthConfig:
         "metadata), recorded in synth_truth.json",
         default=False,
     )
+    progress: bool = option("show the progress bars", default=True)
     twins: bool = option(
         "plant twin items: every 20th item gets a second id with an edition or format note in its title, "
         "reviewed (same rating) ten days before the original by its reviewers; recorded in synth_truth.json",
@@ -300,7 +302,7 @@ class BuildConfig:
         default=None,
         metavar="ORG/NAME",
     )
-    progress: bool = option("hide the progress bars (in a --config file: progress: false)", default=True)
+    progress: bool = option("show the progress bars", default=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
@@ -309,8 +311,14 @@ class BuildConfig:
         object.__setattr__(self, "domains", parse_domains(self.domains))
         if not self.source:
             raise BuildConfigError("--source is empty; pass a folder of raw files or " + HF_RAW_SOURCE)
-        if not self.window_days >= 0:
-            raise BuildConfigError(f"--window-days must be >= 0, got {self.window_days}")
+        if self.out.name in ("", "..") or self.out.resolve() in (Path.cwd(), *Path.cwd().parents):
+            # checked here, not after the selection: the build replaces --out as a whole
+            raise BuildConfigError(
+                f"--out {self.out} is the current folder or one above it: name a new folder for the "
+                "benchmark, e.g. --out perrecbench"
+            )
+        if not 0 <= self.window_days < math.inf:
+            raise BuildConfigError(f"--window-days must be a number of days >= 0, got {self.window_days}")
         if self.min_history < 0:
             raise BuildConfigError(f"--min-history must be >= 0, got {self.min_history}")
         if not self.min_gap >= 0:

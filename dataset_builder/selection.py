@@ -145,6 +145,12 @@ def run_domain(
             con.close()
     except duckdb.OutOfMemoryException as err:
         raise out_of_memory(cfg.memory_limit, f"{reviews.domain}: {stage[0]}", err) from err
+    except duckdb.IOException as err:
+        reason = " ".join(str(err).split())[:300]
+        raise BuildError(
+            f"{reviews.domain}: {stage[0]}: cannot read the input ({reason}): the file is cut, damaged or "
+            "unreadable (--on-bad-line skip passes over bad lines, not a cut file); download it again"
+        ) from err
 
 
 def _run(

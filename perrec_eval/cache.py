@@ -2,7 +2,8 @@
 
 One line per finished request: ``{"key": <sha256>, "texts": [...], "prompt_tokens": .., "completion_tokens":
 .., "extra": {..}}``. The key is the SHA-256 of the canonical JSON of (engine name, model, adapter, sampling
-parameters, messages) — never of the prompt alone, so two models or two temperatures never share answers.
+parameters, messages, and the engine options that change answers when they are not at their defaults) —
+never of the prompt alone, so two models, two temperatures or two `extra_body`s never share answers.
 Engine errors are not stored, so a resumed run asks for them again; every completion the inner engine returns
 first goes through `engines.base.checked`, so one that claims success without `n` texts is an error too
 (never a stored, empty "answer").
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perrec_eval.engines.base import Engine, ResultsCallback, checked
+from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover - Windows
 
 
 def request_key(engine: Engine, request: ChatRequest, params: GenParams) -> str:
-    """The cache key of one request to `engine` (its name, model and adapter count, nothing else of it).
+    """The cache key of one request to `engine`: its name, model, adapter and the options that change answers.
 
     Args:
         engine: any engine, or a `CachedEngine` (which reports its inner engine's identity).
@@ -43,11 +44,24 @@ def request_key(engine: Engine, request: ChatRequest, params: GenParams) -> str:
     Returns:
         64 hex characters; see `key_of`.
     """
-    return key_of(engine.name, engine.model, engine.adapter, params, request)
+    return key_of(
+        engine.name, engine.model, engine.adapter, params, request, options=answer_options(engine)
+    )
 
 
-def key_of(name: str, model: str, adapter: str | None, params: GenParams, request: ChatRequest) -> str:
-    """SHA-256 hex of the canonical JSON of (engine name, model, adapter, sampling params, messages).
+def key_of(
+    name: str,
+    model: str,
+    adapter: str | None,
+    params: GenParams,
+    request: ChatRequest,
+    *,
+    options: dict[str, Any] | None = None,
+) -> str:
+    """SHA-256 hex of the canonical JSON of (engine name, model, adapter, sampling params, messages, options).
+
+    `options` are the engine options that change answers (`engines.base.answer_options`); empty ones are
+    left out of the description, so a run with default options keeps the keys of older caches.
 
     >>> request = ChatRequest(messages=({"role": "user", "content": "hi"},))
     >>> key = key_of("hf", "m", None, GenParams(), request)
@@ -55,6 +69,9 @@ def key_of(name: str, model: str, adapter: str | None, params: GenParams, reques
     True
     >>> key == key_of("hf", "m", None, GenParams(temperature=0.0), request)
     False
+    >>> key == key_of("hf", "m", None, GenParams(), request, options={}), key == key_of(
+    ...     "hf", "m", None, GenParams(), request, options={"dtype": "float16"})
+    (True, False)
     """
     description = {
         "engine": name,
@@ -63,6 +80,8 @@ def key_of(name: str, model: str, adapter: str | None, params: GenParams, reques
         "params": params.as_dict(),
         "messages": [dict(message) for message in request.messages],
     }
+    if options:
+        description["options"] = options
     canonical = json.dumps(description, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -139,6 +158,11 @@ class CachedEngine:
     @property
     def adapter(self) -> str | None:
         return self.engine.adapter
+
+    @property
+    def options(self) -> Any:
+        """The inner engine's options (their answer-changing part is in every key)."""
+        return getattr(self.engine, "options", None)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -61,7 +61,7 @@ RULE = (
     "item-knn: similarities from the ratings before the group's own window start; a cold query item or "
     "a user the model cannot score gets the user's average (relative prediction 0)"
 )
-_ROW_BLOCK = 32_768  # rows whose Gram matrices are held at once
+_ENTRY_BLOCK = 65_536  # ratings whose outer products are held at once (~42 MB at 8 factors)
 _KNN_EPS = 1e-8
 
 
@@ -176,48 +176,121 @@ class Ratings:
 
 class InteractionFiles(Mapping[str, Ratings]):
     """Domain → its interactions, read from the build's parquet file at each access (never cached), so a
-    caller that takes one domain at a time holds one domain's ratings in memory."""
+    caller that takes one domain at a time holds one domain's ratings in memory.
+
+    ``data`` is a build folder or a Hub dataset id (``ORG/NAME``, uploaded from a build made with
+    ``--with-interactions``: ``manifest.json`` and ``interactions/`` are fetched through the Hub cache, a
+    domain's file when it is first asked for). Each file is checked against the sha256 in ``manifest.json``
+    once per instance, before it is first read (one more pass over the file: ≈ 3 s per GB here).
+    """
 
     def __init__(self, data: str | Path) -> None:
-        folder = Path(data)
-        manifest = folder / "manifest.json"
-        listed = json.loads(manifest.read_text()).get("interactions") if manifest.is_file() else None
+        self._data = str(data)
+        self._local = Path(data) if Path(data).is_dir() else None
+        manifest = self._file("manifest.json", missing_ok=True)
+        listed = json.loads(manifest.read_text()).get("interactions") if manifest is not None else None
         if not listed:
             raise DataError(missing_interactions(data))
-        self._paths = {domain: folder / info["path"] for domain, info in listed.items()}
-        for path in self._paths.values():
-            if not path.is_file():
-                raise DataError(
-                    f"{path} is listed in {manifest} but missing; rebuild with --with-interactions"
-                )
+        self._manifest, self._listed, self._verified = manifest, listed, set()
+        if self._local is not None:
+            for info in listed.values():
+                if not (self._local / info["path"]).is_file():
+                    raise DataError(
+                        f"{self._local / info['path']} is listed in {manifest} but missing; rebuild with "
+                        "--with-interactions"
+                    )
+
+    def _file(self, name: str, *, missing_ok: bool = False) -> Path | None:
+        """A file of the build: in the folder, or fetched from the Hub dataset (cached by huggingface_hub)."""
+        if self._local is not None:
+            path = self._local / name
+            return path if path.is_file() or not missing_ok else None
+        return _hub_file(self._data, name, missing_ok=missing_ok)
 
     def __getitem__(self, domain: str) -> Ratings:
-        return read_ratings(self._paths[domain])
+        info = self._listed[domain]
+        path = self._file(info["path"])
+        assert path is not None
+        if domain not in self._verified:
+            if _sha256(path) != info.get("sha256"):
+                raise DataError(
+                    f"{path} does not match its sha256 in {self._manifest} (changed since the build); "
+                    "rebuild with --with-interactions"
+                )
+            self._verified.add(domain)
+        return read_ratings(path)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
+        return iter(self._listed)
 
     def __len__(self) -> int:
-        return len(self._paths)
+        return len(self._listed)
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _hub_file(repo: str, name: str, *, missing_ok: bool = False) -> Path | None:
+    """``name`` of the Hub dataset ``repo`` through the huggingface_hub cache (offline: the cache only).
+
+    Raises:
+        DataError: ``repo`` is not a Hub id, or the file cannot be fetched (one line naming the fix).
+    """
+    if repo.count("/") != 1 or repo.startswith((".", "/", "~")):
+        raise DataError(
+            f"--data {repo}: no such folder; build the benchmark with `perrecbench build --source RAW "
+            f"--out {repo} --with-interactions` (or pass an existing folder or Hub id ORG/NAME)"
+        )
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        return Path(hf_hub_download(repo_id=repo, filename=name, repo_type="dataset"))
+    except EntryNotFoundError:
+        if missing_ok:
+            return None
+        raise DataError(
+            f"{name} is listed in the manifest of the Hub dataset {repo} but not there; upload a build made "
+            "with --with-interactions again"
+        ) from None
+    except Exception as err:  # offline without a cached copy, no such repo, network: one line
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DataError(
+            f"cannot fetch {name} of the Hub dataset {repo} ({reason}); pass a local build folder made with "
+            "--with-interactions, or go online (HF_HUB_OFFLINE unset) once to cache it"
+        ) from None
 
 
 def read_ratings(path: Path) -> Ratings:
     """One interactions file (``build --with-interactions``) as :class:`Ratings`."""
-    import pyarrow.compute as pc
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path, columns=["user_id", "parent_asin", "rating", "timestamp"])
-    users = pc.dictionary_encode(table["user_id"]).combine_chunks()
-    items = pc.dictionary_encode(table["parent_asin"]).combine_chunks()
+    # The id columns are read as dictionaries (codes + each distinct id once, never one string per rating),
+    # one row group at a time (the reader's buffers are one group's: the whole file at once doubled the peak).
+    reader = pq.ParquetFile(path, read_dictionary=["user_id", "parent_asin"], pre_buffer=False)
+    columns = ["user_id", "parent_asin", "rating", "timestamp"]
+    table = pa.concat_tables(
+        [reader.read_row_group(i, columns=columns, use_threads=False) for i in range(reader.num_row_groups)]
+    ).unify_dictionaries()
+    users = table["user_id"].combine_chunks()
+    items = table["parent_asin"].combine_chunks()
     timestamps = table["timestamp"].to_numpy()
     if np.any(np.diff(timestamps) < 0):
         raise DataError(f"{path} is not ordered by timestamp; rebuild with --with-interactions")
+    values = table["rating"].to_numpy().astype(np.float64)
+    names = items.dictionary.to_pylist()
+    del table
     return Ratings.make(
         users.indices.to_numpy(),
         items.indices.to_numpy(),
-        table["rating"].to_numpy().astype(np.float64),
+        values,
         timestamps,
-        {name: i for i, name in enumerate(items.dictionary.to_pylist())},
+        {name: i for i, name in enumerate(names)},
     )
 
 
@@ -234,14 +307,25 @@ def missing_interactions(data: str | Path) -> str:
     """The one-line fix when a benchmark has no interactions."""
     return (
         f"{data} has no rating interactions, which the mf and item-knn baselines fit on: rebuild it with "
-        "`perrecbench build --source RAW --out DIR --with-interactions` (a local folder; not a Hub id)"
+        "`perrecbench build --source RAW --out DIR --with-interactions` (and pass DIR, or the Hub id it "
+        "was uploaded to)"
     )
 
 
 def has_interactions(data: str | Path) -> bool:
-    """Whether the benchmark folder lists interactions in its manifest."""
-    manifest = Path(data) / "manifest.json"
-    return manifest.is_file() and bool(json.loads(manifest.read_text()).get("interactions"))
+    """Whether the benchmark (folder, or Hub dataset id) lists interactions in its manifest (the files are
+    checked when they are read)."""
+    folder = Path(data)
+    manifest = (
+        folder / "manifest.json"
+        if folder.is_dir()
+        else _hub_file(str(data), "manifest.json", missing_ok=True)
+    )
+    return (
+        manifest is not None
+        and manifest.is_file()
+        and bool(json.loads(manifest.read_text()).get("interactions"))
+    )
 
 
 def cut_plan(starts: Sequence[int], cuts: int) -> dict[int, int]:
@@ -261,26 +345,74 @@ def cut_plan(starts: Sequence[int], cuts: int) -> dict[int, int]:
 # --------------------------------------------------------------------------------------------- models
 
 
-def _ridge_rows(pattern: sp.csr_matrix, target: sp.csr_matrix, design: np.ndarray, reg: float) -> np.ndarray:
-    """Per row r: argmin_w Σ_c (target[r, c] - design[c]·w)² + reg · n_r · |w|² over the n_r columns c set
-    in ``pattern[r]`` (an ALS half-step; Gram matrices are sparse products, a block of rows at a time).
+def _segments(order: np.ndarray, n: int, keys: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``n`` ratings grouped by key, from a stable key order of all of them (``by_user``,
+    ``by_item``): positions (int32) and each key's edges. Within a key positions rise, so a cut is a
+    prefix of each segment: one shared order serves every cut, nothing is sorted again."""
+    positions = order[order < n]
+    edges = np.zeros(size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys[:n], minlength=size), out=edges[1:])
+    return positions, edges
 
-    >>> pattern = sp.csr_matrix([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
-    >>> target = sp.csr_matrix([[2.0, 4.0], [1.0, 0.0], [0.0, 0.0]])
-    >>> _ridge_rows(pattern, target, np.ones((2, 1)), 0.0)[:, 0].round(6).tolist()
+
+def _ridge_rows(
+    positions: np.ndarray,
+    edges: np.ndarray,
+    columns: np.ndarray,
+    target: np.ndarray,
+    design: np.ndarray,
+    reg: float,
+) -> np.ndarray:
+    """Per row r: argmin_w Σ_c (target[c] - design[columns[c]]·w)² + reg · n_r · |w|² over the n_r ratings c
+    at ``positions[edges[r]:edges[r + 1]]`` (an ALS half-step). Gram matrices are summed over a block of at
+    most ~:data:`_ENTRY_BLOCK` ratings at a time, so the temporaries do not grow with the data.
+
+    >>> at, edges, cols = np.array([0, 1, 2]), np.array([0, 2, 3, 3]), np.array([0, 1, 0])
+    >>> _ridge_rows(at, edges, cols, np.array([2.0, 4.0, 1.0]), np.ones((2, 1)), 0.0)[:, 0].tolist()
     [3.0, 1.0, 0.0]
     """
     dim = design.shape[1]
-    outer = (design[:, :, None] * design[:, None, :]).reshape(len(design), dim * dim)
-    counts = np.diff(pattern.indptr).astype(np.float64)
-    active = np.flatnonzero(counts)  # a row without ratings solves to 0
-    out = np.zeros((pattern.shape[0], dim))
-    for first in range(0, len(active), _ROW_BLOCK):
-        rows = active[first : first + _ROW_BLOCK]
-        gram = np.asarray(pattern[rows] @ outer).reshape(-1, dim, dim)
-        gram += (reg * counts[rows])[:, None, None] * np.eye(dim)
-        rhs = np.asarray(target[rows] @ design)
-        out[rows] = np.linalg.solve(gram, rhs[..., None])[..., 0]
+    rows = len(edges) - 1
+    out = np.zeros((rows, dim))
+    first = 0
+    while first < rows:
+        last = int(np.searchsorted(edges, edges[first] + _ENTRY_BLOCK, side="right")) - 1
+        last = min(max(last, first + 1), rows)
+        lo, hi = int(edges[first]), int(edges[last])
+        if hi > lo:
+            counts = np.diff(edges[first : last + 1])
+            active = np.flatnonzero(counts)  # a row without ratings solves to 0
+            starts = (edges[first:last] - lo)[active]
+            at = positions[lo:hi]
+            rows_design = design[columns[at]]
+            if last - first == 1:  # one row (maybe larger than a block): its Gram matrix directly
+                gram = (rows_design.T @ rows_design)[None]
+            else:
+                outer = (rows_design[:, :, None] * rows_design[:, None, :]).reshape(hi - lo, dim * dim)
+                # Sums per row as a sparse product: the block's row indicator (rows × its ratings) @ outer.
+                ends = np.append(starts[1:], hi - lo)
+                indicator = sp.csr_matrix(
+                    (np.ones(hi - lo), np.arange(hi - lo), np.concatenate([starts, ends[-1:]])),
+                    shape=(len(active), hi - lo),
+                )
+                del ends
+                gram = np.asarray(indicator @ outer).reshape(-1, dim, dim)
+                del outer
+            gram += (reg * counts[active])[:, None, None] * np.eye(dim)
+            if last - first == 1:
+                rhs = (rows_design.T @ target[at])[None]
+            else:
+                rhs = np.asarray(indicator @ (rows_design * target[at][:, None]))
+            out[first + active] = np.linalg.solve(gram, rhs[..., None])[..., 0]
+        first = last
+    return out
+
+
+def _residual(values: np.ndarray, mu: float, bias: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
+    """values - mu - bias[codes] over the first ``n`` ratings, in one array (no temporaries of size n)."""
+    out = bias[codes[:n]]
+    np.subtract(values[:n], out, out=out)
+    out -= mu
     return out
 
 
@@ -312,15 +444,12 @@ class MFModel:
         ratings), its item biases and factors are the starting point and a third of the iterations (at
         least 3) are run; without it, factors start from a seeded N(0, 0.1²) draw.
         """
-        users, items, values = ratings.users[:n], ratings.items[:n], ratings.values[:n]
+        users, items, values = ratings.users, ratings.items, ratings.values  # the first n are read
         n_users, n_items = len(ratings.user_edges) - 1, len(ratings.item_codes)
-        mu = float(values.mean()) if n else 0.0
-        # Data = position + 1, so each stored entry names its rating ((user, item) pairs are unique).
-        ui = sp.csr_matrix((np.arange(1.0, n + 1.0), (users, items)), shape=(n_users, n_items))
-        iu = ui.T.tocsr()
-        ui_at, iu_at = ui.data.astype(np.int64) - 1, iu.data.astype(np.int64) - 1
-        ui_ones = sp.csr_matrix((np.ones(n), ui.indices, ui.indptr), shape=ui.shape)
-        iu_ones = sp.csr_matrix((np.ones(n), iu.indices, iu.indptr), shape=iu.shape)
+        mu = float(values[:n].mean()) if n else 0.0
+        # The cut's ratings by user and by item: prefixes of the domain's two orders (int32 positions).
+        by_user, user_edges = _segments(ratings.by_user, n, users, n_users)
+        by_item, item_edges = _segments(ratings.by_item, n, items, n_items)
         if warm is None:
             rng = np.random.default_rng(params.seed)
             item_w = np.hstack([np.zeros((n_items, 1)), rng.normal(0.0, 0.1, (n_items, params.factors))])
@@ -330,14 +459,14 @@ class MFModel:
             iterations = max(3, params.iterations // 3)
         user_w = np.zeros((n_users, params.factors + 1))
         for _ in range(iterations):
-            residual = values[ui_at] - mu - item_w[items[ui_at], 0]
-            target = sp.csr_matrix((residual, ui.indices, ui.indptr), shape=ui.shape)
+            residual = _residual(values, mu, item_w[:, 0], items, n)
             design = np.hstack([np.ones((n_items, 1)), item_w[:, 1:]])
-            user_w = _ridge_rows(ui_ones, target, design, params.reg)
-            residual = values[iu_at] - mu - user_w[users[iu_at], 0]
-            target = sp.csr_matrix((residual, iu.indices, iu.indptr), shape=iu.shape)
+            user_w = _ridge_rows(by_user, user_edges, items, residual, design, params.reg)
+            residual = _residual(values, mu, user_w[:, 0], users, n)
             design = np.hstack([np.ones((n_users, 1)), user_w[:, 1:]])
-            item_w = _ridge_rows(iu_ones, target, design, params.reg)
+            item_w = _ridge_rows(by_item, item_edges, users, residual, design, params.reg)
+            del residual, design
+        users, items = users[:n], items[:n]
         return cls(
             mu=mu,
             user_bias=user_w[:, 0].copy(),

@@ -97,8 +97,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"perrecbench {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
-        return 130
+        return _interrupted()
+    except Exception as err:
+        if not _is_interrupt(err):
+            raise
+        return _interrupted()
+
+
+def _is_interrupt(err: Exception) -> bool:
+    """Whether `err` is DuckDB's form of Ctrl-C inside a query (a RuntimeError, or its InterruptException)."""
+    if isinstance(err, RuntimeError) and str(err) == "Query interrupted":
+        return True
+    kind = type(err)
+    return kind.__name__ == "InterruptException" and kind.__module__.lstrip("_").startswith("duckdb")
+
+
+def _interrupted() -> int:
+    print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":

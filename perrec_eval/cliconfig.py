@@ -229,7 +229,7 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
         raise TypeError(f"{cls.__name__}.{field.name} has no help text: declare it with option(...)")
     tp, _ = _unwrap_optional(hint)
     meta = field.metadata
-    text = meta["help"]
+    text = meta["help"].replace("%", "%%")  # argparse formats help with %: a bare one garbles the text
     kwargs: dict[str, Any] = {"default": argparse.SUPPRESS}
     if meta["positional"]:
         kwargs["metavar"] = meta["metavar"] or field.name.upper()
@@ -243,7 +243,11 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
         on_by_default = _has_default(field) and _default(field) is True
         flag = "--no-" + field.name.replace("_", "-") if on_by_default else _flag(field)
         action = "store_false" if on_by_default else "store_true"
-        parser.add_argument(flag, help=text + " (default: off)", action=action, **kwargs)
+        if on_by_default:  # the help says what the setting does, and that this flag turns it off
+            text += f" (default: on; this flag turns it off, as does {field.name}: false in --config)"
+        else:
+            text += " (default: off)"
+        parser.add_argument(flag, help=text, action=action, **kwargs)
         return
     if typing.get_origin(tp) is Literal:
         kwargs["choices"] = typing.get_args(tp)
@@ -405,4 +409,21 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, with_progress: bool
             action="store_true",
             default=quiet,
             help="hide progress bars (default: off)",
+        )
+
+
+def check_once(flag: str, values: tuple[str, ...]) -> None:
+    """Refuse a list that names one value twice (``--levels easy,easy`` would score each group twice).
+
+    >>> check_once("--levels", ("easy", "hard"))
+    >>> check_once("--levels", ("easy", "easy"))
+    Traceback (most recent call last):
+    ...
+    perrec_eval.errors.ConfigError: --levels lists easy more than once: name each once, e.g. --levels easy
+    """
+    repeated = [value for value in dict.fromkeys(values) if values.count(value) > 1]
+    if repeated:
+        raise ConfigError(
+            f"{flag} lists {', '.join(repeated)} more than once: name each once, "
+            f"e.g. {flag} {','.join(dict.fromkeys(values))}"
         )

@@ -92,18 +92,41 @@ def evaluate(config: EvalConfig) -> int:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:
         print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
-    print(f"next: perrecbench report {config.out} --out report   (leaderboard, plots, index.html)")
+    out = Path(config.out)
+    report_dir = out.with_name(out.name + "-report")
+    print(f"next: perrecbench report {out} --out {report_dir}   (leaderboard, plots, index.html)")
     _warn_suspect_profiles(config)
     failed = [scores for _, scores in systems if not scores.get("complete", True)]
     if failed:
-        print(
-            f"perrecbench evaluate: {sum(s['num_engine_errors'] for s in failed)} requests failed "
-            f"(first: {failed[0]['first_engine_error']}); the scores above are provisional: "
-            "run the same command again to retry them",
-            file=sys.stderr,
-        )
+        print(failure_summary(failed), file=sys.stderr)
         return 1
     return 0
+
+
+def failure_summary(failed: list[dict], command: str = "evaluate") -> str:
+    """The closing lines of a run with engine errors: the fix for those that fail on every try (a prompt
+    longer than the context, ...), "run again" only for those that may pass on their own."""
+    from perrec_eval.engines.base import permanent_fix
+
+    total = sum(s["num_engine_errors"] for s in failed)
+    permanent = sum(s.get("num_permanent_errors", 0) for s in failed)
+    lines = []
+    if permanent:
+        first = next(s["first_permanent_error"] for s in failed if s.get("first_permanent_error"))
+        lines.append(
+            f"perrecbench {command}: {permanent} of {total} failed requests fail the same way on every try "
+            f"(first: {first}): {permanent_fix(first)}; the scores above count them as failures"
+        )
+    if total > permanent:
+        first = next(
+            (s.get("first_transient_error") for s in failed if s.get("first_transient_error")),
+            failed[0]["first_engine_error"],
+        )
+        lines.append(
+            f"perrecbench {command}: {total - permanent} requests failed (first: {first}); the scores above "
+            "are provisional: run the same command again to retry them"
+        )
+    return "\n".join(lines)
 
 
 def _warn_suspect_profiles(config: EvalConfig) -> None:
@@ -132,6 +155,10 @@ def score(config: ScoreConfig) -> int:
     print(report.table([(name, scores)]))
     json.dump(scores, sys.stdout, indent=2)
     print()
+    if config.write:
+        print(f"written to {run_dir}/ (scores.json, report.md, run.json's metric)", file=sys.stderr)
+    else:
+        print(f"not saved: add --write to rewrite {run_dir}/scores.json and report.md", file=sys.stderr)
     return 0
 
 
@@ -190,7 +217,9 @@ def _profiles(config: ProfilesConfig) -> int:
         flagged=flagged,
     )
     save_profiles(out, written, provenance, flagged)
-    print(f"{len(written)} profiles written to {out}; {len(failures)} failed (run again to retry them)")
+    print(f"{len(written)} profiles written to {out}; {len(failures)} failed")
+    if failures:
+        print(_profile_failures(list(failures.values())), file=sys.stderr)
     counts = flag_counts(flagged)
     if counts["flagged"]:
         print(
@@ -201,6 +230,26 @@ def _profiles(config: ProfilesConfig) -> int:
     if config.push_to_hub and not failures:
         _push_profiles(out, config.push_to_hub, f"{engine.name}:{engine.model}")
     return 1 if failures else 0
+
+
+def _profile_failures(errors: list[str]) -> str:
+    """What to do about failed profile requests: the fix for permanent ones, a re-run for the others."""
+    from perrec_eval.engines.base import permanent_fix
+
+    permanent = [error for error in errors if permanent_fix(error)]
+    lines = []
+    if permanent:
+        lines.append(
+            f"perrecbench profiles: {len(permanent)} fail the same way on every try (first: {permanent[0]}): "
+            f"{permanent_fix(permanent[0])}"
+        )
+    if len(errors) > len(permanent):
+        first = next(error for error in errors if not permanent_fix(error))
+        lines.append(
+            f"perrecbench profiles: {len(errors) - len(permanent)} failed (first: {first}): run the same "
+            "command again to retry them"
+        )
+    return "\n".join(lines)
 
 
 def _push_profiles(path: Path, repo_id: str, writer: str) -> None:

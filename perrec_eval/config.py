@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from perrec_eval.cliconfig import option
+from perrec_eval.cliconfig import check_once, option
 from perrec_eval.errors import ConfigError
 from perrec_eval.presentation import PRESENTATIONS, Presentation
 from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
@@ -295,6 +295,9 @@ class EvalConfig(EngineSpec):
             raise ConfigError(
                 f"methods must be a non-empty subset of {','.join(METHODS)}, got {self.methods}"
             )
+        check_once("--levels", tuple(self.levels))
+        check_once("--methods", tuple(self.methods))
+        self._check_baseline_settings()
         if self.pairwise_strategy not in ("allpairs", "heapsort"):
             raise ConfigError(
                 f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
@@ -311,6 +314,10 @@ class EvalConfig(EngineSpec):
             raise ConfigError("--k and --samples must be >= 1 and --shots >= 0")
         if self.max_groups is not None and self.max_groups < 1:
             raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
+        if not self.temperature >= 0:  # checked here, not after an engine has loaded its model
+            raise ConfigError(f"--temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p}")
         if self.structured_outputs and self.engine == BASELINE_ENGINE:
             raise ConfigError("baselines write no answers: drop --structured-outputs")
         if self.label is not None and not self.label.strip():
@@ -325,6 +332,26 @@ class EvalConfig(EngineSpec):
             raise ConfigError(
                 f"baselines predict ratings and run pointwise only; drop --methods {','.join(self.methods)} "
                 "or pass --methods pointwise"
+            )
+
+    def _check_baseline_settings(self) -> None:
+        # A baseline sends no prompt: an LLM setting would be recorded in run.json and label report rows
+        # with something that never happened.
+        if self.engine != BASELINE_ENGINE:
+            return
+        defaults = {f.name: f.default for f in dataclasses.fields(EvalConfig)}
+        # (--no-profile is true of every baseline, so it is accepted)
+        llm_only = "cot shots samples profiles temperature top_p sc_aggregate".split()
+        given = [name for name in llm_only if getattr(self, name) != defaults[name]]
+        given += [n for n in ("adapter", "base_url", "engine_args", "api_key_env") if getattr(self, n)]
+        if given:
+            flags = ", ".join(
+                "--engine-arg" if name == "engine_args" else "--" + name.replace("_", "-") for name in given
+            )
+            what = "is an LLM setting" if len(given) == 1 else "are LLM settings"
+            raise ConfigError(
+                f"{flags} {what}, but the no-LLM baselines send no prompt: drop {flags}, or choose "
+                "--engine fake, hf, openai or vllm"
             )
 
     def _resolve_paper_choices(self) -> None:
@@ -404,8 +431,15 @@ class ProfilesConfig(EngineSpec):
         EngineSpec.__post_init__(self)
         if self.engine == BASELINE_ENGINE:
             raise ConfigError("profiles are written by an LLM: choose --engine fake, hf, openai or vllm")
+        check_once("--levels", tuple(self.levels))
+        check_once("--splits", tuple(self.splits))
         if self.max_items < 1 or self.max_chars < 1:
             raise ConfigError("--max-items and --max-chars must be >= 1")
+        if Path(self.out).is_dir():  # checked before any profile is written
+            raise ConfigError(
+                f"--out {self.out} is a folder: name the profiles file, "
+                f"e.g. --out {Path(self.out) / 'profiles.jsonl'}"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +45,16 @@ def load_groups(
     import datasets
 
     check_data(data)
+    check_data_files(data, level, split)
     try:
         ds = datasets.load_dataset(str(data), level, split=split)
+    except datasets.exceptions.DatasetGenerationError as err:
+        cause = err.__cause__ or err
+        raise DataError(
+            f"cannot read level {level!r} split {split!r} of {data} ({type(cause).__name__}: "
+            f"{' '.join(str(cause).split())[:200]}): a data file is damaged; rebuild the benchmark with "
+            "`perrecbench build --overwrite`, or copy the whole folder again"
+        ) from err
     except (ValueError, FileNotFoundError) as err:
         raise DataError(
             f"cannot load level {level!r} split {split!r} from {data}: {err}. Build the benchmark with "
@@ -62,10 +71,12 @@ def check_data(data: str | os.PathLike) -> None:
     parent folder exists here, more than one ``/``), or any missing path while the Hub is offline, is a
     mistyped folder: without this check `datasets` would spend half a minute on Hub retries first.
     """
+    text = str(data)
+    if not text.strip():
+        raise DataError("--data is empty: pass the folder `perrecbench build --out DIR` wrote (or a Hub id)")
     path = Path(data)
     if path.exists():
         return
-    text = str(data)
     hub_like = text.count("/") == 1 and not text.startswith((".", "/", "~")) and not path.parent.is_dir()
     if hub_like and os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("", "0", "false", "no"):
         return
@@ -73,6 +84,65 @@ def check_data(data: str | os.PathLike) -> None:
         f"--data {text}: no such folder; build the benchmark with "
         f"`perrecbench build --source RAW --out {text}` (or pass an existing folder or Hub id ORG/NAME)"
     )
+
+
+# Data files are named by their content (`<split>-<first 12 hex of sha256>.parquet`, PITFALLS 1).
+_HASHED_NAME = re.compile(r"^[a-z]+-([0-9a-f]{12})\.parquet$")
+_checked_files: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) → sha256, once per process
+
+
+def check_data_files(data: str | os.PathLike, level: str, split: str) -> None:
+    """Fail when a local benchmark's data files of (level, split) are not the ones the build wrote.
+
+    The build names each file by the start of its sha256 and lists it in ``manifest.json``: a file copied
+    over another (one level's rows scored as another's), edited or damaged after the build no longer
+    matches. Each file is hashed once per process (sha256, about 0.6 GB/s here); a folder without a
+    manifest (not written by `perrecbench build`) and a Hub id are taken as they are.
+
+    Raises:
+        DataError: a file the manifest lists is missing, or a file's content does not match its name.
+    """
+    folder = Path(data)
+    if not folder.is_dir():
+        return
+    manifest = folder / "manifest.json"
+    listed = None
+    if manifest.is_file():
+        try:
+            outputs = json.loads(manifest.read_text(encoding="utf-8")).get("outputs", {})
+            listed = outputs.get(level, {}).get(split)
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
+            raise DataError(
+                f"{manifest} is not the JSON object the build writes ({err}): rebuild the benchmark with "
+                "`perrecbench build --overwrite`"
+            ) from err
+    if listed is not None and not (folder / listed).is_file():
+        raise DataError(
+            f"{folder / listed} is missing (manifest.json lists it): rebuild the benchmark with "
+            "`perrecbench build --overwrite`, or copy the whole folder again"
+        )
+    if listed is None:  # not a build's folder (a hand-made or older one): nothing to check against
+        return
+    path = folder / listed
+    named = _HASHED_NAME.match(path.name)
+    if named and not _file_sha256(path).startswith(named.group(1)):
+        raise DataError(
+            f"{path} does not hold the rows the build wrote under that name (its sha256 does not start "
+            f"with {named.group(1)}): it was replaced, edited or damaged; rebuild the benchmark with "
+            "`perrecbench build --overwrite`, or copy the whole folder again"
+        )
+
+
+def _file_sha256(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _checked_files:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _checked_files[key] = digest.hexdigest()
+    return _checked_files[key]
 
 
 def sample_groups(groups: Sequence[Group], n: int, seed: int) -> list[Group]:
@@ -205,13 +275,22 @@ def contexts(
     ]
 
 
-def check_profiles(users: Iterable[UserKey], profiles: Mapping[UserKey, str], source: str, data: str) -> None:
-    """Every (group_id, user_id) of `users` has a profile in `profiles` (from `source`), or a DataError."""
+def check_profiles(
+    users: Iterable[UserKey],
+    profiles: Mapping[UserKey, str],
+    source: str,
+    data: str,
+    splits: Sequence[str] = ("test",),
+) -> None:
+    """Every (group_id, user_id) of `users` has a profile in `profiles` (from `source`), or a DataError.
+
+    `splits` are those the users come from (``train`` too with few-shot demonstrations), named in the fix.
+    """
     missing = sorted(key for key in users if key not in profiles)
     if missing:
         raise DataError(
             f"{source} has no profile for {len(missing)} (group, user) pairs, e.g. {missing[0]}: "
-            f"write them with `perrecbench profiles --data {data} --out {source}`"
+            f"write them with `perrecbench profiles --data {data} --splits {','.join(splits)} --out {source}`"
         )
 
 

@@ -2,7 +2,8 @@
 
 A file is written to a hidden temp file next to its target, flushed and fsynced, then renamed over the
 target (`os.replace` is atomic on POSIX and Windows). A run killed mid-write leaves the old file (or none)
-and at most a stray ``.NAME.tmp-PID`` file, never a half-written file that later passes for whole.
+and at most a stray ``.NAME.tmp-PID`` file (which the next writer of the same target removes, see
+`remove_stale`), never a half-written file that later passes for whole.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+from perrec_eval.errors import DataError
 
 
 @contextmanager
@@ -37,6 +40,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         raise ValueError(f"atomic_open writes whole files: mode must be 'w' or 'wb', got {mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
@@ -47,6 +51,71 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def remove_stale(path: str | os.PathLike[str]) -> list[Path]:
+    """Clean up the ``.NAME.tmp-PID`` and ``.NAME.old-PID`` files or folders of `path` left by dead processes.
+
+    A process killed with SIGKILL cannot clean up after itself; the next writer of the same target does
+    it. A ``.tmp`` is unfinished work: removed. An ``.old`` is the previous result, moved aside just before
+    the new one was moved in: removed when `path` exists, moved back when the kill came in between (so the
+    target is the old result again, never missing). Those of a process still running are left alone.
+
+    Args:
+        path: the target file or folder (its leftovers sit beside it).
+
+    Returns:
+        The leftovers removed or moved back.
+    """
+    import shutil
+
+    path = Path(path)
+    cleaned = []
+    for kind in ("tmp", "old"):
+        for stale in sorted(path.parent.glob(f".{glob_escape(path.name)}.{kind}-*")):
+            pid = stale.name.rpartition("-")[2]
+            if not pid.isdigit() or pid_alive(int(pid)):
+                continue
+            if kind == "old" and not path.exists() and not path.is_symlink():
+                stale.rename(path)
+            elif stale.is_dir() and not stale.is_symlink():
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                stale.unlink(missing_ok=True)
+            cleaned.append(stale)
+    return cleaned
+
+
+def glob_escape(name: str) -> str:
+    """`name` with glob's special characters taken literally.
+
+    >>> glob_escape("a[1]*.json")
+    'a[[]1][*].json'
+    """
+    return "".join(f"[{char}]" if char in "[*?" else char for char in name)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` is running (another user's process counts as running)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: running
+        return True
+    return True
+
+
+def open_permissions(folder: str | os.PathLike[str]) -> None:
+    """Give the files under `folder` that were written private (0600, as safetensors writes its files)
+    the permissions of any other file: 0666 less the umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in Path(folder).rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 == 0o600:
+            path.chmod(0o666 & ~mask)
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -92,11 +161,39 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """Read a JSON file.
+
+    Raises:
+        DataError: the file is not valid UTF-8 JSON; the message names the file (a folder of runs has many).
+    """
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataError(f"{path} is not valid JSON ({err}): {_REWRITE}") from err
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a JSON Lines file (blank lines are skipped)."""
-    with Path(path).open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """Read a JSON Lines file (blank lines are skipped).
+
+    Raises:
+        DataError: a line is not a JSON object; the message names the file and the line.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split("\n")  # not splitlines: U+2028 is text
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path} is not UTF-8 text ({err}): {_REWRITE}") from err
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path} line {number} is not valid JSON ({err}): {_REWRITE}") from err
+        if not isinstance(record, dict):
+            raise DataError(f"{path} line {number} is not a JSON object: {_REWRITE}")
+        records.append(record)
+    return records
+
+
+_REWRITE = "it was cut or edited; run the command that wrote it again"

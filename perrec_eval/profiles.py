@@ -270,8 +270,14 @@ def check_provenance(path: str | os.PathLike, provenance: Mapping[str, Any]) -> 
     wanted = {key: provenance.get(key) for key in PROVENANCE_KEYS}
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
-            record = json.loads(line) if line.strip() else {}
-            found = {key: record.get(key) for key in PROVENANCE_KEYS}
+            try:
+                record = json.loads(line) if line.strip() else {}
+                found = {key: record.get(key) for key in PROVENANCE_KEYS}
+            except (json.JSONDecodeError, AttributeError) as err:
+                raise DataError(
+                    f"{path}:{lineno}: not a profile record ({err}); write these profiles to another --out, "
+                    "or delete the file to replace it"
+                ) from err
             if record and found != wanted:
                 differs = ", ".join(
                     f"{k}={found[k]!r} (now {wanted[k]!r})" for k in found if found[k] != wanted[k]

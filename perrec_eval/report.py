@@ -11,6 +11,45 @@ from perrec_eval.types import LEVELS, METHODS
 
 _SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 
+# A cell is "mostly failed" when more than this share of its groups got no usable ranking (no answer
+# parsed, or engine errors): its PTC is then mostly the failure policy's, not the model's. Every table
+# (console, report.md, leaderboard, model card) shows such a cell with its failure share and never as best.
+MOSTLY_FAILED = 0.5
+MOSTLY_FAILED_NOTE = (
+    "(N% failed) = more than half of the cell's groups got no usable ranking (answers that did not parse, "
+    "or engine errors); those groups score 0 (or are dropped in paper mode), so the number says little "
+    "about the model and is never marked best."
+)
+
+
+def failed_share(cell: Mapping[str, Any]) -> float | None:
+    """The share of a cell's groups that got no usable ranking, or None without groups.
+
+    >>> failed_share({"num_groups": 4, "num_invalid": 3}), failed_share({"num_groups": 0})
+    (0.75, None)
+    """
+    groups = cell.get("num_groups")
+    return cell.get("num_invalid", 0) / groups if groups else None
+
+
+def mostly_failed(cell: Mapping[str, Any] | None) -> bool:
+    """Whether more than `MOSTLY_FAILED` of the cell's groups failed.
+
+    >>> mostly_failed({"num_groups": 4, "num_invalid": 3}), mostly_failed({"num_groups": 4, "num_invalid": 2})
+    (True, False)
+    """
+    share = None if cell is None else failed_share(cell)
+    return share is not None and share > MOSTLY_FAILED
+
+
+def failure_note(cell: Mapping[str, Any] | None) -> str:
+    """`` (N% failed)`` for a mostly failed cell, else nothing.
+
+    >>> failure_note({"num_groups": 3, "num_invalid": 3}), failure_note({"num_groups": 3, "num_invalid": 0})
+    (' (100% failed)', '')
+    """
+    return f" ({failed_share(cell):.0%} failed)" if mostly_failed(cell) else ""
+
 
 Marks = Mapping[str, Mapping[str, str]]  # system name -> {"easy/pointwise" | "average": mark}
 
@@ -21,7 +60,7 @@ def _cell(cell: Mapping[str, Any] | None, with_ci: bool, mark: str = "") -> str:
     text = f"{cell['ptc']:.2f}{mark}"
     if with_ci and cell.get("ptc_ci_low") is not None:
         text += f" [{cell['ptc_ci_low']:.2f}, {cell['ptc_ci_high']:.2f}]"
-    return text
+    return text + failure_note(cell)
 
 
 def table(
@@ -170,9 +209,44 @@ def legend(systems: Sequence[tuple[str, Mapping[str, Any]]], *, marks: Marks | N
             "their order is not established (paired sign-flip permutation test on the groups, not corrected "
             "for multiple comparisons)."
         )
-    if any(not s.get("complete", True) for _, s in systems):
+    if any(s.get("num_permanent_errors") for _, s in systems):
+        text += (
+            " (provisional) = some requests failed: those that fail on every try (e.g. a prompt over the "
+            "model's context) need the fix `perrecbench evaluate` printed; a re-run retries the others."
+        )
+    elif any(not s.get("complete", True) for _, s in systems):
         text += " (provisional) = some requests failed: run the same command again to retry them."
+    if any(mostly_failed(cell) for _, s in systems for cell in s["cells"]):
+        text += " " + MOSTLY_FAILED_NOTE
     return text
+
+
+COLD_START_NOTE = (
+    "Cold start of the classic recommenders (run.json `cf.cells`): groups whose query item had no rating "
+    "before the window (all their users tie), and users the model could not score; both get the user's "
+    "average (relative prediction 0)."
+)
+
+
+def cold_start(cf_cells: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    """Per CF system and cell: cold query items and fallback users ("" without CF systems).
+
+    >>> cell = {"groups": 10, "users": 50, "cold_query_items": 2, "fallback_users": 13}
+    >>> print(cold_start({"mf": {"easy/pointwise": cell}}).splitlines()[-1])
+    | mf | easy | pointwise | 2 of 10 | 13 of 50 |
+    """
+    lines = [
+        "| System | level | method | cold query items | fallback users |",
+        "|---|---|---|---|---|",
+    ]
+    for name, cells in cf_cells.items():
+        for key, c in cells.items():
+            level, method = key.split("/", 1)
+            lines.append(
+                f"| {name} | {level} | {method} | {c['cold_query_items']} of {c['groups']} | "
+                f"{c['fallback_users']} of {c['users']} |"
+            )
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def render(
@@ -180,17 +254,26 @@ def render(
     *,
     title: str = "PerRecBench results",
     marks: Marks | None = None,
+    cf_cells: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> str:
-    return (
+    """The report; ``cf_cells`` (system → run.json ``cf.cells``) adds the cold-start counts."""
+    text = (
         f"# {title}\n\n{legend(systems, marks=marks)}\n\n{table(systems, marks=marks)}\n\n"
         f"## Details\n\n{details(systems)}\n"
     )
+    if cold := cold_start(cf_cells or {}):
+        text += f"\n## Cold start\n\n{COLD_START_NOTE}\n\n{cold}\n"
+    return text
 
 
 def write_report(
-    out: Path, systems: Sequence[tuple[str, Mapping[str, Any]]], *, marks: Marks | None = None
+    out: Path,
+    systems: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    marks: Marks | None = None,
+    cf_cells: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> Path:
     """Write `out/report.md` (atomically) for the given (name, scores) systems."""
     path = Path(out) / "report.md"
-    fileio.write_text(path, render(systems, marks=marks))
+    fileio.write_text(path, render(systems, marks=marks, cf_cells=cf_cells))
     return path

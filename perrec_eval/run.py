@@ -271,7 +271,9 @@ def _profiles(
     params = config.profile_params()
     if config.profiles:
         known = load_profiles(config.profiles)
-        context.check_profiles(users, known, config.profiles, config.data)
+        # --shots shows train groups: their users need profiles too
+        splits = tuple(dict.fromkeys(["train", config.split] if config.shots else [config.split]))
+        context.check_profiles(users, known, config.profiles, config.data, splits)
         path, source = Path(config.profiles), "file"
     else:
         path, source = out / "profiles.jsonl", "generated"
@@ -477,7 +479,7 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
     records: dict[str, list[PredictionRecord]] = {name: [] for name in names}
     groups_by_level: dict[str, list[Group]] = {}
     for level in config.levels:
-        groups = context.load_groups(config.data, level, config.split, config.max_groups)
+        groups = context.load_groups(config.data, level, config.split, config.max_groups, seed=config.seed)
         groups_by_level[level] = groups
         needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
         retrieved = context.retrieve(groups, config.k, progress=config.progress) if needs_retrieval else {}
@@ -505,13 +507,16 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
             "versions": versions("perrecbench", "datasets", "bm25s", "numpy", "scipy"),
             "retrieval": retrieval.RETRIEVAL_INFO,
             "dataset_fingerprint": context.dataset_fingerprint(config.data),
+            "groups": {level: [g.group_id for g in groups] for level, groups in groups_by_level.items()},
         }
         if name in cf_info:
             run_info["cf"] = cf_info[name]
         write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
-        write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
+        cf_cells = {name: info["cells"] for name, info in cf_info.items()}
+        marks = significance_marks(config.out, systems)
+        write_report(Path(config.out), systems, marks=marks, cf_cells=cf_cells)
     return systems
 
 

@@ -91,8 +91,14 @@ def write_run(
         fileio.write_jsonl(out / "samples.jsonl", (sample.to_json() for sample in samples))
     fileio.write_jsonl(out / "predictions.jsonl", (record.to_json() for record in records))
     fileio.write_json(out / "scores.json", scores)
-    write_report(out, [(name, scores)])
+    write_report(out, [(name, scores)], cf_cells=cf_cells_of(name, run_info))
     fileio.write_json(out / "run.json", run_info)
+
+
+def cf_cells_of(name: str, run_info: Mapping[str, Any]) -> dict[str, Any]:
+    """``{name: run.json cf.cells}`` for a collaborative-filtering baseline's run, else ``{}``."""
+    cells = (run_info.get("cf") or {}).get("cells")
+    return {name: cells} if cells else {}
 
 
 # Config fields that do not change a run's results (a finished run may be resumed with other values).
@@ -134,27 +140,150 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
 
 
 def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:
-    """The sample records of a run folder (none for baseline runs)."""
+    """The sample records of a run folder (none for baseline runs).
+
+    Raises:
+        DataError: a line is not a sample record; the message names the file, the line and the field.
+    """
     path = Path(run_dir) / "samples.jsonl"
-    return [SampleRecord.from_json(line) for line in fileio.read_jsonl(path)] if path.is_file() else []
+    if not path.is_file():
+        return []
+    records = []
+    for number, line in enumerate(fileio.read_jsonl(path), 1):
+        problem = sample_problem(line)
+        if problem:
+            raise DataError(f"{path} line {number} {problem}: {_RERUN}")
+        records.append(SampleRecord.from_json(line))
+    return records
+
+
+# What every samples.jsonl line holds (`error` and `finish_reasons` came later: older runs lack them).
+SAMPLE_FIELDS = tuple(name for name in SampleRecord.__slots__ if name not in ("error", "finish_reasons"))
+
+
+def sample_problem(line: Any) -> str | None:
+    """What makes one samples.jsonl line unusable, or None.
+
+    >>> sample_problem([1]), sample_problem({"group_id": "g"})
+    ('is not a JSON object', "has no 'level'")
+    """
+    if not isinstance(line, dict):
+        return "is not a JSON object"
+    missing = [name for name in SAMPLE_FIELDS if name not in line]
+    return f"has no {missing[0]!r}" if missing else None
 
 
 def read_predictions(run_dir: str | os.PathLike) -> list[PredictionRecord]:
-    """The prediction records of a finished run folder."""
+    """The prediction records of a finished run folder.
+
+    Raises:
+        DataError: no predictions.jsonl, an empty one, or a line that is not a prediction record (the message
+            names the file and line).
+    """
     path = Path(run_dir) / "predictions.jsonl"
     if not path.is_file():
         raise DataError(
             f"{run_dir} has no predictions.jsonl: finish the run with `perrecbench evaluate` first"
         )
-    return [PredictionRecord.from_json(line) for line in fileio.read_jsonl(path)]
+    lines = fileio.read_jsonl(path)
+    if not lines:
+        raise DataError(f"{path} is empty: {_RERUN}")
+    for number, line in enumerate(lines, 1):
+        problem = _prediction_problem(line)
+        if problem:
+            raise DataError(f"{path} line {number}: {problem}: {_RERUN}")
+    return [PredictionRecord.from_json(line) for line in lines]
+
+
+_RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
+
+
+def _prediction_problem(line: dict[str, Any]) -> str | None:
+    """What makes one predictions.jsonl line unusable, or None.
+
+    >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
+    ...                      "prediction": None, "references": [1.0], "true_ratings": [4]}) is None
+    True
+    >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
+    ...                      "prediction": ["a"], "references": [1.0], "true_ratings": [4]})
+    'prediction is not a list of numbers'
+    """
+    for name in ("level", "method", "group_id", "format"):
+        if not isinstance(line.get(name), str):
+            return f"{name} is missing"
+    for name in ("references", "true_ratings", "prediction"):
+        value = line.get(name)
+        if name == "prediction" and value is None:
+            continue
+        if not isinstance(value, list) or not all(_is_number(x) for x in value):
+            return f"{name} is not a list of numbers"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def read_run_info(run_dir: str | os.PathLike) -> dict[str, Any]:
+    """run.json of a finished run folder, checked for what the readers need (config, engine, metric).
+
+    Raises:
+        DataError: run.json is not a JSON object with those parts; the message names the file.
+    """
+    path = Path(run_dir) / "run.json"
+    info = fileio.read_json(path)
+    if not isinstance(info, dict):
+        raise DataError(f"{path} is not a run's record (a JSON object): {_RERUN}")
+    for part in ("config", "engine", "metric"):
+        if not isinstance(info.get(part), dict):
+            raise DataError(f"{path} has no {part!r} part: {_RERUN}")
+    metric = info["metric"]
+    if metric.get("variant") not in ("tau_b", "paper") or metric.get("invalid") not in ("zero", "skip"):
+        raise DataError(f"{path}: metric {metric!r} is not a variant (tau_b|paper) and invalid (zero|skip)")
+    return info
+
+
+def check_complete(run_dir: str | os.PathLike, records: Iterable[PredictionRecord]) -> None:
+    """Every (level, method, group) run.json lists has its line in predictions.jsonl, and only once.
+
+    Runs that do not list their groups (older ones) are taken as they are.
+
+    Raises:
+        DataError: a line is missing or repeated; the message says how many and which first.
+    """
+    info = read_run_info(run_dir)
+    listed = info.get("groups")
+    methods = info["config"].get("methods")
+    if not isinstance(listed, dict) or not isinstance(methods, list):
+        return
+    expected = {(lv, m, g) for lv, ids in listed.items() for m in methods for g in ids}
+    found: dict[tuple[str, str, str], int] = {}
+    for record in records:
+        key = (record.level, record.method, record.group_id)
+        found[key] = found.get(key, 0) + 1
+    missing = sorted(expected - set(found))
+    repeated = sorted(key for key, count in found.items() if count > 1)
+    path = Path(run_dir) / "predictions.jsonl"
+    if missing:
+        raise DataError(
+            f"{path} lacks {len(missing)} of the {len(expected)} (level, method, group) lines run.json "
+            f"lists, e.g. {'/'.join(missing[0])}: {_RERUN}"
+        )
+    if repeated:
+        raise DataError(f"{path} repeats {len(repeated)} lines, e.g. {'/'.join(repeated[0])}: {_RERUN}")
 
 
 def rescore(
     run_dir: str | os.PathLike, *, variant: str | None = None, invalid: str | None = None
 ) -> dict[str, Any]:
-    """Re-score a finished run from its saved predictions and samples, without generating again."""
+    """Re-score a finished run from its saved predictions and samples, without generating again.
+
+    Raises:
+        DataError: run.json or predictions.jsonl is damaged, or predictions.jsonl misses lines run.json lists.
+    """
+    info = read_run_info(run_dir)
     records = read_predictions(run_dir)
-    info = fileio.read_json(Path(run_dir) / "run.json")
+    check_complete(run_dir, records)
     return score_cells(
         records,
         read_samples(run_dir),
@@ -208,12 +337,15 @@ def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None
 
     run_dir = Path(run_dir)
     with folder_lock(run_dir):
-        info = fileio.read_json(run_dir / "run.json")
+        info = read_run_info(run_dir)
         info["metric"] = {"variant": scores["variant"], "invalid": scores["invalid"]}
         fileio.replace_in_order(
             [
                 (run_dir / "scores.json", json.dumps(scores, indent=2, ensure_ascii=False) + "\n"),
-                (run_dir / "report.md", render([(run_name(run_dir), scores)])),
+                (
+                    run_dir / "report.md",
+                    render([(run_name(run_dir), scores)], cf_cells=cf_cells_of(run_name(run_dir), info)),
+                ),
                 (run_dir / "run.json", json.dumps(info, indent=2, ensure_ascii=False) + "\n"),
             ]
         )
@@ -250,7 +382,30 @@ def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
     scores_path = run_dir / "scores.json"
     if not scores_path.is_file():
         raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
-    info = fileio.read_json(run_dir / "run.json")
-    scores = fileio.read_json(scores_path)
+    info = read_run_info(run_dir)
+    scores = read_scores(scores_path)
     check_metric(run_dir, info, scores)
     return info.get("label") or info["engine"].get("model", run_dir.name), scores
+
+
+def read_scores(path: str | os.PathLike) -> dict[str, Any]:
+    """A scores.json, checked: a JSON object whose cells carry their level, method and a numeric PTC.
+
+    Raises:
+        DataError: anything else; the message names the file and the cell.
+    """
+    scores = fileio.read_json(path)
+    fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
+    if not isinstance(scores, dict) or not isinstance(scores.get("cells"), list):
+        raise DataError(f"{path} is not a run's scores (a JSON object with cells): {fix}")
+    for cell in scores["cells"]:
+        if not isinstance(cell, dict) or not all(isinstance(cell.get(k), str) for k in ("level", "method")):
+            raise DataError(f"{path}: a cell without its level and method: {fix}")
+        for name in ("ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate", "num_groups", "num_invalid"):
+            if cell.get(name) is not None and not _is_number(cell[name]):
+                raise DataError(
+                    f"{path}: {cell['level']}/{cell['method']} has {name}={cell[name]!r}, not a number: {fix}"
+                )
+    if scores.get("average") is not None and not _is_number(scores["average"]):
+        raise DataError(f"{path}: average={scores['average']!r} is not a number: {fix}")
+    return scores

@@ -9,6 +9,7 @@ from typing import Any
 
 from perrec_eval import ptc
 from perrec_eval.context import GroupContext
+from perrec_eval.engines.base import permanent_fix
 from perrec_eval.rankers import ListSlot, Prediction
 from perrec_eval.records import PredictionRecord, SampleRecord, clusters_of
 from perrec_eval.types import LEVELS, METHODS, Method
@@ -117,6 +118,8 @@ def score_cells(
         out.append(cell)
     values = [c["ptc"] for c in out if c["ptc"] is not None]
     engine_errors = sum(c["num_engine_errors"] for c in out)
+    errors = [s.error for s in samples if s.error is not None]
+    permanent = [error for error in errors if permanent_fix(error) is not None]
     clustered = any("design_effect" in c for c in out)
     scores = {
         "variant": variant,
@@ -127,7 +130,11 @@ def score_cells(
         "resolution_basis": RESOLUTION_BASIS,
         "complete": engine_errors == 0,
         "num_engine_errors": engine_errors,
-        "first_engine_error": next((s.error for s in samples if s.error is not None), None),
+        "first_engine_error": errors[0] if errors else None,
+        # Errors that asking again cannot cure (a prompt over the context, ...): `engines.base.permanent_fix`.
+        "num_permanent_errors": len(permanent),
+        "first_permanent_error": permanent[0] if permanent else None,
+        "first_transient_error": next((e for e in errors if permanent_fix(e) is None), None),
         "cells": out,
         "average": sum(values) / len(values) if values else None,
         "average_min_detectable_difference": average_resolution(

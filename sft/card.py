@@ -99,6 +99,34 @@ def is_hub_id(model: str) -> bool:
     return not model.startswith(("/", ".", "~")) and model.count("/") <= 1 and not Path(model).exists()
 
 
+def without_local_paths(info: Any) -> Any:
+    """`info` with every local path (base model, data folder, source adapter) cut to its folder name.
+
+    A card is published: the folders of the machine that trained the adapter mean nothing to a reader and
+    say where that machine keeps its files. Hub ids stay as they are.
+
+    >>> without_local_paths({"base_model": "/home/me/models/tiny", "data": {"path": "Qwen/Q"}})
+    {'base_model': 'tiny', 'data': {'path': 'Qwen/Q'}}
+    """
+    if isinstance(info, Mapping):
+        return {
+            key: _folder_name(value) if key in _PATH_KEYS else without_local_paths(value)
+            for key, value in info.items()
+        }
+    if isinstance(info, list):
+        return [without_local_paths(value) for value in info]
+    return info
+
+
+_PATH_KEYS = frozenset({"base_model", "path", "data"})
+
+
+def _folder_name(value: Any) -> Any:
+    if isinstance(value, str) and value and not is_hub_id(value):
+        return Path(value).name or value
+    return without_local_paths(value)
+
+
 def hub_base_model(info: Mapping[str, Any]) -> str:
     """The base model as others can load it: its Hub id when the record (or a merge's source) has one, else
     the recorded name (a local path, which a card then cannot offer as a Hub link)."""
@@ -391,11 +419,14 @@ def model_card(
         eval_results: `huggingface_hub.EvalResult`s for the card's ``model-index`` metadata.
     """
     base = hub_base_model(info)
+    on_hub = is_hub_id(base)
+    info = without_local_paths(info)  # a published card names no folder of this machine
+    base = _folder_name(base)
     kind = info["kind"]
     formats = _formats(info)
     plural = "format" if "," not in formats else "formats"
     header: dict[str, Any] = {}
-    if is_hub_id(base):
+    if on_hub:
         header["base_model"] = base
     header["library_name"] = "transformers" if kind == "merged-model" else "peft"
     header["pipeline_tag"] = "text-generation"

@@ -90,7 +90,7 @@ def run_train(config: TrainConfig) -> int:
     info = train(config)
     print(
         f"next: perrecbench evaluate --engine hf --model {config.model} --adapter {Path(config.out).name}="
-        f"{config.out} --data BENCH --out RUN_DIR"
+        f"{config.out} --data {info['data']['source']['data']} --out runs/{Path(config.out).name}"
         + (" --no-profile" if info["data"]["variant"] == "no_profile" else "")
     )
     return 0

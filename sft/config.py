@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from perrec_eval.cliconfig import option
+from perrec_eval.cliconfig import check_once, option
 from perrec_eval.errors import ConfigError
 from perrec_eval.presentation import PRESENTATIONS, Presentation
 from perrec_eval.retrieval import DEFAULT_K
@@ -80,6 +80,7 @@ class DataConfig:
             raise ConfigError(
                 f"--levels must be a non-empty subset of {','.join(LEVEL_SIZES)}, got {self.levels}"
             )
+        check_once("--levels", tuple(self.levels))
         if self.profiles and self.no_profile:
             raise ConfigError("--profiles and --no-profile exclude each other: choose one")
         if not self.profiles and not self.no_profile:

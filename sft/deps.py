@@ -6,6 +6,7 @@ import importlib
 from types import ModuleType
 
 from perrec_eval.engines import MissingExtraError
+from perrec_eval.engines._common import TORCH_FIRST
 
 # The third-party packages the fine-tuning commands need, all in perrecbench's `[train]` extra.
 TRAIN_PACKAGES = frozenset({"torch", "transformers", "peft", "trl", "accelerate", "safetensors"})
@@ -34,7 +35,7 @@ def require(module: str) -> ModuleType:
             raise
         error = MissingExtraError(
             f'fine-tuning needs {missing!r}, which is not installed: pip install "perrecbench[train]" '
-            '(in a clone of the repository: pip install -e ".[train]")'
+            '(in a clone of the repository: pip install -e ".[train]")' + TORCH_FIRST
         )
         error.name = missing
         raise error from err

@@ -163,6 +163,7 @@ def merge(config: MergeConfig) -> dict[str, Any]:
         if named != base:
             record_hub_base(tmp, named, base)
         info = _info(config, weights, named, configs, rank, versions)
+        fileio.open_permissions(tmp)  # safetensors writes 0600
         fileio.write_json(tmp / MERGE_INFO, info)
         fileio.write_text(tmp / "README.md", model_card(info, name=out.name))
     return info

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from perrec_eval import fileio
 from perrec_eval.errors import ConfigError
 from perrec_eval.lock import LOCK_FILE
 
@@ -49,6 +50,7 @@ def replaced(out: str | os.PathLike[str]) -> Iterator[Path]:
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    fileio.remove_stale(out)  # what a killed merge left beside it
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()

@@ -198,6 +198,12 @@ def load_examples(config: TrainConfig, tokenizer: Any) -> tuple[Any, dict[str, A
             f"(longest {max(lengths)}): truncation would cut their answers; raise --max-length or pass "
             "--drop-long to leave them out"
         )
+    if long and len(long) == len(lengths):
+        raise ConfigError(
+            f"all {len(lengths)} examples are longer than --max-length {config.max_length} tokens (shortest "
+            f"{min(lengths)}): --drop-long would leave nothing to train on; raise --max-length to at least "
+            f"{min(lengths)}"
+        )
     if long:
         logger.warning("leaving out %d examples longer than %d tokens", len(long), config.max_length)
         keep = sorted(set(range(len(lengths))) - set(long))
@@ -208,6 +214,9 @@ def load_examples(config: TrainConfig, tokenizer: Any) -> tuple[Any, dict[str, A
 
 def load_tokenizer(config: TrainConfig) -> Any:
     """The model's tokenizer, with a chat template, padding with EOS when it has no pad token."""
+    from perrec_eval.engines._common import check_local_path
+
+    check_local_path(config.model, "--model")
     transformers = require("transformers")
     tokenizer = transformers.AutoTokenizer.from_pretrained(
         config.model, trust_remote_code=config.trust_remote_code
@@ -368,6 +377,7 @@ def _train(config: TrainConfig, main_process: bool, torch: Any, trl: Any) -> dic
         "versions": versions("trl", "peft", "transformers", "torch", "accelerate"),
     }
     if trainer.is_world_process_zero():
+        fileio.open_permissions(config.out)  # safetensors writes 0600
         if config.base_model_id:
             record_hub_base(config.out, config.base_model_id, config.model)
         fileio.write_json(Path(config.out) / TRAIN_INFO, info)

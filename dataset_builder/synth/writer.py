@@ -248,11 +248,14 @@ def _plan_faults(data: model.Domain, lines: _Lines) -> list[_Fault]:
     ]
 
 
-def _review_chunks(data: model.Domain, lines: _Lines, faults: list[_Fault]) -> Iterator[str]:
+def _review_chunks(
+    data: model.Domain, lines: _Lines, faults: list[_Fault], progress: bool = True
+) -> Iterator[str]:
     inserts: dict[int, str] = {}
     for fault in faults:
         inserts[fault.before] = inserts.get(fault.before, "") + fault.line
-    with tqdm(total=data.user.size, unit="review", desc=f"synth {data.name}", leave=False) as bar:
+    bar_settings = {"unit": "review", "desc": f"synth {data.name}", "leave": False, "disable": not progress}
+    with tqdm(total=data.user.size, **bar_settings) as bar:
         for start in range(0, data.user.size, _CHUNK):
             stop = min(start + _CHUNK, data.user.size)
             chunk = lines.render(data, start, stop)
@@ -362,6 +365,7 @@ def write_synthetic(
     seed: int = 0,
     gzip: bool = False,
     dirty: bool = False,
+    progress: bool = True,
     twins: bool = False,
 ) -> dict:
     """Write synthetic raw files for each domain plus ``synth_truth.json``; return a small summary.
@@ -373,6 +377,7 @@ def write_synthetic(
         seed: the random seed; the same seed gives byte-identical files.
         gzip: write ``.jsonl.gz`` instead of ``.jsonl``.
         dirty: plant the faults documented in :mod:`dataset_builder.synth` in the first domain.
+        progress: show progress bars.
         twins: plant twin items (:func:`_twin_lines`); off, the files are those of earlier versions.
 
     Returns:
@@ -411,9 +416,10 @@ def write_synthetic(
         "faults": [],
     }
     planted: dict[str, _RawJSON] = {}
-    for position, name in enumerate(tqdm(names, desc="synth domains", unit="domain", leave=False)):
+    domain_bar = tqdm(names, desc="synth domains", unit="domain", leave=False, disable=not progress)
+    for position, name in enumerate(domain_bar):
         counts, parameters, faults = _write_domain(
-            out, name, reviews_per_domain, seed, suffix, dirty and position == 0, twins
+            out, name, reviews_per_domain, seed, suffix, dirty and position == 0, twins, progress
         )
         summary["domains"][name] = counts
         summary["faults"].extend(faults)
@@ -472,7 +478,14 @@ def _with_twins(name: str, meta: Iterator[str], twins: dict[str, str]) -> Iterat
 
 
 def _write_domain(
-    out: Path, name: str, n: int, seed: int, suffix: str, dirty: bool, twins: bool = False
+    out: Path,
+    name: str,
+    n: int,
+    seed: int,
+    suffix: str,
+    dirty: bool,
+    twins: bool = False,
+    progress: bool = True,
 ) -> tuple[dict, _RawJSON, list[dict]]:
     data = model.generate(name, n, seed)
     text_rng = model.domain_rng(seed, name, 1)
@@ -487,7 +500,8 @@ def _write_domain(
     faults = _plan_faults(data, lines) if dirty else []
     no_meta = {str(asins[int(np.argmax(np.bincount(data.item))), 0])} if dirty else set()
     twin_of, twin_reviews = _twin_lines(name, data, lines, asins) if twins else ({}, [])
-    _write_lines(out / review_file, compress, chain(_review_chunks(data, lines, faults), twin_reviews))
+    reviews = chain(_review_chunks(data, lines, faults, progress), twin_reviews)
+    _write_lines(out / review_file, compress, reviews)
     meta_lines = _meta_lines(name, data, asins, titles, text_rng, no_meta)
     if twins:
         meta_lines = _with_twins(name, meta_lines, twin_of)

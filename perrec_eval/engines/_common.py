@@ -8,12 +8,14 @@ import functools
 import hashlib
 import importlib
 import json
+import os
 import typing
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from perrec_eval.cliconfig import coerce
-from perrec_eval.errors import PerrecbenchError
+from perrec_eval.errors import ConfigError, PerrecbenchError
 from perrec_eval.types import ChatRequest
 
 # Which optional extra of perrecbench brings each third-party module.
@@ -28,6 +30,10 @@ _EXTRA_OF: dict[str, str] = {
     "openai": "openai",
     "vllm": "vllm",
 }
+
+
+# Said wherever torch comes in: a bare `pip install torch` (or an extra that needs it) pulls the CUDA build.
+TORCH_FIRST = "; install torch first (pip install torch==2.13.0 is the CPU build, else your CUDA's build)"
 
 
 class MissingExtraError(PerrecbenchError, ImportError):
@@ -64,9 +70,42 @@ def require(module: str, *, engine: str) -> ModuleType:
         error = MissingExtraError(
             f"the {engine!r} engine needs {missing!r}, which is not installed: "
             f'pip install "perrecbench[{extra}]" (in a clone of the repository: pip install -e ".[{extra}]")'
+            + (TORCH_FIRST if extra in ("hf", "train") else "")
         )
         error.name = missing
         raise error from err
+
+
+def check_local_path(path: str, what: str) -> None:
+    """Fail, naming the path, when `path` looks like a local folder (not a Hub id) and is not there.
+
+    A Hub id is ``NAME`` or ``ORG/NAME``; an absolute, ``./`` or ``~`` path, one with more than one ``/``,
+    or one whose parent folder exists here is a path, and a mistyped one would otherwise surface as the
+    Hub client's "Repo id must be in the form ...".
+
+    Args:
+        path: the model or adapter as given.
+        what: the flag it came from, named in the error (e.g. ``--model``).
+
+    Raises:
+        ConfigError: the path does not exist.
+
+    >>> check_local_path("HuggingFaceTB/SmolLM2-135M-Instruct", "--model")
+    >>> check_local_path("/no/such/model", "--model")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    perrec_eval.errors.ConfigError: --model /no/such/model: no such folder (a Hub id is ORG/NAME); ...
+    """
+    local = Path(os.path.expanduser(path))
+    if local.exists():
+        return
+    looks_local = (
+        path.startswith((".", "/", "~"))
+        or path.count("/") > 1
+        or (path.count("/") == 1 and local.parent.is_dir())
+    )
+    if looks_local:
+        raise ConfigError(f"{what} {path}: no such folder (a Hub id is ORG/NAME); check the path")
 
 
 def sample_seed(seed: int | None, request: ChatRequest, sample: int = 0) -> int | None:

@@ -8,6 +8,7 @@ carries no usable text into such an error.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -68,6 +69,20 @@ class Engine(Protocol):
         ...
 
 
+def answer_options(engine: Any) -> dict[str, Any]:
+    """The engine options that change answers and are not at their defaults (part of every cache key).
+
+    An engine's options object may define ``answer_options()`` (e.g. openai's ``extra_body``, vLLM's
+    ``chat_template_kwargs`` and ``dtype``, hf's ``dtype``); an engine without one has none. Options at their
+    defaults are left out, so the keys of runs with default options stay what they always were.
+
+    >>> answer_options(object())
+    {}
+    """
+    describe = getattr(getattr(engine, "options", None), "answer_options", None)
+    return dict(describe()) if callable(describe) else {}
+
+
 def checked(completion: Completion, n: int) -> Completion:
     """`completion`, or an engine error if it claims success without exactly `n` texts.
 
@@ -107,3 +122,59 @@ def checked(completion: Completion, n: int) -> Completion:
         error=problem,
         extra=completion.extra,
     )
+
+
+_CONTEXT_FIX = (
+    "the prompt does not fit the model's context: show fewer history items per user with --k (profiles: "
+    "--max-items, --max-chars), or use a model with a longer context"
+)
+_TOO_LONG = re.compile(r"context length|context window|maximum context|too long|too many tokens")
+_CLIENT_ERROR = re.compile(r"^HTTP (4\d\d) from ")
+
+
+def permanent_fix(error: str) -> str | None:
+    """The fix for an engine error that asking again cannot cure, or None for a transient one.
+
+    A prompt longer than the model's context fails again on every retry, and so does a request the server
+    rejects as invalid (HTTP 400, 404, 413, 422); timeouts, connection errors, rate limits and server errors
+    (5xx) may pass on their own.
+
+    Args:
+        error: a `Completion.error` (as recorded in samples.jsonl).
+
+    Returns:
+        One sentence naming what to change, or None when running the same command again may succeed.
+
+    >>> permanent_fix("no answer within 600s") is None
+    True
+    >>> permanent_fix("prompt of 900 tokens + max_tokens 800 exceeds the model's 1024 positions")[:34]
+    "the prompt does not fit the model'"
+    >>> permanent_fix("HTTP 404 from http://h/v1: model 'x' not found")[:43]
+    'the server does not serve this model (HTTP '
+    """
+    if error.startswith("profile request failed: "):
+        return permanent_fix(error.removeprefix("profile request failed: "))
+    if error.startswith("profile request failed for a demonstration: "):
+        return permanent_fix(error.removeprefix("profile request failed for a demonstration: "))
+    if "max_model_len" in error:
+        return (
+            "the prompt does not fit max_model_len: raise --engine-arg max_model_len (up to the model's "
+            "context), or show fewer history items per user with --k (profiles: --max-items, --max-chars)"
+        )
+    if "exceeds the model's" in error and "positions" in error:
+        return _CONTEXT_FIX
+    status = _CLIENT_ERROR.match(error)
+    if status is None or status.group(1) in ("408", "409", "429"):
+        return None
+    if _TOO_LONG.search(error.lower()):
+        return _CONTEXT_FIX
+    if status.group(1) == "404":
+        return (
+            "the server does not serve this model (HTTP 404): pass --model (or the adapter name) exactly as "
+            "the server's /v1/models lists it"
+        )
+    return (
+        f"the server rejects these requests as invalid (HTTP {status.group(1)}); asking again will not help: "
+        "check --engine-arg extra_body and the server's limits"
+    )
+

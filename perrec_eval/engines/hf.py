@@ -29,7 +29,7 @@ import copy
 import importlib.metadata
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,9 +37,9 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import coerce_fields, require, sample_seed, split_evenly
+from perrec_eval.engines._common import check_local_path, coerce_fields, require, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -84,6 +84,33 @@ class HFOptions:
             raise ConfigError(f"batch_size must be >= 1 (requests per forward batch), got {self.batch_size}")
         if self.device is not None and not self.device.strip():
             raise ConfigError("device must name a torch device (cpu, cuda, cuda:1, ...) or be none (auto)")
+
+    def answer_options(self) -> dict[str, Any]:
+        """The options that change answers, when not at their defaults (see `engines.base.answer_options`).
+
+        >>> HFOptions().answer_options(), HFOptions(dtype="float16", merge_adapter=True).answer_options()
+        ({}, {'dtype': 'float16', 'merge_adapter': True})
+        """
+        found: dict[str, Any] = {}
+        if self.dtype != "auto":
+            found["dtype"] = self.dtype
+        if self.merge_adapter:  # merged weights round differently from adapter layers
+            found["merge_adapter"] = True
+        return found
+
+
+@contextlib.contextmanager
+def _damaged_weights(where: str) -> Iterator[None]:
+    """A weights file that cannot be read (cut by a download or a copy) becomes one line naming `where`."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except SafetensorError as err:
+        raise DataError(
+            f"cannot read the weights in {where} ({' '.join(str(err).split())[:200]}): a weights file is cut "
+            "or damaged; download or save the model again"
+        ) from err
 
 
 def convert_gguf(path: str, out: str) -> str:
@@ -150,10 +177,14 @@ class HFEngine:
         self.model = model
         self.adapter = adapter
         self.options = options
+        check_local_path(model, "--model")
+        if adapter is not None:
+            check_local_path(adapter, "--adapter")
         self._torch = require("torch", engine="hf")
         transformers = require("transformers", engine="hf")
         self._transformers = transformers
         self.device = options.device or ("cuda" if self._torch.cuda.is_available() else "cpu")
+        self._check_device()
         trust_remote_code = options.trust_remote_code
         location, self._gguf = gguf_location(model)
         if self._gguf:
@@ -176,16 +207,18 @@ class HFEngine:
             logger.info("%s has no pad token: padding with eos %r", model, self.tokenizer.eos_token)
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
-        lm = transformers.AutoModelForCausalLM.from_pretrained(
-            location, dtype=options.dtype, trust_remote_code=trust_remote_code, **self._gguf
-        )
+        with _damaged_weights(model):
+            lm = transformers.AutoModelForCausalLM.from_pretrained(
+                location, dtype=options.dtype, trust_remote_code=trust_remote_code, **self._gguf
+            )
         # The adapters loaded into `lm` (name -> path), shared with the views `with_adapter` returns; the
         # adapter this engine generates with (None: the base model, with any loaded adapter switched off).
         self._adapters: dict[str, str] = {}
         self._adapter_name: str | None = None
         if adapter is not None:
             peft = require("peft", engine="hf")
-            lm = peft.PeftModel.from_pretrained(lm, adapter)
+            with _damaged_weights(adapter):
+                lm = peft.PeftModel.from_pretrained(lm, adapter)
             if options.merge_adapter:
                 lm = lm.merge_and_unload()
             else:
@@ -217,6 +250,18 @@ class HFEngine:
                 answer_regex(answer_format), self._structured.vocabulary
             )
         return backends.OutlinesCoreLogitsProcessor(self._indexes[answer_format], "torch")
+
+    def _check_device(self) -> None:
+        """Refuse a device this machine does not have before anything is loaded."""
+        kind, _, index = self.device.partition(":")
+        if kind != "cuda":
+            return
+        fix = "use --engine-arg device=cpu, or leave device unset (CUDA if available, else CPU)"
+        if not self._torch.cuda.is_available():
+            raise ConfigError(f"device={self.device} but this torch sees no CUDA GPU: {fix}")
+        count = self._torch.cuda.device_count()
+        if index and (not index.isdigit() or int(index) >= count):
+            raise ConfigError(f"device={self.device} but this machine has {count} CUDA GPU(s): {fix}")
 
     def _neutralize_generation_config(self) -> dict[str, Any]:
         """Keep only special token ids from the checkpoint's generation config; return what was dropped."""

@@ -58,6 +58,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 _PLACEHOLDER_KEY = "EMPTY"  # local servers ignore the key, but the SDK insists on having one
+# The request fields the engine sends itself; extra_body would silently override them (run.json would then
+# name one model while another answered).
+_OWN_FIELDS = frozenset(
+    "model messages n temperature top_p max_tokens max_completion_tokens seed stream".split()
+)
 _EXTRA_BODY_FIX = """write the fields as a JSON object, e.g. extra_body='{"top_k": -1}'"""
 _CHECK_TIMEOUT = 30.0  # seconds for the server to list its models once connected
 # Loggers that write one INFO line per HTTP request (openai 1-2 use httpx, openai 3 httpx2).
@@ -251,7 +256,22 @@ class OpenAIOptions:
             raise ConfigError(f"extra_body is not valid JSON ({err}): {_EXTRA_BODY_FIX}") from err
         if not isinstance(fields, dict):
             raise ConfigError(f"extra_body={self.extra_body!r} is not a JSON object: {_EXTRA_BODY_FIX}")
+        owned = sorted(set(fields) & _OWN_FIELDS)
+        if owned:
+            raise ConfigError(
+                f"extra_body may not set {', '.join(owned)}: the run sets those itself (--model, the "
+                "prompts, --samples, --temperature, --top-p, --seed); remove them from extra_body"
+            )
         return fields
+
+    def answer_options(self) -> dict[str, Any]:
+        """The options that change answers, when set: `extra_body` (see `engines.base.answer_options`).
+
+        >>> OpenAIOptions().answer_options(), OpenAIOptions(extra_body='{"top_k": 5}').answer_options()
+        ({}, {'extra_body': {'top_k': 5}})
+        """
+        fields = self.extra_fields()
+        return {"extra_body": fields} if fields else {}
 
 
 def server_urls(base_url: str) -> list[str]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import coerce_fields, require, sample_seed, split_evenly
+from perrec_eval.engines._common import check_local_path, coerce_fields, require, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, Completion, GenParams
@@ -151,6 +151,25 @@ class VLLMOptions:
             raise ConfigError(f"gpu_memory_utilization is a fraction in (0, 1], e.g. 0.9; got {fraction}")
         self.template_kwargs()  # fails now, at configuration time, if it is not a JSON object
 
+    def answer_options(self) -> dict[str, Any]:
+        """The options that change answers, when not at their defaults (see `engines.base.answer_options`).
+
+        >>> VLLMOptions().answer_options()
+        {}
+        >>> VLLMOptions(dtype="float16", chat_template_kwargs='{"enable_thinking": false}').answer_options()
+        {'chat_template_kwargs': {'enable_thinking': False}, 'dtype': 'float16'}
+        """
+        found: dict[str, Any] = {}
+        if self.template_kwargs():
+            found["chat_template_kwargs"] = self.template_kwargs()
+        for name in ("dtype", "quantization", "max_model_len"):
+            if getattr(self, name) is not None:
+                found[name] = getattr(self, name)
+        if self.seeding != "per_request":  # the engine seed draws the samples only then
+            found["seeding"] = self.seeding
+            found["seed"] = self.seed
+        return found
+
     def template_kwargs(self) -> dict[str, Any]:
         """`chat_template_kwargs` parsed: the JSON object's fields, or ``{}``.
 
@@ -218,6 +237,7 @@ class VLLMEngine:
         self._on_cpu = require("vllm.platforms", engine="vllm").current_platform.is_cpu()
         if model.endswith(".gguf") and self._on_cpu:
             raise ConfigError(f"vLLM on CPU has no GGUF loader ({model}): {_GGUF_FIX}")
+        check_local_path(model, "--model")
         self.seeding = options.seeding
         llm_options = options.llm_options()
         if self.seeding == "per_request" and self._on_cpu:

@@ -99,6 +99,7 @@ def check_out(out: str | os.PathLike) -> None:
 def _write(report: Report, out: Path, *, plots: bool) -> Path:
     from perrec_eval.leaderboard import html, render
 
+    fileio.remove_stale(out)  # what a killed report left beside it (under the lock: no live writer's)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)

@@ -27,6 +27,7 @@ from perrec_eval.leaderboard import compare
 from perrec_eval.leaderboard.diagnostics import cell_diagnostics
 from perrec_eval.leaderboard.runs import Cell, Run
 from perrec_eval.records import clusters_of
+from perrec_eval.report import mostly_failed
 from perrec_eval.types import LEVELS, METHODS
 
 ALPHA = 0.05
@@ -104,6 +105,11 @@ class Row:
     @property
     def provisional(self) -> bool:
         return not self.run.complete
+
+    @property
+    def failed_cells(self) -> list[Cell]:
+        """The row's mostly failed cells (`report.MOSTLY_FAILED`): its average cannot be the best."""
+        return [cell for cell, entry in self.entries.items() if mostly_failed(entry.scores)]
 
     @property
     def significant(self) -> bool:
@@ -261,7 +267,17 @@ def _same_metric(a: Run, b: Run) -> bool:
 
 
 def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int) -> None:
-    scored = [row for row in rows if cell in row.entries and row.entries[cell].ptc is not None]
+    # A mostly failed cell (`report.MOSTLY_FAILED`) is never the best, nor what others are tested against.
+    for row in rows:
+        if cell in row.entries and mostly_failed(row.entries[cell].scores):
+            row.entries[cell].untested = "mostly failed: more than half of its groups got no ranking"
+    scored = [
+        row
+        for row in rows
+        if cell in row.entries
+        and row.entries[cell].ptc is not None
+        and not mostly_failed(row.entries[cell].scores)
+    ]
     if not scored:
         return
     top = max(row.entries[cell].ptc for row in scored)
@@ -279,7 +295,10 @@ def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int
 
 
 def _mark_best_average(rows: Sequence[Row], columns: Sequence[Cell], n_resamples: int, seed: int) -> None:
-    complete = [row for row in rows if row.average is not None]
+    for row in rows:
+        if row.average is not None and row.failed_cells:
+            row.untested = f"{len(row.failed_cells)} of its cells mostly failed"
+    complete = [row for row in rows if row.average is not None and not row.failed_cells]
     if not complete:
         return
     best = max(complete, key=lambda row: row.average)

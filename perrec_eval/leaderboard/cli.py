@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +96,8 @@ def report(config: ReportConfig) -> int:
         print(f"{render.table_heading(table, len(table.rows))}\n\n{render.leaderboard_markdown(table)}\n")
     if config.out:
         index = assemble.write(result, config.out, plots=config.plots)
-        print(f"report written to {config.out}/ (leaderboard.md, .json, .csv, .tex, plots/); open {index}")
+        files = "leaderboard.md, .json, .csv, .tex" + (", plots/" if result.plots else "; no plots")
+        print(f"report written to {config.out}/ ({files}); open {index}")
     return 0
 
 
@@ -116,6 +118,11 @@ def sweep(config: SweepConfig) -> int:
     incomplete = [name for name, scores in results if not scores.get("complete", True)]
     print(f"{len(results)} grid points in {out}/; report: {report_dir / 'index.html'}")
     if incomplete:
-        print(f"perrecbench sweep: provisional points (engine errors): {', '.join(incomplete)}; run it again")
+        from perrec_eval.commands import failure_summary
+
+        points = ", ".join(incomplete)
+        print(f"perrecbench sweep: provisional points (engine errors): {points}", file=sys.stderr)
+        failed = [scores for _, scores in results if not scores.get("complete", True)]
+        print(failure_summary(failed, "sweep"), file=sys.stderr)
         return 1
     return 0

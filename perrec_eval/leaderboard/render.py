@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Row, Table
 from perrec_eval.leaderboard.published import PublishedRow
+from perrec_eval.report import COLD_START_NOTE, MOSTLY_FAILED_NOTE, cold_start, failure_note, mostly_failed
 
 if TYPE_CHECKING:
     from perrec_eval.leaderboard.assemble import Report
@@ -78,6 +79,8 @@ def legend(report: Report) -> str:
             "builds), the intervals resample whole items (cluster bootstrap), the tests flip signs per item "
             "and the min. detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
         )
+    if any(row.failed_cells for table in report.tables for row in table.rows):
+        text += " " + MOSTLY_FAILED_NOTE
     return text
 
 
@@ -94,7 +97,7 @@ def entry_text(entry: Entry | None, *, ci: bool = True, marks: bool = True) -> s
         text += " ≈"
     if ci and entry.scores.get("ptc_ci_low") is not None:
         text += f" [{entry.scores['ptc_ci_low']:.2f}, {entry.scores['ptc_ci_high']:.2f}]"
-    return text
+    return text + failure_note(entry.scores)
 
 
 def average_text(row: Row, table: Table, *, marks: bool = True) -> str:
@@ -108,6 +111,8 @@ def average_text(row: Row, table: Table, *, marks: bool = True) -> str:
         text += "*"
     if marks and row.tied:
         text += " ≈"
+    if row.failed_cells:
+        text += f" ({len(row.failed_cells)} of {len(row.entries)} cells mostly failed)"
     return text
 
 
@@ -302,6 +307,15 @@ def cost_rows(table: Table) -> list[list[str]]:
     return out
 
 
+def cold_start_markdown(table: Table) -> str:
+    """The CF rows' per-cell cold-start counts (run.json `cf.cells`); "" when the table has none."""
+    return cold_start({row_name(row): row.run.info["cf"]["cells"] for row in table.rows if _cf_cells(row)})
+
+
+def _cf_cells(row: Row) -> bool:
+    return bool((row.run.info.get("cf") or {}).get("cells"))
+
+
 def published_rows(rows: Sequence[PublishedRow]) -> list[list[str]]:
     return [
         [row.label + (f" ({row.note})" if row.note else "")]
@@ -481,6 +495,8 @@ def markdown(report: Report) -> str:
             ]
         if costs := cost_rows(table):
             parts += ["### Cost (each run's last invocation)", markdown_table(COST_HEADER, costs)]
+        if cold := cold_start_markdown(table):
+            parts += ["### Cold start (classic recommenders)", COLD_START_NOTE, cold]
         parts += _analysis_markdown(report, table, analyses)
     for n, stats in enumerate(report.stats, start=1):
         parts.append(f"## Benchmark statistics (paper Fig. 5): {stats['data']}, split {stats['split']}")
@@ -701,8 +717,19 @@ def latex(report: Report) -> str:
         ]
         lines += _latex_header(table.columns)
         lines.append(r"\midrule")
-        ranks = {cell: _ranks([_entry_ptc(row, cell) for row in table.rows]) for cell in table.columns}
-        average_ranks = _ranks([row.average for row in table.rows])
+        # A mostly failed cell (or a row with one, for the average) is never ranked best or second.
+        ranks = {
+            cell: _ranks(
+                [
+                    None
+                    if row.entries.get(cell) is None or mostly_failed(row.entries[cell].scores)
+                    else _entry_ptc(row, cell)
+                    for row in table.rows
+                ]
+            )
+            for cell in table.columns
+        }
+        average_ranks = _ranks([None if row.failed_cells else row.average for row in table.rows])
         for i, row in enumerate(table.rows):
             values = []
             for cell in table.columns:
@@ -710,9 +737,8 @@ def latex(report: Report) -> str:
                 ci = (entry.scores.get("ptc_ci_low"), entry.scores.get("ptc_ci_high")) if entry else None
                 star = entry is not None and entry.significant
                 tied = entry is not None and entry.tied
-                values.append(
-                    _latex_value(_entry_ptc(row, cell), ranks[cell][i], star=star, tied=tied, ci=ci)
-                )
+                value = _latex_value(_entry_ptc(row, cell), ranks[cell][i], star=star, tied=tied, ci=ci)
+                values.append(value + latex_escape(failure_note(entry.scores if entry else None)))
             values.append(_latex_value(row.average, average_ranks[i], star=row.significant, tied=row.tied))
             name = latex_escape(row.label) + (r"$^{\dagger}$" if row.provisional else "")
             lines.append(" & ".join([name, str(len(row.run.group_ids)), *values]) + r" \\")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perrec_eval import fileio, rundir
+from perrec_eval import rundir
 from perrec_eval.errors import DataError
 from perrec_eval.records import PredictionRecord
 
@@ -105,9 +105,20 @@ class Run:
         if not path.is_file():
             return
         with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    yield json.loads(line)
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    sample = json.loads(line)
+                    problem = rundir.sample_problem(sample)
+                except json.JSONDecodeError as err:
+                    problem = f"is not valid JSON ({err})"
+                if problem:
+                    raise DataError(
+                        f"{path} line {number} {problem}: the file was cut or edited; run "
+                        "`perrecbench evaluate` again with the run's settings to rewrite it"
+                    )
+                yield sample
 
 
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
@@ -126,8 +137,9 @@ def load_run(folder: str | os.PathLike) -> Run:
     """One finished run folder (run.json, scores.json, predictions.jsonl)."""
     folder = Path(folder)
     _, scores = rundir.load_run(folder)
-    info = fileio.read_json(folder / "run.json")
+    info = rundir.read_run_info(folder)
     records = tuple(rundir.read_predictions(folder))
+    rundir.check_complete(folder, records)
     return Run(
         path=folder,
         model=system_name(info, folder),

@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from perrec_eval.cliconfig import check_once
 from perrec_eval.config import BASELINE_ENGINE, EvalConfig
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError
@@ -36,6 +37,8 @@ def check(config: Any) -> None:
         raise ConfigError(f"--ks must be a non-empty list of k >= 1, got {config.ks}")
     if not config.shots_grid or any(s < 0 for s in config.shots_grid):
         raise ConfigError(f"--shots-grid must be a non-empty list of counts >= 0, got {config.shots_grid}")
+    check_once("--ks", tuple(str(k) for k in config.ks))  # a point named twice would be run twice
+    check_once("--shots-grid", tuple(str(s) for s in config.shots_grid))
     if not config.profiles and not config.no_profile:
         # Profiles do not depend on k or shots; written per grid point they would cost one profile run each.
         raise ConfigError(

@@ -267,6 +267,12 @@ def test_cf_cli_all_runs_them_and_records_how(builds, tmp_path, capsys):
         assert set(info["cf"]["cells"]) == {"easy/pointwise", "medium/pointwise", "hard/pointwise"}
         cells = json.loads((tmp_path / name / "scores.json").read_text())["cells"]
         assert all(c["num_groups"] == 6 for c in cells)
+        easy = info["cf"]["cells"]["easy/pointwise"]
+        cold, fallback = easy["cold_query_items"], easy["fallback_users"]
+        shown = f"| {name} | easy | pointwise | {cold} of 6 | {fallback} of "
+        assert shown in (tmp_path / name / "report.md").read_text()
+        assert shown in (tmp_path / "report.md").read_text()  # the run's report of every baseline too
+    assert "Cold start" not in (tmp_path / "random" / "report.md").read_text()
 
 
 def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactions(builds, tmp_path, capsys):
@@ -294,8 +300,164 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
     table = (tmp_path / "report" / "leaderboard.md").read_text()
     assert "| mf |" in table and "### LLM runs against the baselines" in table
     assert "| constant | mf | easy pointwise |" in table
+    hard = json.loads((cf_run / "run.json").read_text())["cf"]["cells"]["hard/pointwise"]
+    assert "### Cold start (classic recommenders)" in table
+    cold = f"| mf | hard | pointwise | {hard['cold_query_items']} of 6 | {hard['fallback_users']} of "
+    assert cold in table
+    assert "| constant | hard |" not in table.split("### Cold start")[1].split("###")[0]
+    assert main(["score", str(cf_run), "--variant", "paper", "--write"]) == 0  # rewrites report.md
+    assert cold in (cf_run / "report.md").read_text()
     versus = board["tables"][0]["analyses"]["versus_baselines"]
     assert {(v["model"], v["baseline"], v["level"], v["method"]) for v in versus} == {
         ("constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
     }
     assert all(v["num_compared"] == 6 and 0 < v["p_value"] <= 1 for v in versus)
+
+
+# ------------------------------------------------------------------------------------ the fit's memory path
+
+
+def _naive_als(ratings: cf.Ratings, n: int, params: cf.MFParams) -> tuple[np.ndarray, np.ndarray]:
+    """ALS written row by row on the first n ratings: the reference for the blocked, prefix-sliced fit."""
+    users, items, values = ratings.users[:n], ratings.items[:n], ratings.values[:n]
+    n_users, n_items = len(ratings.user_edges) - 1, len(ratings.item_codes)
+    mu = values.mean()
+    rng = np.random.default_rng(params.seed)
+    item_w = np.hstack([np.zeros((n_items, 1)), rng.normal(0.0, 0.1, (n_items, params.factors))])
+    user_w = np.zeros((n_users, params.factors + 1))
+
+    def solve(design: np.ndarray, target: np.ndarray) -> np.ndarray:
+        gram = design.T @ design + params.reg * len(target) * np.eye(design.shape[1])
+        return np.linalg.solve(gram, design.T @ target)
+
+    for _ in range(params.iterations):
+        for u in range(n_users):
+            mine = users == u
+            if mine.any():
+                design = np.hstack([np.ones((mine.sum(), 1)), item_w[items[mine], 1:]])
+                user_w[u] = solve(design, values[mine] - mu - item_w[items[mine], 0])
+        for i in range(n_items):
+            mine = items == i
+            item_w[i] = 0.0
+            if mine.any():
+                design = np.hstack([np.ones((mine.sum(), 1)), user_w[users[mine], 1:]])
+                item_w[i] = solve(design, values[mine] - mu - user_w[users[mine], 0])
+    return user_w, item_w
+
+
+@pytest.mark.parametrize("block", [7, 65_536])
+def test_cf_mf_fit_on_a_prefix_in_small_blocks_equals_row_by_row_als(monkeypatch, block):
+    rng = np.random.default_rng(3)
+    pairs = {
+        (int(u), int(i)) for u, i in zip(rng.integers(0, 30, 400), rng.integers(0, 25, 400), strict=True)
+    }
+    rows = [
+        (f"u{u}", f"i{i}", float(rng.integers(1, 6)), int(rng.integers(0, 1000))) for u, i in sorted(pairs)
+    ]
+    ratings = _ratings(rows)
+    n = ratings.before(600)  # a cut: a prefix of the time-ordered ratings, later ones unseen
+    assert 0 < n < len(ratings.values)
+    monkeypatch.setattr(cf, "_ENTRY_BLOCK", block)  # 7: many blocks, rows larger than a block alone
+    params = cf.MFParams(factors=3, reg=0.1, iterations=3)
+    model = cf.MFModel.fit(ratings, n, params)
+    user_w, item_w = _naive_als(ratings, n, params)
+    np.testing.assert_allclose(model.user_bias, user_w[:, 0], atol=1e-10)
+    np.testing.assert_allclose(model.user_factors, user_w[:, 1:], atol=1e-10)
+    np.testing.assert_allclose(model.item_bias, item_w[:, 0], atol=1e-10)
+    np.testing.assert_allclose(model.item_factors, item_w[:, 1:], atol=1e-10)
+
+
+def test_cf_read_ratings_keeps_ids_and_time_order(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "user_id": ["u2", "u1", "u2", "u3"],
+            "parent_asin": ["b", "a", "a", "c"],
+            "rating": [4.0, 5.0, 2.0, 1.0],
+            "timestamp": [1, 2, 3, 4],
+        }
+    )
+    path = tmp_path / "Books.parquet"
+    pq.write_table(table, path, row_group_size=2)  # two row groups: two dictionaries to unify
+    ratings = cf.read_ratings(path)
+    names = {code: name for name, code in ratings.item_codes.items()}
+    assert [names[i] for i in ratings.items] == ["b", "a", "a", "c"]
+    assert ratings.users[0] == ratings.users[2] != ratings.users[1]
+    assert ratings.values.tolist() == [4.0, 5.0, 2.0, 1.0] and ratings.before(3) == 2
+
+
+# ------------------------------------------------------------------------------------ integrity and the Hub
+
+
+def _tampered(rich: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "bench"
+    shutil.copytree(rich, copy)
+    info = json.loads((copy / "manifest.json").read_text())["interactions"]["Books"]
+    table = pq.read_table(copy / info["path"])
+    pq.write_table(table.slice(1), copy / info["path"])  # one rating fewer: still valid parquet
+    return copy
+
+
+def test_cf_interactions_changed_since_the_build_are_refused_naming_the_rebuild(builds, tmp_path, capsys):
+    _, rich = builds
+    assert len(cf.load_interactions(rich)["Books"].values) > 0  # the untouched build passes its check
+    bench = _tampered(rich, tmp_path)
+    files = cf.load_interactions(bench)  # listing is cheap; the check runs when a domain is read
+    with pytest.raises(cf.DataError, match="sha256.*rebuild with --with-interactions"):
+        files["Books"]
+    args = ["evaluate", "--data", str(bench), "--engine", "baseline", "--model", "mf"]
+    assert main([*args, "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()  # after the datasets library's progress lines: one line
+    assert "Traceback" not in err and "sha256" in err.splitlines()[-1]
+    assert err.splitlines()[-1].endswith("rebuild with --with-interactions")
+
+
+def _fake_hub(monkeypatch, folder: Path, calls: list[str]) -> None:
+    import huggingface_hub
+    from huggingface_hub.errors import EntryNotFoundError
+
+    def download(repo_id: str, filename: str, *, repo_type: str | None = None, **_: object) -> str:
+        assert repo_id == "org/bench" and repo_type == "dataset"
+        calls.append(filename)
+        if not (folder / filename).is_file():
+            raise EntryNotFoundError(f"{filename} not found")
+        return str(folder / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+
+
+def test_cf_interactions_from_a_hub_dataset_id_are_fetched_lazily_and_checked(builds, tmp_path, monkeypatch):
+    plain, rich = builds
+    calls: list[str] = []
+    _fake_hub(monkeypatch, rich, calls)
+    assert cf.has_interactions("org/bench")
+    files = cf.load_interactions("org/bench")
+    assert calls[-1] == "manifest.json" and list(files) == ["Books"]  # no parquet fetched yet
+    hub, local = files["Books"], cf.load_interactions(rich)["Books"]
+    assert calls[-1].startswith("interactions/")
+    assert hub.values.tolist() == local.values.tolist() and hub.item_codes == local.item_codes
+    _fake_hub(monkeypatch, _tampered(rich, tmp_path), calls)
+    with pytest.raises(cf.DataError, match="sha256"):
+        cf.load_interactions("org/bench")["Books"]
+    _fake_hub(monkeypatch, plain, calls)  # a build without interactions uploaded
+    assert not cf.has_interactions("org/bench")
+    with pytest.raises(cf.DataError, match="--with-interactions"):
+        cf.load_interactions("org/bench")
+
+
+def test_cf_hub_fetch_failure_is_one_line_naming_the_fix(monkeypatch):
+    import huggingface_hub
+
+    def offline(*_: object, **__: object) -> str:
+        raise OSError("offline mode is enabled\nsecond line")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    with pytest.raises(cf.DataError) as err:
+        cf.load_interactions("org/bench")
+    assert "\n" not in str(err.value) and "local build folder" in str(err.value)

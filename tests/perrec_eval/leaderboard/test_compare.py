@@ -47,9 +47,12 @@ def test_compare_refuses_another_split(runs, tmp_path):
         compare.check_comparable(load_runs([runs["truth"], other]))
 
 
-def test_compare_baselines_without_group_lists_use_their_predictions(runs):
-    baseline = load_run(runs["baselines"] / "random")
-    assert "groups" not in baseline.info
+def test_compare_runs_without_group_lists_use_their_predictions(runs, tmp_path):
+    older = _copy_with(runs["baselines"] / "random", tmp_path, "older")  # written before runs listed groups
+    info = json.loads((older / "run.json").read_text())
+    del info["groups"]
+    (older / "run.json").write_text(json.dumps(info))
+    baseline = load_run(older)
     truth = load_run(runs["truth"])
     assert baseline.group_ids == truth.group_ids and len(truth.group_ids) == 6
     compare.check_comparable([truth, baseline])

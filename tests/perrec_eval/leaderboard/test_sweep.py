@@ -78,7 +78,7 @@ def test_sweep_command_writes_the_grid_and_its_report(bench, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"engine": "baseline", "model": "random"}, "varies prompts"),
+        ({"engine": "baseline", "model": "random", "profiles": None}, "varies prompts"),
         ({"profiles": None}, "--profiles FILE"),
         ({"ks": ()}, "--ks"),
         ({"shots_grid": (-1,)}, "--shots-grid"),
