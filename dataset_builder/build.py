@@ -54,7 +54,15 @@ from dataset_builder.schema import ARROW_SCHEMA, CONFIGS
 from dataset_builder.selection import INDEX_SCHEMA, STAGES, DomainResult, run_domain
 from dataset_builder.sources import InputFile, Source
 from dataset_builder.splits import GroupMembers, Split, split_groups
-from perrec_eval.fileio import atomic_open, pid_alive, read_json, remove_stale, write_json, write_text
+from perrec_eval.fileio import (
+    atomic_open,
+    pid_alive,
+    read_json,
+    remove_stale,
+    swap_in,
+    write_json,
+    write_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +140,7 @@ def build(config: BuildConfig) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         _write(tmp, config, level_splits, results, funnel, inputs, index, kind)
-        _replace(tmp, out)
+        swap_in(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     logger.info("wrote %s", out)
@@ -754,18 +762,6 @@ def manifest(
         "outputs": files,
         "versions": {"python": platform.python_version(), **{p: _version(p) for p in _PACKAGES}},
     }
-
-
-def _replace(tmp: Path, out: Path) -> None:
-    """Move the finished folder into place; an old ``out`` is removed only after the new one is there."""
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old)
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.rename(out)
 
 
 def push_to_hub(folder: Path, repo_id: str, *, synthetic: bool) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -127,6 +128,23 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
     """Write `obj` as indented JSON atomically."""
     write_text(path, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+
+
+def swap_in(tmp: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
+    """Move the finished folder `tmp` to `out`; an old `out` is moved aside first and removed only after.
+
+    A kill leaves either the old folder or the new one in place (and at most a hidden ``.NAME.old-PID``
+    sibling, which :func:`remove_stale` puts back or clears).
+    """
+    tmp, out = Path(tmp), Path(out)
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.rename(out)
 
 
 def replace_in_order(files: Sequence[tuple[str | os.PathLike[str], str]]) -> None:

@@ -56,12 +56,6 @@ def replaced(out: str | os.PathLike[str]) -> Iterator[Path]:
     tmp.mkdir()
     try:
         yield tmp
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out)
+        fileio.swap_in(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
