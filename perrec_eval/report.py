@@ -198,27 +198,43 @@ def legend(systems: Sequence[tuple[str, Mapping[str, Any]]], *, marks: Marks | N
         "apart here. Significance between runs: `perrecbench report`."
     )
     if any(s.get("clustered_by") for _, s in systems):
-        text += (
-            " Clustered by query item: where a level has several groups of one query item (large-preset "
-            "builds), the CI resamples whole items (cluster bootstrap), paired tests flip signs per item and "
-            "the min. detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
-        )
+        text += " " + CLUSTERED_NOTE
     if marks:
         text += (
             " (best): best of the column; `*`: below it at p < 0.05; ≈: not found different from it, so "
             "their order is not established (paired sign-flip permutation test on the groups, not corrected "
             "for multiple comparisons)."
         )
-    if any(s.get("num_permanent_errors") for _, s in systems):
-        text += (
-            " (provisional) = some requests failed: those that fail on every try (e.g. a prompt over the "
-            "model's context) need the fix `perrecbench evaluate` printed; a re-run retries the others."
-        )
-    elif any(not s.get("complete", True) for _, s in systems):
-        text += " (provisional) = some requests failed: run the same command again to retry them."
+    if note := provisional_note([s for _, s in systems]):
+        text += " " + note
     if any(mostly_failed(cell) for _, s in systems for cell in s["cells"]):
         text += " " + MOSTLY_FAILED_NOTE
     return text
+
+
+CLUSTERED_NOTE = (
+    "Clustered by query item: where a level has several groups of one query item (large-preset builds), "
+    "the CI resamples whole items (cluster bootstrap), paired tests flip signs per item and the min. "
+    "detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
+)
+
+
+def provisional_note(scores: Sequence[Mapping[str, Any]]) -> str:
+    """What "(provisional)" means for these runs' scores, or "" when every run completed.
+
+    >>> provisional_note([{"complete": True}])
+    ''
+    >>> provisional_note([{"complete": False}])
+    '(provisional) = some requests failed: run the same command again to retry them.'
+    """
+    if any(s.get("num_permanent_errors") for s in scores):
+        return (
+            "(provisional) = some requests failed: those that fail on every try (e.g. a prompt over the "
+            "model's context) need the fix `perrecbench evaluate` printed; a re-run retries the others."
+        )
+    if any(not s.get("complete", True) for s in scores):
+        return "(provisional) = some requests failed: run the same command again to retry them."
+    return ""
 
 
 COLD_START_NOTE = (

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Row, Table
 from perrec_eval.leaderboard.published import PublishedRow
-from perrec_eval.report import COLD_START_NOTE, MOSTLY_FAILED_NOTE, cold_start, failure_note, mostly_failed
+from perrec_eval.report import (
+    CLUSTERED_NOTE,
+    COLD_START_NOTE,
+    MOSTLY_FAILED_NOTE,
+    cold_start,
+    failure_note,
+    mostly_failed,
+    provisional_note,
+)
 
 if TYPE_CHECKING:
     from perrec_eval.leaderboard.assemble import Report
@@ -70,15 +78,13 @@ def legend(report: Report) -> str:
         "(rating minus the user's average) turns into a ranking by minus the users' averages, so it is not "
         "0; fixed answers score exactly 0 in all-pairs pairwise and balanced listwise. Avg. is over all the "
         "table's cells and only for rows that have them all. Runs are compared only on the same dataset "
-        "fingerprint, split and group set. (provisional) = the run had engine errors: run its command "
-        "again to retry them."
+        "fingerprint, split and group set."
     )
+    runs = [row.run for table in report.tables for row in table.rows]
+    if note := provisional_note([{**run.scores, "complete": run.complete} for run in runs]):
+        text += " " + note
     if any(table.clustered for table in report.tables):
-        text += (
-            " Clustered by query item: where a level holds several groups of one query item (large-preset "
-            "builds), the intervals resample whole items (cluster bootstrap), the tests flip signs per item "
-            "and the min. detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
-        )
+        text += " " + CLUSTERED_NOTE
     if any(row.failed_cells for table in report.tables for row in table.rows):
         text += " " + MOSTLY_FAILED_NOTE
     return text
