@@ -365,7 +365,8 @@ def _resampled_means(
     """Means of ``n_resamples`` bootstrap resamples (with replacement) of ``values``.
 
     With cluster ``codes`` whole clusters are drawn (cluster bootstrap) and each resample's mean is its
-    groups' total over its number of groups.
+    groups' total over its number of groups. The draws do not depend on the chunking (64-bit integers
+    come from the generator's 32-bit stream one by one).
     """
     if codes is not None:
         sums, sizes = _cluster_sums(values, codes)
@@ -405,15 +406,15 @@ def _check_resampling(confidence_level: float | None, n_resamples: int) -> None:
 def _percentile_interval(
     values: np.ndarray,
     estimate: float,
-    confidence_level: float,
+    alpha: float,
     n_resamples: int,
     rng: np.random.Generator,
     codes: np.ndarray | None = None,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean; only float rounding is trimmed so it holds the estimate."""
+    """The (1 - alpha) percentile bootstrap interval of the mean; only float rounding is trimmed so it
+    holds the estimate."""
     if values.size == 0:
         return math.nan, math.nan
-    alpha = 1.0 - confidence_level
     means = _resampled_means(values, n_resamples, rng, codes)
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2]).tolist()
     if estimate < low <= estimate + _TOLERANCE:
@@ -477,7 +478,8 @@ def compute_ptc(
     if confidence_level is not None:
         rng = np.random.default_rng(seed)
         codes = _kept_codes(clusters, valid, invalid)
-        low, high = _percentile_interval(values, result["ptc"], confidence_level, n_resamples, rng, codes)
+        alpha = 1.0 - confidence_level
+        low, high = _percentile_interval(values, result["ptc"], alpha, n_resamples, rng, codes)
         result["ptc_ci_low"], result["ptc_ci_high"] = low, high
     if return_groups:
         result["groups"] = [t if ok else None for t, ok in zip(taus.tolist(), valid.tolist(), strict=True)]
@@ -620,13 +622,19 @@ def rating_errors(
 
 
 def _signflip_p_value(
-    differences: np.ndarray, n_resamples: int, rng: np.random.Generator, codes: np.ndarray | None = None
+    differences: np.ndarray,
+    n_resamples: int,
+    rng: np.random.Generator,
+    codes: np.ndarray | None = None,
+    max_draws: int = _RESAMPLE_CHUNK,
 ) -> float:
     """Two-sided paired permutation test: under H0 each group's difference is equally likely to flip sign.
 
     With cluster ``codes`` a cluster's groups flip together (the sign of its summed difference). Exact (all
     2**k sign patterns of the k units) when that is no more than ``n_resamples``, otherwise Monte Carlo with
-    the +1 correction.
+    the +1 correction, drawing at most ``max_draws`` signs at once. The signs are bytes taken four from each
+    32-bit draw, so a chunk whose size is not a multiple of 4 leaves the rest unused: ``max_draws`` is part
+    of the result, not only of the memory use.
     """
     m = differences.size
     units = differences if codes is None else _cluster_sums(differences, codes)[0]
@@ -635,7 +643,7 @@ def _signflip_p_value(
     if 2**k <= n_resamples:
         signs = ((np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1) * 2 - 1
         return float((np.abs(signs @ units / m) >= observed - _TOLERANCE).mean())
-    chunk = max(1, _RESAMPLE_CHUNK // k)
+    chunk = max(1, max_draws // k)
     extreme = 0
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
@@ -649,24 +657,29 @@ def paired_differences_test(
     *,
     clusters: Sequence[Any] | None = None,
     n_resamples: int = 10_000,
-    confidence_level: float = 0.95,
+    alpha: float = 0.05,
     seed: int = 0,
+    max_draws: int = _RESAMPLE_CHUNK,
 ) -> dict[str, Any]:
-    """Sign-flip test of mean(differences) = 0 and its percentile-bootstrap interval, per cluster if given.
+    """Sign-flip test of mean(differences) = 0 and its (1 - alpha) percentile-bootstrap interval, per
+    cluster if given.
 
-    The test of :func:`paired_test` on per-group differences already computed (e.g. a mean over cells).
+    The test of :func:`paired_test` on per-group differences already computed (e.g. the leaderboard's
+    mean over cells); ``max_draws`` as in its sign-flip (the leaderboard draws 1,000,000 at once).
 
     >>> r = paired_differences_test([1.0, 1.0, 1.0, 1.0], clusters=["a", "a", "b", "b"])
     >>> r["difference"], r["p_value"], r["num_clusters"]  # two clusters: 2 of 4 sign patterns
     (1.0, 0.5, 2)
+    >>> paired_differences_test([1.0, -1.0] * 4)["p_value"]
+    1.0
     """
-    _check_resampling(confidence_level, n_resamples)
+    _check_resampling(1.0 - alpha, n_resamples)
     d = np.asarray(differences, dtype=np.float64)
     codes = cluster_codes(clusters, d.size)
     rng = np.random.default_rng(seed)
     difference = _mean(d, "paired_differences_test")
-    p_value = math.nan if d.size == 0 else _signflip_p_value(d, n_resamples, rng, codes)
-    low, high = _percentile_interval(d, difference, confidence_level, n_resamples, rng, codes)
+    p_value = math.nan if d.size == 0 else _signflip_p_value(d, n_resamples, rng, codes, max_draws)
+    low, high = _percentile_interval(d, difference, alpha, n_resamples, rng, codes)
     return {
         "difference": difference,
         "p_value": float(p_value),
@@ -756,7 +769,7 @@ def paired_test(
     else:
         shifted = np.abs(_resampled_means(differences, n_resamples, rng, codes) - difference)
         p_value = (int((shifted >= abs(difference) - _TOLERANCE).sum()) + 1) / (n_resamples + 1)
-    low, high = _percentile_interval(differences, difference, confidence_level, n_resamples, rng, codes)
+    low, high = _percentile_interval(differences, difference, 1.0 - confidence_level, n_resamples, rng, codes)
     return {
         "ptc_a": _mean(taus_a, "paired_test"),
         "ptc_b": _mean(taus_b, "paired_test"),

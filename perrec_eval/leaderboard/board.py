@@ -32,6 +32,7 @@ from perrec_eval.types import LEVELS, METHODS
 
 ALPHA = 0.05
 N_RESAMPLES = 10_000
+_AVERAGE_DRAWS = 1_000_000  # signs drawn at once by the Avg. test (`ptc._signflip_p_value`'s max_draws)
 CELLS: tuple[Cell, ...] = tuple((level, method) for level in LEVELS for method in METHODS)
 _SCORE_FIELDS = (
     "ptc",
@@ -405,60 +406,21 @@ def item_differences(a: Run, b: Run, columns: Sequence[Cell]) -> np.ndarray | No
 def paired_average(
     a: Run, b: Run, columns: Sequence[Cell], *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
-    """Sign-flip test of avg(a) - avg(b) on per-group mean differences over `columns`; on clustered tables
-    on the query items' shares of it (`item_differences`), flipped per item."""
-    items = item_differences(a, b, columns)
-    if items is not None:
-        return signflip_test(items, n_resamples=n_resamples, seed=seed)
-    return signflip_test(group_differences(a, b, columns), n_resamples=n_resamples, seed=seed)
+    """`ptc.paired_differences_test` of avg(a) - avg(b) on per-group mean differences over `columns`; on
+    clustered tables on the query items' shares of it (`item_differences`), flipped per item.
 
-
-def signflip_test(
-    differences: Sequence[float] | np.ndarray, *, n_resamples: int = N_RESAMPLES, seed: int = 0
-) -> dict[str, Any]:
-    """Two-sided paired sign-flip permutation test of mean(differences) = 0, with a bootstrap interval.
-
-    Exact (every sign pattern) when 2**m <= n_resamples, else Monte Carlo with the +1 correction; the
-    interval is the 95% percentile bootstrap of the mean.
-
-    >>> result = signflip_test([1.0] * 8)
-    >>> result["difference"], result["p_value"], result["num_compared"]
-    (1.0, 0.0078125, 8)
-    >>> signflip_test([1.0, -1.0] * 4)["p_value"]
-    1.0
+    The interval is the (1 - `ALPHA`) one; signs are drawn a million at a time and the difference is
+    numpy's mean, as the leaderboard has always reported them.
     """
-    d = np.asarray(differences, dtype=np.float64)
-    m = d.size
-    if m == 0:
+    items = item_differences(a, b, columns)
+    d = items if items is not None else group_differences(a, b, columns)
+    if d.size == 0:
         return {"difference": None, "p_value": math.nan, "ci_low": None, "ci_high": None, "num_compared": 0}
-    rng = np.random.default_rng(seed)
-    observed = abs(d.mean()) - 1e-12  # resampled means equal to the observed one up to rounding count
-    if 2**m <= n_resamples:
-        signs = ((np.arange(2**m)[:, None] >> np.arange(m)[None, :]) & 1) * 2 - 1
-        p_value = float((np.abs(signs @ d / m) >= observed).mean())
-    else:
-        extreme = 0
-        for rows in _chunks(n_resamples, m):
-            signs = rng.integers(0, 2, size=(rows, m), dtype=np.int8) * 2 - 1
-            extreme += int((np.abs(signs @ d / m) >= observed).sum())
-        p_value = (extreme + 1) / (n_resamples + 1)
-    means = np.concatenate(
-        [d[rng.integers(0, m, size=(rows, m))].mean(axis=1) for rows in _chunks(n_resamples, m)]
+    result = ptc.paired_differences_test(
+        d, n_resamples=n_resamples, alpha=ALPHA, seed=seed, max_draws=_AVERAGE_DRAWS
     )
-    low, high = np.quantile(means, [0.025, 0.975]).tolist()
-    return {
-        "difference": float(d.mean()),
-        "p_value": p_value,
-        "ci_low": float(low),
-        "ci_high": float(high),
-        "num_compared": int(m),
-    }
-
-
-def _chunks(n_resamples: int, m: int) -> list[int]:
-    """Resample counts per chunk, so that a chunk holds about a million numbers."""
-    size = max(1, 1_000_000 // m)
-    return [min(size, n_resamples - start) for start in range(0, n_resamples, size)]
+    keep = ("p_value", "ci_low", "ci_high", "num_compared")
+    return {"difference": float(d.mean())} | {name: result[name] for name in keep}
 
 
 def _below(test: Mapping[str, Any] | None) -> bool:
@@ -473,11 +435,3 @@ def _tied(test: Mapping[str, Any] | None) -> bool:
 
 def _finite(value: Any) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
-
-
-def best_rows(table: Table) -> Mapping[Cell, list[str]]:
-    """The labels of the best row(s) per column."""
-    return {
-        cell: [row.label for row in table.rows if cell in row.entries and row.entries[cell].best]
-        for cell in table.columns
-    }

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perrec_eval.leaderboard.board import build_table, paired_average, paired_cell, signflip_test
+from perrec_eval import ptc
+from perrec_eval.leaderboard.board import build_table, paired_average, paired_cell
 from perrec_eval.leaderboard.runs import load_run, load_runs
 from tests.perrec_eval.leaderboard.synthetic import coin_flips, pointwise_records, write_run
 
@@ -97,8 +98,8 @@ def test_board_runs_with_another_metric_are_not_tested_against_the_best(runs):
     assert reverse.vs_best is None and "another metric" in reverse.untested
 
 
-def test_board_signflip_test_is_exact_for_few_groups():
-    result = signflip_test([0.5, 0.5, 0.5])
+def test_board_average_test_is_exact_for_few_groups():
+    result = ptc.paired_differences_test([0.5, 0.5, 0.5])
     assert result["p_value"] == pytest.approx(2 / 8)
 
 
