@@ -78,6 +78,7 @@ def baseline_names(config: EvalConfig) -> tuple[str, ...]:
 
 def evaluate(config: EvalConfig) -> int:
     from perrec_eval import report, run
+    from perrec_eval.leaderboard.runs import load_runs
 
     if config.engine == BASELINE_ENGINE:
         systems = run.evaluate_baselines(config, baseline_names(config))
@@ -85,9 +86,7 @@ def evaluate(config: EvalConfig) -> int:
         systems = run.evaluate_adapters(config)
     else:
         systems = [(config.system_label, run.evaluate(config))]
-    marks = run.significance_marks(config.out, systems)
-    print(report.table(systems, marks=marks))
-    print("\n" + report.legend(systems, marks=marks))
+    print(report.table(load_runs([config.out])))
     if len(systems) > 1:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:
@@ -149,10 +148,10 @@ def score(config: ScoreConfig) -> int:
 
     run_dir = rundir.one_run_folder(config.run_dir)
     scores = rundir.rescore(run_dir, variant=config.variant, invalid=config.invalid)
-    name = rundir.run_name(run_dir)
+    rescored = [report.rescored(run_dir, scores)]
     if config.write:
-        rundir.update_metric(run_dir, scores)
-    print(report.table([(name, scores)]))
+        rundir.update_metric(run_dir, scores, report.render_report(rescored))
+    print(report.table(rescored, [rundir.run_name(run_dir)], compact=True, legend=False))
     json.dump(scores, sys.stdout, indent=2)
     print()
     if config.write:

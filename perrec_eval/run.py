@@ -14,17 +14,19 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from perrec_eval import context, parsing, presentation, prompts
+from perrec_eval import context, parsing, presentation, prompts, report
 from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.leaderboard.runs import load_runs
 from perrec_eval.lock import folder_lock
 from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstration, make_ranker
 from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
@@ -423,14 +425,19 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
             else None,
         },
     }
-    write_run(out, label, samples=samples, records=records, scores=scores, run_info=run_info)
+    write_run(
+        out,
+        samples=samples,
+        records=records,
+        scores=scores,
+        run_info=run_info,
+        report=partial(report.render_run, out, run_info, scores, records),
+    )
     return scores
 
 
 def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, dict[str, Any]]]:
     """Evaluate several LoRA adapters on one loaded base model, one run folder each under ``out/<name>/``."""
-    from perrec_eval.report import write_report
-
     subs = {
         name: replace(config, adapter=(f"{name}={path}",), out=str(Path(config.out) / name))
         for name, path in config.adapters().items()
@@ -442,7 +449,7 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
         systems = [
             (name, evaluate(subs[name], engine=adapted)) for name, adapted in config.adapter_engines(base)
         ]
-        write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
+        report.write_report(config.out, load_runs([Path(sub.out) for sub in subs.values()]))
     return systems
 
 
@@ -473,7 +480,6 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
 
 def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
     from perrec_eval import baselines, cf, retrieval
-    from perrec_eval.report import write_report
 
     cf_names = [name for name in names if name in cf.CF_BASELINES]
     records: dict[str, list[PredictionRecord]] = {name: [] for name in names}
@@ -511,12 +517,17 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
         }
         if name in cf_info:
             run_info["cf"] = cf_info[name]
-        write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
+        write_run(
+            out,
+            samples=None,
+            records=records[name],
+            scores=scores,
+            run_info=run_info,
+            report=partial(report.render_run, out, run_info, scores, records[name]),
+        )
         systems.append((name, scores))
     if len(names) > 1:
-        cf_cells = {name: info["cells"] for name, info in cf_info.items()}
-        marks = significance_marks(config.out, systems)
-        write_report(Path(config.out), systems, marks=marks, cf_cells=cf_cells)
+        report.write_report(config.out, load_runs([Path(config.out) / name for name in names]))
     return systems
 
 
@@ -546,15 +557,6 @@ def _cf_records(
             }
             records[name] += prediction_records(level, "pointwise", contexts, predictions)
     return info
-
-
-def significance_marks(out: str, systems: Sequence[tuple[str, Any]]) -> dict[str, dict[str, str]]:
-    """`report.significance_marks` of systems written one run folder each under `out` (none for one)."""
-    from perrec_eval import report
-
-    if len(systems) < 2:
-        return {}
-    return report.significance_marks({name: Path(out) / name for name, _ in systems})
 
 
 def _baseline_prediction(name: str, group: Group, retrieved: Mapping[UserKey, Any], seed: int) -> Prediction:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -73,32 +73,26 @@ def run_cost(samples: Sequence[SampleRecord], wall_seconds: float, cache_hits: i
 
 def write_run(
     out: Path,
-    name: str,
     *,
     samples: Iterable[SampleRecord] | None,
     records: Iterable[PredictionRecord],
     scores: Mapping[str, Any],
     run_info: Mapping[str, Any],
+    report: Callable[[], str] | None,
 ) -> None:
     """Write a run folder's files, each atomically; run.json last, so it marks a finished run.
 
-    `samples` is None for runs without engine requests (baselines): no samples.jsonl is written.
+    `samples` is None for runs without engine requests (baselines): no samples.jsonl is written. `report`
+    makes report.md's text once the other files but run.json are written (None: no report.md).
     """
-    from perrec_eval.report import write_report
-
     (out / "run.json").unlink(missing_ok=True)  # until the new one is written, the folder is unfinished
     if samples is not None:
         fileio.write_jsonl(out / "samples.jsonl", (sample.to_json() for sample in samples))
     fileio.write_jsonl(out / "predictions.jsonl", (record.to_json() for record in records))
     fileio.write_json(out / "scores.json", scores)
-    write_report(out, [(name, scores)], cf_cells=cf_cells_of(name, run_info))
+    if report is not None:
+        fileio.write_text(out / "report.md", report())
     fileio.write_json(out / "run.json", run_info)
-
-
-def cf_cells_of(name: str, run_info: Mapping[str, Any]) -> dict[str, Any]:
-    """``{name: run.json cf.cells}`` for a collaborative-filtering baseline's run, else ``{}``."""
-    cells = (run_info.get("cf") or {}).get("cells")
-    return {name: cells} if cells else {}
 
 
 # Config fields that do not change a run's results (a finished run may be resumed with other values).
@@ -319,8 +313,8 @@ def one_run_folder(path: str | os.PathLike) -> Path:
     return folders[0]
 
 
-def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None:
-    """Rewrite scores.json, report.md and run.json's metric of a run with re-computed `scores`.
+def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any], report: str) -> None:
+    """Rewrite scores.json, report.md (to `report`) and run.json's metric of a run with re-computed `scores`.
 
     Holds the folder's lock (`perrec_eval.lock`: an evaluate writing the folder refuses it, and the other
     way round). The three files are written to temp names first and renamed in that order, run.json last:
@@ -333,7 +327,6 @@ def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None
     import json
 
     from perrec_eval.lock import folder_lock
-    from perrec_eval.report import render
 
     run_dir = Path(run_dir)
     with folder_lock(run_dir):
@@ -342,10 +335,7 @@ def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None
         fileio.replace_in_order(
             [
                 (run_dir / "scores.json", json.dumps(scores, indent=2, ensure_ascii=False) + "\n"),
-                (
-                    run_dir / "report.md",
-                    render([(run_name(run_dir), scores)], cf_cells=cf_cells_of(run_name(run_dir), info)),
-                ),
+                (run_dir / "report.md", report),
                 (run_dir / "run.json", json.dumps(info, indent=2, ensure_ascii=False) + "\n"),
             ]
         )

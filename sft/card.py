@@ -2,7 +2,7 @@
 
 Everything the card states comes from the folder's own record: ``sft_train.json`` (written by
 `perrecbench sft train`) or ``sft_merge.json`` (written by `perrecbench sft merge`), plus, when a run folder
-of `perrecbench evaluate` is given, its PTC table (`perrec_eval.report.table`).
+of `perrecbench evaluate` is given, its PTC table (`perrec_eval.report.table`, compact).
 """
 
 from __future__ import annotations
@@ -338,19 +338,24 @@ def cost_line(name: str, cost: Mapping[str, Any]) -> str:
 
 
 def results_section(
-    systems: Sequence[tuple[str, Mapping[str, Any]]],
+    systems: Sequence[tuple[str, str | os.PathLike]],
     name: str,
     costs: Sequence[tuple[str, Mapping[str, Any]]] = (),
 ) -> str:
-    """The PTC table of the given runs (the base model's row first when given), or how to produce one."""
-    from perrec_eval.report import legend, table
+    """The PTC table of the given (label, run folder)s (the base model's row first when given), or how to
+    produce one."""
+    from perrec_eval.leaderboard.runs import load_run
+    from perrec_eval.report import table
 
     if not systems:
         return (
             "Not evaluated yet: run `perrecbench evaluate --engine hf --adapter NAME=PATH ...`, then "
             f"`perrecbench sft push {name} --repo ORG/NAME --run RUN_DIR` puts its PTC table here."
         )
-    text = f"PerRecBench test split, PTC per level and method.\n\n{table(systems)}\n\n{legend(systems)}"
+    loaded = [load_run(folder) for _, folder in systems]
+    text = "PerRecBench test split, PTC per level and method.\n\n" + table(
+        loaded, [label for label, _ in systems], compact=True
+    )
     if len(systems) == 1:
         text += (
             "\n\nNo base-model run was given: compare with the base model's own run before relying on this."
@@ -404,7 +409,7 @@ def model_card(
     *,
     name: str,
     repo: str | None = None,
-    systems: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    systems: Sequence[tuple[str, str | os.PathLike]] = (),
     costs: Sequence[tuple[str, Mapping[str, Any]]] = (),
     eval_results: Sequence[Any] = (),
 ) -> str:
@@ -414,7 +419,7 @@ def model_card(
         info: the folder's ``sft_train.json`` or ``sft_merge.json``.
         name: the adapter's short name (the folder name).
         repo: its Hub repository (ORG/NAME), or None before one is chosen.
-        systems: (name, scores) of evaluation runs for the results table (a base-model row first).
+        systems: (label, run folder) of evaluation runs for the results table (a base-model row first).
         costs: (name, run.json cost) of those runs.
         eval_results: `huggingface_hub.EvalResult`s for the card's ``model-index`` metadata.
     """

@@ -89,12 +89,12 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
     files: dict[str, Any] = dict(folder_files(folder, skip=SKIP))
     if config.base_run:
         base_dir, base_info = _run(config.base_run, ids=ids, adapter=None)
-        systems.append((f"base ({hub_base_model(info)})", load_run(base_dir)[1]))
+        systems.append((f"base ({hub_base_model(info)})", base_dir))
         costs += [(systems[-1][0], base_info["cost"])] if base_info.get("cost") else []
     if config.run:
         run_dir, run_info = _run(config.run, ids=ids, adapter=folder)
         scores = load_run(run_dir)[1]
-        systems.append((folder.name, scores))
+        systems.append((folder.name, run_dir))
         costs += [(folder.name, run_info["cost"])] if run_info.get("cost") else []
         if config.dataset and config.dataset_revision:
             eval_results = _eval_results(scores, config.dataset, config.dataset_revision)

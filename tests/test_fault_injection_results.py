@@ -723,7 +723,7 @@ def test_cli_report_never_marks_a_failed_cell_best(failed_and_reverse, tmp_path,
 
 
 def test_report_mostly_failed_means_more_than_half_the_groups():
-    from perrec_eval.report import MOSTLY_FAILED, mostly_failed
+    from perrec_eval.leaderboard.board import MOSTLY_FAILED, mostly_failed
 
     assert MOSTLY_FAILED == 0.5
     assert mostly_failed({"num_groups": 5, "num_invalid": 3})

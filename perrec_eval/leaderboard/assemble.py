@@ -9,30 +9,16 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.leaderboard import analyses, compare
-from perrec_eval.leaderboard.board import N_RESAMPLES, Table, build_table
-from perrec_eval.leaderboard.published import Published, load
+from perrec_eval.leaderboard import analyses, compare, html, render
+from perrec_eval.leaderboard.board import N_RESAMPLES, Report, build_table
+from perrec_eval.leaderboard.published import load
 from perrec_eval.leaderboard.runs import Run, load_runs
 
 FILES = ("leaderboard.md", "leaderboard.json", "leaderboard.csv", "leaderboard.tex", "index.html")
-
-
-@dataclass(slots=True)
-class Report:
-    """Everything a report shows: one table per comparable set of runs, its analyses, statistics, plots."""
-
-    tables: list[Table]
-    analyses: list[dict[str, Any]]
-    stats: list[dict[str, Any]]
-    published: Published
-    n_resamples: int = N_RESAMPLES
-    plots: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def assemble(
@@ -97,8 +83,6 @@ def check_out(out: str | os.PathLike) -> None:
 
 
 def _write(report: Report, out: Path, *, plots: bool) -> Path:
-    from perrec_eval.leaderboard import html, render
-
     fileio.remove_stale(out)  # what a killed report left beside it (under the lock: no live writer's)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -108,7 +92,7 @@ def _write(report: Report, out: Path, *, plots: bool) -> Path:
             from perrec_eval.leaderboard import plots as drawing
 
             report.plots = drawing.draw(report, tmp)
-        fileio.write_text(tmp / "leaderboard.md", render.markdown(report))
+        fileio.write_text(tmp / "leaderboard.md", render.markdown(render.document(report)))
         fileio.write_json(tmp / "leaderboard.json", render.json_data(report))
         fileio.write_text(tmp / "leaderboard.csv", render.csv_text(report))
         fileio.write_text(tmp / "leaderboard.tex", render.latex(report))

@@ -25,9 +25,9 @@ import numpy as np
 from perrec_eval import ptc, scoring
 from perrec_eval.leaderboard import compare
 from perrec_eval.leaderboard.diagnostics import cell_diagnostics
+from perrec_eval.leaderboard.published import Published
 from perrec_eval.leaderboard.runs import Cell, Run
 from perrec_eval.records import clusters_of
-from perrec_eval.report import mostly_failed
 from perrec_eval.types import LEVELS, METHODS
 
 ALPHA = 0.05
@@ -49,6 +49,31 @@ _SCORE_FIELDS = (
     "first_shown_truly_first",
     "num_listwise_answers",
 )
+
+# A cell is "mostly failed" when more than this share of its groups got no usable ranking (no answer
+# parsed, or engine errors): its PTC is then mostly the failure policy's, not the model's. Every table
+# shows such a cell with its failure share, and it is never marked best.
+MOSTLY_FAILED = 0.5
+
+
+def failed_share(cell: Mapping[str, Any]) -> float | None:
+    """The share of a cell's groups that got no usable ranking, or None without groups.
+
+    >>> failed_share({"num_groups": 4, "num_invalid": 3}), failed_share({"num_groups": 0})
+    (0.75, None)
+    """
+    groups = cell.get("num_groups")
+    return cell.get("num_invalid", 0) / groups if groups else None
+
+
+def mostly_failed(cell: Mapping[str, Any] | None) -> bool:
+    """Whether more than `MOSTLY_FAILED` of the cell's groups failed.
+
+    >>> mostly_failed({"num_groups": 4, "num_invalid": 3}), mostly_failed({"num_groups": 4, "num_invalid": 2})
+    (True, False)
+    """
+    share = None if cell is None else failed_share(cell)
+    return share is not None and share > MOSTLY_FAILED
 
 
 @dataclass(slots=True)
@@ -109,7 +134,7 @@ class Row:
 
     @property
     def failed_cells(self) -> list[Cell]:
-        """The row's mostly failed cells (`report.MOSTLY_FAILED`): its average cannot be the best."""
+        """The row's mostly failed cells (`MOSTLY_FAILED`): its average cannot be the best."""
         return [cell for cell, entry in self.entries.items() if mostly_failed(entry.scores)]
 
     @property
@@ -181,6 +206,21 @@ class Table:
             "constant_floor": {f"{lv}/{m}": v for (lv, m), v in self.floors.items()},
             "rows": [row.to_json(self.differing) for row in self.rows],
         } | ({"clustered_by": scoring.CLUSTERED_BY} if self.clustered else {})
+
+
+@dataclass(slots=True)
+class Report:
+    """Everything a report shows: one table per comparable set of runs, its analyses, statistics, plots.
+
+    The model every format is rendered from (`render`, `html`, `plots`); `assemble` builds and writes it.
+    """
+
+    tables: list[Table]
+    analyses: list[dict[str, Any]]
+    stats: list[dict[str, Any]]
+    published: Published
+    n_resamples: int = N_RESAMPLES
+    plots: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def build_table(
@@ -268,7 +308,7 @@ def _same_metric(a: Run, b: Run) -> bool:
 
 
 def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int) -> None:
-    # A mostly failed cell (`report.MOSTLY_FAILED`) is never the best, nor what others are tested against.
+    # A mostly failed cell (`MOSTLY_FAILED`) is never the best, nor what others are tested against.
     for row in rows:
         if cell in row.entries and mostly_failed(row.entries[cell].scores):
             row.entries[cell].untested = "mostly failed: more than half of its groups got no ranking"

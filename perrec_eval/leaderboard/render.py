@@ -1,6 +1,9 @@
-"""A report as text: leaderboard.md, leaderboard.csv, leaderboard.tex and leaderboard.json.
+"""A report as a document (headings, paragraphs, tables, images) and as text: leaderboard.md, a run's
+report.md, leaderboard.csv, leaderboard.tex and leaderboard.json.
 
-Every format is drawn from the same `assemble.Report`; the HTML page (`html.py`) too.
+Every format is drawn from the same `board.Report`: `document` lays out the leaderboard once, `markdown`
+writes it as leaderboard.md and `html.page` as index.html; `run_document` is the part of it a run folder's
+report.md shows (the same Table 1, its notes and its per-cell tables).
 """
 
 from __future__ import annotations
@@ -8,26 +11,59 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Row, Table
+from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Report, Row, Table, failed_share, mostly_failed
 from perrec_eval.leaderboard.published import PublishedRow
-from perrec_eval.report import (
-    CLUSTERED_NOTE,
-    COLD_START_NOTE,
-    MOSTLY_FAILED_NOTE,
-    cold_start,
-    failure_note,
-    mostly_failed,
-    provisional_note,
-)
-
-if TYPE_CHECKING:
-    from perrec_eval.leaderboard.assemble import Report
 
 SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 DASH = "–"
-TextTable = tuple[list[str], list[list[str]]]  # (header, rows), rendered as markdown or HTML
+
+
+class Code(str):
+    """Inline code in a `Text`."""
+
+
+class Strong(str):
+    """Bold text in a `Text`."""
+
+
+class Em(str):
+    """Emphasised text in a `Text`."""
+
+
+Text = str | tuple[str, ...]  # plain text, or pieces of which some are `Code`, `Strong` or `Em`
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    level: int
+    text: str
+    anchor: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Para:
+    text: Text
+    css: str = "note"
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """A table: a header and rows of `Text` cells."""
+
+    header: Sequence[str]
+    rows: Sequence[Sequence[Text]]
+    css: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Images:
+    plots: Sequence[Any]  # `plots.Plot`s
+
+
+Block = Heading | Para | Grid | Images
 
 
 def number(value: float | None, spec: str = ".2f") -> str:
@@ -50,76 +86,125 @@ def p_text(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
+def failure_note(cell: Mapping[str, Any] | None) -> str:
+    """`` (N% failed)`` for a mostly failed cell (`board.mostly_failed`), else nothing.
+
+    >>> failure_note({"num_groups": 3, "num_invalid": 3}), failure_note({"num_groups": 3, "num_invalid": 0})
+    (' (100% failed)', '')
+    """
+    return f" ({failed_share(cell):.0%} failed)" if mostly_failed(cell) else ""
+
+
 def row_name(row: Row) -> str:
     return row.label + (" (provisional)" if row.provisional else "")
 
 
-def legend(report: Report) -> str:
-    """What the numbers of the leaderboard are, in a few sentences."""
-    metrics = sorted({row.run.variant for table in report.tables for row in table.rows})
-    names = {
-        "tau_b": "Kendall tau-b between predicted and true per-user scores",
-        "paper": "the paper's tau between best-first index lists (paper mode)",
-    }
-    resamples = sorted(
-        {row.run.scores.get("n_resamples", 1000) for table in report.tables for row in table.rows}
-    )
-    text = (
-        f"PTC = {'; '.join(names.get(m, m) for m in metrics)}, mean over groups (-1 to 1, higher is better); "
-        "brackets: each run's 95% interval over groups (percentile bootstrap, "
-        f"{' / '.join(f'{n:,}' for n in resamples)} resamples). **Bold**: best in the column; "
-        f"`*`: below that best at p < {ALPHA}; `≈`: tested against that best and not found different "
-        "(p ≥ 0.05): the two are not ordered by this benchmark (paired sign-flip permutation test on the "
-        "groups both runs share; per cell the metric's `paired_test`, for Avg. the same test on each group's "
-        'mean over the cells; not corrected for multiple comparisons). Row "min. detectable Δ": the '
-        "smallest true difference such a test finds with power 0.8 on the table's groups (normal "
-        'approximation with the null tau variance, `ptc.expected_resolution`). Row "floor": the '
-        "pointwise PTC of answering the same rating for every user on these groups, which pointwise scoring "
-        "(rating minus the user's average) turns into a ranking by minus the users' averages, so it is not "
-        "0; fixed answers score exactly 0 in all-pairs pairwise and balanced listwise. Avg. is over all the "
-        "table's cells and only for rows that have them all. Runs are compared only on the same dataset "
-        "fingerprint, split and group set."
-    )
+_METRICS = {
+    "tau_b": "Kendall tau-b between predicted and true per-user scores",
+    "paper": "the paper's tau between best-first index lists (paper mode)",
+}
+MOSTLY_FAILED_NOTE = (
+    "(N% failed) = more than half of the cell's groups got no usable ranking (answers that did not parse, "
+    "or engine errors); those groups score 0 (or are dropped in paper mode), so the number says little "
+    "about the model and is never marked best."
+)
+CLUSTERED_NOTE = (
+    "Clustered by query item: where a level has several groups of one query item (large-preset builds), "
+    "the CI resamples whole items (cluster bootstrap), paired tests flip signs per item and the min. "
+    "detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
+)
+COLD_START_NOTE = (
+    "Cold start of the classic recommenders (run.json ",
+    Code("cf.cells"),
+    "): groups whose query item had no rating before the window (all their users tie), and users the model "
+    "could not score; both get the user's average (relative prediction 0).",
+)
+
+
+def provisional_note(report: Report) -> Text:
+    """What "(provisional)" means for the report's runs, or "" when every run completed."""
     runs = [row.run for table in report.tables for row in table.rows]
-    if note := provisional_note([{**run.scores, "complete": run.complete} for run in runs]):
-        text += " " + note
-    if any(table.clustered for table in report.tables):
-        text += " " + CLUSTERED_NOTE
-    if any(row.failed_cells for table in report.tables for row in table.rows):
-        text += " " + MOSTLY_FAILED_NOTE
+    if any(run.scores.get("num_permanent_errors") for run in runs):
+        return (
+            "(provisional) = some requests failed: those that fail on every try (e.g. a prompt over the "
+            "model's context) need the fix ",
+            Code("perrecbench evaluate"),
+            " printed; a re-run retries the others.",
+        )
+    if any(not run.complete for run in runs):
+        return "(provisional) = some requests failed: run the same command again to retry them."
+    return ""
+
+
+def legend(report: Report) -> Text:
+    """What the numbers of the leaderboard are, in a few sentences."""
+    rows = [row for table in report.tables for row in table.rows]
+    metrics = sorted({row.run.variant for row in rows})
+    resamples = sorted({row.run.scores.get("n_resamples", 1000) for row in rows})
+    text: tuple[str, ...] = (
+        f"PTC = {'; '.join(_METRICS.get(m, m) for m in metrics)}, mean over groups (-1 to 1, higher is "
+        "better); brackets: each run's 95% interval over groups (percentile bootstrap, "
+        f"{' / '.join(f'{n:,}' for n in resamples)} resamples); – = not run. ",
+        Strong("Bold"),
+        ": best in the column; ",
+        Code("*"),
+        f": below that best at p < {ALPHA}; ",
+        Code("≈"),
+        ": tested against that best and not found different (p ≥ 0.05): the two are not ordered by this "
+        "benchmark (paired sign-flip permutation test on the groups both runs share; per cell the metric's ",
+        Code("paired_test"),
+        ", for Avg. the same test on each group's mean over the cells; not corrected for multiple "
+        'comparisons). Row "min. detectable Δ": the smallest true difference such a test finds with power '
+        "0.8 on the table's groups (normal approximation with the null tau variance, ",
+        Code("ptc.expected_resolution"),
+        '); closer systems are not told apart here. Row "floor": the pointwise PTC of answering the same '
+        "rating for every user on these groups, which pointwise scoring (rating minus the user's average) "
+        "turns into a ranking by minus the users' averages, so it is not 0; a pointwise cell must beat it "
+        "(fixed answers score exactly 0 in all-pairs pairwise and balanced listwise). Avg. is over all the "
+        "table's cells and only for rows that have them all. Runs are compared only on the same dataset "
+        "fingerprint, split and group set.",
+    )
+    notes = [
+        provisional_note(report),
+        CLUSTERED_NOTE if any(table.clustered for table in report.tables) else "",
+        MOSTLY_FAILED_NOTE if any(row.failed_cells for row in rows) else "",
+    ]
+    for note in filter(None, notes):
+        text += (" ", *((note,) if isinstance(note, str) else note))
     return text
 
 
-def entry_text(entry: Entry | None, *, ci: bool = True, marks: bool = True) -> str:
-    """One cell of the leaderboard: PTC, interval, best / significance marks."""
+def _marked(value: float, tested: Entry | Row, marks: bool) -> Text:
+    text = f"{value:.2f}"
+    if not marks:
+        return text
+    return (
+        Strong(text) if tested.best else text,
+        "*" if tested.significant else "",
+        " ≈" if tested.tied else "",
+    )
+
+
+def entry_text(entry: Entry | None, *, marks: bool = True) -> Text:
+    """One cell of the leaderboard: PTC, best / significance marks, interval, failure share."""
     if entry is None or entry.ptc is None:
         return DASH
-    text = f"{entry.ptc:.2f}"
-    if marks and entry.best:
-        text = f"**{text}**"
-    if marks and entry.significant:
-        text += "*"
-    if marks and entry.tied:
-        text += " ≈"
-    if ci and entry.scores.get("ptc_ci_low") is not None:
-        text += f" [{entry.scores['ptc_ci_low']:.2f}, {entry.scores['ptc_ci_high']:.2f}]"
-    return text + failure_note(entry.scores)
+    ci = ""
+    if entry.scores.get("ptc_ci_low") is not None:
+        ci = f" [{entry.scores['ptc_ci_low']:.2f}, {entry.scores['ptc_ci_high']:.2f}]"
+    return (*_marked(entry.ptc, entry, marks), ci + failure_note(entry.scores))
 
 
-def average_text(row: Row, table: Table, *, marks: bool = True) -> str:
+def average_text(row: Row, table: Table, *, compact: bool = False) -> Text:
     if row.average is None:
         have = len(table.columns) - len(row.missing)
-        return f"{DASH} ({have} of {len(table.columns)} cells)"
-    text = f"{row.average:.2f}"
-    if marks and row.best:
-        text = f"**{text}**"
-    if marks and row.significant:
-        text += "*"
-    if marks and row.tied:
-        text += " ≈"
-    if row.failed_cells:
-        text += f" ({len(row.failed_cells)} of {len(row.entries)} cells mostly failed)"
-    return text
+        return DASH if compact else f"{DASH} ({have} of {len(table.columns)} cells)"
+    if compact:
+        return _marked(row.average, row, False)
+    failed = (
+        f" ({len(row.failed_cells)} of {len(row.entries)} cells mostly failed)" if row.failed_cells else ""
+    )
+    return (*_marked(row.average, row, True), failed)
 
 
 def column_names(columns: Sequence[tuple[str, str]]) -> list[str]:
@@ -134,39 +219,33 @@ def table_heading(table: Table, count: int) -> str:
     )
 
 
-def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def leaderboard_rows(table: Table) -> TextTable:
+def leaderboard_rows(table: Table, *, compact: bool = False) -> Grid:
     """The Table-1 layout: one row per run, a column per cell, groups and Avg.; under the runs, the
-    pointwise floor and the table's resolution."""
-    header = ["System", "Groups", *column_names(table.columns), "Avg."]
+    pointwise floor and the table's resolution.
+
+    ``compact`` is the console's and the model card's form: all nine cells of Table 1 (– where not run),
+    no Groups column, no best / significance marks.
+    """
+    columns = CELLS if compact else table.columns
+    groups = [] if compact else [str(table.num_groups)]
     rows = [
-        [row_name(row), str(len(row.run.group_ids))]
-        + [entry_text(row.entries.get(cell)) for cell in table.columns]
-        + [average_text(row, table)]
+        [row_name(row), *([] if compact else [str(len(row.run.group_ids))])]
+        + [entry_text(row.entries.get(cell), marks=not compact) for cell in columns]
+        + [average_text(row, table, compact=compact)]
         for row in table.rows
     ]
     if any(value is not None for value in table.floors.values()):
-        rows.append(
-            ["floor: constant rating", str(table.num_groups)]
-            + [number(table.floors.get(cell)) for cell in table.columns]
-            + [DASH]
-        )
-    rows.append(
-        ["min. detectable Δ", str(table.num_groups)]
-        + [number(table.resolution.get(cell)) for cell in table.columns]
-        + [number(table.average_resolution)]
-    )
-    return header, rows
+        floors = [number(table.floors.get(cell)) for cell in columns]
+        rows.append(["floor: constant rating", *groups, *floors, DASH])
+    resolution = [number(table.resolution.get(cell)) for cell in columns]
+    rows.append(["min. detectable Δ", *groups, *resolution, number(table.average_resolution)])
+    header = ["System", *(["Groups"] if groups else []), *column_names(columns), "Avg."]
+    return Grid(header, rows, "board")
 
 
-def leaderboard_markdown(table: Table) -> str:
+def leaderboard_markdown(table: Table, *, compact: bool = False) -> str:
     """The leaderboard of `table` as markdown (`leaderboard_rows`)."""
-    return markdown_table(*leaderboard_rows(table))
+    return markdown_block(leaderboard_rows(table, compact=compact))
 
 
 CELL_HEADER = [
@@ -194,10 +273,18 @@ CELL_HEADER = [
 ]
 
 
+def _engine_errors(scores: Mapping[str, Any]) -> str:
+    """The engine error rate, with the count of failed requests where the run recorded it."""
+    rate = number(scores.get("engine_error_rate"), ".1%")
+    requests = scores.get("num_requests")
+    return f"{rate} ({scores.get('num_engine_errors', 0)} of {requests})" if requests else rate
+
+
 def cell_rows(table: Table) -> list[list[str]]:
     """Per row and cell: everything behind the number (test against the best, failures, diagnostics)."""
     out = []
     for row in table.rows:
+        scored = row.run.cell_scores()
         for cell in table.columns:
             entry = row.entries.get(cell)
             if entry is None:
@@ -220,13 +307,13 @@ def cell_rows(table: Table) -> list[list[str]]:
                     str(s.get("num_groups", DASH)),
                     str(s.get("num_invalid", DASH)),
                     number(s.get("parse_failure_rate"), ".1%"),
-                    number(s.get("engine_error_rate"), ".1%"),
+                    _engine_errors(scored[cell]),
                     number(table.resolution.get(cell), ".3f"),
                     number(table.floors.get(cell), ".3f"),
                     number(d.get("position_bias"), ".0%"),
                     number(d.get("order_consistency"), ".0%"),
-                    number(s.get("first_shown_first"), ".0%"),
-                    number(s.get("first_shown_truly_first"), ".0%"),
+                    number(s.get("first_shown_first"), ".1%"),
+                    number(s.get("first_shown_truly_first"), ".1%"),
                     number(d.get("truncated_rate"), ".1%"),
                     number(d.get("prompt_tokens_mean"), ".0f"),
                     number(d.get("completion_tokens_mean"), ".1f"),
@@ -261,6 +348,9 @@ def profile_rows(table: Table) -> list[list[str]]:
             ]
         )
     return out
+
+
+AVERAGE_HEADER = ["System", "Avg.", "Δ vs best", "95% CI of Δ", "p", "groups compared"]
 
 
 def average_rows(table: Table) -> list[list[str]]:
@@ -313,13 +403,25 @@ def cost_rows(table: Table) -> list[list[str]]:
     return out
 
 
-def cold_start_markdown(table: Table) -> str:
-    """The CF rows' per-cell cold-start counts (run.json `cf.cells`); "" when the table has none."""
-    return cold_start({row_name(row): row.run.info["cf"]["cells"] for row in table.rows if _cf_cells(row)})
+COLD_START_HEADER = ["System", "level", "method", "cold query items", "fallback users"]
 
 
-def _cf_cells(row: Row) -> bool:
-    return bool((row.run.info.get("cf") or {}).get("cells"))
+def cold_start_rows(table: Table) -> list[list[str]]:
+    """Per CF row and cell: cold query items and fallback users (run.json `cf.cells`)."""
+    out = []
+    for row in table.rows:
+        for key, c in ((row.run.info.get("cf") or {}).get("cells") or {}).items():
+            level, method = key.split("/", 1)
+            out.append(
+                [
+                    row_name(row),
+                    level,
+                    method,
+                    f"{c['cold_query_items']} of {c['groups']}",
+                    f"{c['fallback_users']} of {c['users']}",
+                ]
+            )
+    return out
 
 
 def published_rows(rows: Sequence[PublishedRow]) -> list[list[str]]:
@@ -331,29 +433,26 @@ def published_rows(rows: Sequence[PublishedRow]) -> list[list[str]]:
     ]
 
 
-def published_markdown(report: Report, number_: int) -> str:
+def _published(report: Report, number_: int) -> list[Block]:
     header = ["System", *column_names(CELLS), "Avg."]
-    return f"*{report.published.caption(number_)}*\n\n" + markdown_table(
-        header, published_rows(report.published.table(number_))
-    )
+    rows = published_rows(report.published.table(number_))
+    return [Para((Em(report.published.caption(number_)),)), Grid(header, rows, "published")]
 
 
-def _images(report: Report, key: str, kind: str) -> str:
-    return "\n".join(
-        f"![{plot.title}]({plot.path})" for plot in report.plots.get(key, []) if plot.kind == kind
-    )
+def _images(report: Report, key: str, kind: str) -> Images:
+    return Images([plot for plot in report.plots.get(key, []) if plot.kind == kind])
 
 
-def domain_table(analyses: Mapping[str, Any]) -> TextTable | None:
+def domain_table(analyses: Mapping[str, Any]) -> Grid | None:
     """PTC per domain (paper Fig. 4), or None when no row has every domain."""
     dom = analyses["by_domain"]
     if not dom["rows"]:
         return None
     header = ["System"] + [f"{d} ({dom['num_groups'][d]} groups)" for d in dom["domains"]]
-    return header, [[r["label"]] + [number(r["ptc"][d]) for d in dom["domains"]] for r in dom["rows"]]
+    return Grid(header, [[r["label"]] + [number(r["ptc"][d]) for d in dom["domains"]] for r in dom["rows"]])
 
 
-def group_size_table(analyses: Mapping[str, Any]) -> TextTable:
+def group_size_table(analyses: Mapping[str, Any]) -> Grid:
     """PTC per group size and method (paper Fig. 7)."""
     size = analyses["by_group_size"]
     header = ["System", "method"] + [
@@ -364,25 +463,24 @@ def group_size_table(analyses: Mapping[str, Any]) -> TextTable:
         for r in size["rows"]
         for m in size["methods"]
     ]
-    return header, rows
+    return Grid(header, rows)
 
 
-def method_table(analyses: Mapping[str, Any]) -> TextTable:
+def method_table(analyses: Mapping[str, Any]) -> Grid:
     """PTC per ranking method, mean over levels."""
     meth = analyses["by_method"]
-    return ["System", *meth["methods"]], [
-        [r["label"]] + [number(r["ptc"][m]) for m in meth["methods"]] for r in meth["rows"]
-    ]
+    rows = [[r["label"]] + [number(r["ptc"][m]) for m in meth["methods"]] for r in meth["rows"]]
+    return Grid(["System", *meth["methods"]], rows)
 
 
-def prompting_table(table: Table, block: Mapping[str, Any]) -> TextTable:
+def prompting_table(table: Table, block: Mapping[str, Any]) -> Grid:
     """One model's prompting variants side by side (paper Table 2)."""
     header = ["Prompting", *column_names(table.columns), "Avg."]
     rows = [
         [r["prompting"]] + [number(v) for v in r["cells"].values()] + [number(r["average"])]
         for r in block["rows"]
     ]
-    return header, rows
+    return Grid(header, rows)
 
 
 def versus_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -406,50 +504,58 @@ def versus_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def _analysis_markdown(report: Report, table: Table, analyses: Mapping[str, Any]) -> list[str]:
+def _analysis_blocks(report: Report, table: Table, analyses: Mapping[str, Any]) -> list[Block]:
     key = f"t{table.number}"
-    parts = []
+    blocks: list[Block] = []
     by_domain = domain_table(analyses)
     if by_domain is not None:
-        parts += [
-            "### By domain (paper Fig. 4)",
-            "Mean PTC over the table's cells, on each domain's groups "
-            '(domain = the group id before ":"); complete rows only.',
-            markdown_table(*by_domain),
+        blocks += [
+            Heading(3, "By domain (paper Fig. 4)"),
+            Para(
+                "Mean PTC over the table's cells, on each domain's groups "
+                '(domain = the group id before ":"); complete rows only.'
+            ),
+            by_domain,
             _images(report, key, "by_domain"),
         ]
-    parts += [
-        "### By group size (paper Fig. 7)",
-        markdown_table(*group_size_table(analyses)),
+    blocks += [
+        Heading(3, "By group size (paper Fig. 7)"),
+        group_size_table(analyses),
         _images(report, key, "by_group_size"),
-    ]
-    parts += [
-        "### By method (mean over levels)",
-        markdown_table(*method_table(analyses)),
+        Heading(3, "By method (mean over levels)"),
+        method_table(analyses),
         _images(report, key, "by_method"),
     ]
     for block in analyses["prompting"]:
-        parts += [
-            f"### Prompting variants of {block['model']} (paper Table 2)",
-            markdown_table(*prompting_table(table, block)),
+        blocks += [
+            Heading(3, f"Prompting variants of {block['model']} (paper Table 2)"),
+            prompting_table(table, block),
         ]
-    if analyses["prompting"]:
-        parts.append(_images(report, key, "prompting"))
+    blocks.append(_images(report, key, "prompting"))
     for grid in analyses["k_shots"]:
-        parts.append(f"### k × shots for {grid['model']} (paper Fig. 6; levels: {', '.join(grid['levels'])})")
+        blocks.append(
+            Heading(3, f"k × shots for {grid['model']} (paper Fig. 6; levels: {', '.join(grid['levels'])})")
+        )
         for name, values in grid["ptc"].items():
             header = [f"{name}: k \\ shots", *map(str, grid["shots"])]
             rows = [[str(k)] + [number(v) for v in line] for k, line in zip(grid["ks"], values, strict=True)]
-            parts.append(markdown_table(header, rows))
-    if analyses["k_shots"]:
-        parts.append(_images(report, key, "k_shots"))
+            blocks.append(Grid(header, rows))
+    blocks.append(_images(report, key, "k_shots"))
     if analyses["versus_baselines"]:
-        parts += [
-            "### LLM runs against the baselines",
-            "Every LLM run against every no-LLM baseline (the floors and the collaborative-filtering rows "
-            "`mf`, `item-knn`) in each cell both scored: Δ = PTC(run) - PTC(baseline), the paired sign-flip "
-            "test on the groups both scored (not corrected for multiple comparisons).",
-            markdown_table(
+        blocks += [
+            Heading(3, "LLM runs against the baselines"),
+            Para(
+                (
+                    "Every LLM run against every no-LLM baseline (the floors and the collaborative-filtering "
+                    "rows ",
+                    Code("mf"),
+                    ", ",
+                    Code("item-knn"),
+                    ") in each cell both scored: Δ = PTC(run) - PTC(baseline), the paired sign-flip test on "
+                    "the groups both scored (not corrected for multiple comparisons).",
+                )
+            ),
+            Grid(
                 ["Run", "Baseline", "cell", "PTC run", "PTC baseline", "Δ", "95% CI of Δ", "p", "groups"],
                 versus_rows(analyses["versus_baselines"]),
             ),
@@ -461,60 +567,154 @@ def _analysis_markdown(report: Report, table: Table, analyses: Mapping[str, Any]
             [s["label"], number(s["mae"], ".3f"), number(s["rmse"], ".3f"), number(s["ptc"]), str(s["cells"])]
             for s in errors["systems"]
         ]
-        parts += [
-            "### PTC against rating error (paper Figs. 1 and 3)",
-            f"Pearson r over {r_mae['n']} cells with predicted ratings: PTC vs MAE {number(r_mae['r'])}, "
-            f"PTC vs RMSE {number(r_rmse['r'])}. The paper found these correlations weak (Fig. 3): a low "
-            "rating error need not mean a model ranks users by preference.",
-            markdown_table(["System", "MAE", "RMSE", "PTC", "cells"], rows),
+        blocks += [
+            Heading(3, "PTC against rating error (paper Figs. 1 and 3)"),
+            Para(
+                f"Pearson r over {r_mae['n']} cells with predicted ratings: PTC vs MAE {number(r_mae['r'])}, "
+                f"PTC vs RMSE {number(r_rmse['r'])}. The paper found these correlations weak (Fig. 3): a low "
+                "rating error need not mean a model ranks users by preference."
+            ),
+            Grid(["System", "MAE", "RMSE", "PTC", "cells"], rows),
             _images(report, key, "rating_errors"),
         ]
-    return parts
+    return blocks
 
 
-def markdown(report: Report) -> str:
-    """leaderboard.md: legend, each table with its details and analyses, statistics, published numbers."""
-    parts = ["# PerRecBench leaderboard", legend(report)]
-    for table, analyses in zip(report.tables, report.analyses, strict=True):
-        parts.append(f"## {table_heading(table, len(table.rows))}")
-        differing = ", ".join(table.differing) if table.differing else "none (rows differ by model only)"
-        parts.append(f"Settings that differ between these runs: {differing}.")
-        parts += [leaderboard_markdown(table), _images(report, f"t{table.number}", "leaderboard")]
-        if table.paper_variant:
-            parts += [
-                "### Published (paper-mode metric, the paper's build; reference only, never tested)",
-                published_markdown(report, 1),
-            ]
-        parts += [
-            "### Average against the best",
-            markdown_table(
-                ["System", "Avg.", "Δ vs best", "95% CI of Δ", "p", "groups compared"], average_rows(table)
-            ),
-            "### Cells",
-            markdown_table(CELL_HEADER, cell_rows(table)),
+def table_blocks(report: Report, table: Table) -> list[Block]:
+    """One table's section: Table 1, the published rows beside paper-mode runs, the test of each average
+    and each cell against the best, and the runs' profiles, cost and cold start."""
+    differing = ", ".join(table.differing) if table.differing else "none (rows differ by model only)"
+    blocks: list[Block] = [
+        Heading(2, table_heading(table, len(table.rows)), f"table-{table.number}"),
+        Para(f"Settings that differ between these runs: {differing}."),
+        leaderboard_rows(table),
+        _images(report, f"t{table.number}", "leaderboard"),
+    ]
+    if table.paper_variant:
+        blocks += [
+            Heading(3, "Published (paper-mode metric, the paper's build; reference only, never tested)"),
+            *_published(report, 1),
         ]
-        suspect = profile_rows(table)
-        if suspect:
-            parts += [
-                "### Profiles (suspect ones: cut at the budget, mostly copied history, repetitive)",
-                markdown_table(PROFILE_HEADER, suspect),
-            ]
-        if costs := cost_rows(table):
-            parts += ["### Cost (each run's last invocation)", markdown_table(COST_HEADER, costs)]
-        if cold := cold_start_markdown(table):
-            parts += ["### Cold start (classic recommenders)", COLD_START_NOTE, cold]
-        parts += _analysis_markdown(report, table, analyses)
-    for n, stats in enumerate(report.stats, start=1):
-        parts.append(f"## Benchmark statistics (paper Fig. 5): {stats['data']}, split {stats['split']}")
-        parts.append(stats.get("missing") or _images(report, f"stats{n}", "stats"))
-    parts.append("## Published results (arXiv 2501.13391)")
-    parts.append(
-        "Facts from the paper, scored with its metric (paper mode) on its own build of the benchmark: "
-        "reference values, comparable only in spirit with runs scored with `--paper-mode` (variant paper)."
+    blocks += [
+        Heading(3, "Average against the best"),
+        Grid(AVERAGE_HEADER, average_rows(table)),
+        Heading(3, "Cells"),
+        Grid(CELL_HEADER, cell_rows(table)),
+    ]
+    if suspect := profile_rows(table):
+        blocks += [
+            Heading(3, "Profiles (suspect ones: cut at the budget, mostly copied history, repetitive)"),
+            Grid(PROFILE_HEADER, suspect),
+        ]
+    if costs := cost_rows(table):
+        blocks += [Heading(3, "Cost (each run's last invocation)"), Grid(COST_HEADER, costs)]
+    if cold := cold_start_rows(table):
+        blocks += [
+            Heading(3, "Cold start (classic recommenders)"),
+            Para(COLD_START_NOTE),
+            Grid(COLD_START_HEADER, cold),
+        ]
+    return blocks
+
+
+def _files_note(report: Report) -> Para:
+    runs, tables = sum(len(table.rows) for table in report.tables), len(report.tables)
+    return Para(
+        (
+            f"{runs} run{'s' if runs != 1 else ''} in {tables} table{'s' if tables != 1 else ''}; data: ",
+            Code("leaderboard.json"),
+            ", ",
+            Code("leaderboard.csv"),
+            ", ",
+            Code("leaderboard.tex"),
+            ", ",
+            Code("leaderboard.md"),
+            ".",
+        )
     )
+
+
+def document(report: Report) -> list[Block]:
+    """The leaderboard: legend, each table with its details and analyses, statistics, published numbers."""
+    blocks: list[Block] = [
+        Heading(1, "PerRecBench leaderboard"),
+        _files_note(report),
+        Para(legend(report), "legend"),
+    ]
+    for table, analyses in zip(report.tables, report.analyses, strict=True):
+        blocks += table_blocks(report, table) + _analysis_blocks(report, table, analyses)
+    for n, stats in enumerate(report.stats, start=1):
+        blocks.append(
+            Heading(2, f"Benchmark statistics (paper Fig. 5): {stats['data']}, split {stats['split']}")
+        )
+        blocks.append(Para(stats["missing"]) if "missing" in stats else _images(report, f"stats{n}", "stats"))
+    blocks += [
+        Heading(2, "Published results (arXiv 2501.13391)"),
+        Para(
+            (
+                "Facts from the paper, scored with its metric (paper mode) on its own build of the "
+                "benchmark: reference values, never tested against the runs above and comparable only in "
+                "spirit with runs scored with ",
+                Code("--paper-mode"),
+                " (variant paper).",
+            )
+        ),
+    ]
     for number_ in (1, 2, 3):
-        parts.append(published_markdown(report, number_))
-    return "\n\n".join(part for part in parts if part) + "\n"
+        blocks += _published(report, number_)
+    return blocks
+
+
+def run_document(report: Report) -> list[Block]:
+    """A run folder's report.md: the leaderboard of its run(s), without analyses, plots or published
+    tables (those are `perrecbench report`'s)."""
+    blocks: list[Block] = [
+        Heading(1, "PerRecBench results"),
+        Para(
+            (
+                *legend(report),
+                " Significance against other runs, the paper's analyses and plots: ",
+                Code("perrecbench report"),
+                ".",
+            )
+        ),
+    ]
+    for table in report.tables:
+        blocks += table_blocks(report, table)
+    return blocks
+
+
+_MARKS = {Code: "`", Strong: "**", Em: "*"}
+
+
+def markdown_text(text: Text) -> str:
+    """`Text` as markdown.
+
+    >>> markdown_text(("a ", Code("b"), " ", Strong("c"), " ", Em("d")))
+    'a `b` **c** *d*'
+    """
+    pieces = (text,) if isinstance(text, str) else text
+    return "".join(f"{mark}{p}{mark}" if (mark := _MARKS.get(type(p))) and p else p for p in pieces)
+
+
+def markdown_block(block: Block) -> str:
+    if isinstance(block, Heading):
+        return f"{'#' * block.level} {block.text}"
+    if isinstance(block, Para):
+        return markdown_text(block.text)
+    if isinstance(block, Images):
+        return "\n".join(f"![{plot.title}]({plot.path})" for plot in block.plots)
+    lines = ["| " + " | ".join(block.header) + " |", "|" + "---|" * len(block.header)]
+    lines += [
+        "| " + " | ".join(markdown_text(cell).replace("|", "\\|") for cell in row) + " |"
+        for row in block.rows
+    ]
+    return "\n".join(lines)
+
+
+def markdown(blocks: Iterable[Block]) -> str:
+    """Blocks as one markdown file (empty blocks left out)."""
+    return "\n\n".join(text for text in map(markdown_block, blocks) if text) + "\n"
 
 
 CSV_FIELDS = [

@@ -10,7 +10,7 @@ import pytest
 from perrec_eval import ptc
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
-from perrec_eval.report import render
+from perrec_eval.report import render_report, run_of
 from perrec_eval.run import evaluate, evaluate_baselines
 from perrec_eval.scoring import N_RESAMPLES, cell_resolution
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
@@ -67,7 +67,7 @@ def test_report_shows_the_floor_row_and_resolution_row(baselines):
     floor_row = next(line for line in text.splitlines() if line.startswith("| floor: constant rating |"))
     constant_row = next(line for line in text.splitlines() if line.startswith("| constant |"))
     # The floor row's pointwise cells are the constant baseline's PTC (without its interval).
-    values = [part.split()[0].rstrip("*") for part in constant_row.split(" | ")[1:4]]  # marks, CI off
+    values = [part.split()[0].strip("*") for part in constant_row.split(" | ")[1:4]]  # marks, CI off
     assert values == floor_row.split(" | ")[1:4]
     assert "| min. detectable Δ |" in text and "10,000 resamples" in text
 
@@ -116,10 +116,10 @@ def test_listwise_position_bias_of_a_perfect_model_matches_the_truth(bench, tmp_
     assert "first shown ranked first" in text
 
 
-def test_report_render_keeps_old_scores_readable():
+def test_report_render_keeps_old_scores_readable(tmp_path):
     cell = {"level": "easy", "method": "pointwise", "ptc": 0.5, "num_groups": 4, "num_invalid": 0}
     old = {"variant": "tau_b", "cells": [{**cell, "parse_failure_rate": 0.0}], "average": 0.5}
-    text = render([("m", old)])
+    text = render_report([run_of(tmp_path, {"engine": {"model": "m"}}, old, [])])
     assert "1,000 resamples" in text and "floor: constant rating" not in text
 
 
@@ -130,10 +130,15 @@ def test_report_of_several_systems_marks_the_best_and_the_untold_orderings(basel
         next(line for line in lines if line.startswith(f"| {name} |"))
         for name in ("constant", "history-affinity")
     ]
-    cells = [[c for c in row.strip("| ").split(" | ")[1:]] for row in rows]
+    cells = [[c for c in row.strip("| ").split(" | ")[2:]] for row in rows]  # after System and Groups
+
+    def marks(value: str) -> list[bool]:
+        best = value.startswith("**")  # a bold value tied with the chosen best also shows ≈
+        return [best, "*" in value.replace("**", ""), "≈" in value and not best]
+
     for column in zip(*cells, strict=True):
         if column[0] == "–":
             continue
-        # Each value carries one mark: the best of the column, below it (*), or not told apart from it (≈).
-        assert all(sum(mark in value for mark in ("(best)", "*", "≈")) == 1 for value in column)
-        assert any("(best)" in value for value in column)
+        # Each value carries one mark: the best of the column (bold), below it (*), or not told apart (≈).
+        assert all(sum(marks(value)) == 1 for value in column)
+        assert any(marks(value)[0] for value in column)

@@ -94,7 +94,7 @@ def test_trained_adapter_is_evaluated_end_to_end_by_the_runner(run_dir, trained)
 def test_model_card_renders_the_ptc_table_of_a_run(trained, run_dir):
     adapter, _ = trained
     out, scores = run_dir
-    card = model_card(read_info(adapter), name="pairwise", repo="org/tiny", systems=[("pairwise", scores)])
+    card = model_card(read_info(adapter), name="pairwise", repo="org/tiny", systems=[("pairwise", out)])
     assert card.startswith("---\nlibrary_name: peft\n")
     assert "| System | easy point | easy pair | easy list |" in card and "\n| pairwise | " in card
     assert "--adapter pairwise=PATH_TO_THIS_FOLDER --no-profile" in card and "org/tiny" in card

@@ -81,5 +81,5 @@ def write_run(
         "dataset_fingerprint": fingerprint,
         "groups": groups,
     }
-    rundir.write_run(Path(out), model, samples=None, records=records, scores=scores, run_info=run_info)
+    rundir.write_run(Path(out), samples=None, records=records, scores=scores, run_info=run_info, report=None)
     return Path(out)

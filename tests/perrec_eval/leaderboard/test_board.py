@@ -104,13 +104,13 @@ def test_board_average_test_is_exact_for_few_groups():
 
 
 def test_board_rows_not_found_below_the_best_are_marked_tied(runs):
-    from perrec_eval.leaderboard.render import entry_text
+    from perrec_eval.leaderboard.render import entry_text, markdown_text
 
     table = build_table(load_runs([runs["baselines"]]))
     tested = [entry for row in table.rows for entry in row.entries.values() if entry.vs_best is not None]
     tied = [entry for entry in tested if entry.vs_best["p_value"] >= 0.05]
     assert tied and all(entry.tied and not entry.significant for entry in tied)
-    assert all("≈" in entry_text(entry) for entry in tied)
+    assert all("≈" in markdown_text(entry_text(entry)) for entry in tied)
     assert all(not entry.tied for entry in tested if entry.vs_best["p_value"] < 0.05)
 
 
@@ -135,4 +135,4 @@ def test_board_listwise_first_position_columns(runs):
     table = build_table(load_runs([runs["constant"]]))
     column = CELL_HEADER.index("list: first shown ranked first")
     listwise = [line for line in cell_rows(table) if line[1].endswith("listwise")]
-    assert listwise and all(line[column] == "100%" for line in listwise)
+    assert listwise and all(line[column] == "100.0%" for line in listwise)
