@@ -204,7 +204,7 @@ def average_text(row: Row, table: Table, *, compact: bool = False) -> Text:
     failed = (
         f" ({len(row.failed_cells)} of {len(row.entries)} cells mostly failed)" if row.failed_cells else ""
     )
-    return (*_marked(row.average, row, True), failed)
+    return (*_marked(row.average, row, len(table.rows) > 1), failed)
 
 
 def column_names(columns: Sequence[tuple[str, str]]) -> list[str]:
@@ -224,13 +224,14 @@ def leaderboard_rows(table: Table, *, compact: bool = False) -> Grid:
     pointwise floor and the table's resolution.
 
     ``compact`` is the console's and the model card's form: all nine cells of Table 1 (– where not run),
-    no Groups column, no best / significance marks.
+    no Groups column, no best / significance marks. A table of one run has no marks either.
     """
     columns = CELLS if compact else table.columns
     groups = [] if compact else [str(table.num_groups)]
+    marks = not compact and len(table.rows) > 1
     rows = [
         [row_name(row), *([] if compact else [str(len(row.run.group_ids))])]
-        + [entry_text(row.entries.get(cell), marks=not compact) for cell in columns]
+        + [entry_text(row.entries.get(cell), marks=marks) for cell in columns]
         + [average_text(row, table, compact=compact)]
         for row in table.rows
     ]
