@@ -418,7 +418,7 @@ def test_cli_several_adapters_share_one_engine_and_get_a_run_folder_each(built, 
     ]
     assert keys[0].isdisjoint(keys[1])  # the adapter is part of every cache key
     report = (out / "report.md").read_text()
-    assert "| point |" in report and "| pair |" in report
+    assert "| constant + point |" in report and "| constant + pair |" in report  # model + adapter
 
 
 def test_cli_adapter_names_must_be_distinct(built, tmp_path, capsys):

@@ -180,7 +180,7 @@ def test_evaluate_killed_while_writing_leaves_no_run_json(bench: Path, tmp_path:
     def killed(*args, **kwargs):  # after predictions.jsonl and scores.json, before run.json
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report, "write_report", killed)
+    monkeypatch.setattr(report, "render_run", killed)
     assert main(_eval_argv(bench, out, "--overwrite", "--k", "2")) == 130
     with pytest.raises(DataError):
         rundir.run_folders(out)
