@@ -249,29 +249,11 @@ def leaderboard_markdown(table: Table, *, compact: bool = False) -> str:
     return markdown_block(leaderboard_rows(table, compact=compact))
 
 
-CELL_HEADER = [
-    "System",
-    "cell",
-    "PTC",
-    "95% CI",
-    "Δ vs best",
-    "p vs best",
-    "groups",
-    "invalid",
-    "parse failures",
-    "engine errors",
-    "min. detectable Δ",
-    "floor",
-    "[User A] share",
-    "both orders agree",
-    "list: first shown ranked first",
-    "list: first shown truly first",
-    "cut at limit",
-    "prompt tokens",
-    "answer tokens",
-    "MAE",
-    "RMSE",
-]
+CELL_HEADER = (
+    "System|cell|PTC|95% CI|Δ vs best|p vs best|groups|invalid|parse failures|engine errors|"
+    "min. detectable Δ|floor|[User A] share|both orders agree|list: first shown ranked first|"
+    "list: first shown truly first|cut at limit|prompt tokens|answer tokens|MAE|RMSE"
+).split("|")
 
 
 def _engine_errors(scores: Mapping[str, Any]) -> str:
@@ -718,43 +700,27 @@ def markdown(blocks: Iterable[Block]) -> str:
     return "\n\n".join(text for text in map(markdown_block, blocks) if text) + "\n"
 
 
-CSV_FIELDS = [
-    "table",
-    "source",
-    "row",
-    "model",
-    "run_dir",
-    "provisional",
-    "settings",
-    "level",
-    "method",
-    "ptc",
-    "ci_low",
-    "ci_high",
-    "num_groups",
-    "num_invalid",
-    "best",
-    "diff_vs_best",
-    "p_vs_best",
-    "diff_ci_low",
-    "diff_ci_high",
-    "num_compared",
-    "parse_failure_rate",
-    "engine_error_rate",
-    "num_engine_errors",
-    "tied_with_best",
-    "min_detectable_difference",
-    "constant_floor",
-    "position_bias",
-    "order_consistency",
-    "first_shown_first",
-    "first_shown_truly_first",
-    "truncated_rate",
-    "prompt_tokens_mean",
-    "completion_tokens_mean",
-    "mae",
-    "rmse",
-]
+CSV_FIELDS = (
+    "table source row model run_dir provisional settings level method ptc ci_low ci_high num_groups "
+    "num_invalid best diff_vs_best p_vs_best diff_ci_low diff_ci_high num_compared parse_failure_rate "
+    "engine_error_rate num_engine_errors tied_with_best min_detectable_difference constant_floor "
+    "position_bias order_consistency first_shown_first first_shown_truly_first truncated_rate "
+    "prompt_tokens_mean completion_tokens_mean mae rmse"
+).split()
+# CSV column <- key of a cell's scores / diagnostics / test against the best
+_CSV_SCORES = {"ci_low": "ptc_ci_low", "ci_high": "ptc_ci_high"} | {
+    name: name
+    for name in "ptc num_groups num_invalid parse_failure_rate engine_error_rate num_engine_errors "
+    "first_shown_first first_shown_truly_first mae rmse".split()
+}
+_CSV_DIAGNOSTICS = "position_bias order_consistency truncated_rate prompt_tokens_mean completion_tokens_mean"
+_CSV_TEST = {
+    "diff_vs_best": "difference",
+    "p_vs_best": "p_value",
+    "diff_ci_low": "ci_low",
+    "diff_ci_high": "ci_high",
+    "num_compared": "num_compared",
+}
 
 
 def csv_text(report: Report) -> str:
@@ -782,23 +748,9 @@ def csv_text(report: Report) -> str:
                         "constant_floor": table.floors.get(cell),
                     }
                     writer.writerow({**base, **_csv_entry(entry), **extra})
-            test = row.vs_best or {}
-            writer.writerow(
-                {
-                    **base,
-                    "level": "all",
-                    "method": "average",
-                    "ptc": row.average,
-                    "best": row.best,
-                    "tied_with_best": row.tied,
-                    "min_detectable_difference": table.average_resolution,
-                    "diff_vs_best": test.get("difference"),
-                    "p_vs_best": test.get("p_value"),
-                    "diff_ci_low": test.get("ci_low"),
-                    "diff_ci_high": test.get("ci_high"),
-                    "num_compared": test.get("num_compared"),
-                }
-            )
+            average = {"level": "all", "method": "average", "ptc": row.average, "best": row.best}
+            extra = {"tied_with_best": row.tied, "min_detectable_difference": table.average_resolution}
+            writer.writerow({**base, **average, **extra, **_csv_test(row.vs_best)})
     for row in report.published.rows:
         base = {
             "table": f"published-{row.table}",
@@ -814,35 +766,20 @@ def csv_text(report: Report) -> str:
 
 
 def _csv_entry(entry: Entry) -> dict[str, Any]:
-    s, d, t = entry.scores, entry.diagnostics or {}, entry.vs_best or {}
+    s, d = entry.scores, entry.diagnostics or {}
     return {
         "level": entry.level,
         "method": entry.method,
-        "ptc": s.get("ptc"),
-        "ci_low": s.get("ptc_ci_low"),
-        "ci_high": s.get("ptc_ci_high"),
-        "num_groups": s.get("num_groups"),
-        "num_invalid": s.get("num_invalid"),
         "best": entry.best,
         "tied_with_best": entry.tied,
-        "diff_vs_best": t.get("difference"),
-        "p_vs_best": t.get("p_value"),
-        "diff_ci_low": t.get("ci_low"),
-        "diff_ci_high": t.get("ci_high"),
-        "num_compared": t.get("num_compared"),
-        "parse_failure_rate": s.get("parse_failure_rate"),
-        "engine_error_rate": s.get("engine_error_rate"),
-        "num_engine_errors": s.get("num_engine_errors"),
-        "position_bias": d.get("position_bias"),
-        "order_consistency": d.get("order_consistency"),
-        "first_shown_first": s.get("first_shown_first"),
-        "first_shown_truly_first": s.get("first_shown_truly_first"),
-        "truncated_rate": d.get("truncated_rate"),
-        "prompt_tokens_mean": d.get("prompt_tokens_mean"),
-        "completion_tokens_mean": d.get("completion_tokens_mean"),
-        "mae": s.get("mae"),
-        "rmse": s.get("rmse"),
+        **{name: s.get(key) for name, key in _CSV_SCORES.items()},
+        **{name: d.get(name) for name in _CSV_DIAGNOSTICS.split()},
+        **_csv_test(entry.vs_best),
     }
+
+
+def _csv_test(test: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {name: (test or {}).get(key) for name, key in _CSV_TEST.items()}
 
 
 _LATEX_SPECIAL = {
