@@ -86,7 +86,8 @@ def evaluate(config: EvalConfig) -> int:
         systems = run.evaluate_adapters(config)
     else:
         systems = [(config.system_label, run.evaluate(config))]
-    print(report.table(load_runs([config.out])))
+    folders = [Path(config.out) / name for name, _ in systems] if len(systems) > 1 else [config.out]
+    print(report.table(load_runs(folders)))
     if len(systems) > 1:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:
