@@ -135,3 +135,40 @@ def test_report_without_matplotlib_names_the_extra(runs, tmp_path, monkeypatch, 
     assert main(["report", str(runs["truth"]), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert "perrecbench[report]" in err and "--no-plots" in err
+
+
+def test_report_run_report_is_the_leaderboard_of_its_runs(baselines_report, runs):
+    from perrec_eval import report
+    from perrec_eval.leaderboard.runs import load_runs
+
+    board = (baselines_report / "leaderboard.md").read_text()
+    run_md = report.render_report(load_runs([runs["baselines"]]))
+    # One renderer: the run folder's report.md shows the leaderboard's Table 1 header, notes and cell tables.
+    for line in ("| System | Groups | easy point | medium point | hard point | Avg. |", "### Cells"):
+        assert line in board and line in run_md
+    assert run_md.split("\n\n")[1].startswith(board.split("\n\n")[2])  # the legend, said once
+    assert "## Published results" not in run_md and "### By group size" not in run_md
+
+
+def test_report_page_and_markdown_are_one_document(baselines_report):
+    import html as html_lib
+    import re
+
+    page = (baselines_report / "index.html").read_text()
+    board = (baselines_report / "leaderboard.md").read_text()
+    headings = re.findall(r"^#+ (.+)$", board, flags=re.M)
+    shown = [html_lib.unescape(h) for h in re.findall(r"<h\d[^>]*>(.+?)</h\d>", page)]
+    assert headings == shown
+    assert "<strong>Bold</strong>" in page and "<code>ptc.expected_resolution</code>" in page
+    assert "**" not in page and "`" not in page  # markdown marks became tags, none left over
+
+
+def test_report_console_table_of_one_run_has_no_marks(runs):
+    from perrec_eval import report
+    from perrec_eval.leaderboard.runs import load_runs
+
+    text = report.table(load_runs([runs["truth"]]), legend=False)
+    assert "**" not in text and "≈" not in text and "| fake [truth] | 6 |" not in text
+    compact = report.table(load_runs([runs["truth"]]), ["truth"], compact=True, legend=False)
+    assert compact.splitlines()[0].count("|") == 12  # System, the nine cells of Table 1, Avg.
+    assert compact.splitlines()[2].startswith("| truth | ")
