@@ -602,19 +602,9 @@ def table_blocks(report: Report, table: Table) -> list[Block]:
 
 def _files_note(report: Report) -> Para:
     runs, tables = sum(len(table.rows) for table in report.tables), len(report.tables)
-    return Para(
-        (
-            f"{runs} run{'s' if runs != 1 else ''} in {tables} table{'s' if tables != 1 else ''}; data: ",
-            Code("leaderboard.json"),
-            ", ",
-            Code("leaderboard.csv"),
-            ", ",
-            Code("leaderboard.tex"),
-            ", ",
-            Code("leaderboard.md"),
-            ".",
-        )
-    )
+    files = [piece for ext in ("json", "csv", "tex", "md") for piece in (", ", Code(f"leaderboard.{ext}"))]
+    count = f"{runs} run{'s' if runs != 1 else ''} in {tables} table{'s' if tables != 1 else ''}"
+    return Para((f"{count}; data: ", *files[1:], "."))
 
 
 def document(report: Report) -> list[Block]:
