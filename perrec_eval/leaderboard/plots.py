@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perrec_eval.leaderboard.board import Table
+from perrec_eval.leaderboard.board import Report, Table
 from perrec_eval.leaderboard.render import SHORT
 
 MAX_BARS = 12  # rows drawn in a bar chart; the table has them all
@@ -276,7 +276,7 @@ def benchmark_stats(stats: Mapping[str, Any], out: Path, n: int) -> Plot:
     return _save(fig, out, f"benchmark_stats_{n}.png", f"Benchmark statistics: {stats['data']}", "stats")
 
 
-def draw(report, out: Path) -> dict[str, list[Plot]]:
+def draw(report: Report, out: Path) -> dict[str, list[Plot]]:
     """Every plot of `report` under ``out/plots/``, keyed ``t<table>`` and ``stats<n>`` (n-th statistics)."""
     plots: dict[str, list[Plot]] = {}
     for table, analyses in zip(report.tables, report.analyses, strict=True):
