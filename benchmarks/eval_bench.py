@@ -191,7 +191,7 @@ def instrumented(probe: Probe) -> Iterator[None]:
     # Each function is patched where its caller looks it up: `run` calls `context.load_groups`,
     # `parsing.parse`, and the names it imported (`run_method`, `render_slot`, `score_cells`, `request_key`);
     # `context.retrieve` calls `retrieval.retrieve_rows`; `rundir.write_run` calls `fileio.write_jsonl` and
-    # imports `report.write_report` when called; `CachedEngine.key` calls `cache.request_key`.
+    # calls the `report.render_run` that `run` bound; `CachedEngine.key` calls `cache.request_key`.
     patches = [
         ("perrec_eval.context", "load_groups", "load rows (datasets)"),
         ("perrec_eval.retrieval", "retrieve_rows", "retrieval (retrieve_rows)"),
@@ -199,7 +199,7 @@ def instrumented(probe: Probe) -> Iterator[None]:
         ("perrec_eval.run", "run_method", _method_label),
         ("perrec_eval.run", "score_cells", "score cells (PTC + bootstrap)"),
         ("perrec_eval.fileio", "write_jsonl", _jsonl_label),
-        ("perrec_eval.report", "write_report", "write report.md"),
+        ("perrec_eval.report", "render_run", "report.md (the run's leaderboard)"),
         ("perrec_eval.run", "render_slot", "render prompts (render_slot)"),
         ("perrec_eval.profiles", "profile_requests", "render profile prompts"),
         ("perrec_eval.parsing", "parse", "parse answers"),
