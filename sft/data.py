@@ -472,9 +472,10 @@ def build(config: DataConfig) -> tuple[Path, dict[str, Any]]:
     examples = build_examples(methods_of(config.format), contexts, config.variant, seed=config.seed)
     tokenizer = None
     if config.tokenizer:
-        from sft.deps import require
+        from perrec_eval.extras import require
 
-        tokenizer = require("transformers").AutoTokenizer.from_pretrained(config.tokenizer)
+        transformers = require("transformers", "train", by="fine-tuning")
+        tokenizer = transformers.AutoTokenizer.from_pretrained(config.tokenizer)
     lengths = example_lengths(examples, tokenizer)
     info = describe(examples, config, facts, lengths)
     return write_folder(config.out, examples, info), info

@@ -37,12 +37,14 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import check_local_path, coerce_fields, require, sample_seed, split_evenly
+from perrec_eval.engines._common import check_local_path, coerce_fields, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.extras import require
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
+_ENGINE = "the 'hf' engine"  # named when an extra is missing
 
 _TOKEN_ID_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
 
@@ -123,8 +125,8 @@ def convert_gguf(path: str, out: str) -> str:
     Returns:
         `out`.
     """
-    transformers = require("transformers", engine="hf")
-    require("gguf", engine="hf")
+    transformers = require("transformers", "hf", by=_ENGINE)
+    require("gguf", "hf", by=_ENGINE)
     location, gguf = gguf_location(path)
     if not gguf or not Path(path).is_file():
         raise ConfigError(f"{path} is not a .gguf file")
@@ -180,8 +182,8 @@ class HFEngine:
         check_local_path(model, "--model")
         if adapter is not None:
             check_local_path(adapter, "--adapter")
-        self._torch = require("torch", engine="hf")
-        transformers = require("transformers", engine="hf")
+        self._torch = require("torch", "hf", by=_ENGINE)
+        transformers = require("transformers", "hf", by=_ENGINE)
         self._transformers = transformers
         self.device = options.device or ("cuda" if self._torch.cuda.is_available() else "cpu")
         self._check_device()
@@ -190,7 +192,7 @@ class HFEngine:
         if self._gguf:
             if not Path(model).is_file():
                 raise ConfigError(f"no GGUF file at {model}: give the path of a .gguf file")
-            require("gguf", engine="hf")
+            require("gguf", "hf", by=_ENGINE)
 
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(
             location, trust_remote_code=trust_remote_code, **self._gguf
@@ -216,7 +218,7 @@ class HFEngine:
         self._adapters: dict[str, str] = {}
         self._adapter_name: str | None = None
         if adapter is not None:
-            peft = require("peft", engine="hf")
+            peft = require("peft", "hf", by=_ENGINE)
             with _damaged_weights(adapter):
                 lm = peft.PeftModel.from_pretrained(lm, adapter)
             if options.merge_adapter:
@@ -238,14 +240,14 @@ class HFEngine:
         """
         from perrec_eval.structured import answer_regex
 
-        backends = require("outlines.backends.outlines_core", engine="hf")
+        backends = require("outlines.backends.outlines_core", "structured", by=_ENGINE)
         if self._structured is None:
-            outlines = require("outlines", engine="hf")
+            outlines = require("outlines", "structured", by=_ENGINE)
             self._structured = backends.OutlinesCoreBackend(
                 outlines.from_transformers(self.lm, self.tokenizer)
             )
         if answer_format not in self._indexes:
-            index_class = require("outlines_core", engine="hf").Index
+            index_class = require("outlines_core", "structured", by=_ENGINE).Index
             self._indexes[answer_format] = index_class(
                 answer_regex(answer_format), self._structured.vocabulary
             )
@@ -488,7 +490,7 @@ class HFEngine:
                 f"adapter name {name!r} is already loaded from {loaded}: give {path} another name"
             )
         if loaded is None:
-            peft = require("peft", engine="hf")
+            peft = require("peft", "hf", by=_ENGINE)
             if isinstance(self.lm, peft.PeftModel):
                 self.lm.load_adapter(path, adapter_name=name)
             else:
@@ -533,7 +535,7 @@ class HFEngine:
                 "formats": sorted(self._indexes),
             }
         if self.adapter is not None:
-            info["peft_version"] = require("peft", engine="hf").__version__
+            info["peft_version"] = require("peft", "hf", by=_ENGINE).__version__
         if self._adapter_name not in (None, "default"):
             info["adapter_name"] = self._adapter_name
         return info

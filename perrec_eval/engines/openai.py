@@ -48,9 +48,10 @@ from tqdm.auto import tqdm
 
 from perrec_eval import secrets
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import coerce_fields, require, sample_seed
+from perrec_eval.engines._common import coerce_fields, sample_seed
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError, PerrecbenchError
+from perrec_eval.extras import require
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -315,7 +316,7 @@ class OpenAIEngine:
         self, model: str, options: OpenAIOptions | None = None, *, adapter: str | None = None
     ) -> None:
         options = options or OpenAIOptions()
-        self._openai = require("openai", engine="openai")
+        self._openai = require("openai", "openai", by="the 'openai' engine")
         self.model = model
         self.adapter = adapter
         self.options = options
