@@ -275,25 +275,6 @@ def contexts(
     ]
 
 
-def check_profiles(
-    users: Iterable[UserKey],
-    profiles: Mapping[UserKey, str],
-    source: str,
-    data: str,
-    splits: Sequence[str] = ("test",),
-) -> None:
-    """Every (group_id, user_id) of `users` has a profile in `profiles` (from `source`), or a DataError.
-
-    `splits` are those the users come from (``train`` too with few-shot demonstrations), named in the fix.
-    """
-    missing = sorted(key for key in users if key not in profiles)
-    if missing:
-        raise DataError(
-            f"{source} has no profile for {len(missing)} (group, user) pairs, e.g. {missing[0]}: "
-            f"write them with `perrecbench profiles --data {data} --splits {','.join(splits)} --out {source}`"
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class TestLabels:
     """The test split's labels: every (user_id, query parent_asin) whose rating a test group asks for.

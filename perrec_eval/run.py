@@ -258,6 +258,7 @@ def _profiles(
 ) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
     """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance."""
     from perrec_eval.profiles import (
+        check_profiles,
         file_sha256,
         flag_counts,
         generate_profiles,
@@ -273,7 +274,8 @@ def _profiles(
         known = load_profiles(config.profiles)
         # --shots shows train groups: their users need profiles too
         splits = tuple(dict.fromkeys(["train", config.split] if config.shots else [config.split]))
-        context.check_profiles(users, known, config.profiles, config.data, splits)
+        fix = f"perrecbench profiles --data {config.data} --splits {','.join(splits)} --out {config.profiles}"
+        check_profiles(users, known, config.profiles, f"write them with `{fix}`")
         path, source = Path(config.profiles), "file"
     else:
         path, source = out / "profiles.jsonl", "generated"

@@ -8,6 +8,7 @@ import pytest
 
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.errors import DataError
 from perrec_eval.run import evaluate
 from perrec_eval.rundir import rescore
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
@@ -153,6 +154,14 @@ def test_run_self_consistency_takes_the_majority(bench, tmp_path):
         _config(bench, tmp_path, methods=("pairwise", "listwise"), samples=3), FakeEngine(noisy)
     )
     assert all(c["ptc"] == pytest.approx(1.0) for c in scores["cells"])
+
+
+def test_run_profiles_file_missing_a_pair_is_refused_naming_the_command(bench, tmp_path):
+    folder, profiles = bench
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("".join(profiles.read_text().splitlines(keepends=True)[1:]))
+    with pytest.raises(DataError, match=r"has no profile for 1 \(group, user\) pairs.*perrecbench profiles"):
+        evaluate(_config((folder, partial), tmp_path / "run"), FakeEngine(truth_responder(1.0)))
 
 
 def test_run_config_rejects_bad_levels():
