@@ -132,32 +132,6 @@ class Ratings:
             user_edges=np.searchsorted(users[by_user], np.arange(n_users + 1)),
         )
 
-    @classmethod
-    def from_columns(
-        cls,
-        user_ids: Sequence[str],
-        item_ids: Sequence[str],
-        values: Sequence[float],
-        timestamps: Sequence[int],
-    ) -> Ratings:
-        """Ratings from plain columns (any order; one rating per (user, item)).
-
-        >>> r = Ratings.from_columns(["u", "v"], ["a", "b"], [5.0, 3.0], [20, 10])
-        >>> r.before(15), r.before(21), sorted(r.item_codes)
-        (1, 2, ['a', 'b'])
-        """
-        timestamps = np.asarray(timestamps, dtype=np.int64)
-        order = np.argsort(timestamps, kind="stable")
-        users = np.unique(np.asarray(user_ids, dtype=object), return_inverse=True)[1]
-        names, items = np.unique(np.asarray(item_ids, dtype=object), return_inverse=True)
-        return cls.make(
-            users[order],
-            items[order],
-            np.asarray(values, dtype=np.float64)[order],
-            timestamps[order],
-            {str(name): i for i, name in enumerate(names)},
-        )
-
     def before(self, cut: int) -> int:
         """How many ratings are dated strictly before ``cut`` (they are the first ones)."""
         return int(np.searchsorted(self.timestamps, cut, side="left"))

@@ -28,12 +28,6 @@ from sft.config import PushConfig
 SKIP = ("checkpoint-", "training_args.bin")
 
 
-def upload_files(folder: str | Path) -> list[str]:
-    """The folder's files an upload sends, as sorted relative paths: no checkpoints, no pickled trainer
-    arguments, no hidden files."""
-    return sorted(folder_files(Path(folder), skip=SKIP))
-
-
 def _run(path: str, *, ids: tuple[str, ...], adapter: Path | None) -> tuple[Path, dict[str, Any]]:
     """(run folder, run.json) of one checked run."""
     from perrec_eval.rundir import one_run_folder

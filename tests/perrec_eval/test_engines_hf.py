@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -241,7 +242,7 @@ def test_hf_engine_structured_outputs_keep_every_answer_in_format(engine, answer
     for completion in [*engine.generate(MIXED[:4], greedy), *engine.generate(MIXED[:2], sampled)]:
         for text, reason in zip(completion.texts, completion.extra["finish_reasons"], strict=True):
             assert reason == "stop", (text, reason)
-            assert structured.matches(answer_format, text), text
+            assert re.fullmatch(structured.answer_regex(answer_format), text), text
             assert parsing.parse(method, text, n_users=3).ok, text
     assert answer_format in engine.info()["structured_outputs"]["formats"]
 
@@ -250,4 +251,5 @@ def test_hf_engine_unconstrained_answers_are_not_in_format(engine):
     from perrec_eval import structured
 
     texts = [c.texts[0] for c in engine.generate(MIXED[:4], GenParams(temperature=0.0, max_tokens=12))]
-    assert not any(structured.matches("pairwise", text) for text in texts)  # the constraint did the work
+    pairwise = structured.answer_regex("pairwise")
+    assert not any(re.fullmatch(pairwise, text) for text in texts)  # the constraint did the work

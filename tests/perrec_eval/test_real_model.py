@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,8 @@ def test_real_model_structured_run_answers_every_method_in_format(structured_run
     for sample in samples:
         spec = formats[f"{sample['level']}/{sample['method']}"]
         assert sample["ok"], sample
-        assert all(structured.matches(spec, text) for text in sample["texts"]), sample["texts"]
+        pattern = structured.answer_regex(spec)
+        assert all(re.fullmatch(pattern, text) for text in sample["texts"]), sample["texts"]
     assert info["label"] == "SmolLM2-135M-Instruct.Q4_1"
     assert info["generation"]["structured_outputs"] is True
     assert info["generation"]["max_new_tokens"] == {"pointwise": 16, "pairwise": 8, "listwise": 24}
