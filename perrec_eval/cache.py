@@ -132,7 +132,6 @@ class CachedEngine:
         inner_calls: `generate` calls forwarded to the inner engine (steps with at least one miss).
         hits: requests answered from the cache, over all calls.
         misses: requests sent to the inner engine, over all calls (after de-duplication).
-        stored: lines appended by this object.
     """
 
     def __init__(self, engine: Engine, path: str | os.PathLike[str]) -> None:
@@ -142,7 +141,6 @@ class CachedEngine:
         self.inner_calls = 0
         self.hits = 0
         self.misses = 0
-        self.stored = 0
         self._entries: dict[str, Completion] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._load()
@@ -275,7 +273,6 @@ class CachedEngine:
                 os.fsync(handle.fileno())
             finally:
                 _unlock(handle)
-        self.stored += len(lines)
 
     def _load(self) -> None:
         if not self.path.exists():

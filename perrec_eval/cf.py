@@ -53,7 +53,7 @@ from perrec_eval.errors import DataError
 from perrec_eval.records import Group
 
 CF_BASELINES: tuple[str, ...] = ("mf", "item-knn")
-DEFAULT_CUTS = 4
+CUTS = 4  # mf: models per domain, each at a time cut
 RULE = (
     "only ratings dated strictly before the group's window_start, plus each user's history in the group "
     "row (folded in); mf: models at up to {cuts} time cuts per domain (each at the earliest window start "
@@ -594,8 +594,6 @@ def predict_groups(
     interactions: Mapping[str, Ratings],
     groups: Sequence[Group],
     params: MFParams | KNNParams,
-    *,
-    cuts: int = DEFAULT_CUTS,
 ) -> tuple[list[GroupOutcome], dict[str, Any]]:
     """Predict every group under the past-only rule (module docstring).
 
@@ -618,7 +616,7 @@ def predict_groups(
             for i in members:
                 out[i] = _knn_group(ratings, groups[i], params, cache)
             continue
-        plan = cut_plan([groups[i].window_start for i in members], cuts)
+        plan = cut_plan([groups[i].window_start for i in members], CUTS)
         model = None
         for cut in sorted(set(plan.values())):
             started = time.perf_counter()
@@ -651,8 +649,6 @@ def run(
     interactions: Mapping[str, Ratings],
     groups_by_level: Mapping[str, Sequence[Group]],
     train: Sequence[Group],
-    *,
-    cuts: int = DEFAULT_CUTS,
 ) -> tuple[dict[str, list[GroupOutcome]], dict[str, Any]]:
     """Choose the grid point on ``train``, and predict every level's groups with it.
 
@@ -681,9 +677,7 @@ def run(
             raise DataError(f"no interactions for domain {domain!r}; rebuild with --with-interactions")
         ratings = {domain: interactions[domain]}
         for point, params in enumerate(grid):
-            outcomes, figures = predict_groups(
-                name, ratings, [everything[i] for i in members], params, cuts=cuts
-            )
+            outcomes, figures = predict_groups(name, ratings, [everything[i] for i in members], params)
             models, fit_seconds = models + figures["models"], fit_seconds + figures["fit_seconds"]
             for i, outcome in zip(members, outcomes, strict=True):
                 per_point[point][i] = outcome
@@ -709,8 +703,8 @@ def run(
         }
     info = {
         "model": name,
-        "rule": RULE.format(cuts=cuts),
-        "cuts": cuts if name == "mf" else None,
+        "rule": RULE.format(cuts=CUTS),
+        "cuts": CUTS if name == "mf" else None,
         "params": asdict(params),
         "tuning": tuning,
         "models": models,

@@ -24,12 +24,11 @@ _held: set[Path] = set()  # lock files this process holds
 
 
 @contextmanager
-def folder_lock(folder: str | os.PathLike[str], lock_file: str = LOCK_FILE) -> Iterator[None]:
+def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the folder's lock for the block (the folder is created if missing).
 
     Args:
         folder: the output folder.
-        lock_file: the lock's file name inside `folder` (`file_lock` names one per output file).
 
     Raises:
         DataError: `folder` is a file, or another process holds the lock (the message names its pid).
@@ -37,7 +36,7 @@ def folder_lock(folder: str | os.PathLike[str], lock_file: str = LOCK_FILE) -> I
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise DataError(f"{folder} is a file: --out takes a folder; choose another --out")
-    with _locked(folder / lock_file, folder):
+    with _locked(folder / LOCK_FILE, folder):
         yield
 
 

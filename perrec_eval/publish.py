@@ -353,7 +353,7 @@ def leaderboard_upload(
 # ------------------------------------------------------------------------------------------- the benchmark
 
 
-def eval_yaml(configs: list[str], *, split: str = "test") -> str:
+def eval_yaml(configs: list[str]) -> str:
     """The benchmark's ``eval.yaml``: one task per (level, method), each a config and split of the repo.
 
     >>> print(eval_yaml(["easy"]).split("tasks:")[1].strip().splitlines()[0])
@@ -371,7 +371,7 @@ def eval_yaml(configs: list[str], *, split: str = "test") -> str:
         ),
         "evaluation_framework": "perrecbench",
         "tasks": [
-            {"id": f"{config}_{method}", "config": config, "split": split}
+            {"id": f"{config}_{method}", "config": config, "split": "test"}
             for config in configs
             for method in METHODS
         ],
