@@ -20,7 +20,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked
 from perrec_eval.types import ChatRequest, Completion, GenParams
@@ -265,35 +265,27 @@ class CachedEngine:
         if not lines:
             return
         data = "".join(lines).encode("utf-8")
-        with open(self.path, "ab") as handle:
-            _lock(handle)
-            try:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            finally:
-                _unlock(handle)
+        with _locked(self.path, "ab") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def _load(self) -> None:
         if not self.path.exists():
             return
-        with open(self.path, "r+b") as handle:
-            _lock(handle)
-            try:
-                data = handle.read()
-                keep = self._parse(data)
-                if keep < len(data):
-                    logger.warning(
-                        "cache %s: dropped a partial or corrupt last line (%d bytes), "
-                        "probably from a run killed mid-write; that request will be asked again",
-                        self.path,
-                        len(data) - keep,
-                    )
-                    handle.truncate(keep)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            finally:
-                _unlock(handle)
+        with _locked(self.path, "r+b") as handle:
+            data = handle.read()
+            keep = self._parse(data)
+            if keep < len(data):
+                logger.warning(
+                    "cache %s: dropped a partial or corrupt last line (%d bytes), "
+                    "probably from a run killed mid-write; that request will be asked again",
+                    self.path,
+                    len(data) - keep,
+                )
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
         logger.info("cache %s: %d stored completions", self.path, len(self._entries))
 
     def _parse(self, data: bytes) -> int:
@@ -330,11 +322,9 @@ def _decode(line: bytes) -> dict[str, Any] | None:
     return record
 
 
-def _lock(handle: Any) -> None:
+def _locked(path: Path, mode: str) -> BinaryIO:
+    """`path` opened in binary `mode` under an exclusive lock, which closing the file releases."""
+    handle = open(path, mode)  # the caller's `with` closes it
     if fcntl is not None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-
-
-def _unlock(handle: Any) -> None:
-    if fcntl is not None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return handle
