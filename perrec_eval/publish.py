@@ -35,6 +35,7 @@ import yaml
 
 from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.results import Scores
 
 RepoType = Literal["model", "dataset", "space"]
 Content = bytes | Path
@@ -494,7 +495,7 @@ def run_setup(info: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def eval_result_entries(
-    run_dir: Path, info: Mapping[str, Any], scores: Mapping[str, Any], *, dataset: str, revision: str
+    run_dir: Path, info: Mapping[str, Any], scores: Scores, *, dataset: str, revision: str
 ) -> list[Any]:
     """One `huggingface_hub.EvalResultEntry` per scored (level, method) cell of a run."""
     from huggingface_hub import EvalResultEntry
@@ -503,20 +504,20 @@ def eval_result_entries(
     date = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     version = (info.get("versions") or {}).get("perrecbench")
     entries = []
-    for cell in scores["cells"]:
-        if cell.get("ptc") is None:
+    for cell in scores.cells:
+        if cell.ptc is None:
             continue
         notes = (
-            f"PTC {cell['ptc']:.4f}, 95% CI [{cell['ptc_ci_low']:.4f}, {cell['ptc_ci_high']:.4f}] over "
-            f"{cell['num_groups']} groups ({cell['num_invalid']} invalid, parse failures "
-            f"{cell['parse_failure_rate']:.1%}); {words}; k {(info.get('config') or {}).get('k')}; dataset "
+            f"PTC {cell.ptc:.4f}, 95% CI [{cell.ptc_ci_low:.4f}, {cell.ptc_ci_high:.4f}] over "
+            f"{cell.num_groups} groups ({cell.num_invalid} invalid, parse failures "
+            f"{cell.parse_failure_rate:.1%}); {words}; k {(info.get('config') or {}).get('k')}; dataset "
             f"fingerprint sha256:{info['dataset_fingerprint'][:16]}; perrecbench {version}"
         )
         entries.append(
             EvalResultEntry(
                 dataset_id=dataset,
-                task_id=task_id(cell["level"], cell["method"]),
-                value=round(float(cell["ptc"]), 4),
+                task_id=task_id(cell.level, cell.method),
+                value=round(float(cell.ptc), 4),
                 dataset_revision=revision,
                 date=date,
                 notes=notes,
@@ -533,7 +534,7 @@ def results_files(
     """``.eval_results/<file>.yaml`` of one checked run folder (see `check_run_of_model`)."""
     from huggingface_hub import eval_result_entries_to_yaml
 
-    from perrec_eval.rundir import load_run, one_run_folder
+    from perrec_eval.rundir import load_scores, one_run_folder
 
     run_dir = one_run_folder(run)
     info = fileio.read_json(run_dir / "run.json")
@@ -543,7 +544,7 @@ def results_files(
         raise DataError(
             f"{run_dir} evaluated the Hub dataset {data!r}, not {dataset!r}: name it in --dataset"
         )
-    _, scores = load_run(run_dir)
+    scores = load_scores(run_dir)
     entries = eval_result_entries(run_dir, info, scores, dataset=dataset, revision=revision)
     slug, _ = run_setup(info)
     name = f"{EVAL_RESULTS_FOLDER}/perrecbench{'_' + slug if slug else ''}.yaml"

@@ -28,6 +28,7 @@ from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstration, make_ranker
 from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
+from perrec_eval.results import Metric, RunInfo, Scores
 from perrec_eval.rundir import adapter_fingerprint, claim, run_cost, versions, write_run
 from perrec_eval.scoring import prediction_records, score_cells
 from perrec_eval.secrets import redact
@@ -307,7 +308,7 @@ def run_record(config: EvalConfig) -> dict[str, Any]:
     return redact(asdict(config))
 
 
-def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]:
+def evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     """Run the benchmark for one model into `config.out`, holding the folder's lock; see `_evaluate`.
 
     Raises:
@@ -320,8 +321,8 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         return _evaluate(config, engine)
 
 
-def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]:
-    """Run the benchmark for one model and write the run folder; returns scores.json content.
+def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
+    """Run the benchmark for one model and write the run folder; returns its scores.
 
     `engine` overrides the one named in the config (tests pass a FakeEngine). Requests go through the
     run's cache, so calling this again with the same config resumes without repeating any request; requests
@@ -388,29 +389,29 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
         records, samples, variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
     )
     label = config.label or default_label(engine.model)  # the engine's model: a test may pass its own engine
-    run_info = {
-        "config": run_record(config),
-        "complete": scores["complete"],
-        "engine_errors": {"requests": scores["num_engine_errors"], "first": scores["first_engine_error"]},
-        "prompt_variant": config.variant,
-        "presentation": config.presentation,
-        "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
-        "engine": redact(engine.info()),
-        "versions": versions("perrecbench", "datasets", "bm25s", "transformers", "torch", "openai", "vllm"),
-        "templates": prompts.template_info(),
-        "retrieval": retrieval.RETRIEVAL_INFO,
-        "dataset_fingerprint": context.dataset_fingerprint(config.data),
-        "groups": {level: [g.group_id for g in groups] for level, groups in test.items()},
-        "demonstration_groups": {f"{lv}/{m}": [g.group_id for g in gs] for (lv, m), gs in picked.items()},
-        "demonstration_groups_left_out": left_out,
-        "engine_calls": engine_calls,
-        "cache": {"hits": cached.hits, "misses": cached.misses},
-        "cost": run_cost(samples, time.perf_counter() - started, cached.hits),
-        "adapter_sha256": {name: adapter_fingerprint(path) for name, path in config.adapters().items()},
-        "profiles": profiles_info,
-        "profile_failures": len(failures),
-        "label": label,
-        "generation": {
+    run_info = RunInfo(
+        config=run_record(config),
+        complete=scores.complete,
+        engine_errors={"requests": scores.num_engine_errors, "first": scores.first_engine_error},
+        prompt_variant=config.variant,
+        presentation=config.presentation,
+        metric=Metric(config.metric_variant, config.invalid_policy),
+        engine=redact(engine.info()),
+        versions=versions("perrecbench", "datasets", "bm25s", "transformers", "torch", "openai", "vllm"),
+        templates=prompts.template_info(),
+        retrieval=retrieval.RETRIEVAL_INFO,
+        dataset_fingerprint=context.dataset_fingerprint(config.data),
+        groups={level: [g.group_id for g in groups] for level, groups in test.items()},
+        demonstration_groups={f"{lv}/{m}": [g.group_id for g in gs] for (lv, m), gs in picked.items()},
+        demonstration_groups_left_out=left_out,
+        engine_calls=engine_calls,
+        cache={"hits": cached.hits, "misses": cached.misses},
+        cost=run_cost(samples, time.perf_counter() - started, cached.hits),
+        adapter_sha256={name: adapter_fingerprint(path) for name, path in config.adapters().items()},
+        profiles=profiles_info,
+        profile_failures=len(failures),
+        label=label,
+        generation={
             "max_new_tokens": {method: config.token_budgets()[method] for method in config.methods},
             "profile_max_new_tokens": None if config.no_profile else config.token_budgets()["profile"],
             "structured_outputs": config.structured_outputs,
@@ -422,12 +423,12 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
             if config.structured_outputs
             else None,
         },
-    }
+    )
     write_run(out, label, samples=samples, records=records, scores=scores, run_info=run_info)
     return scores
 
 
-def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, dict[str, Any]]]:
+def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, Scores]]:
     """Evaluate several LoRA adapters on one loaded base model, one run folder each under ``out/<name>/``."""
     from perrec_eval.report import write_report
 
@@ -442,11 +443,11 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
         systems = [
             (name, evaluate(subs[name], engine=adapted)) for name, adapted in config.adapter_engines(base)
         ]
-        write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
+        write_report(Path(config.out), _json(systems), marks=significance_marks(config.out, systems))
     return systems
 
 
-def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Scores]]:
     """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder.
 
     With several names, each goes to `out/<name>/`; groups and retrieval are computed once per level. The
@@ -471,7 +472,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         return _evaluate_baselines(config, names)
 
 
-def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Scores]]:
     from perrec_eval import baselines, cf, retrieval
     from perrec_eval.report import write_report
 
@@ -500,23 +501,22 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
         scores = score_cells(
             records[name], variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
         )
-        run_info = {
-            "config": run_record(replace(config, model=name, out=str(out))),
-            "engine": {"name": "baseline", "model": name},
-            "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
-            "versions": versions("perrecbench", "datasets", "bm25s", "numpy", "scipy"),
-            "retrieval": retrieval.RETRIEVAL_INFO,
-            "dataset_fingerprint": context.dataset_fingerprint(config.data),
-            "groups": {level: [g.group_id for g in groups] for level, groups in groups_by_level.items()},
-        }
-        if name in cf_info:
-            run_info["cf"] = cf_info[name]
+        run_info = RunInfo(
+            config=run_record(replace(config, model=name, out=str(out))),
+            engine={"name": "baseline", "model": name},
+            metric=Metric(config.metric_variant, config.invalid_policy),
+            versions=versions("perrecbench", "datasets", "bm25s", "numpy", "scipy"),
+            retrieval=retrieval.RETRIEVAL_INFO,
+            dataset_fingerprint=context.dataset_fingerprint(config.data),
+            groups={level: [g.group_id for g in groups] for level, groups in groups_by_level.items()},
+            cf=cf_info.get(name),
+        )
         write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
         cf_cells = {name: info["cells"] for name, info in cf_info.items()}
         marks = significance_marks(config.out, systems)
-        write_report(Path(config.out), systems, marks=marks, cf_cells=cf_cells)
+        write_report(Path(config.out), _json(systems), marks=marks, cf_cells=cf_cells)
     return systems
 
 
@@ -546,6 +546,11 @@ def _cf_records(
             }
             records[name] += prediction_records(level, "pointwise", contexts, predictions)
     return info
+
+
+def _json(systems: Sequence[tuple[str, Scores]]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, scores.json content) of each system, as `perrec_eval.report` reads them."""
+    return [(name, scores.to_json()) for name, scores in systems]
 
 
 def significance_marks(out: str, systems: Sequence[tuple[str, Any]]) -> dict[str, dict[str, str]]:

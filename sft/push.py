@@ -75,7 +75,7 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
         DataError: a run that is not of this adapter on its base model (or a base run that is not of the
             base model alone), or an adapter folder not written by `perrecbench sft`.
     """
-    from perrec_eval.rundir import load_run
+    from perrec_eval.rundir import load_scores
 
     folder = Path(config.adapter)
     info = read_info(folder)
@@ -89,11 +89,11 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
     files: dict[str, Any] = dict(folder_files(folder, skip=SKIP))
     if config.base_run:
         base_dir, base_info = _run(config.base_run, ids=ids, adapter=None)
-        systems.append((f"base ({hub_base_model(info)})", load_run(base_dir)[1]))
+        systems.append((f"base ({hub_base_model(info)})", load_scores(base_dir).to_json()))
         costs += [(systems[-1][0], base_info["cost"])] if base_info.get("cost") else []
     if config.run:
         run_dir, run_info = _run(config.run, ids=ids, adapter=folder)
-        scores = load_run(run_dir)[1]
+        scores = load_scores(run_dir).to_json()
         systems.append((folder.name, scores))
         costs += [(folder.name, run_info["cost"])] if run_info.get("cost") else []
         if config.dataset and config.dataset_revision:

@@ -1,0 +1,283 @@
+"""A run's results as typed records: its scores (scores.json) and what was run (run.json).
+
+This module alone knows the two files' JSON layout: the runner writes them with `to_json`, every reader
+(the leaderboard, `perrecbench score`, publishing) reads them with `from_json`. Fields added after the first
+runs were written are read with their value for those older files, each said once here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from perrec_eval import fileio
+from perrec_eval.errors import DataError
+
+_RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
+
+
+@dataclass(frozen=True, slots=True)
+class CellScore:
+    """The PTC of one (level, method) cell with its interval, counts, rating errors and diagnostics.
+
+    The optional parts are written only where they apply: `ptc_missing` when nothing was scored,
+    `num_clusters`/`design_effect` on clustered runs, `mae`/`rmse` where ratings were predicted,
+    `constant_floor` on pointwise cells and the first-shown shares on listwise cells.
+    """
+
+    level: str
+    method: str
+    ptc: float | None
+    ptc_ci_low: float | None
+    ptc_ci_high: float | None
+    num_groups: int
+    num_invalid: int
+    min_detectable_difference: float | None
+    parse_failure_rate: float
+    num_requests: int
+    num_engine_errors: int
+    engine_error_rate: float
+    ptc_missing: str | None = None
+    num_clusters: int | None = None
+    design_effect: float | None = None
+    mae: float | None = None
+    rmse: float | None = None
+    constant_floor: float | None = None
+    first_shown_first: float | None = None
+    first_shown_truly_first: float | None = None
+    num_listwise_answers: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if self._written(f.name)}
+
+    def _written(self, name: str) -> bool:
+        if name == "constant_floor":
+            return self.method == "pointwise"
+        if name in _LISTWISE:
+            return self.method == "listwise"
+        return name not in _OPTIONAL or getattr(self, name) is not None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CellScore:
+        # Cells of runs written before 2026-11-23 (402a133) lack the request counts, those before
+        # 2026-11-24 (3035840) the min. detectable difference (and the optional parts added with it).
+        older = {
+            "min_detectable_difference": None,
+            "num_requests": 0,
+            "num_engine_errors": 0,
+            "engine_error_rate": 0.0,
+        }
+        return cls(**{**older, **{f.name: data[f.name] for f in fields(cls) if f.name in data}})
+
+
+_OPTIONAL = ("ptc_missing", "num_clusters", "design_effect", "mae", "rmse")
+_LISTWISE = ("first_shown_first", "first_shown_truly_first", "num_listwise_answers")
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """A run's scores.json: the metric's settings, the cells, their average and the engine errors."""
+
+    variant: str
+    invalid: str
+    confidence_level: float
+    ci_method: str
+    n_resamples: int
+    resolution_basis: str | None
+    complete: bool
+    num_engine_errors: int
+    first_engine_error: str | None
+    # Errors that asking again cannot cure (a prompt over the context, ...): `engines.base.permanent_fix`.
+    num_permanent_errors: int
+    first_permanent_error: str | None
+    first_transient_error: str | None
+    cells: tuple[CellScore, ...]
+    average: float | None
+    average_min_detectable_difference: float | None
+    clustered_by: str | None = None  # only clustered runs write it, so an unclustered run's file is as before
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["cells"] = [cell.to_json() for cell in self.cells]
+        if self.clustered_by is None:
+            del out["clustered_by"]
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Scores:
+        # Runs written before 2026-11-23 (402a133) lack the engine-error fields (none were counted), those
+        # before 2026-11-24 the permanent errors (c028686) and the resolution and resampling fields
+        # (3035840: 1,000 resamples then).
+        older = {
+            "confidence_level": 0.95,
+            "ci_method": "percentile bootstrap over groups",
+            "n_resamples": 1000,
+            "resolution_basis": None,
+            "complete": True,
+            "num_engine_errors": 0,
+            "first_engine_error": None,
+            "num_permanent_errors": 0,
+            "first_permanent_error": None,
+            "first_transient_error": None,
+            "average_min_detectable_difference": None,
+        }
+        known = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        known["cells"] = tuple(CellScore.from_json(cell) for cell in data["cells"])
+        return cls(**{**older, **known})
+
+    def cell(self, level: str, method: str) -> CellScore | None:
+        return next((c for c in self.cells if (c.level, c.method) == (level, method)), None)
+
+
+def read_scores(path: str | os.PathLike) -> Scores:
+    """A scores.json, checked: a JSON object whose cells carry their level, method and a numeric PTC.
+
+    Raises:
+        DataError: anything else; the message names the file and the cell.
+    """
+    data = fileio.read_json(path)
+    fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise DataError(f"{path} is not a run's scores (a JSON object with cells): {fix}")
+    for cell in data["cells"]:
+        if not isinstance(cell, dict) or not all(isinstance(cell.get(k), str) for k in ("level", "method")):
+            raise DataError(f"{path}: a cell without its level and method: {fix}")
+        for name in ("ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate", "num_groups", "num_invalid"):
+            if cell.get(name) is None and name in ("parse_failure_rate", "num_groups", "num_invalid"):
+                raise DataError(f"{path}: {cell['level']}/{cell['method']} has no {name}: {fix}")
+            if cell.get(name) is not None and not is_number(cell[name]):
+                raise DataError(
+                    f"{path}: {cell['level']}/{cell['method']} has {name}={cell[name]!r}, not a number: {fix}"
+                )
+    for name in ("variant", "invalid"):
+        if not isinstance(data.get(name), str):
+            raise DataError(f"{path} has no metric {name}: {fix}")
+    if data.get("average") is not None and not is_number(data["average"]):
+        raise DataError(f"{path}: average={data['average']!r} is not a number: {fix}")
+    return Scores.from_json(data)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """How a run's PTC is computed: the tau variant (tau_b|paper) and what failed groups count (zero|skip)."""
+
+    variant: str
+    invalid: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"variant": self.variant, "invalid": self.invalid}
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A run's run.json: its config, engine, metric, versions and groups; model runs add how they ran.
+
+    `config` is the run's `EvalConfig` as recorded (secrets redacted) and `engine` the engine's own
+    description: open records of other modules. The fields after `groups` are written by model runs only
+    (None on the no-LLM baselines, whose run.json is the shorter `_BASELINE_LAYOUT`), `cf` by the
+    collaborative-filtering baselines only.
+    """
+
+    config: Mapping[str, Any]
+    engine: Mapping[str, Any]
+    metric: Metric
+    versions: Mapping[str, str | None]
+    retrieval: Mapping[str, Any]
+    dataset_fingerprint: str | None
+    groups: Mapping[str, list[str]] | None
+    complete: bool | None = None
+    engine_errors: Mapping[str, Any] | None = None
+    prompt_variant: str | None = None
+    presentation: str | None = None
+    templates: Mapping[str, Any] | None = None
+    demonstration_groups: Mapping[str, list[str]] | None = None
+    demonstration_groups_left_out: Mapping[str, int] | None = None
+    engine_calls: Mapping[str, int] | None = None
+    cache: Mapping[str, int] | None = None
+    cost: Mapping[str, Any] | None = None
+    adapter_sha256: Mapping[str, str | None] | None = None
+    profiles: Mapping[str, Any] | None = None
+    profile_failures: int | None = None
+    label: str | None = None
+    generation: Mapping[str, Any] | None = None
+    cf: Mapping[str, Any] | None = None
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.engine.get("name") == "baseline"
+
+    @property
+    def model(self) -> str | None:
+        return self.engine.get("model")
+
+    def to_json(self) -> dict[str, Any]:
+        layout = _BASELINE_LAYOUT if self.is_baseline else _MODEL_LAYOUT
+        out = {name: getattr(self, name) for name in layout}
+        out["metric"] = self.metric.to_json()
+        if self.cf is not None:
+            out["cf"] = self.cf
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], path: str | os.PathLike = "run.json") -> RunInfo:
+        """run.json's content, checked for what the readers need (config, engine, metric).
+
+        Fields a model run writes that older runs lack (the groups, completeness and profiles before
+        2026-11-23, 402a133; the label and generation before aa7dde9, the cost and adapter hashes before
+        6f35fed, the presentation before 1365010, all 2026-11-24) read as None.
+
+        Raises:
+            DataError: not a JSON object with those parts; the message names the file.
+        """
+        if not isinstance(data, Mapping):
+            raise DataError(f"{path} is not a run's record (a JSON object): {_RERUN}")
+        for part in ("config", "engine", "metric"):
+            if not isinstance(data.get(part), Mapping):
+                raise DataError(f"{path} has no {part!r} part: {_RERUN}")
+        metric = data["metric"]
+        if metric.get("variant") not in ("tau_b", "paper") or metric.get("invalid") not in ("zero", "skip"):
+            raise DataError(
+                f"{path}: metric {metric!r} is not a variant (tau_b|paper) and invalid (zero|skip)"
+            )
+        parts = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**{**parts, "metric": Metric(metric["variant"], metric["invalid"])})
+
+
+_MODEL_LAYOUT = (
+    "config",
+    "complete",
+    "engine_errors",
+    "prompt_variant",
+    "presentation",
+    "metric",
+    "engine",
+    "versions",
+    "templates",
+    "retrieval",
+    "dataset_fingerprint",
+    "groups",
+    "demonstration_groups",
+    "demonstration_groups_left_out",
+    "engine_calls",
+    "cache",
+    "cost",
+    "adapter_sha256",
+    "profiles",
+    "profile_failures",
+    "label",
+    "generation",
+)
+_BASELINE_LAYOUT = ("config", "engine", "metric", "versions", "retrieval", "dataset_fingerprint", "groups")
+
+
+def read_run_info(run_dir: str | os.PathLike) -> RunInfo:
+    """run.json of a finished run folder (see `RunInfo.from_json`)."""
+    path = Path(run_dir) / "run.json"
+    return RunInfo.from_json(fileio.read_json(path), path)
