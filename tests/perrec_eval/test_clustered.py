@@ -146,7 +146,7 @@ def test_prediction_record_without_cluster_keeps_its_json_line() -> None:
 
 def test_score_cells_clusters_only_runs_with_clusters() -> None:
     plain = score_cells([record(f"g{i}", None, (-1) ** i) for i in range(6)])
-    assert "clustered_by" not in plain
+    assert plain.clustered_by is None and "clustered_by" not in plain.to_json()
     assert plain.cells[0].design_effect is None and "design_effect" not in plain.cells[0].to_json()
     records = [record(f"q{i // 3}:{i}", f"B:q{i // 3}", (-1) ** (i // 3)) for i in range(6)]
     clustered = score_cells(records)

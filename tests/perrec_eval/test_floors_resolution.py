@@ -106,11 +106,11 @@ def test_listwise_position_bias_of_an_always_first_model(bench, tmp_path):
     for cell in cells.values():
         assert cell.first_shown_first == 1.0 and cell.num_listwise_answers == 8
     # Balanced pairs of 2-user groups: the first-shown user is truly first in exactly one of each pair.
-    assert cells[("easy", "listwise")]["first_shown_truly_first"] == 0.5
+    assert cells[("easy", "listwise")].first_shown_truly_first == 0.5
 
 
 def test_listwise_position_bias_of_a_perfect_model_matches_the_truth(bench, tmp_path):
-    for cell in _fake(bench, tmp_path, truth_responder(1.0), methods=("listwise",))["cells"]:
+    for cell in _fake(bench, tmp_path, truth_responder(1.0), methods=("listwise",)).cells:
         assert cell.first_shown_first == cell.first_shown_truly_first
     text = (tmp_path / "report.md").read_text()
     assert "first shown ranked first" in text

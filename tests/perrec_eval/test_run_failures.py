@@ -49,9 +49,9 @@ def test_engine_errors_make_a_provisional_run_counted_apart_from_parse_failures(
     assert scores.complete is False and scores.first_engine_error.startswith("HTTP 500")
     cells = {(c.level, c.method): c for c in scores.cells}
     pair, point = cells[("medium", "pairwise")], cells[("medium", "pointwise")]
-    assert pair["num_engine_errors"] == pair["num_requests"] == 6 * 6 and pair["engine_error_rate"] == 1.0
-    assert pair["parse_failure_rate"] == 0.0  # an error is not a parse failure
-    assert point["num_engine_errors"] == 0 and point["ptc"] == pytest.approx(1.0)
+    assert pair.num_engine_errors == pair.num_requests == 6 * 6 and pair.engine_error_rate == 1.0
+    assert pair.parse_failure_rate == 0.0  # an error is not a parse failure
+    assert point.num_engine_errors == 0 and point.ptc == pytest.approx(1.0)
     info = _read(tmp_path / "run.json")
     assert info["complete"] is False and info["engine_errors"]["requests"] == scores.num_engine_errors
     assert "(provisional)" in (tmp_path / "report.md").read_text()
@@ -94,7 +94,7 @@ def test_failed_profile_requests_are_engine_errors_not_a_crash(bench, tmp_path):
     assert all(s["key"] is None for s in samples)
     assert _read(tmp_path / "run.json")["profile_failures"] == 12  # 6 groups x 2 users
     # Profiles are engine requests too: the next run asks for them again and completes.
-    assert evaluate(config, FakeEngine(profiles_work))["complete"] is True
+    assert evaluate(config, FakeEngine(profiles_work)).complete is True
 
 
 def test_few_shot_writes_profiles_only_for_users_the_demonstrations_show(bench, tmp_path):
@@ -136,7 +136,7 @@ def test_paper_mode_cell_where_every_group_failed_is_null_with_a_reason(bench, t
     text = (tmp_path / "scores.json").read_text()
     assert "NaN" not in text
     (cell,) = json.loads(text)["cells"]
-    assert cell.ptc is None and "every group" in cell.ptc_missing
+    assert cell["ptc"] is None and "every group" in cell["ptc_missing"]
     assert "| – |" in (tmp_path / "report.md").read_text()
 
 
@@ -171,7 +171,7 @@ def test_rescore_of_an_old_run_without_error_fields_still_works(bench, tmp_path)
     path = tmp_path / "samples.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     path.write_text("".join(json.dumps({k: v for k, v in s.items() if k != "error"}) + "\n" for s in lines))
-    assert rescore(tmp_path)["complete"] is True
+    assert rescore(tmp_path).complete is True
 
 
 def test_paper_mode_rejects_an_explicit_allpairs_strategy():
