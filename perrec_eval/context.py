@@ -198,13 +198,6 @@ def dataset_fingerprint(data: str | os.PathLike) -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
-def retrieve(groups: Sequence[Group], k: int, *, progress: bool = True) -> dict[UserKey, list[Retrieved]]:
-    """Top-k history of every user of every group (a user shared by several levels is retrieved once)."""
-    from perrec_eval import retrieval
-
-    return retrieval.retrieve_rows([group.to_json() for group in groups], k=k, progress=progress)
-
-
 @dataclass(frozen=True, slots=True)
 class GroupContext:
     """A group as the prompts see it: the query, each user's retrieved history and profile, and the order

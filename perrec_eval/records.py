@@ -298,8 +298,3 @@ def clusters_of(records: Sequence[PredictionRecord]) -> list[str] | None:
     if all(record.cluster is None for record in records):
         return None
     return [record.group_id if record.cluster is None else record.cluster for record in records]
-
-
-def groups_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[Group]:
-    """`Group.from_row` for every row."""
-    return [Group.from_row(row) for row in rows]

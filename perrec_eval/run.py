@@ -354,7 +354,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     }
     test_groups = [g for groups in test.values() for g in groups]
     demo_groups = list({(g.group_id, g.level): g for groups in picked.values() for g in groups}.values())
-    retrieved = context.retrieve([*test_groups, *demo_groups], config.k, progress=config.progress)
+    retrieved = retrieval.retrieve_groups([*test_groups, *demo_groups], config.k, progress=config.progress)
     users = {(g.group_id, u.user_id) for g in test_groups for u in g.users}
     for (_, method), groups in picked.items():
         users |= _demonstration_users(method, groups)
@@ -483,7 +483,9 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
         groups = context.load_groups(config.data, level, config.split, config.max_groups, seed=config.seed)
         groups_by_level[level] = groups
         needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
-        retrieved = context.retrieve(groups, config.k, progress=config.progress) if needs_retrieval else {}
+        retrieved = (
+            retrieval.retrieve_groups(groups, config.k, progress=config.progress) if needs_retrieval else {}
+        )
         contexts = [GroupContext(group, level, ()) for group in groups]
         for name in names:
             if name in cf.CF_BASELINES:
@@ -565,7 +567,6 @@ def significance_marks(out: str, systems: Sequence[tuple[str, Any]]) -> dict[str
 def _baseline_prediction(name: str, group: Group, retrieved: Mapping[UserKey, Any], seed: int) -> Prediction:
     from perrec_eval import baselines
 
-    row = group.to_json()
     per_user = {user.user_id: retrieved.get((group.group_id, user.user_id), []) for user in group.users}
-    ratings = baselines.predict(name, row, per_user, seed=seed)
-    return Prediction("scores", baselines.ranking_scores(row, ratings), list(ratings))
+    ratings = baselines.predict(name, group, per_user, seed=seed)
+    return Prediction("scores", baselines.ranking_scores(group, ratings), list(ratings))
