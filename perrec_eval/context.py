@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perrec_eval.errors import DataError
 from perrec_eval.records import Group, UserKey, UserView
@@ -211,10 +210,6 @@ class GroupContext:
     @property
     def group_id(self) -> str:
         return self.group.group_id
-
-    def query_input(self) -> dict[str, Any]:
-        """The query mapping `perrec_eval.prompts.render` reads."""
-        return {"title": self.group.query.title, "author": self.group.query.author}
 
 
 def user_views(

@@ -201,17 +201,6 @@ class UserView:
     profile: str | None = None
     profile_error: str | None = None  # why the profile this view needs could not be written
 
-    def prompt_input(self) -> dict[str, Any]:
-        """The mapping `perrec_eval.prompts.render` reads for this user."""
-        data: dict[str, Any] = {
-            "history": [item.to_json() for item in self.history],
-            "most_common_rating": self.most_common_rating,
-            "avg_rating": self.avg_rating,
-        }
-        if self.profile is not None:
-            data["profile"] = self.profile
-        return data
-
 
 @dataclass(frozen=True, slots=True)
 class SampleRecord:

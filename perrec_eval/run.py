@@ -66,8 +66,8 @@ def render_slot(
     demonstrations: Sequence[prompts.Demonstration] = (),
 ) -> list[dict[str, str]]:
     """The chat messages of one ranker slot: the users it names, in its order."""
-    users = [ctx.views[i].prompt_input() for i in slot.users]
-    return prompts.render(method, ctx.query_input(), users, variant=variant, demonstrations=demonstrations)
+    users = [ctx.views[i] for i in slot.users]
+    return prompts.render(method, ctx.group.query, users, variant=variant, demonstrations=demonstrations)
 
 
 def _blocked(ctx: GroupContext, slot: Slot, demos: Demonstrations) -> str | None:
@@ -240,8 +240,8 @@ def demonstrations(config: EvalConfig, method: Method, picked: Sequence[GroupCon
             return Demonstrations(
                 config.shots, (), f"profile request failed for a demonstration: {failed[0]}"
             )
-        users = [ctx.views[i].prompt_input() for i in slot.users]
-        pool.append((ctx.group_id, prompts.Demonstration(ctx.query_input(), users, answer)))
+        users = [ctx.views[i] for i in slot.users]
+        pool.append((ctx.group_id, prompts.Demonstration(ctx.group.query, users, answer)))
     return Demonstrations(config.shots, tuple(pool))
 
 

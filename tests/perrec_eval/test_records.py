@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserView
+from perrec_eval.records import Group, PredictionRecord, SampleRecord
 from tests.benchmark_fixture import make_rows
 
 
@@ -26,16 +26,6 @@ def test_group_from_row_drops_untitled_history_items_and_counts_them():
     assert len(kept) == len(history) - 2 and group.users[1].untitled == 2
     assert [item.title for item in kept] == [item["title"] for item in history if item["title"]]
     assert group.users[0].untitled == 0
-
-
-def test_user_view_prompt_input_has_profile_only_when_one_is_set():
-    group = Group.from_row(make_rows(1)[0])
-    user = group.users[0]
-    view = UserView(user.history[:2], user.most_common_rating, user.avg_rating)
-    assert "profile" not in view.prompt_input()
-    with_profile = UserView(user.history[:2], user.most_common_rating, user.avg_rating, "likes gardens")
-    data = with_profile.prompt_input()
-    assert data["profile"] == "likes gardens" and data["history"][0]["title"] == user.history[0].title
 
 
 def test_sample_and_prediction_records_round_trip_their_jsonl_shape():
