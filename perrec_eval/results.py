@@ -128,9 +128,6 @@ class Scores:
         known["cells"] = tuple(CellScore.from_json(cell) for cell in data["cells"])
         return cls(**{**older, **known})
 
-    def cell(self, level: str, method: str) -> CellScore | None:
-        return next((c for c in self.cells if (c.level, c.method) == (level, method)), None)
-
 
 def read_scores(path: str | os.PathLike) -> Scores:
     """A scores.json, checked: a JSON object whose cells carry their level, method and a numeric PTC.
@@ -175,28 +172,28 @@ class Metric:
         return {"variant": self.variant, "invalid": self.invalid}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunInfo:
     """A run's run.json: its config, engine, metric, versions and groups; model runs add how they ran.
 
-    `config` is the run's `EvalConfig` as recorded (secrets redacted) and `engine` the engine's own
-    description: open records of other modules. The fields after `groups` are written by model runs only
-    (None on the no-LLM baselines, whose run.json is the shorter `_BASELINE_LAYOUT`), `cf` by the
-    collaborative-filtering baselines only.
+    The fields are in the order a model run writes them; the no-LLM baselines write `_BASELINE_LAYOUT` (the
+    parts that are None for them left out) and the collaborative-filtering ones `cf` after it. `config` is
+    the run's `EvalConfig` as recorded (secrets redacted), `engine` the engine's own description: open
+    records of other modules.
     """
 
     config: Mapping[str, Any]
-    engine: Mapping[str, Any]
-    metric: Metric
-    versions: Mapping[str, str | None]
-    retrieval: Mapping[str, Any]
-    dataset_fingerprint: str | None
-    groups: Mapping[str, list[str]] | None
     complete: bool | None = None
     engine_errors: Mapping[str, Any] | None = None
     prompt_variant: str | None = None
     presentation: str | None = None
+    metric: Metric
+    engine: Mapping[str, Any]
+    versions: Mapping[str, str | None] | None = None
     templates: Mapping[str, Any] | None = None
+    retrieval: Mapping[str, Any] | None = None
+    dataset_fingerprint: str | None = None
+    groups: Mapping[str, list[str]] | None = None
     demonstration_groups: Mapping[str, list[str]] | None = None
     demonstration_groups_left_out: Mapping[str, int] | None = None
     engine_calls: Mapping[str, int] | None = None
@@ -218,7 +215,7 @@ class RunInfo:
         return self.engine.get("model")
 
     def to_json(self) -> dict[str, Any]:
-        layout = _BASELINE_LAYOUT if self.is_baseline else _MODEL_LAYOUT
+        layout = _BASELINE_LAYOUT if self.is_baseline else [f.name for f in fields(self) if f.name != "cf"]
         out = {name: getattr(self, name) for name in layout}
         out["metric"] = self.metric.to_json()
         if self.cf is not None:
@@ -250,30 +247,6 @@ class RunInfo:
         return cls(**{**parts, "metric": Metric(metric["variant"], metric["invalid"])})
 
 
-_MODEL_LAYOUT = (
-    "config",
-    "complete",
-    "engine_errors",
-    "prompt_variant",
-    "presentation",
-    "metric",
-    "engine",
-    "versions",
-    "templates",
-    "retrieval",
-    "dataset_fingerprint",
-    "groups",
-    "demonstration_groups",
-    "demonstration_groups_left_out",
-    "engine_calls",
-    "cache",
-    "cost",
-    "adapter_sha256",
-    "profiles",
-    "profile_failures",
-    "label",
-    "generation",
-)
 _BASELINE_LAYOUT = ("config", "engine", "metric", "versions", "retrieval", "dataset_fingerprint", "groups")
 
 

@@ -166,7 +166,7 @@ def system_name(info: RunInfo, folder: Path) -> str:
 
     >>> from dataclasses import replace
     >>> from perrec_eval.results import Metric
-    >>> info = RunInfo({"adapter": ["pw=/a/b"]}, {"model": "m"}, Metric("tau_b", "zero"), {}, {}, None, None)
+    >>> info = RunInfo(config={"adapter": ["pw=/a/b"]}, engine={"model": "m"}, metric=Metric("tau_b", "zero"))
     >>> system_name(info, Path("x"))
     'm + pw'
     >>> system_name(replace(info, config={"adapter": ["/a/merged"]}), Path("x"))
@@ -200,7 +200,7 @@ def settings_of(info: RunInfo, records: Sequence[PredictionRecord]) -> dict[str,
 
     >>> from perrec_eval.results import Metric
     >>> config = {"k": 4, "seed": 0, "pairwise_strategy": "allpairs"}
-    >>> info = RunInfo(config, {"name": "baseline"}, Metric("tau_b", "zero"), {}, {}, None, None)
+    >>> info = RunInfo(config=config, engine={"name": "baseline"}, metric=Metric("tau_b", "zero"))
     >>> {k: v for k, v in settings_of(info, []).items() if v is not None}
     {'k': 4, 'metric': 'tau_b', 'failed': 'zero', 'seed': 0}
     """

@@ -14,7 +14,8 @@ def review(title, rating, timestamp):
 def user(user_id, avg, history=(), rating=4.0):
     return {"user_id": user_id, "rating": rating, "timestamp": 10_000, "avg_rating": avg,
             "most_common_rating": round(avg), "relative_rating": rating - avg,
-            "history": [item.to_json() for item in history]}
+            "history": [{"parent_asin": i.parent_asin, "title": i.title, "rating": i.rating,
+                         "timestamp": i.timestamp} for i in history]}
 
 
 def group(group_id, users, title="Dune Messiah", average_rating=4.2):

@@ -1,4 +1,4 @@
-"""Typed records: built once from a dataset row, and a lossless JSON round trip for each."""
+"""Typed records: built once from a dataset row; the line records round-trip their JSON."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ from perrec_eval.records import Group, PredictionRecord, SampleRecord
 from tests.benchmark_fixture import make_rows
 
 
-def test_group_from_row_keeps_every_field_and_round_trips():
+def test_group_from_row_keeps_every_field():
     row = make_rows(1)[0]
     group = Group.from_row(row)
     assert group.group_id == row["group_id"] and group.query.title == row["query"]["title"]
     assert [u.user_id for u in group.users] == [u["user_id"] for u in row["users"]]
     assert group.relative_ratings == [u["relative_rating"] for u in row["users"]]
     assert len(group.users[0].history) == len(row["users"][0]["history"])
-    assert Group.from_json(group.to_json()) == group
 
 
 def test_group_from_row_drops_untitled_history_items_and_counts_them():
