@@ -16,7 +16,7 @@ from typing import Any
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
 
-_RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
+RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,10 +234,10 @@ class RunInfo:
             DataError: not a JSON object with those parts; the message names the file.
         """
         if not isinstance(data, Mapping):
-            raise DataError(f"{path} is not a run's record (a JSON object): {_RERUN}")
+            raise DataError(f"{path} is not a run's record (a JSON object): {RERUN}")
         for part in ("config", "engine", "metric"):
             if not isinstance(data.get(part), Mapping):
-                raise DataError(f"{path} has no {part!r} part: {_RERUN}")
+                raise DataError(f"{path} has no {part!r} part: {RERUN}")
         metric = data["metric"]
         if metric.get("variant") not in ("tau_b", "paper") or metric.get("invalid") not in ("zero", "skip"):
             raise DataError(

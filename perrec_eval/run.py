@@ -382,7 +382,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
                 progress=config.progress,
             )
             engine_calls[f"{level}/{method}"] = len({sample.step for sample in method_samples})
-            records += prediction_records(level, method, groups, predictions)
+            records += prediction_records(level, method, test[level], predictions)
             samples += method_samples
 
     scores = score_cells(
@@ -486,14 +486,13 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
         retrieved = (
             retrieval.retrieve_groups(groups, config.k, progress=config.progress) if needs_retrieval else {}
         )
-        contexts = [GroupContext(group, level, ()) for group in groups]
         for name in names:
             if name in cf.CF_BASELINES:
                 continue
             predictions = {
                 group.group_id: _baseline_prediction(name, group, retrieved, config.seed) for group in groups
             }
-            records[name] += prediction_records(level, "pointwise", contexts, predictions)
+            records[name] += prediction_records(level, "pointwise", groups, predictions)
     cf_info = _cf_records(config, cf_names, groups_by_level, records) if cf_names else {}
 
     systems = []
@@ -541,12 +540,11 @@ def _cf_records(
     for name in names:
         outcomes, info[name] = cf.run(name, interactions, groups_by_level, train)
         for level, groups in groups_by_level.items():
-            contexts = [GroupContext(group, level, ()) for group in groups]
             predictions = {
                 group.group_id: Prediction("scores", cf.relative(group, o.ratings), list(o.ratings))
                 for group, o in zip(groups, outcomes[level], strict=True)
             }
-            records[name] += prediction_records(level, "pointwise", contexts, predictions)
+            records[name] += prediction_records(level, "pointwise", groups, predictions)
     return info
 
 

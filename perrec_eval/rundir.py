@@ -28,7 +28,7 @@ from typing import Any
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
 from perrec_eval.records import PredictionRecord, SampleRecord
-from perrec_eval.results import Metric, RunInfo, Scores, is_number, read_run_info, read_scores
+from perrec_eval.results import RERUN, Metric, RunInfo, Scores, is_number, read_run_info, read_scores
 from perrec_eval.scoring import score_cells
 
 
@@ -141,38 +141,25 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
     path.unlink()
 
 
-def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:
-    """The sample records of a run folder (none for baseline runs).
+def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """samples.jsonl's lines as plain dicts (keys of older and newer runs kept), none for baseline runs.
 
     Raises:
         DataError: a line is not a sample record; the message names the file, the line and the field.
     """
     path = Path(run_dir) / "samples.jsonl"
-    if not path.is_file():
-        return []
-    records = []
-    for number, line in enumerate(fileio.read_jsonl(path), 1):
-        problem = sample_problem(line)
-        if problem:
-            raise DataError(f"{path} line {number} {problem}: {_RERUN}")
-        records.append(SampleRecord.from_json(line))
-    return records
+    lines = fileio.read_jsonl(path) if path.is_file() else []
+    for number, line in enumerate(lines, 1):
+        # `error` and `finish_reasons` came later (402a133, c261454, 2026-11-23): older runs lack them.
+        missing = [name for name in SampleRecord.__slots__ if name not in (*line, "error", "finish_reasons")]
+        if missing:
+            raise DataError(f"{path} line {number} has no {missing[0]!r}: {RERUN}")
+    return lines
 
 
-# What every samples.jsonl line holds (`error` and `finish_reasons` came later: older runs lack them).
-SAMPLE_FIELDS = tuple(name for name in SampleRecord.__slots__ if name not in ("error", "finish_reasons"))
-
-
-def sample_problem(line: Any) -> str | None:
-    """What makes one samples.jsonl line unusable, or None.
-
-    >>> sample_problem([1]), sample_problem({"group_id": "g"})
-    ('is not a JSON object', "has no 'level'")
-    """
-    if not isinstance(line, dict):
-        return "is not a JSON object"
-    missing = [name for name in SAMPLE_FIELDS if name not in line]
-    return f"has no {missing[0]!r}" if missing else None
+def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:
+    """The sample records of a run folder (none for baseline runs); see `sample_lines`."""
+    return [SampleRecord.from_json(line) for line in sample_lines(run_dir)]
 
 
 def read_predictions(run_dir: str | os.PathLike) -> list[PredictionRecord]:
@@ -189,15 +176,12 @@ def read_predictions(run_dir: str | os.PathLike) -> list[PredictionRecord]:
         )
     lines = fileio.read_jsonl(path)
     if not lines:
-        raise DataError(f"{path} is empty: {_RERUN}")
+        raise DataError(f"{path} is empty: {RERUN}")
     for number, line in enumerate(lines, 1):
         problem = _prediction_problem(line)
         if problem:
-            raise DataError(f"{path} line {number}: {problem}: {_RERUN}")
+            raise DataError(f"{path} line {number}: {problem}: {RERUN}")
     return [PredictionRecord.from_json(line) for line in lines]
-
-
-_RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
 
 
 def _prediction_problem(line: dict[str, Any]) -> str | None:
@@ -245,10 +229,10 @@ def check_complete(run_dir: str | os.PathLike, records: Iterable[PredictionRecor
     if missing:
         raise DataError(
             f"{path} lacks {len(missing)} of the {len(expected)} (level, method, group) lines run.json "
-            f"lists, e.g. {'/'.join(missing[0])}: {_RERUN}"
+            f"lists, e.g. {'/'.join(missing[0])}: {RERUN}"
         )
     if repeated:
-        raise DataError(f"{path} repeats {len(repeated)} lines, e.g. {'/'.join(repeated[0])}: {_RERUN}")
+        raise DataError(f"{path} repeats {len(repeated)} lines, e.g. {'/'.join(repeated[0])}: {RERUN}")
 
 
 def rescore(run_dir: str | os.PathLike, *, variant: str | None = None, invalid: str | None = None) -> Scores:

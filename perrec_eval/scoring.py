@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perrec_eval import ptc
-from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import permanent_fix
 from perrec_eval.rankers import ListSlot, Prediction
-from perrec_eval.records import PredictionRecord, SampleRecord, clusters_of
+from perrec_eval.records import Group, PredictionRecord, SampleRecord, clusters_of
 from perrec_eval.results import CellScore, Scores
 from perrec_eval.types import LEVELS, METHODS, Method
 
@@ -26,28 +25,28 @@ RESOLUTION_BASIS = "null tau variance"
 
 
 def prediction_records(
-    level: str, method: Method, groups: Sequence[GroupContext], predictions: Mapping[str, Prediction]
+    level: str, method: Method, groups: Sequence[Group], predictions: Mapping[str, Prediction]
 ) -> list[PredictionRecord]:
     """The metric's inputs and the truth, one record per group (predictions.jsonl).
 
     When some query item has several groups in `groups` (large-preset builds), each record names its item as
     its cluster; otherwise no record has one and the lines are those of an unclustered run.
     """
-    items = [f"{ctx.group.domain}:{ctx.group.query.parent_asin or ctx.group_id}" for ctx in groups]
+    items = [f"{group.domain}:{group.query.parent_asin or group.group_id}" for group in groups]
     clustered = len(set(items)) < len(items)
     records = []
-    for ctx, item in zip(groups, items, strict=True):
-        pred = predictions[ctx.group_id]
+    for group, item in zip(groups, items, strict=True):
+        pred = predictions[group.group_id]
         records.append(
             PredictionRecord(
                 level=level,
                 method=method,
-                group_id=ctx.group_id,
+                group_id=group.group_id,
                 format=pred.format,
                 prediction=pred.value,
                 predicted_ratings=pred.predicted_ratings,
-                references=ctx.group.relative_ratings,
-                true_ratings=ctx.group.ratings,
+                references=group.relative_ratings,
+                true_ratings=group.ratings,
                 cluster=item if clustered else None,
             )
         )

@@ -9,9 +9,8 @@ of a run without pairwise cells, the prompt of a no-LLM baseline) is None.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,27 +98,9 @@ class Run:
         """scores.json's cells by (level, method)."""
         return {(cell.level, cell.method): cell for cell in self.scores.cells}
 
-    def samples(self) -> Iterator[dict[str, Any]]:
-        """samples.jsonl's lines as plain dicts (keys beyond `SampleRecord`'s, such as finish reasons, kept);
-        nothing for runs without engine requests."""
-        path = self.path / "samples.jsonl"
-        if not path.is_file():
-            return
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    sample = json.loads(line)
-                    problem = rundir.sample_problem(sample)
-                except json.JSONDecodeError as err:
-                    problem = f"is not valid JSON ({err})"
-                if problem:
-                    raise DataError(
-                        f"{path} line {number} {problem}: the file was cut or edited; run "
-                        "`perrecbench evaluate` again with the run's settings to rewrite it"
-                    )
-                yield sample
+    def samples(self) -> list[dict[str, Any]]:
+        """samples.jsonl's lines (`rundir.sample_lines`); none for runs without engine requests."""
+        return rundir.sample_lines(self.path)
 
 
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
