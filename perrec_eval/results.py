@@ -19,13 +19,14 @@ from perrec_eval.errors import DataError
 RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CellScore:
     """The PTC of one (level, method) cell with its interval, counts, rating errors and diagnostics.
 
     The optional parts are written only where they apply: `ptc_missing` when nothing was scored,
     `num_clusters`/`design_effect` on clustered runs, `mae`/`rmse` where ratings were predicted,
-    `constant_floor` on pointwise cells and the first-shown shares on listwise cells.
+    `constant_floor` on pointwise cells and the first-shown shares on listwise cells. The defaults of the
+    other fields are what `from_json` reads from older runs' files, which lack them.
     """
 
     level: str
@@ -35,11 +36,11 @@ class CellScore:
     ptc_ci_high: float | None
     num_groups: int
     num_invalid: int
-    min_detectable_difference: float | None
+    min_detectable_difference: float | None = None  # runs before 3035840 (2026-11-24)
     parse_failure_rate: float
-    num_requests: int
-    num_engine_errors: int
-    engine_error_rate: float
+    num_requests: int = 0  # runs before 402a133 (2026-11-23): no engine errors were counted
+    num_engine_errors: int = 0  # idem
+    engine_error_rate: float = 0.0  # idem
     ptc_missing: str | None = None
     num_clusters: int | None = None
     design_effect: float | None = None
@@ -62,41 +63,37 @@ class CellScore:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CellScore:
-        # Cells of runs written before 2026-11-23 (402a133) lack the request counts, those before
-        # 2026-11-24 (3035840) the min. detectable difference (and the optional parts added with it).
-        older = {
-            "min_detectable_difference": None,
-            "num_requests": 0,
-            "num_engine_errors": 0,
-            "engine_error_rate": 0.0,
-        }
-        return cls(**{**older, **{f.name: data[f.name] for f in fields(cls) if f.name in data}})
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
 _OPTIONAL = ("ptc_missing", "num_clusters", "design_effect", "mae", "rmse")
 _LISTWISE = ("first_shown_first", "first_shown_truly_first", "num_listwise_answers")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Scores:
-    """A run's scores.json: the metric's settings, the cells, their average and the engine errors."""
+    """A run's scores.json: the metric's settings, the cells, their average and the engine errors.
+
+    The defaults are what `from_json` reads from older runs' files, which lack those fields.
+    """
 
     variant: str
     invalid: str
     confidence_level: float
-    ci_method: str
-    n_resamples: int
-    resolution_basis: str | None
-    complete: bool
-    num_engine_errors: int
-    first_engine_error: str | None
-    # Errors that asking again cannot cure (a prompt over the context, ...): `engines.base.permanent_fix`.
-    num_permanent_errors: int
-    first_permanent_error: str | None
-    first_transient_error: str | None
+    ci_method: str = "percentile bootstrap over groups"  # runs before 3035840 (2026-11-24)
+    n_resamples: int = 1000  # idem: they resampled 1,000 times
+    resolution_basis: str | None = None  # idem
+    complete: bool = True  # runs before 402a133 (2026-11-23): no engine errors were counted
+    num_engine_errors: int = 0  # idem
+    first_engine_error: str | None = None  # idem
+    # Errors that asking again cannot cure (a prompt over the context, ...): `engines.base.permanent_fix`;
+    # runs before c028686 (2026-11-24) do not tell them apart.
+    num_permanent_errors: int = 0
+    first_permanent_error: str | None = None
+    first_transient_error: str | None = None
     cells: tuple[CellScore, ...]
     average: float | None
-    average_min_detectable_difference: float | None
+    average_min_detectable_difference: float | None = None  # runs before 3035840
     clustered_by: str | None = None  # only clustered runs write it, so an unclustered run's file is as before
 
     def to_json(self) -> dict[str, Any]:
@@ -108,53 +105,32 @@ class Scores:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Scores:
-        # Runs written before 2026-11-23 (402a133) lack the engine-error fields (none were counted), those
-        # before 2026-11-24 the permanent errors (c028686) and the resolution and resampling fields
-        # (3035840: 1,000 resamples then).
-        older = {
-            "confidence_level": 0.95,
-            "ci_method": "percentile bootstrap over groups",
-            "n_resamples": 1000,
-            "resolution_basis": None,
-            "complete": True,
-            "num_engine_errors": 0,
-            "first_engine_error": None,
-            "num_permanent_errors": 0,
-            "first_permanent_error": None,
-            "first_transient_error": None,
-            "average_min_detectable_difference": None,
-        }
         known = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        known["cells"] = tuple(CellScore.from_json(cell) for cell in data["cells"])
-        return cls(**{**older, **known})
+        return cls(**{**known, "cells": tuple(CellScore.from_json(cell) for cell in data["cells"])})
 
 
 def read_scores(path: str | os.PathLike) -> Scores:
-    """A scores.json, checked: a JSON object whose cells carry their level, method and a numeric PTC.
+    """A scores.json, checked: a JSON object whose cells carry their level, method, counts and numbers.
 
     Raises:
-        DataError: anything else; the message names the file and the cell.
+        DataError: anything else; the message names the file (and the cell).
     """
-    data = fileio.read_json(path)
     fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
-    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
-        raise DataError(f"{path} is not a run's scores (a JSON object with cells): {fix}")
-    for cell in data["cells"]:
-        if not isinstance(cell, dict) or not all(isinstance(cell.get(k), str) for k in ("level", "method")):
+    try:
+        scores = Scores.from_json(fileio.read_json(path))
+    except (KeyError, TypeError, AttributeError) as err:
+        raise DataError(f"{path} is not a run's scores ({type(err).__name__}: {err}): {fix}") from err
+    for cell in scores.cells:
+        if not isinstance(cell.level, str) or not isinstance(cell.method, str):
             raise DataError(f"{path}: a cell without its level and method: {fix}")
         for name in ("ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate", "num_groups", "num_invalid"):
-            if cell.get(name) is None and name in ("parse_failure_rate", "num_groups", "num_invalid"):
-                raise DataError(f"{path}: {cell['level']}/{cell['method']} has no {name}: {fix}")
-            if cell.get(name) is not None and not is_number(cell[name]):
-                raise DataError(
-                    f"{path}: {cell['level']}/{cell['method']} has {name}={cell[name]!r}, not a number: {fix}"
-                )
-    for name in ("variant", "invalid"):
-        if not isinstance(data.get(name), str):
-            raise DataError(f"{path} has no metric {name}: {fix}")
-    if data.get("average") is not None and not is_number(data["average"]):
-        raise DataError(f"{path}: average={data['average']!r} is not a number: {fix}")
-    return Scores.from_json(data)
+            value = getattr(cell, name)
+            if value is not None and not is_number(value):
+                where = f"{path}: {cell.level}/{cell.method}"
+                raise DataError(f"{where} has {name}={value!r}, not a number: {fix}")
+    if scores.average is not None and not is_number(scores.average):
+        raise DataError(f"{path}: average={scores.average!r} is not a number: {fix}")
+    return scores
 
 
 def is_number(value: Any) -> bool:
@@ -209,10 +185,6 @@ class RunInfo:
     @property
     def is_baseline(self) -> bool:
         return self.engine.get("name") == "baseline"
-
-    @property
-    def model(self) -> str | None:
-        return self.engine.get("model")
 
     def to_json(self) -> dict[str, Any]:
         layout = _BASELINE_LAYOUT if self.is_baseline else [f.name for f in fields(self) if f.name != "cf"]

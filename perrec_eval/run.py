@@ -482,10 +482,8 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
     for level in config.levels:
         groups = context.load_groups(config.data, level, config.split, config.max_groups, seed=config.seed)
         groups_by_level[level] = groups
-        needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
-        retrieved = (
-            retrieval.retrieve_groups(groups, config.k, progress=config.progress) if needs_retrieval else {}
-        )
+        uses = any(name in baselines.USES_RETRIEVAL for name in names)
+        retrieved = retrieval.retrieve_groups(groups, config.k, progress=config.progress) if uses else {}
         for name in names:
             if name in cf.CF_BASELINES:
                 continue

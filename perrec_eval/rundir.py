@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import platform
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import metadata
@@ -206,7 +207,7 @@ def _prediction_problem(line: dict[str, Any]) -> str | None:
     return None
 
 
-def check_complete(run_dir: str | os.PathLike, records: Iterable[PredictionRecord]) -> None:
+def check_complete(run_dir: str | os.PathLike, info: RunInfo, records: Iterable[PredictionRecord]) -> None:
     """Every (level, method, group) run.json lists has its line in predictions.jsonl, and only once.
 
     Runs that do not list their groups (older ones) are taken as they are.
@@ -214,15 +215,11 @@ def check_complete(run_dir: str | os.PathLike, records: Iterable[PredictionRecor
     Raises:
         DataError: a line is missing or repeated; the message says how many and which first.
     """
-    info = read_run_info(run_dir)
     listed, methods = info.groups, info.config.get("methods")
     if not isinstance(listed, dict) or not isinstance(methods, list):
         return
     expected = {(lv, m, g) for lv, ids in listed.items() for m in methods for g in ids}
-    found: dict[tuple[str, str, str], int] = {}
-    for record in records:
-        key = (record.level, record.method, record.group_id)
-        found[key] = found.get(key, 0) + 1
+    found = Counter((record.level, record.method, record.group_id) for record in records)
     missing = sorted(expected - set(found))
     repeated = sorted(key for key, count in found.items() if count > 1)
     path = Path(run_dir) / "predictions.jsonl"
@@ -243,7 +240,7 @@ def rescore(run_dir: str | os.PathLike, *, variant: str | None = None, invalid: 
     """
     info = read_run_info(run_dir)
     records = read_predictions(run_dir)
-    check_complete(run_dir, records)
+    check_complete(run_dir, info, records)
     return score_cells(
         records,
         read_samples(run_dir),
@@ -312,33 +309,24 @@ def _json_text(data: Any) -> str:
 
 def run_name(run_dir: str | os.PathLike) -> str:
     """The system name of a run folder (its model, as run.json records it)."""
-    return read_run_info(run_dir).model or Path(run_dir).name
-
-
-def check_metric(run_dir: str | os.PathLike, info: RunInfo, scores: Scores) -> None:
-    """Refuse a scores.json whose metric is not the one run.json records (a `score --write` cut short).
-
-    Raises:
-        DataError: the variant or the invalid rule differ.
-    """
-    if (scores.variant, scores.invalid) != (info.metric.variant, info.metric.invalid):
-        raise DataError(
-            f"{run_dir}/scores.json holds {scores.variant}/{scores.invalid} scores but run.json records "
-            f"{info.metric.variant}/{info.metric.invalid} (a `perrecbench score --write` was interrupted): "
-            f"run `perrecbench score {run_dir} --write` to make them agree again"
-        )
+    return read_run_info(run_dir).engine.get("model", Path(run_dir).name)
 
 
 def load_scores(run_dir: str | os.PathLike) -> Scores:
     """The scores of a finished run folder, checked against the metric its run.json records.
 
     Raises:
-        DataError: no scores.json, a damaged one, or one of another metric than run.json's.
+        DataError: no scores.json, a damaged one, or one of another metric than run.json's (a
+            `perrecbench score --write` cut short).
     """
     run_dir = Path(run_dir)
-    scores_path = run_dir / "scores.json"
-    if not scores_path.is_file():
+    if not (run_dir / "scores.json").is_file():
         raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
-    scores = read_scores(scores_path)
-    check_metric(run_dir, read_run_info(run_dir), scores)
+    scores, metric = read_scores(run_dir / "scores.json"), read_run_info(run_dir).metric
+    if (scores.variant, scores.invalid) != (metric.variant, metric.invalid):
+        raise DataError(
+            f"{run_dir}/scores.json holds {scores.variant}/{scores.invalid} scores but run.json records "
+            f"{metric.variant}/{metric.invalid} (a `perrecbench score --write` was interrupted): "
+            f"run `perrecbench score {run_dir} --write` to make them agree again"
+        )
     return scores

@@ -121,7 +121,7 @@ def load_run(folder: str | os.PathLike) -> Run:
     scores = rundir.load_scores(folder)
     info = read_run_info(folder)
     records = tuple(rundir.read_predictions(folder))
-    rundir.check_complete(folder, records)
+    rundir.check_complete(folder, info, records)
     return Run(
         path=folder,
         model=system_name(info, folder),
@@ -155,7 +155,7 @@ def system_name(info: RunInfo, folder: Path) -> str:
     >>> system_name(replace(info, config={}, label="smol"), Path("x"))
     'smol'
     """
-    model = info.label or info.model or folder.name
+    model = info.label or info.engine.get("model") or folder.name
     adapters = info.config.get("adapter") or ()
     if isinstance(adapters, str):
         adapters = (adapters,)
