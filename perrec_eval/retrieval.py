@@ -191,7 +191,6 @@ def retrieve_groups(
     Returns:
         ``{(group_id, user_id): [Retrieved, ...]}``, best first.
     """
-    _check_k(k)
     groups = list(groups)
     results: dict[UserKey, list[Retrieved]] = {}
     seen: dict[UserKey, tuple] = {}

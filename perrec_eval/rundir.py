@@ -158,11 +158,6 @@ def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return lines
 
 
-def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:
-    """The sample records of a run folder (none for baseline runs); see `sample_lines`."""
-    return [SampleRecord.from_json(line) for line in sample_lines(run_dir)]
-
-
 def read_predictions(run_dir: str | os.PathLike) -> list[PredictionRecord]:
     """The prediction records of a finished run folder.
 
@@ -243,7 +238,7 @@ def rescore(run_dir: str | os.PathLike, *, variant: str | None = None, invalid: 
     check_complete(run_dir, info, records)
     return score_cells(
         records,
-        read_samples(run_dir),
+        [SampleRecord.from_json(line) for line in sample_lines(run_dir)],
         variant=variant or info.metric.variant,
         invalid=invalid or info.metric.invalid,
         seed=info.config.get("seed", 0),
