@@ -9,7 +9,7 @@ from pathlib import Path
 
 from perrec_eval.cliconfig import add_command
 from perrec_eval.config import BASELINE_ENGINE, ConvertGGUFConfig, EvalConfig, ProfilesConfig, ScoreConfig
-from perrec_eval.results import Scores
+from perrec_eval.results import Scores, read_run_info
 
 
 def engine_options_help() -> str:
@@ -133,10 +133,9 @@ def failure_summary(failed: list[Scores], command: str = "evaluate") -> str:
 
 def _warn_suspect_profiles(config: EvalConfig) -> None:
     """One line on stderr when the run's profiles were cut at their budget or look degenerate."""
-    run_json = Path(config.out) / "run.json"
-    if config.engine == BASELINE_ENGINE or not run_json.is_file():
+    if config.engine == BASELINE_ENGINE or not (Path(config.out) / "run.json").is_file():
         return
-    quality = (json.loads(run_json.read_text(encoding="utf-8")).get("profiles") or {}).get("quality")
+    quality = (read_run_info(config.out).profiles or {}).get("quality")
     if quality and quality["flagged"]:
         print(
             f"perrecbench evaluate: {quality['flagged']} profiles are suspect ({quality['cut']} cut at the "

@@ -117,3 +117,13 @@ def test_run_default_settings_keep_the_released_budgets(bench, tmp_path):
     assert info["generation"]["max_new_tokens"] == {"pointwise": 800, "pairwise": 512, "listwise": 800}
     assert info["generation"]["structured_outputs"] is False
     assert settings_of(read_run_info(tmp_path), [])["structured"] == "off"
+
+
+def test_evaluate_warns_of_suspect_profiles_from_run_json(bench, tmp_path, capsys):
+    from perrec_eval.commands import _warn_suspect_profiles
+
+    config = _config(bench, tmp_path, levels=("easy",))
+    evaluate(config, FakeEngine(_profile_writer("Short but cut", "length"), model=config.model))
+    _warn_suspect_profiles(config)
+    flagged = _run_json(tmp_path)["profiles"]["quality"]["flagged"]
+    assert f"{flagged} profiles are suspect ({flagged} cut" in capsys.readouterr().err
