@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perrec_eval.errors import DataError
 from perrec_eval.records import Group, UserKey, UserView
@@ -198,13 +197,6 @@ def dataset_fingerprint(data: str | os.PathLike) -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
-def retrieve(groups: Sequence[Group], k: int, *, progress: bool = True) -> dict[UserKey, list[Retrieved]]:
-    """Top-k history of every user of every group (a user shared by several levels is retrieved once)."""
-    from perrec_eval import retrieval
-
-    return retrieval.retrieve_rows([group.to_json() for group in groups], k=k, progress=progress)
-
-
 @dataclass(frozen=True, slots=True)
 class GroupContext:
     """A group as the prompts see it: the query, each user's retrieved history and profile, and the order
@@ -218,10 +210,6 @@ class GroupContext:
     @property
     def group_id(self) -> str:
         return self.group.group_id
-
-    def query_input(self) -> dict[str, Any]:
-        """The query mapping `perrec_eval.prompts.render` reads."""
-        return {"title": self.group.query.title, "author": self.group.query.author}
 
 
 def user_views(

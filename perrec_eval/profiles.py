@@ -112,8 +112,7 @@ def profile_requests(
         for user in group.users:
             key = (group.group_id, user.user_id)
             if key not in requests and (users is None or key in users):
-                items = [item.to_json() for item in budget.select(user.history)]
-                requests[key] = ChatRequest(tuple(prompts.render_profile(items)))
+                requests[key] = ChatRequest(tuple(prompts.render_profile(budget.select(user.history))))
     return requests
 
 

@@ -35,6 +35,7 @@ import yaml
 
 from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.results import RunInfo, Scores, read_run_info
 
 RepoType = Literal["model", "dataset", "space"]
 Content = bytes | Path
@@ -416,7 +417,7 @@ def _same_path(a: str | None, b: str | None) -> bool:
 
 def check_run_of_model(
     run_dir: Path,
-    info: Mapping[str, Any],
+    info: RunInfo,
     *,
     model_ids: tuple[str, ...],
     adapter: Path | None,
@@ -434,21 +435,20 @@ def check_run_of_model(
     """
     from perrec_eval.rundir import adapter_fingerprint
 
-    engine = info.get("engine") or {}
-    config = info.get("config") or {}
+    engine, config = info.engine, info.config
     if engine.get("name") == "baseline":
         raise DataError(f"{run_dir} is the no-LLM baseline {engine.get('model')!r}, not a run of a model")
     if engine.get("name") == "fake":
         raise DataError(f"{run_dir} is a run of the scripted fake engine, not of a model")
-    if not info.get("complete", False):
+    if not info.complete:  # None: a run from before completeness was recorded
         raise DataError(f"{run_dir} is incomplete (engine errors): finish it (run the same evaluate again)")
-    if not info.get("dataset_fingerprint"):
+    if not info.dataset_fingerprint:
         raise DataError(f"{run_dir} recorded no dataset fingerprint: re-run it with this perrecbench")
     data = config.get("data")
     if data and Path(data).is_dir():
         from perrec_eval.context import dataset_fingerprint
 
-        if dataset_fingerprint(data) != info["dataset_fingerprint"]:
+        if dataset_fingerprint(data) != info.dataset_fingerprint:
             raise DataError(f"{run_dir}: the benchmark at {data} changed since the run; evaluate again")
     model = config.get("model") or engine.get("model")
     if not any(_same_path(model, candidate) for candidate in model_ids):
@@ -462,21 +462,23 @@ def check_run_of_model(
         raise DataError(f"{run_dir} is a run without adapter {adapter.name!r}: pass the adapter's own run")
     _, _, path = specs[0].rpartition("=")
     # The adapter's weights as the run recorded them; runs from before that record compare the path.
-    digest = next(iter((info.get("adapter_sha256") or {}).values()), None)
+    digest = next(iter((info.adapter_sha256 or {}).values()), None)
     same = digest == adapter_fingerprint(adapter) if digest else _same_path(path, str(adapter))
     if not same:
         raise DataError(f"{run_dir} is a run of adapter {specs[0]!r}, not of {adapter.name!r} ({adapter})")
 
 
-def run_setup(info: Mapping[str, Any]) -> tuple[str, str]:
+def run_setup(info: RunInfo) -> tuple[str, str]:
     """(file slug, words) of what distinguishes a run's setup: prompt variant, shots, CoT, metric variant.
 
-    >>> run_setup({"config": {"shots": 2}, "prompt_variant": "no_profile", "metric": {"variant": "tau_b"}})
+    >>> from perrec_eval.results import Metric
+    >>> run_setup(RunInfo(config={"shots": 2}, prompt_variant="no_profile", metric=Metric("tau_b", "zero"),
+    ...                   engine={}))
     ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
     """
-    config = info.get("config") or {}
+    config = info.config
     slug, words = [], []
-    variant = info.get("prompt_variant", "default")
+    variant = info.prompt_variant or "default"
     if variant != "default":
         slug.append(variant)
         words.append(f"prompt variant {variant}")
@@ -486,7 +488,7 @@ def run_setup(info: Mapping[str, Any]) -> tuple[str, str]:
     if config.get("cot"):
         slug.append("cot")
         words.append("chain of thought")
-    metric = (info.get("metric") or {}).get("variant", "tau_b")
+    metric = info.metric.variant
     if metric != "tau_b":
         slug.append(metric)
         words.append(f"metric variant {metric}")
@@ -494,29 +496,29 @@ def run_setup(info: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def eval_result_entries(
-    run_dir: Path, info: Mapping[str, Any], scores: Mapping[str, Any], *, dataset: str, revision: str
+    run_dir: Path, info: RunInfo, scores: Scores, *, dataset: str, revision: str
 ) -> list[Any]:
     """One `huggingface_hub.EvalResultEntry` per scored (level, method) cell of a run."""
     from huggingface_hub import EvalResultEntry
 
     _, words = run_setup(info)
     date = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    version = (info.get("versions") or {}).get("perrecbench")
+    version = (info.versions or {}).get("perrecbench")
     entries = []
-    for cell in scores["cells"]:
-        if cell.get("ptc") is None:
+    for cell in scores.cells:
+        if cell.ptc is None:
             continue
         notes = (
-            f"PTC {cell['ptc']:.4f}, 95% CI [{cell['ptc_ci_low']:.4f}, {cell['ptc_ci_high']:.4f}] over "
-            f"{cell['num_groups']} groups ({cell['num_invalid']} invalid, parse failures "
-            f"{cell['parse_failure_rate']:.1%}); {words}; k {(info.get('config') or {}).get('k')}; dataset "
-            f"fingerprint sha256:{info['dataset_fingerprint'][:16]}; perrecbench {version}"
+            f"PTC {cell.ptc:.4f}, 95% CI [{cell.ptc_ci_low:.4f}, {cell.ptc_ci_high:.4f}] over "
+            f"{cell.num_groups} groups ({cell.num_invalid} invalid, parse failures "
+            f"{cell.parse_failure_rate:.1%}); {words}; k {info.config.get('k')}; dataset "
+            f"fingerprint sha256:{info.dataset_fingerprint[:16]}; perrecbench {version}"
         )
         entries.append(
             EvalResultEntry(
                 dataset_id=dataset,
-                task_id=task_id(cell["level"], cell["method"]),
-                value=round(float(cell["ptc"]), 4),
+                task_id=task_id(cell.level, cell.method),
+                value=round(float(cell.ptc), 4),
                 dataset_revision=revision,
                 date=date,
                 notes=notes,
@@ -533,17 +535,17 @@ def results_files(
     """``.eval_results/<file>.yaml`` of one checked run folder (see `check_run_of_model`)."""
     from huggingface_hub import eval_result_entries_to_yaml
 
-    from perrec_eval.rundir import load_run, one_run_folder
+    from perrec_eval.rundir import load_scores, one_run_folder
 
     run_dir = one_run_folder(run)
-    info = fileio.read_json(run_dir / "run.json")
+    info = read_run_info(run_dir)
     check_run_of_model(run_dir, info, model_ids=model_ids, adapter=adapter)
-    data = (info.get("config") or {}).get("data")
+    data = info.config.get("data")
     if data and not Path(data).exists() and data != dataset:
         raise DataError(
             f"{run_dir} evaluated the Hub dataset {data!r}, not {dataset!r}: name it in --dataset"
         )
-    _, scores = load_run(run_dir)
+    scores = load_scores(run_dir)
     entries = eval_result_entries(run_dir, info, scores, dataset=dataset, revision=revision)
     slug, _ = run_setup(info)
     name = f"{EVAL_RESULTS_FOLDER}/perrecbench{'_' + slug if slug else ''}.yaml"

@@ -50,6 +50,7 @@ from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.presentation import listwise_orders
 from perrec_eval.rankers import Slot, demonstration, make_ranker
 from perrec_eval.records import Group
+from perrec_eval.retrieval import retrieve_groups
 from perrec_eval.run import render_slot
 from perrec_eval.types import METHODS, Message, Method
 from sft.config import DataConfig
@@ -182,7 +183,7 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
     if not any(train.values()):
         raise DataError(f"{config.data} has no usable train groups in levels {','.join(config.levels)}")
     all_groups = [group for groups in train.values() for group in groups]
-    retrieved = context.retrieve(all_groups, config.k, progress=config.progress)
+    retrieved = retrieve_groups(all_groups, config.k, progress=config.progress)
     profiles = None
     if config.profiles:
         from perrec_eval.profiles import check_profiles, load_profiles

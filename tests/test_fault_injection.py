@@ -567,12 +567,11 @@ def test_score_write_killed_between_renames_is_refused_on_read(
     assert json.loads((out / "scores.json").read_text())["variant"] == "paper"
     assert json.loads((out / "run.json").read_text())["metric"]["variant"] == "tau_b"
     with pytest.raises(DataError, match="score --write. was interrupted"):
-        rundir.load_run(out)
+        rundir.load_scores(out)
     refused(capsys, ["report", str(out)], "interrupted", f"perrecbench score {out} --write")
     assert not [p for p in out.iterdir() if ".tmp-" in p.name]
     assert main(["score", str(out), "--write"]) == 0  # the fix the message names
-    _, scores = rundir.load_run(out)
-    assert scores["variant"] == "tau_b"
+    assert rundir.load_scores(out).variant == "tau_b"
 
 
 def test_score_write_records_the_new_metric_in_run_json(bench: Path, tmp_path: Path) -> None:
@@ -581,8 +580,8 @@ def test_score_write_records_the_new_metric_in_run_json(bench: Path, tmp_path: P
     out = tmp_path / "run"
     assert main(_eval_argv(bench, out)) == 0
     assert main(["score", str(out), "--variant", "paper", "--invalid", "skip", "--write"]) == 0
-    _, scores = rundir.load_run(out)
-    assert (scores["variant"], scores["invalid"]) == ("paper", "skip")
+    scores = rundir.load_scores(out)
+    assert (scores.variant, scores.invalid) == ("paper", "skip")
     assert json.loads((out / "run.json").read_text())["metric"] == {"variant": "paper", "invalid": "skip"}
 
 

@@ -115,14 +115,14 @@ def sweep(config: SweepConfig) -> int:
 
     for table in result.tables:
         print(render.leaderboard_markdown(table) + "\n")
-    incomplete = [name for name, scores in results if not scores.get("complete", True)]
+    incomplete = [name for name, scores in results if not scores.complete]
     print(f"{len(results)} grid points in {out}/; report: {report_dir / 'index.html'}")
     if incomplete:
         from perrec_eval.commands import failure_summary
 
         points = ", ".join(incomplete)
         print(f"perrecbench sweep: provisional points (engine errors): {points}", file=sys.stderr)
-        failed = [scores for _, scores in results if not scores.get("complete", True)]
+        failed = [scores for _, scores in results if not scores.complete]
         print(failure_summary(failed, "sweep"), file=sys.stderr)
         return 1
     return 0

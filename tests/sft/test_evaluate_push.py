@@ -36,7 +36,7 @@ def _evaluate(tiny_model_dir, sft_bench, out, adapter=()):
         engine_args=("device=cpu", "progress=false"),
         progress=False,
     )
-    return out, evaluate(config)
+    return out, evaluate(config).to_json()
 
 
 @pytest.fixture(scope="module")
