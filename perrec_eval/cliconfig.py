@@ -9,6 +9,9 @@ flags follow from the fields (the shape of TRL's scripts, without their heavy de
 - ``tuple[str, ...]`` → a comma-separated list (``--levels easy,medium``), or a repeatable flag with
   ``option(repeat=True)`` (``--engine-arg a=1 --engine-arg b=2``), or ``nargs="+"`` for a positional.
 
+A config may inherit a field its command sets itself (`perrecbench sweep` sets ``k`` per grid point): the
+class names it in ``replaced = {"k": "--ks"}`` and the field's flag or key is refused, naming the flag to use.
+
 Every command also takes ``--config FILE.yaml``: a mapping of field names (underscores or dashes) to values,
 which flags override. Unknown keys are an error that lists the valid ones, and ``--help`` shows each default.
 `coerce` is the one place where text from a flag, a YAML file or a ``KEY=VALUE`` engine option becomes a
@@ -25,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from perrec_eval import progress
 from perrec_eval.errors import ConfigError
 
 T = TypeVar("T")
@@ -209,7 +213,13 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     owner = _declared_by(cls)
     fields = dataclasses.fields(cls)
     targets: dict[type, Any] = {cls: parser}
+    hidden = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
     for field in sorted(fields, key=lambda f: owner[f.name] is not cls):
+        if field.name in getattr(cls, "replaced", {}):  # refused when given (exact: `--k` is not `--ks`)
+            parser.add_argument(_flag(field), dest=field.name, **hidden)
+            continue
+        if field.name == "progress":  # the process-wide switch instead, see `from_namespace`
+            continue
         klass = owner[field.name]
         if klass not in targets:
             title = (klass.__doc__ or klass.__name__).strip().splitlines()[0].rstrip(".")
@@ -315,6 +325,7 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
 def from_namespace(cls: type[T], args: argparse.Namespace) -> T:
     """The config of `cls` from parsed arguments: dataclass defaults, then ``--config``, then the flags."""
     hints = _hints(cls)
+    replaced = getattr(cls, "replaced", {})
     values: dict[str, Any] = {}
     config_file = getattr(args, _CONFIG_FILE, None)
     if config_file:
@@ -323,6 +334,10 @@ def from_namespace(cls: type[T], args: argparse.Namespace) -> T:
     for field in dataclasses.fields(cls):
         if hasattr(args, field.name):
             values[field.name] = coerce(_flag(field), hints[field.name], getattr(args, field.name))
+        if field.name in values and field.name in replaced:
+            raise ConfigError(f"{_flag(field)} is not a setting of this command: use {replaced[field.name]}")
+    if "progress" in hints:  # until the builder's and sft train's own `progress` fields are gone (issue 19)
+        values["progress"] = progress.enabled()
     missing = [f for f in dataclasses.fields(cls) if not _has_default(f) and f.name not in values]
     if missing:
         flags = ", ".join(_flag(f) for f in missing)
@@ -384,12 +399,12 @@ def add_command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(parser, cls)
-    add_common_arguments(parser, with_progress="progress" not in {f.name for f in dataclasses.fields(cls)})
+    add_common_arguments(parser)
     parser.set_defaults(handler=handler, config_cls=cls)
     return parser
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, with_progress: bool = True) -> None:
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """`-v/--verbose`, `--debug` and `--no-progress`, accepted before or after the subcommand."""
     group = parser.add_argument_group("common options")
     quiet = argparse.SUPPRESS  # a subcommand's default must not overwrite the same flag given before it
@@ -402,14 +417,13 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, with_progress: bool
         default=quiet,
         help="show the full traceback of an error (default: off)",
     )
-    if with_progress:
-        group.add_argument(
-            "--no-progress",
-            dest="no_progress",
-            action="store_true",
-            default=quiet,
-            help="hide progress bars (default: off)",
-        )
+    group.add_argument(
+        "--no-progress",
+        dest="no_progress",
+        action="store_true",
+        default=quiet,
+        help="hide progress bars (default: off)",
+    )
 
 
 def check_once(flag: str, values: tuple[str, ...]) -> None:

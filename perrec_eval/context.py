@@ -198,11 +198,11 @@ def dataset_fingerprint(data: str | os.PathLike) -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
-def retrieve(groups: Sequence[Group], k: int, *, progress: bool = True) -> dict[UserKey, list[Retrieved]]:
+def retrieve(groups: Sequence[Group], k: int) -> dict[UserKey, list[Retrieved]]:
     """Top-k history of every user of every group (a user shared by several levels is retrieved once)."""
     from perrec_eval import retrieval
 
-    return retrieval.retrieve_rows([group.to_json() for group in groups], k=k, progress=progress)
+    return retrieval.retrieve_rows([group.to_json() for group in groups], k=k)
 
 
 @dataclass(frozen=True, slots=True)

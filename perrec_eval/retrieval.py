@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
+
+from perrec_eval import progress
 
 BM25_METHOD = "lucene"
 BM25_K1 = 1.5
@@ -202,7 +203,7 @@ def _signature(query: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -
 
 
 def retrieve_rows(
-    rows: Iterable[Mapping[str, Any]], k: int = DEFAULT_K, *, progress: bool = True
+    rows: Iterable[Mapping[str, Any]], k: int = DEFAULT_K
 ) -> dict[tuple[str, str], list[Retrieved]]:
     """Retrieve the top-k history of every user of every benchmark row.
 
@@ -213,7 +214,6 @@ def retrieve_rows(
         rows: benchmark rows (``dataset_builder.schema.FEATURES``): ``group_id``, ``query``, ``users`` with
             ``user_id`` and ``history``.
         k: how many items to keep per user.
-        progress: show a tqdm bar counting users.
 
     Returns:
         ``{(group_id, user_id): [Retrieved, ...]}``, best first.
@@ -223,7 +223,7 @@ def retrieve_rows(
     results: dict[tuple[str, str], list[Retrieved]] = {}
     seen: dict[tuple[str, str], tuple] = {}
     total = sum(len(row["users"]) for row in rows)
-    with tqdm(total=total, desc="retrieval", unit="user", disable=not progress) as bar:
+    with progress.bar(total=total, desc="retrieval", unit="user") as bar:
         for row in rows:
             todo = []
             for user in row["users"]:

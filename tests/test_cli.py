@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -310,13 +311,18 @@ def test_cli_version(capsys):
     assert exit_info.value.code == 0 and capsys.readouterr().out.startswith("perrecbench ")
 
 
-@pytest.mark.parametrize("command", ["synth", "build", "evaluate", "score", "profiles", "report"])
+@pytest.mark.parametrize("command", _commands(), ids=" ".join)
 def test_cli_verbose_debug_and_no_progress_are_accepted_by_every_subcommand(command):
     from perrec_eval.cli import build_parser
 
-    positional = ["RUN_DIR"] if command in ("score", "report") else []
-    args = build_parser().parse_args([command, *positional, "-v", "--debug", "--no-progress"])
-    assert args.verbose and args.debug and (getattr(args, "no_progress", False) or args.progress is False)
+    parser = build_parser()
+    sub = parser
+    for name in command:
+        sub = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+    positional = ["X" for action in sub._actions if not action.option_strings]
+    after = parser.parse_args([*command, *positional, "-v", "--debug", "--no-progress"])
+    before = parser.parse_args(["--no-progress", *command, *positional])
+    assert after.verbose and after.debug and after.no_progress and before.no_progress
 
 
 def test_cli_failed_requests_exit_nonzero_with_one_line_and_provisional_scores(

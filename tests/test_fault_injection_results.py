@@ -695,7 +695,6 @@ def failed_and_reverse(bench, tmp_path_factory):
             out=str(root / name),
             profiles=str(profiles),
             methods=("pointwise",),
-            progress=False,
         )
         evaluate(config, FakeEngine(responder or truth_responder(-1.0), model=name))
         runs[name] = root / name

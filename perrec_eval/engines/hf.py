@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tqdm.auto import tqdm
-
+from perrec_eval import progress
 from perrec_eval.cliconfig import option
 from perrec_eval.engines._common import check_local_path, coerce_fields, require, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
@@ -76,7 +75,6 @@ class HFOptions:
         "merge the LoRA adapter into the weights after loading (faster)", default=False
     )
     trust_remote_code: bool = option("run the model repository's own code (from_pretrained)", default=False)
-    progress: bool = option("show a progress bar per call", default=True)
 
     def __post_init__(self) -> None:
         coerce_fields(self)
@@ -368,8 +366,8 @@ class HFEngine:
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
         seeds = self._row_seeds(requests, params)
-        bar = tqdm(
-            total=len(requests), desc=f"hf {self.model}", unit="req", disable=not self.options.progress
+        bar = progress.bar(
+            total=len(requests), desc=f"hf {self.model}", unit="req"
         )
         bar.update(len(requests) - len(runnable))
         for batch in split_evenly(order, self.options.batch_size):

@@ -31,7 +31,7 @@ def mixed_history(scifi_rating, other_rating):
 
 
 def retrieved_for(row, k=4):
-    hits = retrieve_rows([row], k=k, progress=False)
+    hits = retrieve_rows([row], k=k)
     return {uid: found for (_, uid), found in hits.items()}
 
 

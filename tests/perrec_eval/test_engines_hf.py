@@ -15,7 +15,7 @@ from perrec_eval.types import ChatRequest, GenParams
 pytestmark = pytest.mark.slow
 
 GREEDY = GenParams(temperature=0.0, max_tokens=10)
-CPU = {"device": "cpu", "progress": False}
+CPU = {"device": "cpu"}
 
 
 def make_request(words: int, topic: str = "great book") -> ChatRequest:
@@ -36,7 +36,7 @@ MIXED = [
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
     return load_engine(
-        "hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu", progress=False)
+        "hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu")
     )
 
 
@@ -155,7 +155,7 @@ def test_hf_engine_ignores_the_checkpoint_generation_defaults(engine, tiny_model
     config.update(do_sample=True, temperature=3.0, top_k=2, repetition_penalty=5.0, max_new_tokens=2)
     config_path.write_text(json.dumps(config))
     leaky_engine = load_engine(
-        "hf", str(leaky), options=HFOptions(batch_size=3, device="cpu", progress=False)
+        "hf", str(leaky), options=HFOptions(batch_size=3, device="cpu")
     )
     assert leaky_engine.info()["ignored_generation_defaults"]["repetition_penalty"] == 5.0
     assert leaky_engine.generate(MIXED, GREEDY) == engine.generate(MIXED, GREEDY)

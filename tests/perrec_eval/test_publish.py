@@ -40,7 +40,6 @@ def workdir(tmp_path_factory) -> Path:
             model="scripted",
             out="runs/model",
             profiles="profiles.jsonl",
-            progress=False,
         )
         evaluate(config, FakeEngine(truth_responder(1.0)))
         # The fake engine stands in for a real one here: record the run as one of org/model.
@@ -50,7 +49,7 @@ def workdir(tmp_path_factory) -> Path:
         info["label"] = "org/model"
         Path("runs/model/run.json").write_text(json.dumps(info), encoding="utf-8")
         baseline = EvalConfig(
-            data="bench", engine="baseline", model="random", out="runs/random", progress=False
+            data="bench", engine="baseline", model="random", out="runs/random"
         )
         evaluate_baselines(baseline, ["random"])
         assert main(["--no-progress", "report", "runs/model", "--out", "report", "--no-plots"]) == 0

@@ -38,7 +38,7 @@ def eval_config(bench, out: Path, **kwargs) -> EvalConfig:
     folder, profiles = bench
     settings = {"profiles": str(profiles), **kwargs}
     return EvalConfig(
-        data=str(folder), engine="fake", model="scripted", out=str(out), progress=False, **settings
+        data=str(folder), engine="fake", model="scripted", out=str(out), **settings
     )
 
 
@@ -77,7 +77,7 @@ def runs(bench, tmp_path_factory) -> dict[str, Path]:
         evaluate(config, FakeEngine(responder))
     folder, _ = bench
     baselines = EvalConfig(
-        data=str(folder), engine="baseline", model="all", out=str(root / "baselines"), progress=False
+        data=str(folder), engine="baseline", model="all", out=str(root / "baselines")
     )
     evaluate_baselines(baselines, BASELINES)
     return {name: Path(config.out) for name, (config, _) in made.items()} | {"baselines": root / "baselines"}

@@ -29,7 +29,6 @@ def test_sweep_runs_every_point_into_its_folder(bench, tmp_path):
         methods=("pointwise", "listwise"),
         ks=(1, 2),
         shots_grid=(0, 1),
-        progress=False,
     )
     results = run_grid(config, FakeEngine(truth_responder(1.0)))
     assert [name for name, _ in results] == ["k1-shots0", "k1-shots1", "k2-shots0", "k2-shots1"]
