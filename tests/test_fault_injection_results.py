@@ -516,7 +516,7 @@ def _help(capsys, *command):
 @pytest.mark.parametrize(
     "command,flag,says",
     [
-        (["evaluate"], "--no-progress", "show progress bars (default: on; this flag turns it off"),
+        (["sweep"], "--no-plots", "(needs the report extra) (default: on; this flag turns it off"),
         (["report"], "--no-plots", "(default: on; this flag turns it off"),
         (["sft", "train"], "--no-activation-checkpointing", "~20% slower) (default: on;"),
     ],

@@ -74,6 +74,24 @@ def test_sweep_command_writes_the_grid_and_its_report(bench, tmp_path, capsys):
     assert str(out / "report" / "index.html") in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(("given", "use"), [(["--k", "3"], "--ks"), (["--shots", "2"], "--shots-grid")])
+def test_sweep_refuses_k_and_shots_naming_the_grid_flag(tmp_path, capsys, given, use):
+    args = ["sweep", "--data", "d", "--engine", "fake", "--model", "m", "--out", str(tmp_path)]
+    assert main([*args, *given]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{given[0]} is not a setting of this command: use {use}" in err
+    (tmp_path / "grid.yaml").write_text(f"{given[0][2:]}: {given[1]}\n")
+    assert main([*args, "--config", str(tmp_path / "grid.yaml")]) == 2
+    assert f"use {use}" in capsys.readouterr().err
+
+
+def test_sweep_help_offers_no_k_or_shots(capsys):
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    flags = {word.strip("[],") for word in capsys.readouterr().out.split() if word.startswith(("--", "[--"))}
+    assert {"--ks", "--shots-grid"} <= flags and not {"--k", "--shots"} & flags
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
