@@ -98,8 +98,8 @@ class HFOptions:
 
 
 @contextlib.contextmanager
-def _damaged_weights(where: str) -> Iterator[None]:
-    """A weights file that cannot be read (cut by a download or a copy) becomes one line naming `where`."""
+def _loading(where: str, flag: str = "--model") -> Iterator[None]:
+    """`from_pretrained` failing on what the user named becomes one line naming `where` and the fix."""
     from safetensors import SafetensorError
 
     try:
@@ -108,6 +108,11 @@ def _damaged_weights(where: str) -> Iterator[None]:
         raise DataError(
             f"cannot read the weights in {where} ({' '.join(str(err).split())[:200]}): a weights file is cut "
             "or damaged; download or save the model again"
+        ) from err
+    except (OSError, ValueError) as err:  # transformers' and peft's "cannot find or load this" errors
+        raise ConfigError(
+            f"{flag} {where} cannot be loaded ({' '.join(str(err).split())[:300]}): pass a folder or Hub id "
+            "that transformers can load"
         ) from err
 
 
@@ -126,8 +131,9 @@ def convert_gguf(path: str, out: str) -> str:
     location, gguf = gguf_location(path)
     if not gguf or not Path(path).is_file():
         raise ConfigError(f"{path} is not a .gguf file")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
-    lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
+    with _loading(path, "convert-gguf"):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
+        lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
     lm.hf_quantizer = None
     if hasattr(lm.config, "quantization_config"):
         del lm.config.quantization_config
@@ -190,22 +196,23 @@ class HFEngine:
                 raise ConfigError(f"no GGUF file at {model}: give the path of a .gguf file")
             require("gguf", engine="hf")
 
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-            location, trust_remote_code=trust_remote_code, **self._gguf
-        )
+        with _loading(model):
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                location, trust_remote_code=trust_remote_code, **self._gguf
+            )
         if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(
+            raise ConfigError(
                 f"the tokenizer of {model!r} has no chat template: use an instruction-tuned (chat) model, "
                 "or save one with tokenizer.chat_template = ... and tokenizer.save_pretrained(...)"
             )
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             if self.tokenizer.eos_token is None:
-                raise ValueError(f"the tokenizer of {model!r} has neither a pad nor an eos token")
+                raise ConfigError(f"the tokenizer of {model!r} has neither a pad nor an eos token")
             logger.info("%s has no pad token: padding with eos %r", model, self.tokenizer.eos_token)
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
-        with _damaged_weights(model):
+        with _loading(model):
             lm = transformers.AutoModelForCausalLM.from_pretrained(
                 location, dtype=options.dtype, trust_remote_code=trust_remote_code, **self._gguf
             )
@@ -215,7 +222,7 @@ class HFEngine:
         self._adapter_name: str | None = None
         if adapter is not None:
             peft = require("peft", engine="hf")
-            with _damaged_weights(adapter):
+            with _loading(adapter, "--adapter"):
                 lm = peft.PeftModel.from_pretrained(lm, adapter)
             if options.merge_adapter:
                 lm = lm.merge_and_unload()
@@ -487,12 +494,13 @@ class HFEngine:
             )
         if loaded is None:
             peft = require("peft", engine="hf")
-            if isinstance(self.lm, peft.PeftModel):
-                self.lm.load_adapter(path, adapter_name=name)
-            else:
-                # Wrapping injects the LoRA layers into the base model's modules in place; this engine
-                # itself then answers through `disable_adapter` (see `_adapter_scope`).
-                self.lm = peft.PeftModel.from_pretrained(self.lm, path, adapter_name=name)
+            with _loading(path, "--adapter"):
+                if isinstance(self.lm, peft.PeftModel):
+                    self.lm.load_adapter(path, adapter_name=name)
+                else:
+                    # Wrapping injects the LoRA layers into the base model's modules in place; this engine
+                    # itself then answers through `disable_adapter` (see `_adapter_scope`).
+                    self.lm = peft.PeftModel.from_pretrained(self.lm, path, adapter_name=name)
             self.lm.to(self.device).eval()
             self._adapters[name] = path
         view = copy.copy(self)

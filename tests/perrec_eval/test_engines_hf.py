@@ -231,6 +231,13 @@ def test_hf_engine_requires_a_chat_template(tiny_model_dir, tmp_path):
         load_engine("hf", str(bare), options=CPU)
 
 
+def test_hf_engine_a_folder_without_a_model_is_one_config_error(tmp_path):
+    from perrec_eval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"--model {tmp_path} cannot be loaded .*: pass a folder or Hub id"):
+        load_engine("hf", str(tmp_path), options=CPU)
+
+
 @pytest.mark.parametrize("answer_format", ["pointwise", "pairwise", "listwise:3"])
 def test_hf_engine_structured_outputs_keep_every_answer_in_format(engine, answer_format):
     from perrec_eval import parsing, structured
