@@ -13,25 +13,16 @@ import logging
 import sys
 from collections.abc import Sequence
 
-import dataset_builder.cli
-import perrec_eval.commands
-import perrec_eval.leaderboard.cli
-import perrec_eval.push_cli
-import sft.cli
-from perrec_eval import cliconfig, progress
+from dataset_builder import cli as builder_cli
+from perrec_eval import cliconfig, commands, progress, push_cli
 from perrec_eval.errors import PerrecbenchError
+from perrec_eval.leaderboard import cli as leaderboard_cli
 from perrec_eval.secrets import redact_logs, redact_text, redact_tracebacks
+from sft import cli as sft_cli
 
 logger = logging.getLogger("perrecbench")
 
 _MAX_MESSAGE = 2000  # characters of an error line
-_COMMAND_MODULES = (
-    dataset_builder.cli,
-    perrec_eval.commands,
-    perrec_eval.leaderboard.cli,
-    sft.cli,
-    perrec_eval.push_cli,
-)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,8 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     cliconfig.add_common_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in _COMMAND_MODULES:
-        module.register(subparsers)
+    for part in (builder_cli, commands, leaderboard_cli, sft_cli, push_cli):  # the order --help lists them
+        part.register(subparsers)
     return parser
 
 

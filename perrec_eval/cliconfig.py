@@ -426,6 +426,16 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_choices(config: Any) -> None:
+    """Refuse a value outside its field's `Literal` choices (set from Python; the parser offers no other)."""
+    hints = _hints(type(config))
+    for field in dataclasses.fields(config):
+        tp, value = _unwrap_optional(hints[field.name])[0], getattr(config, field.name)
+        if typing.get_origin(tp) is Literal and value is not None and value not in typing.get_args(tp):
+            choices = " or ".join(map(str, typing.get_args(tp)))
+            raise ConfigError(f"{_flag(field)} must be {choices}, got {value!r}")
+
+
 def check_once(flag: str, values: tuple[str, ...]) -> None:
     """Refuse a list that names one value twice (``--levels easy,easy`` would score each group twice).
 

@@ -1,11 +1,10 @@
 """One config dataclass per runner command; the command-line flags are derived from these fields.
 
-The settings several commands share are said once: `DataSpec` (which benchmark, levels and groups) by
-`evaluate`, `profiles` and `sft data`; `PromptSpec` (what the prompts show of each user) by `evaluate` and
-`sft data`; `EngineSpec` (which backend, which model, its options) by `evaluate` and `profiles`. Every field
-carries its help text, and its default lives here and nowhere else (defaults that belong to an engine live
-in that engine's options class and are set with ``--engine-arg KEY=VALUE``). Each config is recorded
-verbatim in ``run.json``; ``--config FILE.yaml`` reads the same fields from a file.
+Settings shared by several commands are said once: `DataSpec` (benchmark, levels, groups), `PromptSpec`
+(retrieved history, profiles) and `EngineSpec` (backend, model, its options). Every field carries its help
+text, and its default lives here and nowhere else (defaults that belong to an engine live in that engine's
+options class and are set with ``--engine-arg KEY=VALUE``). Each config is recorded verbatim in
+``run.json``; ``--config FILE.yaml`` reads the same fields from a file.
 """
 
 from __future__ import annotations
@@ -16,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from perrec_eval.cliconfig import check_once, option
+from perrec_eval.cliconfig import check_choices, check_once, option
 from perrec_eval.errors import ConfigError
-from perrec_eval.presentation import PRESENTATIONS, Presentation
+from perrec_eval.presentation import Presentation
 from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
 from perrec_eval.rankers import PairwiseStrategy
 from perrec_eval.retrieval import DEFAULT_K
@@ -110,6 +109,7 @@ class DataSpec:
     )
 
     def __post_init__(self) -> None:
+        check_choices(self)  # every Literal field of the config, its engine settings' included
         if not self.levels or any(level not in self.level_choices for level in self.levels):
             raise ConfigError(
                 f"--levels must be a non-empty subset of {','.join(self.level_choices)}, got {self.levels}"
@@ -328,16 +328,6 @@ class EvalConfig(EngineSpec, PromptSpec):
             )
         check_once("--methods", tuple(self.methods))
         self._check_baseline_settings()
-        if self.pairwise_strategy not in ("allpairs", "heapsort"):
-            raise ConfigError(
-                f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
-            )
-        if self.presentation not in PRESENTATIONS:
-            raise ConfigError(
-                f"--presentation must be {' or '.join(PRESENTATIONS)}, got {self.presentation!r}"
-            )
-        if self.sc_aggregate not in ("mean", "median", "mode"):
-            raise ConfigError(f"--sc-aggregate must be mean, median or mode, got {self.sc_aggregate!r}")
         if self.samples < 1 or self.shots < 0:
             raise ConfigError("--samples must be >= 1 and --shots >= 0")
         if not self.temperature >= 0:  # checked here, not after an engine has loaded its model

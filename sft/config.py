@@ -14,7 +14,7 @@ from typing import Literal
 from perrec_eval.cliconfig import option
 from perrec_eval.config import PromptSpec
 from perrec_eval.errors import ConfigError
-from perrec_eval.presentation import PRESENTATIONS, Presentation
+from perrec_eval.presentation import Presentation
 from perrec_eval.types import LEVEL_SIZES
 
 SFTFormat = Literal["pointwise", "pairwise", "listwise", "mixed"]
@@ -48,16 +48,10 @@ class DataConfig(PromptSpec):
 
     def __post_init__(self) -> None:
         PromptSpec.__post_init__(self)
-        if self.format not in ("pointwise", "pairwise", "listwise", "mixed"):
-            raise ConfigError(f"--format must be pointwise, pairwise, listwise or mixed, got {self.format!r}")
         if not self.profiles and not self.no_profile:
             raise ConfigError(
                 "pass --profiles PATH (profiles of the train users, written with `perrecbench profiles "
                 "--splits train --out PATH ...`) or --no-profile (prompts without profiles)"
-            )
-        if self.presentation not in PRESENTATIONS:
-            raise ConfigError(
-                f"--presentation must be {' or '.join(PRESENTATIONS)}, got {self.presentation!r}"
             )
 
     @property
