@@ -170,22 +170,12 @@ def _coerce(tp: Any, value: Any) -> Any:
     raise TypeError(f"no command-line form for fields of type {tp!r}")
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _flag(field: dataclasses.Field) -> str:
     return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
 
 
 def _has_default(field: dataclasses.Field) -> bool:
-    return field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
-
-
-def _default(field: dataclasses.Field) -> Any:
-    if field.default is not dataclasses.MISSING:
-        return field.default
-    return field.default_factory()  # type: ignore[misc]
+    return field.default is not dataclasses.MISSING  # (`option` fields have no default_factory)
 
 
 def _show(value: Any) -> str:
@@ -209,7 +199,7 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     The fields `cls` declares itself come first; fields inherited from a base config (such as the engine
     settings shared by several commands) follow in a group titled by that base's docstring.
     """
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     owner = _declared_by(cls)
     fields = dataclasses.fields(cls)
     targets: dict[type, Any] = {cls: parser}
@@ -250,7 +240,7 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
     kwargs["dest"] = field.name
     if tp is bool:
         # A switch is off unless given: `--x` sets a False default to True, `--no-x` a True default to False.
-        on_by_default = _has_default(field) and _default(field) is True
+        on_by_default = field.default is True
         flag = "--no-" + field.name.replace("_", "-") if on_by_default else _flag(field)
         action = "store_false" if on_by_default else "store_true"
         if on_by_default:  # the help says what the setting does, and that this flag turns it off
@@ -267,7 +257,7 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
         text += " (comma-separated)"
     if meta["metavar"]:
         kwargs["metavar"] = meta["metavar"]
-    shown = meta.get("shown") or (_show(_default(field)) if _has_default(field) else None)
+    shown = meta.get("shown") or (_show(field.default) if _has_default(field) else None)
     suffix = f" (default: {shown})" if shown else " (required)"
     parser.add_argument(_flag(field), help=text + suffix, **kwargs)
 
@@ -324,7 +314,7 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
 
 def from_namespace(cls: type[T], args: argparse.Namespace) -> T:
     """The config of `cls` from parsed arguments: dataclass defaults, then ``--config``, then the flags."""
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     replaced = getattr(cls, "replaced", {})
     values: dict[str, Any] = {}
     config_file = getattr(args, _CONFIG_FILE, None)
@@ -357,7 +347,7 @@ def options_from_pairs(cls: type[T], pairs: Sequence[str], where: str, **given: 
     Raises:
         ConfigError: a malformed pair, an unknown key (the message lists the valid ones) or a bad value.
     """
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     names = [field.name for field in dataclasses.fields(cls)]
     values = {key: value for key, value in given.items() if value is not None}
     for pair in pairs:
@@ -428,7 +418,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_choices(config: Any) -> None:
     """Refuse a value outside its field's `Literal` choices (set from Python; the parser offers no other)."""
-    hints = _hints(type(config))
+    hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):
         tp, value = _unwrap_optional(hints[field.name])[0], getattr(config, field.name)
         if typing.get_origin(tp) is Literal and value is not None and value not in typing.get_args(tp):
