@@ -373,9 +373,7 @@ class HFEngine:
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
         seeds = self._row_seeds(requests, params)
-        bar = progress.bar(
-            total=len(requests), desc=f"hf {self.model}", unit="req"
-        )
+        bar = progress.bar(total=len(requests), desc=f"hf {self.model}", unit="req")
         bar.update(len(requests) - len(runnable))
         for batch in split_evenly(order, self.options.batch_size):
             finished = self._run_batch(batch, encoded, seeds, params)

@@ -35,9 +35,7 @@ MIXED = [
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    return load_engine(
-        "hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu")
-    )
+    return load_engine("hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu"))
 
 
 def test_hf_engine_preserves_order_with_mixed_lengths(engine):
@@ -154,9 +152,7 @@ def test_hf_engine_ignores_the_checkpoint_generation_defaults(engine, tiny_model
     config = json.loads(config_path.read_text())
     config.update(do_sample=True, temperature=3.0, top_k=2, repetition_penalty=5.0, max_new_tokens=2)
     config_path.write_text(json.dumps(config))
-    leaky_engine = load_engine(
-        "hf", str(leaky), options=HFOptions(batch_size=3, device="cpu")
-    )
+    leaky_engine = load_engine("hf", str(leaky), options=HFOptions(batch_size=3, device="cpu"))
     assert leaky_engine.info()["ignored_generation_defaults"]["repetition_penalty"] == 5.0
     assert leaky_engine.generate(MIXED, GREEDY) == engine.generate(MIXED, GREEDY)
 

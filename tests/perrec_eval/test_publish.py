@@ -49,9 +49,7 @@ def workdir(tmp_path_factory) -> Path:
         info["config"]["model"] = "org/model"
         info["label"] = "org/model"
         Path("runs/model/run.json").write_text(json.dumps(info), encoding="utf-8")
-        baseline = EvalConfig(
-            data="bench", engine="baseline", model="random", out="runs/random"
-        )
+        baseline = EvalConfig(data="bench", engine="baseline", model="random", out="runs/random")
         evaluate_baselines(baseline, ["random"])
         assert main(["--no-progress", "report", "runs/model", "--out", "report", "--no-plots"]) == 0
     return root

@@ -21,9 +21,7 @@ from tests.sft.conftest import write_sft_benchmark
 
 
 def data_config(bench: Path, out: Path, fmt: str, **kwargs) -> DataConfig:
-    return DataConfig(
-        data=str(bench), format=fmt, out=str(out), **{"no_profile": True, **kwargs}
-    )
+    return DataConfig(data=str(bench), format=fmt, out=str(out), **{"no_profile": True, **kwargs})
 
 
 @pytest.fixture(scope="module")
