@@ -3,7 +3,7 @@
 The training defaults are the paper's recipe (§6 and its released `config_lora.yaml`): LoRA r 16, alpha 16,
 dropout 0.05 on every attention and MLP projection, 2 epochs, effective batch 32, learning rate 1e-5,
 cosine schedule with 10% warmup, loss on the completion (the answer) only. `sft/configs/lora.yaml` spells
-the same values out for ``--config``. Only light config modules are imported here, so ``--help`` is fast.
+the same values out for ``--config``. Only `perrec_eval.cliconfig` is imported here, so ``--help`` is fast.
 """
 
 from __future__ import annotations
