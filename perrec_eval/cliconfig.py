@@ -303,6 +303,8 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
         raise ConfigError(f"--config {path} must be a mapping of settings, got {type(data).__name__}")
     names = {field.name for field in dataclasses.fields(cls)}
     values = {str(key).replace("-", "_"): value for key, value in data.items()}
+    if "progress" in values and not coerce(f"progress in {path}", bool, values.pop("progress")):
+        progress.disable()  # the process-wide switch, as --no-progress (once a setting of each command)
     unknown = sorted(set(values) - names)
     if unknown:
         raise ConfigError(

@@ -345,6 +345,14 @@ def test_cli_no_progress_turns_the_switch_off_for_every_subcommand(command, befo
     assert not progress.enabled()
 
 
+def test_cli_progress_false_in_a_config_file_turns_the_switch_off(tmp_path, monkeypatch):
+    from perrec_eval import progress
+
+    (tmp_path / "run.yaml").write_text("progress: false\n")
+    assert main(["score", str(tmp_path / "no-run"), "--config", str(tmp_path / "run.yaml")]) == 2
+    assert not progress.enabled()
+
+
 def test_cli_evaluate_no_progress_draws_no_bars(built, tmp_path, capsys):
     args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
     args += ["--levels", "easy", "--methods", "pointwise", "--max-groups", "2", "--no-profile"]
