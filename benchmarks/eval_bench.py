@@ -344,11 +344,11 @@ def retrieval_comparison(data: Path) -> list[tuple[str, float, float, int]]:
         return {
             (level, key): [hit.index for hit in hits]
             for level, level_groups in groups.items()
-            for key, hits in retrieve_groups(level_groups, k=K, progress=False).items()
+            for key, hits in retrieve_groups(level_groups, k=K).items()
         }
 
     def ours_once() -> None:
-        retrieve_groups([g for level_groups in groups.values() for g in level_groups], k=K, progress=False)
+        retrieve_groups([g for level_groups in groups.values() for g in level_groups], k=K)
 
     def numpy_lucene() -> dict:
         found = {}

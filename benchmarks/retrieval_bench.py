@@ -221,10 +221,10 @@ def main() -> None:
     groups = [as_group(row) for row in rows]
 
     def ours() -> dict:
-        hits = retrieve_groups(groups, k=K, progress=False)
+        hits = retrieve_groups(groups, k=K)
         return {key: [hit.index for hit in found] for key, found in hits.items()}
 
-    retrieve_groups(groups[:1], k=K, progress=False)  # warm-up: the lazy bm25s/scipy import is not retrieval
+    retrieve_groups(groups[:1], k=K)  # warm-up: the lazy bm25s/scipy import is not retrieval
     contenders = {
         OURS: ours,
         "bm25s full index per user (same scores)": lambda: per_user(rows, bm25s_full),

@@ -256,13 +256,16 @@ def _profile_failures(errors: list[str]) -> str:
 def _push_profiles(path: Path, repo_id: str, writer: str) -> None:
     from huggingface_hub import HfApi
 
+    from perrec_eval.publish import hub_errors
+
     api = HfApi()
-    api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-    api.upload_file(
-        path_or_fileobj=str(path),
-        path_in_repo=f"profiles/{path.name}",
-        repo_id=repo_id,
-        repo_type="dataset",
-        commit_message=f"Add profiles written by {writer}",
-    )
+    with hub_errors(repo_id):
+        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+        api.upload_file(
+            path_or_fileobj=str(path),
+            path_in_repo=f"profiles/{path.name}",
+            repo_id=repo_id,
+            repo_type="dataset",
+            commit_message=f"Add profiles written by {writer}",
+        )
     print(f"uploaded to https://huggingface.co/datasets/{repo_id}/blob/main/profiles/{path.name}")

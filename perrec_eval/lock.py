@@ -58,12 +58,17 @@ def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 @contextmanager
 def _locked(lock_path: Path, what: Path) -> Iterator[None]:
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = lock_path.resolve()
-    if lock_path in _held:  # taken again inside a block that holds it
+    try:  # the first write of every command: where an output that cannot be written shows
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = lock_path.resolve()
+        handle = None if lock_path in _held else open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115
+    except OSError as err:
+        reason = f"{err.strerror or err} ({err.filename})"
+        raise DataError(f"cannot write {what}: {reason}; choose another --out") from err
+    if handle is None:  # taken again inside a block that holds it
         yield
         return
-    with open(lock_path, "a+", encoding="utf-8") as handle:
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

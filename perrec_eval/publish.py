@@ -25,7 +25,8 @@ import os
 import re
 import socket
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -173,6 +174,20 @@ def check_publishable(upload: Upload) -> None:
             )
 
 
+@contextmanager
+def hub_errors(repo: str) -> Iterator[None]:
+    """The Hub refusing an upload (no token, no write access, offline) becomes one line naming the fix."""
+    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError, OfflineModeIsEnabled
+
+    try:
+        yield
+    except (HfHubHTTPError, LocalTokenNotFoundError, OfflineModeIsEnabled) as err:
+        raise ConfigError(
+            f"cannot upload to {repo} ({' '.join(str(err).split())[:300]}): log in with `hf auth login` "
+            "(a token that may write there), check the repository name, or unset HF_HUB_OFFLINE"
+        ) from err
+
+
 def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: bool = False) -> str | None:
     """Check `upload` and send it as one commit (creating the repository if needed), or as a pull request
     to an existing repository (`create_pr`: one you cannot write to, such as the base model's).
@@ -184,40 +199,41 @@ def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: boo
     check_publishable(upload)
     if dry_run:
         return None
-    from huggingface_hub import CommitOperationAdd, HfApi
+    with hub_errors(upload.repo):
+        from huggingface_hub import CommitOperationAdd, HfApi
 
-    api = HfApi()
-    if not create_pr:
-        api.create_repo(
-            upload.repo,
-            repo_type=upload.repo_type,
-            private=private,
-            exist_ok=True,
-            **({"space_sdk": upload.space_sdk} if upload.space_sdk else {}),
-        )
-    operations: list[Any] = [
-        CommitOperationAdd(
-            path_in_repo=name, path_or_fileobj=content if isinstance(content, bytes) else str(content)
-        )
-        for name, content in sorted(upload.files.items())
-    ]
-    if upload.delete_patterns:
-        from huggingface_hub import CommitOperationDelete
-
-        existing = api.list_repo_files(upload.repo, repo_type=upload.repo_type)
-        stale = [
-            name
-            for name in existing
-            if name not in upload.files and any(Path(name).match(p) for p in upload.delete_patterns)
+        api = HfApi()
+        if not create_pr:
+            api.create_repo(
+                upload.repo,
+                repo_type=upload.repo_type,
+                private=private,
+                exist_ok=True,
+                **({"space_sdk": upload.space_sdk} if upload.space_sdk else {}),
+            )
+        operations: list[Any] = [
+            CommitOperationAdd(
+                path_in_repo=name, path_or_fileobj=content if isinstance(content, bytes) else str(content)
+            )
+            for name, content in sorted(upload.files.items())
         ]
-        operations += [CommitOperationDelete(path_in_repo=name) for name in stale]
-    commit = api.create_commit(
-        upload.repo,
-        operations=operations,
-        commit_message=upload.commit_message,
-        repo_type=upload.repo_type,
-        **({"create_pr": True} if create_pr else {}),
-    )
+        if upload.delete_patterns:
+            from huggingface_hub import CommitOperationDelete
+
+            existing = api.list_repo_files(upload.repo, repo_type=upload.repo_type)
+            stale = [
+                name
+                for name in existing
+                if name not in upload.files and any(Path(name).match(p) for p in upload.delete_patterns)
+            ]
+            operations += [CommitOperationDelete(path_in_repo=name) for name in stale]
+        commit = api.create_commit(
+            upload.repo,
+            operations=operations,
+            commit_message=upload.commit_message,
+            repo_type=upload.repo_type,
+            **({"create_pr": True} if create_pr else {}),
+        )
     return getattr(commit, "pr_url", None) or getattr(commit, "commit_url", None) or upload.url
 
 

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
+from perrec_eval import progress
 from perrec_eval.records import Group, HistoryItem, Query, UserKey
 
 BM25_METHOD = "lucene"
@@ -180,9 +180,7 @@ def retrieve(
     return results
 
 
-def retrieve_groups(
-    groups: Iterable[Group], k: int = DEFAULT_K, *, progress: bool = True
-) -> dict[UserKey, list[Retrieved]]:
+def retrieve_groups(groups: Iterable[Group], k: int = DEFAULT_K) -> dict[UserKey, list[Retrieved]]:
     """Retrieve the top-k history of every user of every group.
 
     A (group_id, user_id) pair seen twice with the same query and history is retrieved once (levels share
@@ -191,12 +189,11 @@ def retrieve_groups(
     Returns:
         ``{(group_id, user_id): [Retrieved, ...]}``, best first.
     """
+    _check_k(k)
     groups = list(groups)
     results: dict[UserKey, list[Retrieved]] = {}
     seen: dict[UserKey, tuple] = {}
-    with tqdm(
-        total=sum(len(g.users) for g in groups), desc="retrieval", unit="user", disable=not progress
-    ) as bar:
+    with progress.bar(total=sum(len(g.users) for g in groups), desc="retrieval", unit="user") as bar:
         for group in groups:
             todo = []
             for user in group.users:

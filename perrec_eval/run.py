@@ -17,9 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from perrec_eval import context, parsing, presentation, prompts
+from perrec_eval import context, parsing, presentation, progress, prompts
 from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.context import GroupContext
@@ -98,7 +96,6 @@ def run_method(
     demonstrations: Demonstrations = NO_DEMONSTRATIONS,
     pairwise_strategy: PairwiseStrategy = "allpairs",
     aggregate: str = "mean",
-    progress: bool = True,
 ) -> tuple[dict[str, Prediction], list[SampleRecord]]:
     """Rank every group with one method; all pending requests of a step go to the engine in one call.
 
@@ -122,7 +119,7 @@ def run_method(
     samples: list[SampleRecord] = []
     level = groups[0].level if groups else ""
     step = 0
-    with tqdm(desc=f"{level} {method}", unit="req", disable=not (groups and progress)) as bar:
+    with progress.bar(desc=f"{level} {method}", unit="req", disable=not groups) as bar:
         while True:
             batch = [
                 (gid, slot) for gid, ranker in rankers.items() if not ranker.done for slot in ranker.pending()
@@ -356,7 +353,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     }
     test_groups = [g for groups in test.values() for g in groups]
     demo_groups = list({(g.group_id, g.level): g for groups in picked.values() for g in groups}.values())
-    retrieved = retrieval.retrieve_groups([*test_groups, *demo_groups], config.k, progress=config.progress)
+    retrieved = retrieval.retrieve_groups([*test_groups, *demo_groups], config.k)
     users = {(g.group_id, u.user_id) for g in test_groups for u in g.users}
     for (_, method), groups in picked.items():
         users |= _demonstration_users(method, groups)
@@ -381,7 +378,6 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
                 demonstrations=demonstrations(config, method, demo_contexts),
                 pairwise_strategy=config.pairwise_strategy,
                 aggregate=config.sc_aggregate,
-                progress=config.progress,
             )
             engine_calls[f"{level}/{method}"] = len({sample.step for sample in method_samples})
             records += prediction_records(level, method, test[level], predictions)
@@ -485,7 +481,7 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
         groups = context.load_groups(config.data, level, config.split, config.max_groups, seed=config.seed)
         groups_by_level[level] = groups
         uses = any(name in baselines.USES_RETRIEVAL for name in names)
-        retrieved = retrieval.retrieve_groups(groups, config.k, progress=config.progress) if uses else {}
+        retrieved = retrieval.retrieve_groups(groups, config.k) if uses else {}
         for name in names:
             if name in cf.CF_BASELINES:
                 continue

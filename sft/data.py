@@ -183,7 +183,7 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
     if not any(train.values()):
         raise DataError(f"{config.data} has no usable train groups in levels {','.join(config.levels)}")
     all_groups = [group for groups in train.values() for group in groups]
-    retrieved = retrieve_groups(all_groups, config.k, progress=config.progress)
+    retrieved = retrieve_groups(all_groups, config.k)
     profiles = None
     if config.profiles:
         from perrec_eval.profiles import check_profiles, load_profiles

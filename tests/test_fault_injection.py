@@ -497,6 +497,17 @@ def test_sweep_refuses_a_report_folder_of_something_else_before_the_grid(
     assert sorted(p.name for p in out.iterdir()) == [".perrecbench.lock", "report"]  # no grid point run
 
 
+@pytest.mark.parametrize("lock", ["folder_lock", "file_lock"])
+def test_lock_of_an_output_under_a_file_is_one_line_naming_out(tmp_path: Path, lock: str) -> None:
+    """Every command takes its output's lock first: an --out that cannot be made fails there, in one line."""
+    from perrec_eval import lock as locks
+
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(DataError, match=r"cannot write .*a-file/out: .* choose another --out"):
+        with getattr(locks, lock)(tmp_path / "a-file" / "out"):
+            pass
+
+
 def test_lock_beside_an_output_named_perrecbench_is_not_its_folders_lock(tmp_path: Path) -> None:
     from perrec_eval.lock import file_lock
 

@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tqdm.auto import tqdm
-
+from perrec_eval import progress
 from perrec_eval.cliconfig import option
 from perrec_eval.engines._common import check_local_path, coerce_fields, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
@@ -78,7 +77,6 @@ class HFOptions:
         "merge the LoRA adapter into the weights after loading (faster)", default=False
     )
     trust_remote_code: bool = option("run the model repository's own code (from_pretrained)", default=False)
-    progress: bool = option("show a progress bar per call", default=True)
 
     def __post_init__(self) -> None:
         coerce_fields(self)
@@ -102,8 +100,8 @@ class HFOptions:
 
 
 @contextlib.contextmanager
-def _damaged_weights(where: str) -> Iterator[None]:
-    """A weights file that cannot be read (cut by a download or a copy) becomes one line naming `where`."""
+def _loading(where: str, flag: str = "--model") -> Iterator[None]:
+    """`from_pretrained` failing on what the user named becomes one line naming `where` and the fix."""
     from safetensors import SafetensorError
 
     try:
@@ -112,6 +110,11 @@ def _damaged_weights(where: str) -> Iterator[None]:
         raise DataError(
             f"cannot read the weights in {where} ({' '.join(str(err).split())[:200]}): a weights file is cut "
             "or damaged; download or save the model again"
+        ) from err
+    except (OSError, ValueError) as err:  # transformers' and peft's "cannot find or load this" errors
+        raise ConfigError(
+            f"{flag} {where} cannot be loaded ({' '.join(str(err).split())[:300]}): pass a folder or Hub id "
+            "that transformers can load"
         ) from err
 
 
@@ -130,8 +133,9 @@ def convert_gguf(path: str, out: str) -> str:
     location, gguf = gguf_location(path)
     if not gguf or not Path(path).is_file():
         raise ConfigError(f"{path} is not a .gguf file")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
-    lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
+    with _loading(path, "convert-gguf"):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
+        lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
     lm.hf_quantizer = None
     if hasattr(lm.config, "quantization_config"):
         del lm.config.quantization_config
@@ -194,22 +198,23 @@ class HFEngine:
                 raise ConfigError(f"no GGUF file at {model}: give the path of a .gguf file")
             require("gguf", "hf", by=_ENGINE)
 
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-            location, trust_remote_code=trust_remote_code, **self._gguf
-        )
+        with _loading(model):
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                location, trust_remote_code=trust_remote_code, **self._gguf
+            )
         if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(
+            raise ConfigError(
                 f"the tokenizer of {model!r} has no chat template: use an instruction-tuned (chat) model, "
                 "or save one with tokenizer.chat_template = ... and tokenizer.save_pretrained(...)"
             )
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             if self.tokenizer.eos_token is None:
-                raise ValueError(f"the tokenizer of {model!r} has neither a pad nor an eos token")
+                raise ConfigError(f"the tokenizer of {model!r} has neither a pad nor an eos token")
             logger.info("%s has no pad token: padding with eos %r", model, self.tokenizer.eos_token)
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
-        with _damaged_weights(model):
+        with _loading(model):
             lm = transformers.AutoModelForCausalLM.from_pretrained(
                 location, dtype=options.dtype, trust_remote_code=trust_remote_code, **self._gguf
             )
@@ -219,7 +224,7 @@ class HFEngine:
         self._adapter_name: str | None = None
         if adapter is not None:
             peft = require("peft", "hf", by=_ENGINE)
-            with _damaged_weights(adapter):
+            with _loading(adapter, "--adapter"):
                 lm = peft.PeftModel.from_pretrained(lm, adapter)
             if options.merge_adapter:
                 lm = lm.merge_and_unload()
@@ -370,9 +375,7 @@ class HFEngine:
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
         seeds = self._row_seeds(requests, params)
-        bar = tqdm(
-            total=len(requests), desc=f"hf {self.model}", unit="req", disable=not self.options.progress
-        )
+        bar = progress.bar(total=len(requests), desc=f"hf {self.model}", unit="req")
         bar.update(len(requests) - len(runnable))
         for batch in split_evenly(order, self.options.batch_size):
             finished = self._run_batch(batch, encoded, seeds, params)
@@ -491,12 +494,13 @@ class HFEngine:
             )
         if loaded is None:
             peft = require("peft", "hf", by=_ENGINE)
-            if isinstance(self.lm, peft.PeftModel):
-                self.lm.load_adapter(path, adapter_name=name)
-            else:
-                # Wrapping injects the LoRA layers into the base model's modules in place; this engine
-                # itself then answers through `disable_adapter` (see `_adapter_scope`).
-                self.lm = peft.PeftModel.from_pretrained(self.lm, path, adapter_name=name)
+            with _loading(path, "--adapter"):
+                if isinstance(self.lm, peft.PeftModel):
+                    self.lm.load_adapter(path, adapter_name=name)
+                else:
+                    # Wrapping injects the LoRA layers into the base model's modules in place; this engine
+                    # itself then answers through `disable_adapter` (see `_adapter_scope`).
+                    self.lm = peft.PeftModel.from_pretrained(self.lm, path, adapter_name=name)
             self.lm.to(self.device).eval()
             self._adapters[name] = path
         view = copy.copy(self)

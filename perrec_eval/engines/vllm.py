@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from perrec_eval import progress
 from perrec_eval.cliconfig import option
 from perrec_eval.engines._common import check_local_path, coerce_fields, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
@@ -131,7 +132,6 @@ class VLLMOptions:
     quantization: str | None = option(
         "quantization method of the checkpoint, e.g. awq, gptq, fp8", default=None
     )
-    progress: bool = option("show vLLM's progress bar", default=True)
 
     def __post_init__(self) -> None:
         coerce_fields(self)
@@ -392,7 +392,7 @@ class VLLMEngine:
             outputs = llm.chat(
                 [conversations[index] for index in chunk],
                 sampling_params=[self.sampling_params(params, requests[index]) for index in chunk],
-                use_tqdm=self.options.progress,
+                use_tqdm=progress.enabled(),
                 lora_request=self._lora_request(),
                 add_generation_prompt=True,
                 chat_template_kwargs=self._template_kwargs or None,

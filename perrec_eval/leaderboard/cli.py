@@ -6,6 +6,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from perrec_eval.cliconfig import add_command, option
 from perrec_eval.config import EvalConfig
@@ -47,6 +48,7 @@ class ReportConfig:
 class SweepConfig(EvalConfig):
     """Settings of `perrecbench sweep`: one engine over every (k, shots) pair, one run folder each."""
 
+    replaced: ClassVar[dict[str, str]] = {"k": "--ks", "shots": "--shots-grid"}  # set per grid point
     ks: tuple[int, ...] = option(
         "retrieved history sizes k of the grid (replaces --k; the paper's Fig. 6 used 1,2,4,8,12,16)",
         default=(2, 4, 8),

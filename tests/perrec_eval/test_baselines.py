@@ -35,7 +35,7 @@ def mixed_history(scifi_rating, other_rating):
 
 
 def retrieved_for(row, k=4):
-    hits = retrieve_groups([row], k=k, progress=False)
+    hits = retrieve_groups([row], k=k)
     return {uid: found for (_, uid), found in hits.items()}
 
 

@@ -16,7 +16,7 @@ from perrec_eval.types import ChatRequest, GenParams
 pytestmark = pytest.mark.slow
 
 GREEDY = GenParams(temperature=0.0, max_tokens=10)
-CPU = {"device": "cpu", "progress": False}
+CPU = {"device": "cpu"}
 
 
 def make_request(words: int, topic: str = "great book") -> ChatRequest:
@@ -36,9 +36,7 @@ MIXED = [
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    return load_engine(
-        "hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu", progress=False)
-    )
+    return load_engine("hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu"))
 
 
 def test_hf_engine_preserves_order_with_mixed_lengths(engine):
@@ -155,9 +153,7 @@ def test_hf_engine_ignores_the_checkpoint_generation_defaults(engine, tiny_model
     config = json.loads(config_path.read_text())
     config.update(do_sample=True, temperature=3.0, top_k=2, repetition_penalty=5.0, max_new_tokens=2)
     config_path.write_text(json.dumps(config))
-    leaky_engine = load_engine(
-        "hf", str(leaky), options=HFOptions(batch_size=3, device="cpu", progress=False)
-    )
+    leaky_engine = load_engine("hf", str(leaky), options=HFOptions(batch_size=3, device="cpu"))
     assert leaky_engine.info()["ignored_generation_defaults"]["repetition_penalty"] == 5.0
     assert leaky_engine.generate(MIXED, GREEDY) == engine.generate(MIXED, GREEDY)
 
@@ -230,6 +226,13 @@ def test_hf_engine_requires_a_chat_template(tiny_model_dir, tmp_path):
     config_path.write_text(json.dumps(config))
     with pytest.raises(ValueError, match="no chat template"):
         load_engine("hf", str(bare), options=CPU)
+
+
+def test_hf_engine_a_folder_without_a_model_is_one_config_error(tmp_path):
+    from perrec_eval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"--model {tmp_path} cannot be loaded .*: pass a folder or Hub id"):
+        load_engine("hf", str(tmp_path), options=CPU)
 
 
 @pytest.mark.parametrize("answer_format", ["pointwise", "pairwise", "listwise:3"])

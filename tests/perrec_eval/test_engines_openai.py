@@ -323,9 +323,7 @@ def test_openai_engine_against_transformers_serve_matches_the_hf_engine(transfor
         str(tiny_model_dir),
         OpenAIOptions(base_url=transformers_server, api_key_env=None, concurrency=2, progress=False),
     ).generate(requests, greedy)
-    local = load_engine("hf", str(tiny_model_dir), options={"device": "cpu", "progress": False}).generate(
-        requests, greedy
-    )
+    local = load_engine("hf", str(tiny_model_dir), options={"device": "cpu"}).generate(requests, greedy)
     assert all(c.ok for c in served), [c.error for c in served]
     assert [c.texts for c in served] == [c.texts for c in local]
     assert [c.prompt_tokens for c in served] == [c.prompt_tokens for c in local]

@@ -30,7 +30,6 @@ def _fake(bench, out, responder, **kwargs):
         model="scripted",
         out=str(out),
         profiles=str(profiles),
-        progress=False,
         **kwargs,
     )
     return evaluate(config, FakeEngine(responder))
@@ -44,7 +43,7 @@ def _cells(scores):
 def baselines(bench, tmp_path_factory):
     folder, _ = bench
     out = tmp_path_factory.mktemp("baselines")
-    config = EvalConfig(data=str(folder), engine="baseline", model="all", out=str(out), progress=False)
+    config = EvalConfig(data=str(folder), engine="baseline", model="all", out=str(out))
     return dict(evaluate_baselines(config, ("constant", "history-affinity"))), out
 
 

@@ -40,7 +40,7 @@ def smollm2() -> Path:
 
 @pytest.fixture(scope="module")
 def engine(smollm2):
-    return load_engine("hf", str(smollm2), options=HFOptions(batch_size=4, device="cpu", progress=False))
+    return load_engine("hf", str(smollm2), options=HFOptions(batch_size=4, device="cpu"))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,6 @@ def _run(engine, bench: Path, out: Path, **settings) -> tuple[dict, list[dict]]:
         levels=("easy",),
         max_groups=2,
         max_new_tokens=CAPS,
-        progress=False,
         **settings,
     )
     evaluate(config, engine=engine)
@@ -126,7 +125,7 @@ def test_real_model_converted_folder_answers_like_the_gguf_file(engine, smollm2,
     from perrec_eval.types import GenParams
 
     folder = convert_gguf(str(smollm2), str(tmp_path / "model"))
-    converted = load_engine("hf", folder, options=HFOptions(device="cpu", progress=False))
+    converted = load_engine("hf", folder, options=HFOptions(device="cpu"))
     requests = [
         ChatRequest(messages=({"role": "user", "content": f"Rate the book {title} from 1 to 5."},))
         for title in ("Dune", "Emma")

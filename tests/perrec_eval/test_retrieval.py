@@ -143,7 +143,7 @@ def make_row(group_id, users, title="Dune", author="Frank Herbert"):
 def test_retrieval_rows_keyed_by_group_and_user_and_equal_to_retrieve():
     rows = [make_row("g1", [("a", HISTORY), ("b", HISTORY[::2])]),
             make_row("g2", [("a", HISTORY[1:])], title="Garden", author=None)]
-    got = retrieve_groups(rows, k=3, progress=False)
+    got = retrieve_groups(rows, k=3)
     assert set(got) == {("g1", "a"), ("g1", "b"), ("g2", "a")}
     assert got[("g1", "a")] == retrieve(query("Dune", "Frank Herbert"), [HISTORY], k=3)[0]
     assert got[("g1", "b")] == retrieve(query("Dune", "Frank Herbert"), [HISTORY[::2]], k=3)[0]
@@ -153,14 +153,14 @@ def test_retrieval_rows_keyed_by_group_and_user_and_equal_to_retrieve():
 
 def test_retrieval_rows_accepts_repeated_identical_groups():
     row = make_row("g1", [("a", HISTORY)])
-    got = retrieve_groups(iter([row, row]), k=2, progress=False)
+    got = retrieve_groups(iter([row, row]), k=2)
     assert list(got) == [("g1", "a")]
 
 
 def test_retrieval_rows_rejects_same_key_with_different_history():
     rows = [make_row("g1", [("a", HISTORY)]), make_row("g1", [("a", HISTORY[:3])])]
     with pytest.raises(ValueError, match="group_id must identify one group"):
-        retrieve_groups(rows, progress=False)
+        retrieve_groups(rows)
 
 
 def test_retrieval_info_records_library_method_and_parameters():
@@ -174,5 +174,5 @@ def test_retrieval_info_records_library_method_and_parameters():
 def test_retrieval_lets_the_app_log_level_silence_bm25s_debug_lines(caplog):
     logging.getLogger("bm25s").setLevel(logging.DEBUG)  # what `import bm25s` does: a line per index built
     caplog.set_level(logging.INFO)
-    retrieve_groups([make_row("g1", [("a", HISTORY), ("b", HISTORY)])], progress=False)
+    retrieve_groups([make_row("g1", [("a", HISTORY), ("b", HISTORY)])])
     assert not logging.getLogger("bm25s").isEnabledFor(logging.DEBUG)

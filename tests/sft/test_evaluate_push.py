@@ -33,8 +33,7 @@ def _evaluate(tiny_model_dir, sft_bench, out, adapter=()):
         max_groups=2,
         no_profile=True,
         temperature=0.0,
-        engine_args=("device=cpu", "progress=false"),
-        progress=False,
+        engine_args=("device=cpu",),
     )
     return out, evaluate(config).to_json()
 
