@@ -1,52 +1,38 @@
 """Any OpenAI-compatible chat server: vLLM's, `transformers serve`, hosted APIs.
 
-``base_url`` may list several servers, comma-separated (``--base-url`` repeated): one vLLM server per GPU
-or node. Requests then spread over them, at most ``concurrency`` in flight *per server*, each to the least
-busy server. A server that fails with a connection error is taken out of rotation for the rest of the call
-(the next call tries it again) and its requests go at once to the others; only when every server is out do
-requests fail (and the call raises `ServerUnreachableError` if none got through).
+Retries are the SDK's (``max_retries``): connection errors, timeouts, 408, 409, 429 and 5xx are asked again
+with exponential backoff and jitter, after a server's ``Retry-After`` when it sends one (a wait of more than two
+minutes is not taken). A 200 answer without a usable completion (an unparsable body, no choices) is asked again
+up to ``max_retries`` times as well. What still fails becomes a `Completion` whose ``error`` says why, e.g.
+``HTTP 500 from http://…: <body> (gave up after 7 attempts)``; a rejected request (another 4xx: an unknown
+model, a prompt over the context) and ``content: null`` end in ``(not retried)``. An error is never an answer:
+the cache does not store it, so resuming asks again. A 401/403 raises `ServerRejectedKeyError` at once.
 
-Before its first request the engine asks each server for its models once (`OpenAIEngine.check`): an address
-where nothing answers raises `ServerUnreachableError` within ``connect_timeout`` seconds, a rejected API key
-(401/403) raises `ServerRejectedKeyError`; a server that cannot list models (404, or the 500 of
-`transformers serve`) is only warned about.
+``base_url`` may list several servers, comma-separated: ``concurrency`` workers per server take the requests
+from one queue, so a faster server takes more. A server that still cannot be reached after its retries leaves
+the call, and the others take its requests; when the last one fails that way and no request got through, the
+call raises `ServerUnreachableError`. Before its first request the engine asks each server for its models once
+(`OpenAIEngine.check`), so a wrong address or key fails in seconds.
 
-Requests run on a bounded thread pool. The SDK's own retries are off; this module retries 429, 5xx, timeouts,
-connection errors, unparsable responses and empty ``choices`` with exponential backoff and jitter (honouring
-``Retry-After``), then gives up on that request with a `Completion` whose ``error`` says why (e.g. ``HTTP 500
-from http://…: <body> (gave up after 7 attempts)``). Other 4xx answers (a rejected parameter, an unknown
-model) and ``content: null`` are not retried: they would not fix themselves. An error is never an answer:
-the runner counts it apart from unparsable answers and the cache does not store it, so resuming asks again.
-If no request of a call gets through and one has exhausted its retries on connection errors, the call
-raises `ServerUnreachableError`; a 401/403 raises `ServerRejectedKeyError` at once.
-
-Each request sends a seed derived from ``GenParams.seed`` and its messages (`_common.sample_seed`), so a
-seeded server gives a request the same sample whatever else is in flight. The SDK's and its HTTP library's
-one-INFO-line-per-request logging is kept to warnings unless the root logger is at DEBUG.
-
-The API key is read from the environment variable named by ``api_key_env`` when the client is built and is
-never kept in an attribute of this object, returned by `info()`, logged, or written anywhere.
+Each request sends a seed derived from ``GenParams.seed`` and its messages (`_common.sample_seed`). The API key
+is read from the variable named by ``api_key_env``; it is never kept, returned by `info()`, logged or written.
 """
 
 from __future__ import annotations
 
 import copy
-import email.utils
 import json
 import logging
 import os
-import random
+import queue
 import threading
-import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from tqdm.auto import tqdm
-
-from perrec_eval import secrets
+from perrec_eval import progress, secrets
 from perrec_eval.cliconfig import option
 from perrec_eval.engines._common import coerce_fields, require, sample_seed
 from perrec_eval.engines.base import ResultsCallback
@@ -65,8 +51,7 @@ _OWN_FIELDS = frozenset(
 )
 _EXTRA_BODY_FIX = """write the fields as a JSON object, e.g. extra_body='{"top_k": -1}'"""
 _CHECK_TIMEOUT = 30.0  # seconds for the server to list its models once connected
-# Loggers that write one INFO line per HTTP request (openai 1-2 use httpx, openai 3 httpx2).
-_CHATTY_LOGGERS = ("openai", "httpx", "httpx2")
+_CHATTY_LOGGERS = ("openai", "httpx", "httpx2")  # one INFO line per HTTP request (openai 3 uses httpx2)
 
 
 class ServerUnreachableError(PerrecbenchError, ConnectionError):
@@ -77,48 +62,16 @@ class ServerRejectedKeyError(PerrecbenchError, PermissionError):
     """The server answered 401/403: the API key is missing or wrong; the message names its variable."""
 
 
-@dataclass(slots=True)
-class _Attempt:
-    """Outcome of one HTTP attempt: a completion, or a classified failure."""
+class _Unusable(Exception):
+    """A 200 answer without a usable completion; `retry`: whether asking again may help."""
 
-    completion: Completion | None = None
-    # connection | timeout | rate_limit | server | bad_response | empty | content_null | client | auth
-    kind: str = ""
-    message: str = ""
-    retry_after: float | None = None
-
-    @property
-    def retryable(self) -> bool:
-        return self.kind in ("connection", "timeout", "rate_limit", "server", "bad_response", "empty")
+    def __init__(self, message: str, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
-@dataclass(slots=True, eq=False)
-class _Server:
-    """One OpenAI-compatible endpoint and its client."""
-
-    url: str
-    client: Any
-
-    @property
-    def public(self) -> str:
-        return public_url(self.url)
-
-
-@dataclass(slots=True)
-class _CallState:
-    """Shared by the workers of one `generate` call: cancellation, and which servers take requests."""
-
-    servers: int
-    stop: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Condition = field(default_factory=threading.Condition)
-    successes: int = 0
-    unreachable: str | None = None
-    in_flight: list[int] = field(default_factory=list)  # per server
-    turn: int = 0  # the server after the last one picked
-    down: dict[int, str] = field(default_factory=dict)  # server index -> why it left the rotation
-
-    def __post_init__(self) -> None:
-        self.in_flight = [0] * self.servers
+class _Unreachable(Exception):
+    """A connection that failed after the SDK's retries (the message says how)."""
 
 
 def public_url(url: str) -> str:
@@ -129,56 +82,30 @@ def public_url(url: str) -> str:
     """
     parts = urlsplit(url)
     host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def parse_retry_after(headers: Any, now: float | None = None) -> float | None:
-    """Seconds to wait according to ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date).
+def server_urls(base_url: str) -> list[str]:
+    """The server URLs in a comma-separated `base_url`, without trailing slashes.
 
-    >>> parse_retry_after({"retry-after": "7"})
-    7.0
-    >>> parse_retry_after({"retry-after-ms": "250"})
-    0.25
-    >>> parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
-    10.0
-    >>> parse_retry_after({}) is None
-    True
+    Raises:
+        ConfigError: an empty entry, or the same server twice.
+
+    >>> server_urls("http://a:8000/v1/, http://b:8000/v1")
+    ['http://a:8000/v1', 'http://b:8000/v1']
     """
-    if headers is None:
-        return None
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds is not None:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        moment = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, moment.timestamp() - (time.time() if now is None else now))
-
-
-def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
-    """Exponential backoff with jitter: uniform in [d/2, d], d = min(cap, base * 2**attempt).
-
-    >>> 0.5 <= backoff_delay(0, 1.0, 60.0, random.Random(0)) <= 1.0
-    True
-    >>> backoff_delay(30, 1.0, 60.0, random.Random(0)) <= 60.0
-    True
-    """
-    delay = min(cap, base * 2**attempt)
-    return delay / 2 + rng.uniform(0, delay / 2)
+    urls = [url.strip().rstrip("/") for url in base_url.split(",")]
+    if not all(urls):
+        raise ConfigError(
+            f"base_url {base_url!r} has an empty entry: give URL1,URL2,... or repeat --base-url"
+        )
+    repeated = sorted({url for url in urls if urls.count(url) > 1})
+    if repeated:
+        raise ConfigError(
+            f"base_url lists {public_url(repeated[0])} twice: raise --engine-arg concurrency instead"
+        )
+    return urls
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,16 +123,14 @@ class OpenAIOptions:
         default="OPENAI_API_KEY",
     )
     concurrency: int = option("requests in flight at once, per server", default=16)
-    max_retries: int = option("retries per request after the first attempt", default=6)
+    max_retries: int = option(
+        "retries per request after the first attempt (the SDK's: backoff from 0.5 s, or the server's "
+        "Retry-After up to 2 min)",
+        default=6,
+    )
     timeout: float = option("seconds per HTTP attempt", default=600.0)
     connect_timeout: float = option(
         "seconds to open a connection (an address where nothing answers fails this fast)", default=10.0
-    )
-    retry_base_delay: float = option(
-        "first backoff delay in seconds (doubles each retry, with jitter)", default=1.0
-    )
-    retry_max_delay: float = option(
-        "cap on one wait in seconds, a server's Retry-After included", default=120.0
     )
     extra_body: str | None = option(
         'extra fields for every request, as a JSON object, e.g. {"top_k": -1} for vLLM', default=None
@@ -216,7 +141,6 @@ class OpenAIOptions:
         "pairwise and --cot answers stay unconstrained, a ranking is not forced to be a permutation)",
         default="vllm",
     )
-    progress: bool = option("show a progress bar per call", default=True)
 
     def __post_init__(self) -> None:
         coerce_fields(self)
@@ -230,10 +154,6 @@ class OpenAIOptions:
                 f"timeouts must be positive seconds, got timeout={self.timeout}, "
                 f"connect_timeout={self.connect_timeout}"
             )
-        if self.retry_base_delay < 0 or self.retry_max_delay < 0:
-            raise ConfigError(
-                f"retry delays must be >= 0 seconds, got {self.retry_base_delay} and {self.retry_max_delay}"
-            )
         secrets.check_env_name(self.api_key_env)
         self.extra_fields()  # fails now, at configuration time, if extra_body is not a JSON object
         if self.base_url is not None:
@@ -243,7 +163,7 @@ class OpenAIOptions:
         """`extra_body` parsed: the JSON object's fields, or ``{}``.
 
         Raises:
-            ConfigError: `extra_body` is not the text of a JSON object.
+            ConfigError: `extra_body` is not the text of a JSON object, or sets a field the run sets.
 
         >>> OpenAIOptions(extra_body='{"top_k": -1}').extra_fields()
         {'top_k': -1}
@@ -274,26 +194,16 @@ class OpenAIOptions:
         return {"extra_body": fields} if fields else {}
 
 
-def server_urls(base_url: str) -> list[str]:
-    """The server URLs in a comma-separated `base_url`, without trailing slashes.
+@dataclass(slots=True, eq=False)
+class _Call:
+    """What the workers of one `generate` call share: the queues, the servers still in it, a stop flag."""
 
-    Raises:
-        ConfigError: an empty entry, or the same server twice.
-
-    >>> server_urls("http://a:8000/v1/, http://b:8000/v1")
-    ['http://a:8000/v1', 'http://b:8000/v1']
-    """
-    urls = [url.strip().rstrip("/") for url in base_url.split(",")]
-    if not all(urls):
-        raise ConfigError(
-            f"base_url {base_url!r} has an empty entry: give URL1,URL2,... or repeat --base-url"
-        )
-    repeated = sorted({url for url in urls if urls.count(url) > 1})
-    if repeated:
-        raise ConfigError(
-            f"base_url lists {public_url(repeated[0])} twice: raise --engine-arg concurrency instead"
-        )
-    return urls
+    live: list[str]
+    todo: queue.SimpleQueue[int | None] = field(default_factory=queue.SimpleQueue)
+    finished: queue.SimpleQueue[tuple[int, Any]] = field(default_factory=queue.SimpleQueue)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stop: threading.Event = field(default_factory=threading.Event)
+    successes: int = 0
 
 
 class OpenAIEngine:
@@ -314,37 +224,32 @@ class OpenAIEngine:
     def __init__(
         self, model: str, options: OpenAIOptions | None = None, *, adapter: str | None = None
     ) -> None:
-        options = options or OpenAIOptions()
-        self._openai = require("openai", engine="openai")
-        self.model = model
-        self.adapter = adapter
-        self.options = options
+        self.options = options = options or OpenAIOptions()
+        self._openai = openai = require("openai", engine="openai")
+        self.model, self.adapter, self.api_key_env = model, adapter, options.api_key_env
         urls = server_urls(options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
         self.base_url = ",".join(urls)
-        self.api_key_env = options.api_key_env
         self.extra_body = options.extra_fields()
-        self._rng = random.Random()
         self._checked = False
-        timeout = self._openai.Timeout(options.timeout, connect=min(options.timeout, options.connect_timeout))
-        api_key = self._api_key(urls)
-        self._servers = [
-            _Server(url, self._openai.OpenAI(base_url=url, api_key=api_key, max_retries=0, timeout=timeout))
+        timeout = openai.Timeout(options.timeout, connect=min(options.timeout, options.connect_timeout))
+        key = self._api_key(urls)
+        self._clients = {
+            url: openai.OpenAI(base_url=url, api_key=key, max_retries=options.max_retries, timeout=timeout)
             for url in urls
-        ]
-        self._client = self._servers[0].client  # the only one, with a single server
+        }
         _quiet_http_logs()
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(model={self.model!r}, base_url={self._public_urls()!r})"
 
     def _public_urls(self) -> str:
-        return ",".join(server.public for server in self._servers)
+        return ",".join(map(public_url, self._clients))
 
     def with_adapter(self, name: str, path: str) -> OpenAIEngine:
-        """The same server and client, asking for the LoRA adapter the server serves as `name`.
+        """The same servers and clients, asking for the LoRA adapter the server serves as `name`.
 
-        The server loads the adapter (vLLM: ``--enable-lora --lora-modules NAME=PATH``); `path` is only
-        what the user pointed at, the request names `name`.
+        The server loads the adapter (vLLM: ``--enable-lora --lora-modules NAME=PATH``); `path` is only what
+        the user pointed at, the request names `name`.
         """
         view = copy.copy(self)
         view.adapter = name
@@ -359,80 +264,70 @@ class OpenAIEngine:
         remote = [url for url in urls if (urlsplit(url).hostname or "") not in _LOCAL_HOSTS]
         if self.api_key_env and remote:
             logger.warning(
-                "$%s is not set: sending no API key to %s (set it, or pass --api-key-env to name another "
-                "variable)",
+                "$%s is not set: sending no API key to %s (set it, or pass --api-key-env to name another variable)",
                 self.api_key_env,
                 public_url(remote[0]),
             )
         return _PLACEHOLDER_KEY
 
     def _scrub(self, text: str) -> str:
-        """Remove the API key and any credentials from an error message (some servers echo them back)."""
-        return secrets.redact_text(self._scrub_key(text))
-
-    def _scrub_key(self, text: str) -> str:
-        """Remove the API key from `text` (an answer: nothing else in it is touched)."""
+        """`text` without the API key (an answer may echo it; nothing else in it is touched)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key and key != _PLACEHOLDER_KEY:
-            text = text.replace(key, secrets.REDACTED)
-        return text
+        return text.replace(key, secrets.REDACTED) if key and key != _PLACEHOLDER_KEY else text
 
     def check(self) -> None:
-        """Ask each server for its models once, so a wrong address or key fails in seconds, not per request.
+        """Ask each server for its models once, at the same time, without retries.
 
-        `generate` calls this before its first request; the servers are asked at the same time. A server
-        that cannot list its models (HTTP 404, the 500 of `transformers serve` without ``$HF_HOME/hub``, a
-        slow answer) is only warned about, and so is a list without the requested model: generation may
-        still work.
+        A server that cannot list its models (HTTP 404, the 500 of `transformers serve` without
+        ``$HF_HOME/hub``, a slow answer) is only warned about, and so is a list without the requested model.
 
         Raises:
             ServerUnreachableError: nothing answered at one of the servers within ``connect_timeout`` seconds.
             ServerRejectedKeyError: a server answered 401/403.
         """
-        with ThreadPoolExecutor(max_workers=len(self._servers), thread_name_prefix="perrec-check") as pool:
-            listed = list(pool.map(self._served_models, self._servers))
+        with ThreadPoolExecutor(max_workers=len(self._clients), thread_name_prefix="perrec-check") as pool:
+            listed = list(pool.map(self._served_models, self._clients))
         self._checked = True
         wanted = self.adapter or self.model
-        for server, served in zip(self._servers, listed, strict=True):
+        for url, served in zip(self._clients, listed, strict=True):
             if served and wanted not in served:
                 shown = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "")
                 logger.warning(
                     "the server at %s does not list %r (it serves %s): its requests may be rejected",
-                    server.public,
+                    public_url(url),
                     wanted,
                     shown,
                 )
 
-    def _served_models(self, server: _Server) -> list[str]:
-        """The model ids `server` serves, or ``[]`` (after a warning) when it cannot list them."""
-        openai = self._openai
-        connect = min(self.options.timeout, self.options.connect_timeout)
-        timeout = openai.Timeout(min(self.options.timeout, _CHECK_TIMEOUT), connect=connect)
+    def _served_models(self, url: str) -> list[str]:
+        """The model ids the server at `url` serves, or ``[]`` (after a warning) when it cannot list them."""
+        openai, options = self._openai, self.options
+        connect = min(options.timeout, options.connect_timeout)
+        wait = min(options.timeout, _CHECK_TIMEOUT)
+        client = self._clients[url].with_options(timeout=openai.Timeout(wait, connect=connect), max_retries=0)
         try:
-            return [model.id for model in server.client.with_options(timeout=timeout).models.list().data]
+            return [model.id for model in client.models.list().data]
         except openai.APITimeoutError as err:
             if _is_connect_timeout(err):
-                raise self._unreachable(f"connection attempt timed out after {connect:g}s", server) from err
-            problem = f"no answer within {min(self.options.timeout, _CHECK_TIMEOUT):g}s"
+                raise self._unreachable(f"connection attempt timed out after {connect:g}s", url) from err
+            problem = f"no answer within {wait:g}s"
         except openai.APIConnectionError as err:
-            raise self._unreachable(f"connection failed: {self._scrub(_describe(err))}", server) from err
+            raise self._unreachable(f"connection failed: {self._redact(_describe(err))}", url) from err
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
-                raise self._rejected_key(f"HTTP {err.status_code}", server) from err
-            problem = self._status_message(err, server)
+                raise self._rejected_key(err.status_code, url) from err
+            problem = self._status_message(err, url)
         except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as err:
-            problem = self._scrub(f"invalid response: {_describe(err)}")
+            problem = self._redact(f"invalid response: {_describe(err)}")
         logger.warning(
-            "could not list the models at %s (%s): going on without checking the server",
-            server.public,
-            problem,
+            "could not list the models at %s (%s): going on without checking", public_url(url), problem
         )
         return []
 
-    def _unreachable(self, detail: str, server: _Server | None = None) -> ServerUnreachableError:
-        """Nothing answers at `server` (None: at any of the servers)."""
-        if server is not None or len(self._servers) == 1:
-            where = f"server at {(server or self._servers[0]).public}"
+    def _unreachable(self, detail: str, url: str | None) -> ServerUnreachableError:
+        """Nothing answers at `url` (None: at any of the servers)."""
+        if url is not None or len(self._clients) == 1:
+            where = f"server at {public_url(url or self.base_url)}"
         else:
             where = f"servers at {self._public_urls()} (none answers)"
         return ServerUnreachableError(
@@ -440,14 +335,15 @@ class OpenAIEngine:
             "is it running, and is --base-url right (it usually ends in /v1)?"
         )
 
-    def _rejected_key(self, detail: str, server: _Server) -> ServerRejectedKeyError:
+    def _rejected_key(self, status: int, url: str) -> ServerRejectedKeyError:
         return ServerRejectedKeyError(
-            f"the server at {server.public} rejected the API key ({detail}): "
+            f"the server at {public_url(url)} rejected the API key (HTTP {status}): "
             f"set ${self.api_key_env or 'OPENAI_API_KEY'} (or name another variable with --api-key-env)"
         )
 
     def info(self) -> dict[str, Any]:
-        """Model, adapter, the URL without credentials, the key's variable name (never the key), settings."""
+        """Model, adapter, the URLs without credentials, the key's variable name (never the key), settings."""
+        options = self.options
         return {
             "name": self.name,
             "model": self.model,
@@ -455,289 +351,217 @@ class OpenAIEngine:
             "base_url": self._public_urls(),
             "api_key_env": self.api_key_env,
             "openai_version": self._openai.__version__,
-            "concurrency": self.options.concurrency,
-            "max_retries": self.options.max_retries,
-            "timeout": self.options.timeout,
-            "connect_timeout": self.options.connect_timeout,
+            "concurrency": options.concurrency,
+            "max_retries": options.max_retries,
+            "timeout": options.timeout,
+            "connect_timeout": options.connect_timeout,
             "extra_body": self.extra_body,
-            "structured_outputs": self.options.structured_outputs,
+            "structured_outputs": options.structured_outputs,
         }
 
     def generate(
-        self,
-        requests: Sequence[ChatRequest],
-        params: GenParams,
-        *,
-        on_results: ResultsCallback | None = None,
+        self, requests: Sequence[ChatRequest], params: GenParams, *, on_results: ResultsCallback | None = None
     ) -> list[Completion]:
-        """Complete every request, at most `concurrency` at a time per server.
+        """Complete every request, `concurrency` workers per server taking them from one queue.
 
         Args:
             requests: the conversations to complete.
             params: sampling parameters, sent explicitly with every request.
-            on_results: called with the requests of each round of finished HTTP calls.
+            on_results: called with the ``(index, completion)`` pairs finished since its last call.
 
         Returns:
-            One completion per request, in order; a request that failed (after its retries, if retryable)
-            has ``error`` set and no texts.
+            One completion per request, in order; one that failed has ``error`` set and no texts.
 
         Raises:
-            ServerUnreachableError: the first call's `check` found a server unreachable, or no request got
-                through and one ran out of retries on connection errors (with every server out of rotation).
-            ServerRejectedKeyError: the server answered 401/403.
+            ServerUnreachableError: `check` found a server unreachable, or no request got through and the last
+                server in the call failed to connect after its retries.
+            ServerRejectedKeyError: a server answered 401/403.
         """
         if not self._checked:
             self.check()
-        state = _CallState(servers=len(self._servers))
-        results: list[Completion | None] = [None] * len(requests)
-        bar = tqdm(
-            total=len(requests), desc=f"openai {self.model}", unit="req", disable=not self.options.progress
-        )
-        workers = self.options.concurrency * len(self._servers)
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="perrec-openai")
-        futures: dict[Future[Completion], int] = {
-            pool.submit(self._complete, request, params, state): index
-            for index, request in enumerate(requests)
-        }
+        call = _Call(live=list(self._clients))
+        for index in range(len(requests)):
+            call.todo.put(index)
+        workers = [
+            threading.Thread(target=self._work, args=(url, requests, params, call), daemon=True)
+            for url in self._clients
+            for _ in range(min(self.options.concurrency, len(requests)))
+        ]
+        for worker in workers:
+            worker.start()
+        results: list[Completion] = [Completion(texts=())] * len(requests)
         try:
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                finished = []
-                for future in done:
-                    completion = future.result()
-                    results[futures[future]] = completion
-                    finished.append((futures[future], completion))
-                if on_results is not None and finished:
-                    on_results(finished)
-                bar.update(len(done))
-                if state.unreachable is not None:
-                    raise self._unreachable(state.unreachable)
-        except BaseException:
-            state.stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+            with progress.bar(total=len(requests), desc=f"openai {self.model}", unit="req") as bar:
+                while bar.n < len(requests):
+                    finished = [call.finished.get()]
+                    while not call.finished.empty():
+                        finished.append(call.finished.get())
+                    done = [(index, result) for index, result in finished if isinstance(result, Completion)]
+                    for index, completion in done:
+                        results[index] = completion
+                    if on_results is not None and done:
+                        on_results(done)
+                    for _, result in finished:
+                        if isinstance(result, BaseException):
+                            raise result
+                    bar.update(len(finished))
         finally:
-            bar.close()
-        pool.shutdown(wait=True)
-        return [completion for completion in results if completion is not None]
+            call.stop.set()
+            for _ in workers:
+                call.todo.put(None)
+        return results
 
-    def _complete(self, request: ChatRequest, params: GenParams, state: _CallState) -> Completion:
+    def _work(self, url: str, requests: Sequence[ChatRequest], params: GenParams, call: _Call) -> None:
+        """One worker of the server at `url`: take requests until the call ends or the server leaves it."""
+        while (index := call.todo.get()) is not None and not call.stop.is_set():
+            try:
+                if url not in call.live:
+                    call.todo.put(index)
+                    return
+                result: Any = self._complete(url, requests[index], params)
+                with call.lock:
+                    call.successes += result.ok
+            except _Unreachable as err:
+                with call.lock:
+                    if url not in call.live or len(call.live) > 1:
+                        self._leave(url, str(err), call)
+                        call.todo.put(index)
+                        return
+                    result = Completion(texts=(), error=str(err))
+                    if not call.successes:
+                        result = self._unreachable(str(err), None)
+            except BaseException as err:  # noqa: BLE001 - handed to the caller's thread, which raises it
+                result = err
+            call.finished.put((index, result))
+
+    def _leave(self, url: str, why: str, call: _Call) -> None:
+        if url in call.live:
+            call.live.remove(url)
+            logger.warning(
+                "the server at %s stopped answering (%s): its requests go to the %d other(s) for the rest of "
+                "this call",
+                public_url(url),
+                why,
+                len(call.live),
+            )
+
+    def _complete(self, url: str, request: ChatRequest, params: GenParams) -> Completion:
         """All `n` samples of one request; a server that returns fewer choices is asked again for the rest.
 
         The prompt is counted once (like the other engines); completion tokens add up over all samples.
+
+        Raises:
+            _Unreachable: the connection failed after the SDK's retries.
+            ServerRejectedKeyError: the server answered 401/403.
         """
+        openai, client = self._openai, self._clients[url]
         parts: list[Completion] = []
-        drawn = 0
-        while drawn < params.n:
-            # Top-up requests take the seed of their first sample, so they do not repeat the samples drawn.
-            seed = sample_seed(params.seed, request, drawn)
-            part = self._with_retries(request, params, params.n - drawn, seed, state)
-            if not part.ok:
-                return part
-            parts.append(part)
-            drawn += len(part.texts)
-        with state.lock:
-            state.successes += 1
-        completion_tokens: int | None = 0
-        for part in parts:
-            completion_tokens = _add(completion_tokens, part.completion_tokens)
+        unusable = 0
+        while (drawn := sum(len(part.texts) for part in parts)) < params.n:
+            try:
+                parts.append(self._read(client.chat.completions.create(**self._body(request, params, drawn))))
+                continue
+            except openai.APIStatusError as err:
+                if err.status_code in (401, 403):
+                    raise self._rejected_key(err.status_code, url) from None
+                retried = err.status_code in (408, 409, 429) or err.status_code >= 500  # as the SDK does
+                suffix = (
+                    self._gave_up(_attempts(err, self.options.max_retries)) if retried else "(not retried)"
+                )
+                return Completion(texts=(), error=f"{self._status_message(err, url)} {suffix}")
+            except openai.APIConnectionError as err:
+                tries = self._gave_up(_attempts(err, self.options.max_retries))
+                if isinstance(err, openai.APITimeoutError) and not _is_connect_timeout(err):
+                    return Completion(texts=(), error=f"no answer within {self.options.timeout:g}s {tries}")
+                if isinstance(err, openai.APITimeoutError):
+                    raise _Unreachable(f"connection attempt timed out {tries}") from None
+                raise _Unreachable(f"connection failed: {self._redact(_describe(err))} {tries}") from None
+            except (openai.APIResponseValidationError, ValueError, TypeError) as err:
+                problem = _Unusable(self._redact(f"invalid response: {_describe(err)}"))
+            except _Unusable as err:
+                problem = err
+            unusable += 1
+            if not problem.retry:
+                return Completion(texts=(), error=f"{problem} (not retried)")
+            if unusable > self.options.max_retries:
+                return Completion(texts=(), error=f"{problem} {self._gave_up(unusable)}")
+        completion_tokens = [part.completion_tokens for part in parts]
         return Completion(
             texts=tuple(text for part in parts for text in part.texts)[: params.n],
             prompt_tokens=parts[0].prompt_tokens,
-            completion_tokens=completion_tokens,
+            completion_tokens=None if None in completion_tokens else sum(completion_tokens),
             extra={"finish_reasons": [r for part in parts for r in part.extra["finish_reasons"]][: params.n]},
         )
 
-    def _with_retries(
-        self, request: ChatRequest, params: GenParams, n: int, seed: int | None, state: _CallState
-    ) -> Completion:
-        attempt = _Attempt(kind="connection", message="every server is out of rotation")
-        retry = 0
-        while True:
-            if state.stop.is_set():
-                return Completion(texts=(), error="cancelled: the call was aborted")
-            server = self._acquire(state)
-            if server is None:
-                if state.stop.is_set():
-                    return Completion(texts=(), error="cancelled: the call was aborted")
-                break
-            try:
-                attempt = self._attempt(self._servers[server], request, params, n, seed)
-            finally:
-                self._release(state, server)
-            if attempt.completion is not None:
-                return attempt.completion
-            if attempt.kind == "auth":
-                state.stop.set()
-                raise self._rejected_key(attempt.message, self._servers[server])
-            if attempt.kind == "connection" and self._take_out(state, server, attempt.message):
-                continue  # the other servers take it at once: not a retry
-            if not attempt.retryable or retry == self.options.max_retries:
-                break
-            retry += 1
-            delay = backoff_delay(
-                retry - 1, self.options.retry_base_delay, self.options.retry_max_delay, self._rng
-            )
-            if attempt.retry_after is not None:  # the server knows best, within our cap
-                delay = min(attempt.retry_after, self.options.retry_max_delay)
-            logger.debug("retrying in %.2fs after %s: %s", delay, attempt.kind, attempt.message)
-            self._wait(state, delay)
-        if attempt.kind == "connection":
-            with state.lock:
-                if state.successes == 0:
-                    state.unreachable = attempt.message
-                    state.stop.set()
-        tries = retry + 1
-        if not attempt.retryable:
-            return Completion(texts=(), error=f"{attempt.message} (not retried)")
-        return Completion(
-            texts=(), error=f"{attempt.message} (gave up after {tries} attempt{'s' if tries > 1 else ''})"
-        )
+    @staticmethod
+    def _gave_up(attempts: int) -> str:
+        return f"(gave up after {attempts} attempt{'s' if attempts > 1 else ''})"
 
-    def _wait(self, state: _CallState, seconds: float) -> None:
-        state.stop.wait(seconds)
-
-    def _acquire(self, state: _CallState) -> int | None:
-        """A slot on the least busy server in rotation (waiting for one); None when every server is out or
-        the call was aborted."""
-        with state.lock:
-            while True:
-                live = [i for i in range(len(self._servers)) if i not in state.down]
-                if not live or state.stop.is_set():
-                    return None
-                # Ties go round the servers, so a retry usually lands on another server than the last try.
-                count = len(self._servers)
-                server = min(live, key=lambda i: (state.in_flight[i], (i - state.turn) % count))
-                if state.in_flight[server] < self.options.concurrency:
-                    state.in_flight[server] += 1
-                    state.turn = server + 1
-                    return server
-                state.lock.wait(timeout=1.0)  # woken by `_release`; the timeout only bounds an abort
-
-    def _release(self, state: _CallState, server: int) -> None:
-        with state.lock:
-            state.in_flight[server] -= 1
-            state.lock.notify_all()
-
-    def _take_out(self, state: _CallState, server: int, why: str) -> bool:
-        """Take `server` out of rotation after a connection error, if another server can take its requests.
-
-        Returns:
-            True when the request should go to another server at once; False when `server` is the last one
-            in rotation (its connection errors are then retried with backoff, like a single server's).
-        """
-        with state.lock:
-            live = [i for i in range(len(self._servers)) if i not in state.down]
-            if server in live:
-                if len(live) == 1:
-                    return False
-                state.down[server] = why
-                logger.warning(
-                    "the server at %s stopped answering (%s): its requests go to the %d other(s) for the "
-                    "rest of this call",
-                    self._servers[server].public,
-                    why,
-                    len(live) - 1,
-                )
-                state.lock.notify_all()
-            return len(live) > 1 or server not in live
-
-    def _attempt(
-        self, server: _Server, request: ChatRequest, params: GenParams, n: int, seed: int | None
-    ) -> _Attempt:
-        openai = self._openai
+    def _body(self, request: ChatRequest, params: GenParams, drawn: int) -> dict[str, Any]:
+        """The keyword arguments of one chat request for the samples after the first `drawn`."""
         body: dict[str, Any] = {
             "model": self.adapter or self.model,
             "messages": [dict(message) for message in request.messages],
             "temperature": params.temperature,
             "top_p": params.top_p,
             "max_tokens": params.max_tokens,
-            "n": n,
+            "n": params.n - drawn,
         }
+        # A top-up request takes the seed of its first sample, so it does not repeat the samples drawn.
+        seed = sample_seed(params.seed, request, drawn)
         if seed is not None:
             body["seed"] = seed
         extra_body = dict(self.extra_body)
         if params.answer_format is not None:
-            body, extra_body = self._constrained(body, extra_body, params.answer_format)
-        try:
-            response = server.client.chat.completions.create(
-                **body, extra_body=extra_body or None, stream=False
-            )
-        except openai.APITimeoutError as err:
-            if _is_connect_timeout(err):
-                return _Attempt(kind="connection", message="connection attempt timed out")
-            return _Attempt(kind="timeout", message=f"no answer within {self.options.timeout:g}s")
-        except openai.APIConnectionError as err:
-            return _Attempt(kind="connection", message=f"connection failed: {self._scrub(_describe(err))}")
-        except openai.APIStatusError as err:
-            return self._status_failure(err, server)
-        except (openai.APIResponseValidationError, ValueError, TypeError, KeyError) as err:
-            return _Attempt(kind="bad_response", message=self._scrub(f"invalid response: {_describe(err)}"))
-        return self._read(response)
+            from perrec_eval import structured
 
-    def _constrained(
-        self, body: dict[str, Any], extra_body: dict[str, Any], answer_format: str
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The request with its answer format: vLLM's regex, or a JSON-schema response format."""
-        from perrec_eval import structured
+            if self.options.structured_outputs == "vllm":
+                extra_body["structured_outputs"] = {"regex": structured.answer_regex(params.answer_format)}
+            elif (schema := structured.json_schema(params.answer_format)) is not None:
+                # pairwise and CoT answers have no schema: no schema says "[User A]" or "text, then JSON"
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": schema},
+                }
+        return {**body, "extra_body": extra_body or None, "stream": False}
 
-        if self.options.structured_outputs == "vllm":
-            return body, {
-                **extra_body,
-                "structured_outputs": {"regex": structured.answer_regex(answer_format)},
-            }
-        schema = structured.json_schema(answer_format)
-        if schema is None:  # pairwise and CoT answers: no schema says "[User A]" or "text, then JSON"
-            return body, extra_body
-        response_format = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
-        return {**body, "response_format": response_format}, extra_body
-
-    def _status_message(self, err: Any, server: _Server) -> str:
+    def _status_message(self, err: Any, url: str) -> str:
         """``HTTP <status> from <url>: <the first 200 characters of the body>``, without the API key."""
-        response = getattr(err, "response", None)
-        body = " ".join(str(getattr(response, "text", "") or err).split())
-        return self._scrub(f"HTTP {err.status_code} from {server.public}: {body[:200]}")
+        body = " ".join(str(getattr(err.response, "text", "") or err).split())
+        return self._redact(f"HTTP {err.status_code} from {public_url(url)}: {body[:200]}")
 
-    def _status_failure(self, err: Any, server: _Server) -> _Attempt:
-        status = err.status_code
-        message = self._status_message(err, server)
-        retry_after = parse_retry_after(getattr(err.response, "headers", None))
-        if status in (401, 403):
-            return _Attempt(kind="auth", message=f"HTTP {status}")
-        if status == 429:
-            return _Attempt(kind="rate_limit", message=message, retry_after=retry_after)
-        if status >= 500 or status == 408:
-            return _Attempt(kind="server", message=message, retry_after=retry_after)
-        return _Attempt(kind="client", message=message)
+    def _redact(self, text: str) -> str:
+        """An error message without the API key or any credentials (some servers echo them back)."""
+        return secrets.redact_text(self._scrub(text))
 
-    def _read(self, response: Any) -> _Attempt:
-        """The completion in a 200 response, or why there is none (no choices, a choice without text)."""
+    def _read(self, response: Any) -> Completion:
+        """The completion in a 200 response.
+
+        Raises:
+            _Unusable: no choices (asked again), or a choice without text (``content: null``, not asked again).
+        """
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list):
-            shown = str(response)[:200]
-            return _Attempt(kind="bad_response", message=f"invalid response: no choices in {shown!r}")
+            raise _Unusable(f"invalid response: no choices in {str(response)[:200]!r}")
         if not choices:
-            return _Attempt(kind="empty", message="empty choices")
+            raise _Unusable("empty choices")
         try:
             ordered = sorted(choices, key=lambda choice: choice.index or 0)
-            texts = tuple(choice.message.content for choice in ordered)
+            texts = [choice.message.content for choice in ordered]
             reasons = [choice.finish_reason for choice in ordered]
         except AttributeError as err:
-            return _Attempt(kind="bad_response", message=f"invalid response: {_describe(err)}")
+            raise _Unusable(f"invalid response: {_describe(err)}") from err
         for text, reason in zip(texts, reasons, strict=True):
             if text is None:
-                return _Attempt(kind="content_null", message=f"content null (finish_reason={reason})")
+                raise _Unusable(f"content null (finish_reason={reason})", retry=False)
             if not isinstance(text, str):
-                return _Attempt(kind="bad_response", message=f"invalid response: content is {text!r:.100}")
+                raise _Unusable(f"invalid response: content is {text!r:.100}")
         usage = getattr(response, "usage", None)
-        return _Attempt(
-            completion=Completion(
-                texts=tuple(self._scrub_key(text) for text in texts),  # a server may echo the key
-                prompt_tokens=getattr(usage, "prompt_tokens", None),
-                completion_tokens=getattr(usage, "completion_tokens", None),
-                extra={"finish_reasons": reasons},
-            )
+        return Completion(
+            texts=tuple(self._scrub(text) for text in texts),  # a server may echo the key
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            extra={"finish_reasons": reasons},
         )
 
 
@@ -754,13 +578,14 @@ def _quiet_http_logs() -> None:
             chatty.setLevel(logging.WARNING)
 
 
+def _attempts(err: Any, max_retries: int) -> int:
+    """How many times the SDK sent the request that ended in `err` (it numbers its retries in a header)."""
+    return int(err.request.headers.get("x-stainless-retry-count", max_retries)) + 1
+
+
 def _is_connect_timeout(err: BaseException) -> bool:
     """Whether a timeout happened while connecting (nothing answered at all), by the HTTP library's class."""
     return type(err.__cause__).__name__ == "ConnectTimeout"
-
-
-def _add(total: int | None, part: int | None) -> int | None:
-    return None if total is None or part is None else total + part
 
 
 def _describe(err: BaseException) -> str:
