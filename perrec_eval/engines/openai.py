@@ -1,17 +1,12 @@
 """Any OpenAI-compatible chat server: vLLM's, `transformers serve`, hosted APIs.
 
-Retries are the SDK's (``max_retries``): connection errors, timeouts, 408, 409, 429 and 5xx, with backoff, or
-after the server's ``Retry-After`` (one over two minutes is not waited for). A 200 answer with nothing usable
-in it (an unparsable body, no choices) is asked again as often. What still fails is a `Completion` whose
-``error`` says why, e.g. ``HTTP 500 from http://…: <body> (gave up after 7 attempts)``; another 4xx (an
-unknown model, a prompt over the context) and ``content: null`` end in ``(not retried)``. The cache never
-stores an error, so resuming asks again.
-
-``base_url`` may list several servers: ``concurrency`` workers per server take requests from one queue. A
-server still unreachable after its retries leaves the call and the others take its requests; if it was the last
-and no request got through, the call raises `ServerUnreachableError`. Each server is asked for its models once
-before the first request (`OpenAIEngine.check`), so a wrong address or key fails in seconds. The API key is
-read from the variable ``api_key_env`` names; it is never kept, returned by `info()`, logged or written.
+The SDK retries (``max_retries``) connection errors, timeouts, 408/409/429 and 5xx, with backoff or after the
+server's ``Retry-After``; a 200 answer with nothing usable in it is asked again as often. What still fails is
+a `Completion` whose ``error`` says why and whether it was retried (the cache never stores it). Several
+servers (``base_url`` comma-separated) each get ``concurrency`` workers taking requests from one queue; one
+that cannot be reached leaves the call, and its requests go to the others. `OpenAIEngine.check` asks each
+server for its models before the first request, so a wrong address or key fails in seconds. The API key is
+read from the variable ``api_key_env`` names, and never kept, returned by `info()`, logged or written.
 """
 
 from __future__ import annotations
@@ -38,7 +33,6 @@ from perrec_eval.types import ChatRequest, Completion, GenParams
 logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}  # they need no key: the SDK then sends "EMPTY"
 # Set by the run itself: extra_body overriding them would make run.json name another model than answered.
 _OWN_FIELDS = set("model messages n temperature top_p max_tokens max_completion_tokens seed stream".split())
 _EXTRA_BODY_FIX = """write the fields as a JSON object, e.g. extra_body='{"top_k": -1}'"""
@@ -208,12 +202,7 @@ class OpenAIEngine:
         urls = server_urls(options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
         self.base_url = ",".join(urls)  # with any credentials in it: never recorded (`info` is)
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        secrets.register(key)
-        remote = [public_url(url) for url in urls if urlsplit(url).hostname not in _LOCAL_HOSTS]
-        if remote and self.api_key_env and not key:
-            logger.warning(
-                "$%s is not set: no API key goes to %s (or see --api-key-env)", self.api_key_env, remote[0]
-            )
+        secrets.register(key)  # none: a placeholder (local servers need none; others answer 401 at `check`)
         timeout = openai.Timeout(options.timeout, connect=min(options.timeout, options.connect_timeout))
         self._clients = {
             url: openai.OpenAI(
@@ -254,15 +243,9 @@ class OpenAIEngine:
         }
 
     def check(self) -> None:
-        """Ask every server for its models once, at the same time and without retries.
-
-        A server that cannot list them (HTTP 404, the 500 of `transformers serve` without ``$HF_HOME/hub``, a
-        slow answer) or does not list the model asked for is only warned about.
-
-        Raises:
-            ServerUnreachableError: nothing answered at a server within ``connect_timeout`` seconds.
-            ServerRejectedKeyError: a server answered 401/403.
-        """
+        """Ask every server for its models once, without retries: `ServerUnreachableError` if nothing answers
+        within ``connect_timeout`` seconds, `ServerRejectedKeyError` on 401/403; a server that cannot list
+        them (404, `transformers serve` without ``$HF_HOME/hub``) or lacks the model is only warned about."""
         with ThreadPoolExecutor(max_workers=len(self._clients)) as pool:
             listed = list(pool.map(self._served_models, self._clients))
         self._checked, wanted = True, self.adapter or self.model
@@ -275,10 +258,12 @@ class OpenAIEngine:
 
     def _served_models(self, url: str) -> list[str]:
         openai, wait = self._openai, min(self.options.timeout, _CHECK_TIMEOUT)
-        client = self._clients[url].with_options(max_retries=0)
+        timeout = openai.Timeout(wait, connect=min(wait, self.options.connect_timeout))
         try:
-            listing = client.models.list(timeout=openai.Timeout(wait, connect=self.options.connect_timeout))
-            return [model.id for model in listing.data]
+            return [
+                model.id
+                for model in self._clients[url].with_options(max_retries=0).models.list(timeout=timeout)
+            ]
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
                 raise self._rejected_key(err.status_code, url) from err
@@ -287,7 +272,7 @@ class OpenAIEngine:
             if not self._read_timeout(err):
                 raise self._unreachable(self._connection_problem(err), url) from err
             problem = f"no answer within {wait:g}s"
-        except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as err:
+        except (openai.APIResponseValidationError, ValueError, AttributeError) as err:
             problem = self._redact(f"invalid response: {_describe(err)}")
         logger.warning("could not list the models at %s (%s): going on without", public_url(url), problem)
         return []
@@ -295,24 +280,16 @@ class OpenAIEngine:
     def generate(
         self, requests: Sequence[ChatRequest], params: GenParams, *, on_results: ResultsCallback | None = None
     ) -> list[Completion]:
-        """Complete every request (see `engines.base.Engine`), `concurrency` workers per server.
-
-        `on_results` gets the ``(index, completion)`` pairs finished since its last call. A failed request is
-        a completion with ``error`` set; `check` (on the first call) and an unreachable last server raise
-        `ServerUnreachableError`, a 401/403 `ServerRejectedKeyError`.
-        """
+        """One completion per request, in order (failed ones with ``error`` set); `on_results` gets the pairs
+        finished since its last call. Raises as `check` does, and if no request got through any server."""
         if not self._checked:
             self.check()
         call = _Call(requests, params, live=list(self._clients))
         for index in range(len(requests)):
             call.todo.put(index)
-        per_server = min(self.options.concurrency, len(requests))
-        workers = [
-            threading.Thread(target=self._work, args=(url, call), daemon=True)
-            for url in call.live * per_server
-        ]
-        for worker in workers:
-            worker.start()
+        workers = call.live * min(self.options.concurrency, len(requests))  # one server per worker
+        for url in workers:
+            threading.Thread(target=self._work, args=(url, call), daemon=True).start()
         results = [Completion(texts=())] * len(requests)
         try:
             with progress.bar(total=len(requests), desc=f"openai {self.model}", unit="req") as bar:
@@ -337,35 +314,23 @@ class OpenAIEngine:
 
     def _work(self, url: str, call: _Call) -> None:
         """Complete requests on the server at `url` until the call ends or the server leaves it."""
-        while (index := call.todo.get()) is not None:
+        while (index := call.todo.get()) is not None and url in call.live:
             try:
-                result = self._complete_on(url, call, index)
+                result: Any = self._complete(url, call.requests[index], call.params)
+                call.successes += result.ok  # under the GIL; only ever compared with 0
+            except _Unreachable as err:
+                with call.lock:
+                    if url not in call.live or len(call.live) > 1:  # the others take this and the rest
+                        if url in call.live:
+                            logger.warning("the server at %s stopped answering (%s)", public_url(url), err)
+                            call.live.remove(url)
+                        break
+                result = _failed(str(err)) if call.successes else self._unreachable(str(err), None)
             except BaseException as err:  # noqa: BLE001 - raised in the caller's thread
                 result = err
-            if result is None:  # the server left the call: the others take the request
-                return call.todo.put(index)
             call.finished.put((index, result))
-
-    def _complete_on(self, url: str, call: _Call, index: int) -> Completion | Exception | None:
-        if url not in call.live:
-            return None
-        try:
-            completion = self._complete(url, call.requests[index], call.params)
-        except _Unreachable as err:
-            with call.lock:
-                if url in call.live and len(call.live) == 1:  # the last server: the request fails
-                    return _failed(str(err)) if call.successes else self._unreachable(str(err), None)
-                if url in call.live:
-                    call.live.remove(url)
-                    logger.warning(
-                        "the server at %s stopped answering (%s): the others take its requests",
-                        public_url(url),
-                        err,
-                    )
-                return None
-        with call.lock:
-            call.successes += completion.ok
-        return completion
+        if index is not None:
+            call.todo.put(index)
 
     def _complete(self, url: str, request: ChatRequest, params: GenParams) -> Completion:
         """All `n` samples of `request`; a server that returns fewer choices is asked again for the rest."""
@@ -395,9 +360,8 @@ class OpenAIEngine:
         raise."""
         openai, retries = self._openai, self.options.max_retries
         try:
-            return self._read(
-                self._clients[url].chat.completions.create(**self._body(request, params, drawn))
-            )
+            response = self._clients[url].chat.completions.create(**self._body(request, params, drawn))
+            return self._read(response)
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
                 raise self._rejected_key(err.status_code, url) from None
@@ -406,10 +370,9 @@ class OpenAIEngine:
         except openai.APIConnectionError as err:
             if self._read_timeout(err):
                 return _failed(f"no answer within {self.options.timeout:g}s", _attempts(err, retries))
-            raise _Unreachable(
-                _failed(self._connection_problem(err), _attempts(err, retries)).error
-            ) from None
-        except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError) as err:
+            failure = _failed(self._connection_problem(err), _attempts(err, retries))
+            raise _Unreachable(failure.error) from None
+        except (openai.APIResponseValidationError, ValueError, AttributeError) as err:
             raise _Unusable(self._redact(f"invalid response: {_describe(err)}")) from None
 
     def _body(self, request: ChatRequest, params: GenParams, drawn: int) -> dict[str, Any]:
@@ -427,10 +390,8 @@ class OpenAIEngine:
             extra["structured_outputs"] = {"regex": structured.answer_regex(answer_format)}
         elif answer_format is not None and (schema := structured.json_schema(answer_format)) is not None:
             # no schema says "[User A]" or "text, then JSON": pairwise and CoT answers go unconstrained
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "answer", "schema": schema},
-            }
+            schema = {"name": "answer", "schema": schema}
+            body["response_format"] = {"type": "json_schema", "json_schema": schema}
         return {**body, "extra_body": extra or None}
 
     def _read(self, response: Any) -> Completion:
@@ -438,27 +399,25 @@ class OpenAIEngine:
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list) or not choices:
             raise _Unusable(
-                "empty choices" if choices == [] else f"invalid response: {str(response)[:200]!r}"
+                f"invalid response: {str(response)[:200]!r}" if choices != [] else "empty choices"
             )
         ordered = sorted(choices, key=lambda choice: choice.index or 0)
         for choice in ordered:
             if choice.message.content is None:
                 return _failed(f"content null (finish_reason={choice.finish_reason})")
         usage = getattr(response, "usage", None)
+        texts = tuple(self._scrub(choice.message.content) for choice in ordered)  # a server may echo the key
         return Completion(
-            texts=tuple(
-                self._scrub(choice.message.content) for choice in ordered
-            ),  # a server may echo the key
+            texts=texts,
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
             extra={"finish_reasons": [choice.finish_reason for choice in ordered]},
         )
 
     def _read_timeout(self, err: Any) -> bool:
-        """A timeout once connected (the HTTP library's class of the cause tells it from a connect timeout)."""
-        return (
-            isinstance(err, self._openai.APITimeoutError) and type(err.__cause__).__name__ != "ConnectTimeout"
-        )
+        """A timeout once connected: the HTTP library's class of the cause tells it from a connect timeout."""
+        connecting = type(err.__cause__).__name__ == "ConnectTimeout"
+        return isinstance(err, self._openai.APITimeoutError) and not connecting
 
     def _connection_problem(self, err: Any) -> str:
         if isinstance(err, self._openai.APITimeoutError):
