@@ -18,7 +18,6 @@ import os
 import queue
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -246,24 +245,21 @@ class OpenAIEngine:
         """Ask every server for its models once, without retries: `ServerUnreachableError` if nothing answers
         within ``connect_timeout`` seconds, `ServerRejectedKeyError` on 401/403; a server that cannot list
         them (404, `transformers serve` without ``$HF_HOME/hub``) or lacks the model is only warned about."""
-        with ThreadPoolExecutor(max_workers=len(self._clients)) as pool:
-            listed = list(pool.map(self._served_models, self._clients))
-        self._checked, wanted = True, self.adapter or self.model
-        for url, served in zip(self._clients, listed, strict=True):
-            if served and wanted not in served:
+        wanted = self.adapter or self.model
+        for url in self._clients:
+            if (served := self._served_models(url)) and wanted not in served:
                 shown = ", ".join(served[:5]) + (", ..." if len(served) > 5 else "")
                 logger.warning(
                     "the server at %s does not list %r (it serves %s)", public_url(url), wanted, shown
                 )
+        self._checked = True
 
     def _served_models(self, url: str) -> list[str]:
         openai, wait = self._openai, min(self.options.timeout, _CHECK_TIMEOUT)
         timeout = openai.Timeout(wait, connect=min(wait, self.options.connect_timeout))
+        client = self._clients[url].with_options(max_retries=0)
         try:
-            return [
-                model.id
-                for model in self._clients[url].with_options(max_retries=0).models.list(timeout=timeout)
-            ]
+            return [model.id for model in client.models.list(timeout=timeout)]
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
                 raise self._rejected_key(err.status_code, url) from err
@@ -273,8 +269,8 @@ class OpenAIEngine:
                 raise self._unreachable(self._connection_problem(err), url) from err
             problem = f"no answer within {wait:g}s"
         except (openai.APIResponseValidationError, ValueError, AttributeError) as err:
-            problem = self._redact(f"invalid response: {_describe(err)}")
-        logger.warning("could not list the models at %s (%s): going on without", public_url(url), problem)
+            problem = secrets.redact_text(f"invalid response: {err}")
+        logger.warning("could not list the models at %s (%s): going on unchecked", public_url(url), problem)
         return []
 
     def generate(
@@ -373,7 +369,7 @@ class OpenAIEngine:
             failure = _failed(self._connection_problem(err), _attempts(err, retries))
             raise _Unreachable(failure.error) from None
         except (openai.APIResponseValidationError, ValueError, AttributeError) as err:
-            raise _Unusable(self._redact(f"invalid response: {_describe(err)}")) from None
+            raise _Unusable(secrets.redact_text(f"invalid response: {err}")) from None
 
     def _body(self, request: ChatRequest, params: GenParams, drawn: int) -> dict[str, Any]:
         """The arguments of the chat request for the samples after the first `drawn`."""
@@ -422,19 +418,16 @@ class OpenAIEngine:
     def _connection_problem(self, err: Any) -> str:
         if isinstance(err, self._openai.APITimeoutError):
             return "connection attempt timed out"
-        return f"connection failed: {self._redact(_describe(err))}"
+        return secrets.redact_text(f"connection failed: {err.__cause__ or err}"[:500])
 
     def _status_message(self, err: Any, url: str) -> str:
         """``HTTP <status> from <url>: <the first 200 characters of the body>``, without credentials."""
         body = " ".join(str(getattr(err.response, "text", "") or err).split())
-        return self._redact(f"HTTP {err.status_code} from {public_url(url)}: {body[:200]}")
+        return secrets.redact_text(f"HTTP {err.status_code} from {public_url(url)}: {body[:200]}")
 
     def _scrub(self, text: str) -> str:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return text.replace(key, secrets.REDACTED) if key else text
-
-    def _redact(self, text: str) -> str:
-        return secrets.redact_text(self._scrub(text))
 
     def _unreachable(self, detail: str, url: str | None) -> ServerUnreachableError:
         """Nothing answers at `url` (None: at any of the servers)."""
@@ -460,10 +453,3 @@ def _failed(problem: str, attempts: int | None = None) -> Completion:
 def _attempts(err: Any, max_retries: int) -> int:
     """How often the SDK sent the request that ended in `err` (it numbers its retries in a header)."""
     return int(err.request.headers.get("x-stainless-retry-count", max_retries)) + 1
-
-
-def _describe(err: BaseException) -> str:
-    text, cause = str(err) or type(err).__name__, err.__cause__
-    if cause is not None and str(cause) and str(cause) not in text:
-        text = f"{text} ({type(cause).__name__}: {cause})"
-    return text[:500]
