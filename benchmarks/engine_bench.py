@@ -297,7 +297,7 @@ def main() -> None:
                 concurrency = int(name.split("-")[1])
                 reset_prefix_cache(port)
                 before = prefix_counters(port)
-                options = {**common, "base_url": f"http://127.0.0.1:{port}/v1", "concurrency": concurrency}
+                options = {"base_url": f"http://127.0.0.1:{port}/v1", "concurrency": concurrency}
                 results[name] = run_replay(MAIN_PYTHON, "openai", model, steps_path, options, name)
                 after = prefix_counters(port)
                 queries = after[1] - before[1]
