@@ -352,8 +352,8 @@ class OpenAIEngine:
         )
 
     def _ask(self, url: str, request: ChatRequest, params: GenParams, drawn: int) -> Completion:
-        """One request (with the SDK's retries): an answer or a failure; `_Unusable`, `_Unreachable`, 401/403
-        raise."""
+        """One request with the SDK's retries: the answer, or a failure (`_Unusable`, `_Unreachable` and a
+        401/403 raise)."""
         openai, retries = self._openai, self.options.max_retries
         try:
             response = self._clients[url].chat.completions.create(**self._body(request, params, drawn))
