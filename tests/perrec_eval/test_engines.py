@@ -229,7 +229,7 @@ def test_parse_options_rejects_a_given_key_of_another_engine():
         ("hf", "batch_size", "is not KEY=VALUE"),
         ("openai", "concurrency=0", "concurrency >= 1"),
         ("openai", "timeout=0", "timeouts must be positive"),
-        ("openai", "retry_base_delay=-1", "retry delays must be >= 0"),
+        ("openai", "progress=false", "has no option 'progress'"),  # the global --no-progress instead
         ("openai", "extra_body={top_k: -1}", "extra_body is not valid JSON"),
         ("openai", "extra_body=[1, 2]", "is not a JSON object"),
         ("vllm", "gpu_memory_utilization=90", r"in \(0, 1\]"),
