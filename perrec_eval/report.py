@@ -7,20 +7,21 @@ per-cell tables as `perrecbench report`'s leaderboard.md, without its analyses, 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from perrec_eval import fileio, rundir
 from perrec_eval.leaderboard import board, compare, render, runs
 from perrec_eval.leaderboard.published import load as load_published
 from perrec_eval.records import PredictionRecord
+from perrec_eval.results import Metric, RunInfo, Scores, read_run_info
 
 
 def run_of(
     folder: str | os.PathLike,
-    info: Mapping[str, Any],
-    scores: Mapping[str, Any],
+    info: RunInfo,
+    scores: Scores,
     records: Sequence[PredictionRecord],
 ) -> runs.Run:
     """A run as `runs.load_run` reads it, from what is in memory (run.json is written after report.md, and
@@ -66,12 +67,10 @@ def table(
     return "\n\n".join([*tables, render.markdown_text(render.legend(report))][: None if legend else -1])
 
 
-def rescored(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> runs.Run:
+def rescored(run_dir: str | os.PathLike, scores: Scores) -> runs.Run:
     """The finished run at `run_dir` with re-computed `scores` (and their metric), as a `runs.Run`."""
-    run_dir = Path(run_dir)
-    info = dict(rundir.read_run_info(run_dir))
-    info["metric"] = {"variant": scores["variant"], "invalid": scores["invalid"]}
-    return run_of(run_dir, info, scores, list(rundir.read_predictions(run_dir)))
+    info = replace(read_run_info(run_dir), metric=Metric(scores.variant, scores.invalid))
+    return run_of(run_dir, info, scores, rundir.read_predictions(run_dir))
 
 
 def render_report(loaded: Sequence[runs.Run]) -> str:
@@ -81,8 +80,8 @@ def render_report(loaded: Sequence[runs.Run]) -> str:
 
 def render_run(
     folder: str | os.PathLike,
-    info: Mapping[str, Any],
-    scores: Mapping[str, Any],
+    info: RunInfo,
+    scores: Scores,
     records: Sequence[PredictionRecord],
 ) -> str:
     """report.md of one run from what is in memory (`run_of`)."""

@@ -34,12 +34,12 @@ from typing import Any
 from perrec_eval import cliconfig, fileio
 from perrec_eval.cliconfig import safe_yaml
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.extras import require
 from perrec_eval.lock import folder_lock
 from perrec_eval.secrets import is_secret_name, redact
 from sft.card import MERGE_INFO, TRAIN_INFO, model_card, record_hub_base
 from sft.config import TrainConfig
 from sft.data import INFO_FILE, token_ids
-from sft.deps import require
 from sft.outdir import is_empty, refuse_overlap
 
 logger = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def device_flags(precision: str, torch: Any) -> dict[str, bool]:
 
 def sft_config(config: TrainConfig, world_size: int, torch: Any) -> Any:
     """The `trl.SFTConfig` of `config` on `world_size` processes."""
-    trl = require("trl")
+    trl = require("trl", "train", by="fine-tuning")
     model_kwargs: dict[str, Any] = {"dtype": config.dtype}
     if config.attn_implementation:
         model_kwargs["attn_implementation"] = config.attn_implementation
@@ -160,7 +160,7 @@ def sft_config(config: TrainConfig, world_size: int, torch: Any) -> Any:
 
 def lora_config(config: TrainConfig) -> Any:
     """The PEFT `LoraConfig` of `config` (task CAUSAL_LM, no bias)."""
-    peft = require("peft")
+    peft = require("peft", "train", by="fine-tuning")
     targets = config.target_modules
     return peft.LoraConfig(
         r=config.lora_r,
@@ -217,7 +217,7 @@ def load_tokenizer(config: TrainConfig) -> Any:
     from perrec_eval.engines._common import check_local_path
 
     check_local_path(config.model, "--model")
-    transformers = require("transformers")
+    transformers = require("transformers", "train", by="fine-tuning")
     tokenizer = transformers.AutoTokenizer.from_pretrained(
         config.model, trust_remote_code=config.trust_remote_code
     )
@@ -309,8 +309,8 @@ def train(config: TrainConfig) -> dict[str, Any]:
     Returns:
         The record written to ``sft_train.json`` (on the main process; the others return it too).
     """
-    torch = require("torch")
-    trl = require("trl")
+    torch = require("torch", "train", by="fine-tuning")
+    trl = require("trl", "train", by="fine-tuning")
     refuse_overlap(config.out, {"--model": config.model, "--data": config.data})  # before the lock file
     main_process = int(os.environ.get("RANK", "0")) == 0
     with folder_lock(config.out) if main_process else contextlib.nullcontext():

@@ -16,6 +16,7 @@ from typing import Any
 
 from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Report, Row, Table, failed_share, mostly_failed
 from perrec_eval.leaderboard.published import PublishedRow
+from perrec_eval.results import CellScore
 
 SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 DASH = "–"
@@ -124,7 +125,7 @@ COLD_START_NOTE = (
 def provisional_note(report: Report) -> Text:
     """What "(provisional)" means for the report's runs, or "" when every run completed."""
     runs = [row.run for table in report.tables for row in table.rows]
-    if any(run.scores.get("num_permanent_errors") for run in runs):
+    if any(run.scores.num_permanent_errors for run in runs):
         return (
             "(provisional) = some requests failed: those that fail on every try (e.g. a prompt over the "
             "model's context) need the fix ",
@@ -140,7 +141,7 @@ def legend(report: Report) -> Text:
     """What the numbers of the leaderboard are, in a few sentences."""
     rows = [row for table in report.tables for row in table.rows]
     metrics = sorted({row.run.variant for row in rows})
-    resamples = sorted({row.run.scores.get("n_resamples", 1000) for row in rows})
+    resamples = sorted({row.run.scores.n_resamples for row in rows})
     text: tuple[str, ...] = (
         f"PTC = {'; '.join(_METRICS.get(m, m) for m in metrics)}, mean over groups (-1 to 1, higher is "
         "better); brackets: each run's 95% interval over groups (percentile bootstrap, "
@@ -256,11 +257,10 @@ CELL_HEADER = (
 ).split("|")
 
 
-def _engine_errors(scores: Mapping[str, Any]) -> str:
+def _engine_errors(cell: CellScore) -> str:
     """The engine error rate, with the count of failed requests where the run recorded it."""
-    rate = number(scores.get("engine_error_rate"), ".1%")
-    requests = scores.get("num_requests")
-    return f"{rate} ({scores.get('num_engine_errors', 0)} of {requests})" if requests else rate
+    rate = number(cell.engine_error_rate, ".1%")
+    return f"{rate} ({cell.num_engine_errors} of {cell.num_requests})" if cell.num_requests else rate
 
 
 def cell_rows(table: Table) -> list[list[str]]:
@@ -314,7 +314,7 @@ def profile_rows(table: Table) -> list[list[str]]:
     """Per row whose run wrote or read profiles with quality counts: how many looked degenerate."""
     out = []
     for row in table.rows:
-        profiles = row.run.info.get("profiles") or {}
+        profiles = row.run.info.profiles or {}
         quality = profiles.get("quality")
         if not quality:
             continue
@@ -370,7 +370,7 @@ def cost_rows(table: Table) -> list[list[str]]:
 
     out = []
     for row in table.rows:
-        cost = row.run.info.get("cost")
+        cost = row.run.info.cost
         if cost:
             out.append(
                 [
@@ -393,7 +393,7 @@ def cold_start_rows(table: Table) -> list[list[str]]:
     """Per CF row and cell: cold query items and fallback users (run.json `cf.cells`)."""
     out = []
     for row in table.rows:
-        for key, c in ((row.run.info.get("cf") or {}).get("cells") or {}).items():
+        for key, c in ((row.run.info.cf or {}).get("cells") or {}).items():
             level, method = key.split("/", 1)
             out.append(
                 [

@@ -11,7 +11,7 @@ import yaml
 
 from perrec_eval.cli import main
 from perrec_eval.engines import MissingExtraError
-from sft.deps import require
+from perrec_eval.extras import require
 
 
 def help_text(capsys, *argv: str) -> str:
@@ -67,7 +67,7 @@ def test_sft_data_command_writes_the_folder(capsys, sft_bench, tmp_path):
 def test_sft_missing_train_extra_is_one_line_naming_the_pip_command(capsys, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "trl", None)  # import trl now fails as if it were not installed
     with pytest.raises(MissingExtraError, match=r'pip install "perrecbench\[train\]"'):
-        require("trl")
+        require("trl", "train", by="fine-tuning")
     code = main(["sft", "train", "--model", "m", "--data", str(tmp_path), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and 'pip install -e ".[train]"' in err
