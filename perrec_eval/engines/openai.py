@@ -290,7 +290,8 @@ class OpenAIEngine:
         results = [Completion(texts=())] * len(requests)
         try:
             with progress.bar(total=len(requests), desc=f"openai {self.model}", unit="req") as bar:
-                while bar.n < len(requests):
+                finished = 0  # not bar.n: a hidden bar counts nothing
+                while finished < len(requests):
                     batch = [call.finished.get()]
                     while not call.finished.empty():
                         batch.append(call.finished.get())
@@ -302,6 +303,7 @@ class OpenAIEngine:
                     for _, result in batch:
                         if isinstance(result, BaseException):
                             raise result
+                    finished += len(batch)
                     bar.update(len(batch))
         finally:
             call.live.clear()  # the workers finish what they are asking and stop

@@ -52,6 +52,18 @@ def test_openai_engine_preserves_order_and_bounds_concurrency(stub_factory):
     assert all(c.completion_tokens == 2 for c in completions)
 
 
+@pytest.mark.timeout(60)
+def test_openai_engine_finishes_with_progress_bars_hidden(stub_factory):
+    # a hidden tqdm bar counts nothing: the engine once waited on it forever under --no-progress
+    from perrec_eval import progress
+
+    server = stub_factory()
+    progress.disable()
+    requests = [make_request(f"q{i}") for i in range(5)]
+    completions = make_engine(server, concurrency=2).generate(requests, PARAMS)
+    assert [c.texts for c in completions] == [(answer(f"q{i}"),) for i in range(5)]
+
+
 def test_openai_engine_sends_every_sampling_parameter(stub_factory):
     server = stub_factory()
     engine = make_engine(server, extra_body='{"top_k": -1}')
