@@ -7,8 +7,9 @@ from types import ModuleType
 
 from perrec_eval.errors import MissingExtraError
 
-# The third-party packages of perrecbench's optional extras (``pyproject.toml``): one of these missing is
-# the user's to install; any other missing module is a bug and keeps its traceback.
+# What an extra brings besides the module asked for (``pyproject.toml``; the asked-for package itself always
+# counts): one of these missing is the user's to install; any other missing module is a bug and keeps its
+# traceback.
 _PACKAGES = frozenset(
     {"torch", "transformers", "accelerate", "gguf", "peft", "safetensors", "trl"}
     | {"outlines", "outlines_core", "openai", "vllm"}
@@ -38,7 +39,7 @@ def require(module: str, extra: str, *, by: str) -> ModuleType:
         return importlib.import_module(module)
     except ModuleNotFoundError as err:
         missing = (err.name or module).split(".")[0]
-        if missing not in _PACKAGES:
+        if missing not in _PACKAGES and missing != module.split(".")[0]:
             raise
         error = MissingExtraError(
             f"{by} needs {missing!r}, which is not installed: "

@@ -3,8 +3,8 @@
 Each backend lives in one module of this package with its options dataclass (`FakeOptions`, `HFOptions`,
 `OpenAIOptions`, `VLLMOptions`). A module imports its heavy dependencies only when an engine is built, so
 importing it (for its options, or for `perrecbench --help`) stays fast, and a missing extra fails with the
-pip command that installs it. Adding a backend means one module here, one line in `_BACKENDS`, and its
-extra in ``pyproject.toml`` (and its packages in `perrec_eval.extras`).
+pip command that installs it (`perrec_eval.extras.require`). Adding a backend means one module here, one
+line in `_BACKENDS`, and its extra in ``pyproject.toml``.
 """
 
 from __future__ import annotations
