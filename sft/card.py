@@ -371,36 +371,6 @@ def load_systems(run: str | os.PathLike | None) -> list[tuple[str, dict[str, Any
     return [(folder.name, load_run(folder)[1]) for folder in run_folders(run)]
 
 
-def usage_section(info: Mapping[str, Any], name: str, repo: str, flags: str) -> str:
-    base = hub_base_model(info)
-    if info["kind"] == "merged-model":
-        return (
-            "A full model (no adapter): evaluate or serve it like its base model.\n\n```bash\n"
-            "perrecbench evaluate --data PERRECBENCH_DIR --engine hf "
-            f"--model {repo} {flags}--out runs/{name}\n```"
-        )
-    return f"""Evaluate it on the benchmark (the base model loaded once, one run folder per adapter):
-
-```bash
-perrecbench evaluate --data PERRECBENCH_DIR --engine hf --model {base} \\
-    --adapter {name}=PATH_TO_THIS_FOLDER {flags}--out runs/{name}
-```
-
-With PEFT directly:
-
-```python
-from peft import AutoPeftModelForCausalLM
-from transformers import AutoTokenizer
-
-model = AutoPeftModelForCausalLM.from_pretrained("{repo}")
-tokenizer = AutoTokenizer.from_pretrained("{base}")
-```
-
-vLLM serves it as a LoRA module (`vllm serve {base} --enable-lora --lora-modules {name}={repo}`, with
-`--max-lora-rank` at least the adapter's rank); `perrecbench sft merge --merge-into-base` writes a full
-model for servers without LoRA support."""
-
-
 def model_card(
     info: Mapping[str, Any],
     *,
@@ -446,22 +416,18 @@ def model_card(
     }[kind]
     variant = _variant(info)
     flags = "--no-profile " if variant == "no_profile" else "--profiles PROFILES.jsonl "
-    variant_note = {
-        "no_profile": "trained without user profiles (prompt variant `no_profile`): evaluate with "
-        "`--no-profile`.",
-        "default": "trained with LLM-written user profiles (prompt variant `default`): evaluate with "
-        "profiles "
-        "(`perrecbench profiles`, then `--profiles PATH`).",
-    }.get(variant, "its sources were trained on different prompt variants.")
     card = ModelCard.from_template(
         card_data,
         template_str=resources.files("hub_cards").joinpath("model_card.md").read_text(encoding="utf-8"),
-        title=f"{name}: PerRecBench fine-tuning of {base}",
         summary=f"This is {what}, written by `perrecbench sft` (perrecbench {info.get('perrecbench')})."
         + _SYNTHETIC_NOTE * bool(source_kinds(info) & {"synthetic", "mixed"}),
         results=results_section(systems, name, costs),
         training=training_section(info),
-        variant_note=variant_note,
-        usage=usage_section(info, name, repo or "ORG/NAME", flags),
+        variant=variant,
+        kind=kind,
+        name=name,
+        base=base,
+        repo=repo or "ORG/NAME",
+        flags=flags,
     )
     return f"{card}\n"  # Jinja drops the template's last newline

@@ -1,23 +1,22 @@
-"""LoRA fine-tuning on PerRecBench examples: the shape of `trl/scripts/sft.py`, with perrecbench's folders.
+r"""LoRA fine-tuning on PerRecBench examples, in the shape of TRL's `trl/scripts/sft.py`.
 
-```bash
-# one GPU, or CPU (fp32) for a tiny model; the defaults are the paper's recipe (sft/configs/lora.yaml)
-perrecbench sft train --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --data sft_data/pairwise \
-    --output_dir adapters/pairwise
+Train a LoRA adapter with TRL's SFTTrainer on an examples folder of `perrecbench sft data` (conversational
+prompt-completion: the loss is on the answer only). The settings are TRL's own, parsed by trl.TrlParser: every
+trl.SFTConfig and trl.ModelConfig field, as TRL documents it, beside perrecbench's --data, --base_model_id,
+--drop_long, --resume and --overwrite (and -v, --debug, --no-progress). Defaults: the paper's recipe,
+sft/configs/lora.yaml, with bf16 only on a GPU that has it; --config FILE.yaml (the same format) overrides
+it, and flags override both. The output folder holds the adapter (PEFT), the tokenizer, sft_train.json
+(data, recipe, metrics, log history) and a model card.
 
-# several GPUs: the same flags through accelerate (DDP; or zero3.yaml / fsdp.yaml for models that do not fit);
-# the effective batch is per-device batch x accumulation x processes: 4 x 2 x 4 = 32, the paper's
-accelerate launch --config_file sft/configs/ddp.yaml --num_processes 4 -m sft.train \
-    --model_name_or_path meta-llama/Llama-3.1-8B-Instruct --data sft_data/pairwise \
-    --output_dir adapters/pairwise --gradient_accumulation_steps 2
-```
+    perrecbench sft train --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --data sft_data/pairwise \
+        --output_dir adapters/pairwise
 
-Settings are TRL's own, parsed by `trl.TrlParser` as TRL's scripts do: every `trl.SFTConfig` and
-`trl.ModelConfig` field is a flag and a key of ``--config FILE.yaml``, beside perrecbench's
-`sft.config.TrainArguments`. The defaults are `sft/configs/lora.yaml` (the paper's recipe) over TRL's, with
-bf16 only on a GPU that has it. The dataset is the conversational prompt-completion folder of `perrecbench sft
-data`. The output folder holds the adapter (PEFT), the tokenizer, ``sft_train.json`` (data, recipe, metrics,
-log history) and a model card.
+On several GPUs, the same arguments through accelerate (zero3.yaml or fsdp.yaml for models that do not fit
+on one); the effective batch is per-device batch x accumulation x processes (here 4 x 2 x 4 = 32):
+
+    accelerate launch --config_file sft/configs/ddp.yaml --num_processes 4 -m sft.train \
+        --model_name_or_path meta-llama/Llama-3.1-8B-Instruct --data sft_data/pairwise \
+        --output_dir adapters/pairwise --gradient_accumulation_steps 2
 """
 
 from __future__ import annotations
@@ -50,21 +49,8 @@ logger = logging.getLogger(__name__)
 SETTINGS_FILE = ".sft_train_settings.json"
 # Settings that do not change the trained weights: a resumed training may change them; the card omits them.
 _RUN_ONLY = frozenset(
-    {
-        "resume",
-        "overwrite",
-        "output_dir",
-        "resume_from_checkpoint",
-        "disable_tqdm",
-        "report_to",
-        "run_name",
-        "logging_steps",
-        "save_strategy",
-        "save_steps",
-        "save_total_limit",
-        "activation_checkpointing",
-        "gradient_checkpointing",
-    }
+    "resume overwrite output_dir resume_from_checkpoint disable_tqdm report_to run_name logging_steps "
+    "save_strategy save_steps save_total_limit activation_checkpointing gradient_checkpointing".split()
 )
 # sft_train.json's recipe (what the model card compares with the paper's) and the TRL setting of each entry.
 RECIPE_KEYS = {
@@ -102,14 +88,6 @@ USAGE = (
     "perrecbench sft train --model_name_or_path MODEL --data EXAMPLES --output_dir ADAPTER "
     "[--config FILE.yaml] [any trl.SFTConfig / trl.ModelConfig flag]"
 )
-DESCRIPTION = """\
-Train a LoRA adapter with TRL's SFTTrainer on an examples folder of `perrecbench sft data`, loss on the
-answer only. The settings are TRL's own (every trl.SFTConfig and trl.ModelConfig field, as TRL documents it)
-beside perrecbench's --data, --base_model_id, --drop_long, --resume and --overwrite. Defaults: the paper's
-recipe, sft/configs/lora.yaml; --config FILE.yaml (the same format) overrides it, and flags override both.
-perrecbench's -v, --debug and --no-progress work here too. On several GPUs run the same flags through
-accelerate:
-  accelerate launch --config_file sft/configs/ddp.yaml -m sft.train --model_name_or_path M --data D ..."""
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -144,7 +122,7 @@ def make_parser() -> Any:
         (TrainArguments, trl.SFTConfig, trl.ModelConfig),
         prog="perrecbench sft train",
         usage=USAGE,
-        description=DESCRIPTION,
+        description=__doc__,
         formatter_class=_HelpFormatter,
     )
     # TrlParser reads --config itself before parsing; this entry only shows it in --help.

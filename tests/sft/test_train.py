@@ -96,7 +96,7 @@ def test_sft_train_bad_config_file_is_one_config_error(tmp_path, text, says):
 
 
 def test_sft_train_needs_a_model_and_an_output_folder():
-    with pytest.raises(ConfigError, match="required: --model_name_or_path.*--output_dir"):
+    with pytest.raises(ConfigError, match="required: --output_dir.*--model_name_or_path"):
         parse(["--data", "d"])
 
 
