@@ -131,3 +131,24 @@ def test_sft_data_and_merge_refuse_a_second_process_on_one_out(capsys, tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "in use by another perrecbench process" in err and str(pid) in err
     assert not out.exists()
+
+
+def test_sft_train_keeps_perrecbenchs_own_flags_and_hands_the_rest_to_trl():
+    from perrec_eval.cli import build_parser
+
+    argv = ["--model_name_or_path", "m", "--no-progress", "--run_name", "", "--warmup_steps", "-1", "-v"]
+    args = build_parser().parse_args(["sft", "train", *argv])
+    assert args.argv == ("--model_name_or_path", "m", "--run_name", "", "--warmup_steps", "-1")
+    assert args.no_progress is True and args.verbose is True
+
+
+def test_sft_train_no_progress_switch_hides_the_trainers_bars():
+    from perrec_eval import progress
+    from sft.train import parse
+
+    progress.disable()
+    try:
+        _, args, _ = parse(["--model_name_or_path", "m", "--data", "d", "--output_dir", "o"])
+    finally:
+        progress.enable()
+    assert args.disable_tqdm is True
