@@ -152,19 +152,27 @@ def parse(argv: Sequence[str]) -> tuple[TrainArguments, Any, Any]:
         if (old := arg.split("=", 1)[0]) in _RENAMED:
             raise ConfigError(f"{old} is gone (sft train takes TRL's settings now): use {_RENAMED[old]}")
     try:
-        script, training, model = make_parser().parse_args_and_config(list(argv))
+        *parsed, in_file, in_flags = make_parser().parse_args_and_config(
+            list(argv), return_remaining_strings=True, separate_remaining_strings=True
+        )
     except ConfigError:
         raise
     except (ValueError, OSError, yaml.YAMLError) as err:  # TrlParser's and the dataclasses' own errors
         raise ConfigError(f"sft train settings: {' '.join(str(err).split())}") from err
+    if in_file or in_flags:
+        raise ConfigError(
+            f"unknown setting(s) {' '.join([*in_file, *in_flags])}: not a field of trl.SFTConfig, "
+            "trl.ModelConfig or perrecbench's (see perrecbench sft train --help)"
+        )
+    script, training, model = parsed
     if not model.use_peft:
         raise ConfigError("sft train trains a LoRA adapter: leave use_peft on (drop --use_peft false)")
     for settings in (script, training, model):
         for field in dataclasses.fields(settings):
             if is_secret_name(field.name) and getattr(settings, field.name):
                 raise ConfigError(
-                    f"{field.name}: a secret given as a setting would be saved in training_args.bin and "
-                    f"{TRAIN_INFO}; set HF_TOKEN in the environment (or run `hf auth login`) instead"
+                    f"--{field.name} is refused (it would be saved in training_args.bin and {TRAIN_INFO}): "
+                    "set HF_TOKEN in the environment (or run `hf auth login`) instead"
                 )
     return script, training, model
 
