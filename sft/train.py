@@ -91,7 +91,8 @@ USAGE = (
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    pass
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        return f"{action.help} (required)" if action.required else super()._get_help_string(action)
 
 
 def recipe_defaults(torch: Any) -> dict[str, Any]:
