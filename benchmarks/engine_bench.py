@@ -100,7 +100,6 @@ def record(data: Path, profiles: Path, groups: int | None) -> list[dict[str, Any
             out=out,
             profiles=str(profiles),
             max_groups=groups,
-            progress=False,
         )
         evaluate(config, engine=recorder)
     return recorder.steps
@@ -284,9 +283,8 @@ def main() -> None:
 
     results: dict[str, dict[str, Any]] = {}
     wanted = args.engines.split(",")
-    common = {"progress": False}
     if "vllm" in wanted:
-        options = {**common, "dtype": "float32", "enforce_eager": True}
+        options = {"dtype": "float32", "enforce_eager": True}
         results["vllm"] = run_replay(VLLM_PYTHON, "vllm", model, steps_path, options)
     servers = [name for name in wanted if name.startswith("openai-")]
     if servers:
@@ -297,7 +295,7 @@ def main() -> None:
                 concurrency = int(name.split("-")[1])
                 reset_prefix_cache(port)
                 before = prefix_counters(port)
-                options = {**common, "base_url": f"http://127.0.0.1:{port}/v1", "concurrency": concurrency}
+                options = {"base_url": f"http://127.0.0.1:{port}/v1", "concurrency": concurrency}
                 results[name] = run_replay(MAIN_PYTHON, "openai", model, steps_path, options, name)
                 after = prefix_counters(port)
                 queries = after[1] - before[1]
@@ -306,7 +304,7 @@ def main() -> None:
             os.killpg(server.pid, 15)
             server.wait(timeout=60)
     if "hf" in wanted:
-        results["hf"] = run_replay(MAIN_PYTHON, "hf", model, steps_path, {**common, "device": "cpu"})
+        results["hf"] = run_replay(MAIN_PYTHON, "hf", model, steps_path, {"device": "cpu"})
 
     report = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",

@@ -190,11 +190,11 @@ def _jsonl_label(path: Any, *args: Any, **kwargs: Any) -> str:
 def instrumented(probe: Probe) -> Iterator[None]:
     # Each function is patched where its caller looks it up: `run` calls `context.load_groups`,
     # `parsing.parse`, and the names it imported (`run_method`, `render_slot`, `score_cells`, `request_key`);
-    # `context.retrieve` calls `retrieval.retrieve_rows`; `rundir.write_run` calls `fileio.write_jsonl` and
+    # `run` calls `retrieval.retrieve_groups`; `rundir.write_run` calls `fileio.write_jsonl` and
     # imports `report.write_report` when called; `CachedEngine.key` calls `cache.request_key`.
     patches = [
         ("perrec_eval.context", "load_groups", "load rows (datasets)"),
-        ("perrec_eval.retrieval", "retrieve_rows", "retrieval (retrieve_rows)"),
+        ("perrec_eval.retrieval", "retrieve_groups", "retrieval (retrieve_groups)"),
         ("perrec_eval.profiles", "generate_profiles", "stage:profiles"),
         ("perrec_eval.run", "run_method", _method_label),
         ("perrec_eval.run", "score_cells", "score cells (PTC + bootstrap)"),
@@ -324,11 +324,9 @@ def retrieval_comparison(data: Path) -> list[tuple[str, float, float, int]]:
     import rank_bm25
 
     from perrec_eval.context import load_groups
-    from perrec_eval.retrieval import item_text, retrieve_rows, tokenize
+    from perrec_eval.retrieval import item_text, retrieve_groups, tokenize
 
     groups = {level: load_groups(data, level) for level in LEVELS}
-    # `retrieve_rows` and `item_text` read mappings: the rows as `context.retrieve` passes them in the run.
-    rows = {level: [group.to_json() for group in level_groups] for level, level_groups in groups.items()}
     users = sum(len(g.users) for level_groups in groups.values() for g in level_groups)
 
     def paper_item(item: Any) -> str:  # a records.HistoryItem
@@ -345,22 +343,22 @@ def retrieval_comparison(data: Path) -> list[tuple[str, float, float, int]]:
     def ours() -> dict:
         return {
             (level, key): [hit.index for hit in hits]
-            for level, level_rows in rows.items()
-            for key, hits in retrieve_rows(level_rows, k=K, progress=False).items()
+            for level, level_groups in groups.items()
+            for key, hits in retrieve_groups(level_groups, k=K).items()
         }
 
     def ours_once() -> None:
-        retrieve_rows([row for level_rows in rows.values() for row in level_rows], k=K, progress=False)
+        retrieve_groups([g for level_groups in groups.values() for g in level_groups], k=K)
 
     def numpy_lucene() -> dict:
         found = {}
-        for level, level_rows in rows.items():
-            for row in level_rows:
-                query = tokenize(item_text(row["query"]))
-                for user in row["users"]:
-                    docs = [tokenize(item_text(item)) for item in user["history"]]
-                    found[(level, (row["group_id"], user["user_id"]))] = lucene_top_k(
-                        query, docs, [item["timestamp"] for item in user["history"]]
+        for level, level_groups in groups.items():
+            for group in level_groups:
+                query = tokenize(item_text(group.query))
+                for user in group.users:
+                    docs = [tokenize(item_text(item)) for item in user.history]
+                    found[(level, (group.group_id, user.user_id))] = lucene_top_k(
+                        query, docs, [item.timestamp for item in user.history]
                     )
         return found
 
@@ -373,22 +371,22 @@ def retrieval_comparison(data: Path) -> list[tuple[str, float, float, int]]:
                     index.get_top_n(query, user.history, n=K)
 
     def our_tokens_loop() -> None:
-        for level_rows in rows.values():
-            for row in level_rows:
-                query = tokenize(item_text(row["query"]))
-                for user in row["users"]:
-                    index = rank_bm25.BM25Okapi([tokenize(item_text(item)) for item in user["history"]])
-                    index.get_top_n(query, user["history"], n=K)
+        for level_groups in groups.values():
+            for group in level_groups:
+                query = tokenize(item_text(group.query))
+                for user in group.users:
+                    index = rank_bm25.BM25Okapi([tokenize(item_text(item)) for item in user.history])
+                    index.get_top_n(query, user.history, n=K)
 
     reference = ours()
     candidate = numpy_lucene()
     same = sum(reference[key] == candidate[key] for key in reference)
-    logger.info("numpy lucene sketch: same top-%d list as retrieve_rows for %d of %d users", K, same, users)
+    logger.info("numpy lucene sketch: same top-%d list as retrieve_groups for %d of %d users", K, same, users)
     distinct = len({key for level, key in reference})
     results = []
     for label, fn in (
-        ("ours: `retrieve_rows` (bm25s lucene, per user), one call per level as in the run", ours),
-        (f"ours: one `retrieve_rows` call over all levels (dedupes to {distinct} distinct users)", ours_once),
+        ("ours: `retrieve_groups` (bm25s lucene, per user), one call per level as in the run", ours),
+        (f"ours: one `retrieve_groups` call, all levels (dedupes to {distinct} distinct users)", ours_once),
         (f"sketch: numpy lucene BM25 over query tokens (same top-{K} list for {same}/{users})", numpy_lucene),
         ("rank_bm25 BM25Okapi per user, paper pipeline (rendered text, `get_top_n`)", paper_loop),
         ("rank_bm25 BM25Okapi per user, our tokens (`get_top_n`)", our_tokens_loop),
@@ -436,6 +434,7 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
     from perrec_eval.cache import key_of
     from perrec_eval.config import EvalConfig
     from perrec_eval.rankers import PairSlot
+    from perrec_eval.retrieval import retrieve_groups
     from perrec_eval.run import render_slot
     from perrec_eval.types import ChatRequest, GenParams
 
@@ -443,7 +442,7 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
         data=str(data), engine="fake", model="m", out=str(WORK / "unused"), k=K, no_profile=True
     )
     hard = context.load_groups(config.data, "hard", config.split)
-    groups = context.contexts(hard, "hard", context.retrieve(hard, config.k), None)
+    groups = context.contexts(hard, "hard", retrieve_groups(hard, config.k), None)
     requests = [
         ChatRequest(tuple(render_slot("pairwise", g, PairSlot(a, b), config.variant, ())))
         for g in groups
@@ -492,7 +491,7 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
 
 
 def stage_table(results: list[RunResult]) -> list[str]:
-    labels = ["load rows (datasets)", "retrieval (retrieve_rows)", "stage:profiles"]
+    labels = ["load rows (datasets)", "retrieval (retrieve_groups)", "stage:profiles"]
     labels += [f"stage:{lv}/{m}" for lv in LEVELS for m in METHODS]
     labels += [
         "render prompts (render_slot)",
@@ -657,7 +656,7 @@ def report(data: Path, profile: bool, repeats: int) -> None:
     print("heapsort requests per round (truth engine):", heap, "\n")
 
     fresh = [r for r in results if not r.cached]
-    in_runs = {r.name: round(r.probe.seconds["retrieval (retrieve_rows)"], 2) for r in fresh}
+    in_runs = {r.name: round(r.probe.seconds["retrieval (retrieve_groups)"], 2) for r in fresh}
     print("retrieval inside the fresh runs (s):", in_runs)
     print("| retrieval, all 3 levels (1,800 users) | wall s | CPU s | ms / user |\n|---|---:|---:|---:|")
     for label, wall, cpu, users in retrieval_comparison(data):

@@ -1,10 +1,10 @@
-"""Retrieval speed and agreement: `retrieve_rows` (bm25s, lucene, per user) against per-user rank_bm25 loops.
+"""Retrieval speed and agreement: `retrieve_groups` (bm25s, lucene, per user) against per-user rank_bm25.
 
 Synthetic benchmark-shaped rows: groups of 4 users who share a query item, each user with 50-200 earlier
 reviews whose titles come from 1-3 favourite topics (Zipf-distributed topic words, shared filler words such
 as "the"/"edition", an author on ~60% of items, some equal timestamps). Compared, per user:
 
-- ``ours``: ``perrec_eval.retrieval.retrieve_rows`` (the runner's path).
+- ``ours``: ``perrec_eval.retrieval.retrieve_groups`` (the runner's path).
 - ``bm25s full index``: the same scores from a plain bm25s index over every token (what the query-restricted
   vocabulary saves).
 - ``bm25s one shared corpus``: one bm25s index over all users' items, scores sliced per user (idf and average
@@ -36,12 +36,14 @@ import bm25s
 import numpy as np
 import rank_bm25
 
-from perrec_eval.retrieval import RETRIEVAL_INFO, item_text, retrieve_rows, tokenize
+from perrec_eval import retrieval
+from perrec_eval.records import Group, HistoryItem, Query, User
+from perrec_eval.retrieval import RETRIEVAL_INFO, retrieve_groups, tokenize
 
 logger = logging.getLogger("retrieval_bench")
 
 K = 4
-OURS = "ours: `retrieve_rows` (bm25s lucene, per user)"
+OURS = "ours: `retrieve_groups` (bm25s lucene, per user)"
 FILLER = ["the", "of", "and", "a", "edition", "book", "guide", "volume", "new", "complete", "series", "for",
           "to", "in", "novel", "paperback", "collection", "1", "2", "3"]
 
@@ -78,6 +80,24 @@ def synth_rows(n_users: int, seed: int) -> list[dict]:
         rows.append({"group_id": f"g{g}", "users": users, "query": {
             "parent_asin": f"q{g}", "title": query_title, "author": query_author, "topic": query_topic}})
     return rows
+
+
+def item_text(item: dict) -> str:
+    """`retrieval.item_text` of a synthetic row's query or history item."""
+    return retrieval.item_text(Query(None, item["title"], item["author"]))
+
+
+def as_group(row: dict) -> Group:
+    """A synthetic row as the runner's typed group (the rating fields retrieval does not read are 0)."""
+    users = tuple(
+        User(user["user_id"], 0.0, 0, 0.0, 0.0, 0.0, tuple(
+            HistoryItem(i["parent_asin"], i["title"], i["author"], i["rating"], i["timestamp"])
+            for i in user["history"]
+        ))
+        for user in row["users"]
+    )
+    query = Query(row["query"]["parent_asin"], row["query"]["title"], row["query"]["author"])
+    return Group(row["group_id"], "", "", query, 0, users)
 
 
 def tie_rule_top_k(scores: Sequence[float], history: Sequence[dict]) -> list[int]:
@@ -198,11 +218,13 @@ def main() -> None:
     n_items = sum(len(user["history"]) for row in rows for user in row["users"])
     logger.info("%d users, %d history items (%.0f per user)", n_users, n_items, n_items / n_users)
 
+    groups = [as_group(row) for row in rows]
+
     def ours() -> dict:
-        hits = retrieve_rows(rows, k=K, progress=False)
+        hits = retrieve_groups(groups, k=K)
         return {key: [hit.index for hit in found] for key, found in hits.items()}
 
-    retrieve_rows(rows[:1], k=K, progress=False)  # warm-up: the lazy bm25s/scipy import is not retrieval
+    retrieve_groups(groups[:1], k=K)  # warm-up: the lazy bm25s/scipy import is not retrieval
     contenders = {
         OURS: ours,
         "bm25s full index per user (same scores)": lambda: per_user(rows, bm25s_full),

@@ -79,7 +79,6 @@ def examples(data: Path, tiny: Path) -> dict[str, dict[str, Any]]:
                 out=str(WORK / "data" / fmt),
                 no_profile=True,
                 tokenizer=str(tiny),
-                progress=False,
             )
         )[1]
         with_profile = build(
@@ -88,7 +87,6 @@ def examples(data: Path, tiny: Path) -> dict[str, dict[str, Any]]:
                 format=fmt,
                 out=str(WORK / "data_profiles" / fmt),
                 profiles=str(profiles),
-                progress=False,
             )
         )[1]
         chars = build(
@@ -97,7 +95,6 @@ def examples(data: Path, tiny: Path) -> dict[str, dict[str, Any]]:
                 format=fmt,
                 out=str(WORK / "data_chars" / fmt),
                 no_profile=True,
-                progress=False,
             )
         )[1]
         facts[fmt] = {"plain": plain, "profiles": with_profile, "chars": chars}

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
+from perrec_eval.records import Group, HistoryItem, User
 from perrec_eval.retrieval import Retrieved
 
 BASELINES: tuple[str, ...] = ("random", "rating-bias", "item-quality", "constant", "history-affinity")
@@ -45,21 +45,13 @@ RANDOM_HALF_WIDTH = 1.0
 CONSTANT_RATING = 4.0
 
 RetrievedByUser = Mapping[str, Sequence[Retrieved]]  # user_id -> retrieved history, best first
-_Predictor = Callable[[Mapping[str, Any], RetrievedByUser, int], list[float]]
+_Predictor = Callable[[Group, RetrievedByUser, int], list[float]]
 
 
-def _avg(user: Mapping[str, Any]) -> float:
-    avg = user.get("avg_rating")
-    if avg is None:
-        raise ValueError(f"user {user.get('user_id')!r} has no avg_rating; baselines need the user's average")
-    return float(avg)
-
-
-def _users(row: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
-    users = row.get("users")
-    if not users:
-        raise ValueError(f"row {row.get('group_id')!r} has no users; expected a benchmark row with 'users'")
-    return users
+def _users(group: Group) -> Sequence[User]:
+    if not group.users:
+        raise ValueError(f"group {group.group_id!r} has no users; expected a benchmark group with users")
+    return group.users
 
 
 def user_seed(seed: int, group_id: str, user_id: str) -> int:
@@ -80,39 +72,39 @@ def user_seed(seed: int, group_id: str, user_id: str) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
-def _random(row: Mapping[str, Any], retrieved: RetrievedByUser, seed: int) -> list[float]:
+def _random(group: Group, retrieved: RetrievedByUser, seed: int) -> list[float]:
     predicted = []
-    for user in _users(row):
-        rng = np.random.default_rng(user_seed(seed, row["group_id"], user["user_id"]))
-        predicted.append(_avg(user) + float(rng.uniform(-RANDOM_HALF_WIDTH, RANDOM_HALF_WIDTH)))
+    for user in _users(group):
+        rng = np.random.default_rng(user_seed(seed, group.group_id, user.user_id))
+        predicted.append(user.avg_rating + float(rng.uniform(-RANDOM_HALF_WIDTH, RANDOM_HALF_WIDTH)))
     return predicted
 
 
-def _rating_bias(row: Mapping[str, Any], retrieved: RetrievedByUser, seed: int) -> list[float]:
-    return [_avg(user) for user in _users(row)]
+def _rating_bias(group: Group, retrieved: RetrievedByUser, seed: int) -> list[float]:
+    return [user.avg_rating for user in _users(group)]
 
 
-def _item_quality(row: Mapping[str, Any], retrieved: RetrievedByUser, seed: int) -> list[float]:
-    item_avg = row["query"].get("average_rating")
-    return [_avg(user) if item_avg is None else float(item_avg) for user in _users(row)]
+def _item_quality(group: Group, retrieved: RetrievedByUser, seed: int) -> list[float]:
+    item_avg = group.query.average_rating
+    return [user.avg_rating if item_avg is None else float(item_avg) for user in _users(group)]
 
 
-def _constant(row: Mapping[str, Any], retrieved: RetrievedByUser, seed: int) -> list[float]:
-    return [CONSTANT_RATING for _ in _users(row)]
+def _constant(group: Group, retrieved: RetrievedByUser, seed: int) -> list[float]:
+    return [CONSTANT_RATING for _ in _users(group)]
 
 
-def affinity(history: Sequence[Mapping[str, Any]], hits: Sequence[Retrieved], avg: float) -> float:
+def affinity(history: Sequence[HistoryItem], hits: Sequence[Retrieved], avg: float) -> float:
     """BM25-weighted mean of (rating - avg) over the retrieved history items; 0 if the weights sum to 0.
 
     Args:
-        history: the user's history (items with ``rating``).
+        history: the user's history.
         hits: retrieved items (indices into ``history`` and their BM25 scores).
         avg: the user's average rating.
 
     Returns:
         The weighted mean relative rating of the retrieved items.
 
-    >>> history = [{"rating": 5.0}, {"rating": 1.0}, {"rating": 4.0}]
+    >>> history = [HistoryItem(None, "a", None, rating, 0) for rating in (5.0, 1.0, 4.0)]
     >>> affinity(history, [Retrieved(0, 3.0), Retrieved(1, 1.0)], avg=3.0)
     1.0
     >>> affinity(history, [Retrieved(2, 0.0)], avg=3.0)
@@ -124,19 +116,18 @@ def affinity(history: Sequence[Mapping[str, Any]], hits: Sequence[Retrieved], av
     total = sum(hit.score for hit in hits)
     if total <= 0:
         return 0.0
-    return sum(hit.score * (float(history[hit.index]["rating"]) - avg) for hit in hits) / total
+    return sum(hit.score * (history[hit.index].rating - avg) for hit in hits) / total
 
 
-def _history_affinity(row: Mapping[str, Any], retrieved: RetrievedByUser, seed: int) -> list[float]:
+def _history_affinity(group: Group, retrieved: RetrievedByUser, seed: int) -> list[float]:
     predicted = []
-    for user in _users(row):
-        if user["user_id"] not in retrieved:
+    for user in _users(group):
+        if user.user_id not in retrieved:
             raise ValueError(
-                f"history-affinity needs retrieved items for user {user['user_id']!r} of group "
-                f"{row['group_id']!r}; pass retrieval.retrieve_rows(...) results for this row"
+                f"history-affinity needs retrieved items for user {user.user_id!r} of group "
+                f"{group.group_id!r}; pass retrieval.retrieve_groups(...) results for this group"
             )
-        avg = _avg(user)
-        predicted.append(avg + affinity(user["history"], retrieved[user["user_id"]], avg))
+        predicted.append(user.avg_rating + affinity(user.history, retrieved[user.user_id], user.avg_rating))
     return predicted
 
 
@@ -149,44 +140,45 @@ _PREDICTORS: dict[str, _Predictor] = {
 }
 
 
-def predict(name: str, row: Mapping[str, Any], retrieved: RetrievedByUser, *, seed: int = 0) -> list[float]:
-    """Predicted rating of every user of one group, in the row's user order.
+def predict(name: str, group: Group, retrieved: RetrievedByUser, *, seed: int = 0) -> list[float]:
+    """Predicted rating of every user of one group, in the group's user order.
 
     Args:
         name: one of `BASELINES`.
-        row: a benchmark row (``group_id``, ``query`` with ``average_rating``, ``users`` with ``user_id``,
-            ``avg_rating`` and ``history``).
+        group: a benchmark group.
         retrieved: user_id → that user's retrieved history (only ``history-affinity`` reads it).
         seed: the run's seed (only ``random`` reads it).
 
     Returns:
         One predicted rating per user.
 
-    >>> row = {"group_id": "g", "query": {"average_rating": 4.5},
-    ...        "users": [{"user_id": "a", "avg_rating": 3.0, "history": []},
-    ...                  {"user_id": "b", "avg_rating": 4.0, "history": []}]}
-    >>> predict("rating-bias", row, {}), predict("item-quality", row, {})
+    >>> from perrec_eval.records import Query
+    >>> users = tuple(User(uid, 4.0, 0, avg, avg, 4.0 - avg, ()) for uid, avg in (("a", 3.0), ("b", 4.0)))
+    >>> group = Group("g", "Books", "easy", Query("q", "Dune", average_rating=4.5), 0, users)
+    >>> predict("rating-bias", group, {}), predict("item-quality", group, {})
     ([3.0, 4.0], [4.5, 4.5])
     """
     if name not in _PREDICTORS:
         raise ValueError(f"unknown baseline {name!r}; choose one of: {', '.join(BASELINES)}")
-    return _PREDICTORS[name](row, retrieved, seed)
+    return _PREDICTORS[name](group, retrieved, seed)
 
 
-def ranking_scores(row: Mapping[str, Any], predicted: Sequence[float]) -> list[float]:
+def ranking_scores(group: Group, predicted: Sequence[float]) -> list[float]:
     """Ranking score of every user: predicted rating minus the user's average rating (higher = preferred).
 
     Args:
-        row: the benchmark row the predictions are for.
-        predicted: one predicted rating per user, in the row's user order.
+        group: the benchmark group the predictions are for.
+        predicted: one predicted rating per user, in the group's user order.
 
     Returns:
         ``predicted[i] - users[i].avg_rating`` for each user.
 
-    >>> ranking_scores({"users": [{"avg_rating": 3.0}, {"avg_rating": 4.0}]}, [4.5, 4.5])
+    >>> from perrec_eval.records import Query
+    >>> users = tuple(User(uid, 4.0, 0, avg, avg, 4.0 - avg, ()) for uid, avg in (("a", 3.0), ("b", 4.0)))
+    >>> ranking_scores(Group("g", "Books", "easy", Query("q", "Dune"), 0, users), [4.5, 4.5])
     [1.5, 0.5]
     """
-    users = _users(row)
+    users = _users(group)
     if len(predicted) != len(users):
         raise ValueError(f"got {len(predicted)} predictions for a group of {len(users)} users")
-    return [float(value) - _avg(user) for value, user in zip(predicted, users, strict=True)]
+    return [float(value) - user.avg_rating for value, user in zip(predicted, users, strict=True)]

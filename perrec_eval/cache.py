@@ -20,7 +20,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked
 from perrec_eval.types import ChatRequest, Completion, GenParams
@@ -132,7 +132,6 @@ class CachedEngine:
         inner_calls: `generate` calls forwarded to the inner engine (steps with at least one miss).
         hits: requests answered from the cache, over all calls.
         misses: requests sent to the inner engine, over all calls (after de-duplication).
-        stored: lines appended by this object.
     """
 
     def __init__(self, engine: Engine, path: str | os.PathLike[str]) -> None:
@@ -142,7 +141,6 @@ class CachedEngine:
         self.inner_calls = 0
         self.hits = 0
         self.misses = 0
-        self.stored = 0
         self._entries: dict[str, Completion] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._load()
@@ -267,36 +265,27 @@ class CachedEngine:
         if not lines:
             return
         data = "".join(lines).encode("utf-8")
-        with open(self.path, "ab") as handle:
-            _lock(handle)
-            try:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            finally:
-                _unlock(handle)
-        self.stored += len(lines)
+        with _locked(self.path, "ab") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def _load(self) -> None:
         if not self.path.exists():
             return
-        with open(self.path, "r+b") as handle:
-            _lock(handle)
-            try:
-                data = handle.read()
-                keep = self._parse(data)
-                if keep < len(data):
-                    logger.warning(
-                        "cache %s: dropped a partial or corrupt last line (%d bytes), "
-                        "probably from a run killed mid-write; that request will be asked again",
-                        self.path,
-                        len(data) - keep,
-                    )
-                    handle.truncate(keep)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            finally:
-                _unlock(handle)
+        with _locked(self.path, "r+b") as handle:
+            data = handle.read()
+            keep = self._parse(data)
+            if keep < len(data):
+                logger.warning(
+                    "cache %s: dropped a partial or corrupt last line (%d bytes), "
+                    "probably from a run killed mid-write; that request will be asked again",
+                    self.path,
+                    len(data) - keep,
+                )
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
         logger.info("cache %s: %d stored completions", self.path, len(self._entries))
 
     def _parse(self, data: bytes) -> int:
@@ -333,11 +322,9 @@ def _decode(line: bytes) -> dict[str, Any] | None:
     return record
 
 
-def _lock(handle: Any) -> None:
+def _locked(path: Path, mode: str) -> BinaryIO:
+    """`path` opened in binary `mode` under an exclusive lock, which closing the file releases."""
+    handle = open(path, mode)  # the caller's `with` closes it
     if fcntl is not None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-
-
-def _unlock(handle: Any) -> None:
-    if fcntl is not None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return handle

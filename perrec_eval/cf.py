@@ -53,7 +53,7 @@ from perrec_eval.errors import DataError
 from perrec_eval.records import Group
 
 CF_BASELINES: tuple[str, ...] = ("mf", "item-knn")
-DEFAULT_CUTS = 4
+CUTS = 4  # mf: models per domain, each at a time cut
 RULE = (
     "only ratings dated strictly before the group's window_start, plus each user's history in the group "
     "row (folded in); mf: models at up to {cuts} time cuts per domain (each at the earliest window start "
@@ -130,32 +130,6 @@ class Ratings:
             item_edges=np.searchsorted(items[by_item], np.arange(len(item_codes) + 1)),
             by_user=by_user,
             user_edges=np.searchsorted(users[by_user], np.arange(n_users + 1)),
-        )
-
-    @classmethod
-    def from_columns(
-        cls,
-        user_ids: Sequence[str],
-        item_ids: Sequence[str],
-        values: Sequence[float],
-        timestamps: Sequence[int],
-    ) -> Ratings:
-        """Ratings from plain columns (any order; one rating per (user, item)).
-
-        >>> r = Ratings.from_columns(["u", "v"], ["a", "b"], [5.0, 3.0], [20, 10])
-        >>> r.before(15), r.before(21), sorted(r.item_codes)
-        (1, 2, ['a', 'b'])
-        """
-        timestamps = np.asarray(timestamps, dtype=np.int64)
-        order = np.argsort(timestamps, kind="stable")
-        users = np.unique(np.asarray(user_ids, dtype=object), return_inverse=True)[1]
-        names, items = np.unique(np.asarray(item_ids, dtype=object), return_inverse=True)
-        return cls.make(
-            users[order],
-            items[order],
-            np.asarray(values, dtype=np.float64)[order],
-            timestamps[order],
-            {str(name): i for i, name in enumerate(names)},
         )
 
     def before(self, cut: int) -> int:
@@ -620,8 +594,6 @@ def predict_groups(
     interactions: Mapping[str, Ratings],
     groups: Sequence[Group],
     params: MFParams | KNNParams,
-    *,
-    cuts: int = DEFAULT_CUTS,
 ) -> tuple[list[GroupOutcome], dict[str, Any]]:
     """Predict every group under the past-only rule (module docstring).
 
@@ -644,7 +616,7 @@ def predict_groups(
             for i in members:
                 out[i] = _knn_group(ratings, groups[i], params, cache)
             continue
-        plan = cut_plan([groups[i].window_start for i in members], cuts)
+        plan = cut_plan([groups[i].window_start for i in members], CUTS)
         model = None
         for cut in sorted(set(plan.values())):
             started = time.perf_counter()
@@ -677,8 +649,6 @@ def run(
     interactions: Mapping[str, Ratings],
     groups_by_level: Mapping[str, Sequence[Group]],
     train: Sequence[Group],
-    *,
-    cuts: int = DEFAULT_CUTS,
 ) -> tuple[dict[str, list[GroupOutcome]], dict[str, Any]]:
     """Choose the grid point on ``train``, and predict every level's groups with it.
 
@@ -707,9 +677,7 @@ def run(
             raise DataError(f"no interactions for domain {domain!r}; rebuild with --with-interactions")
         ratings = {domain: interactions[domain]}
         for point, params in enumerate(grid):
-            outcomes, figures = predict_groups(
-                name, ratings, [everything[i] for i in members], params, cuts=cuts
-            )
+            outcomes, figures = predict_groups(name, ratings, [everything[i] for i in members], params)
             models, fit_seconds = models + figures["models"], fit_seconds + figures["fit_seconds"]
             for i, outcome in zip(members, outcomes, strict=True):
                 per_point[point][i] = outcome
@@ -735,8 +703,8 @@ def run(
         }
     info = {
         "model": name,
-        "rule": RULE.format(cuts=cuts),
-        "cuts": cuts if name == "mf" else None,
+        "rule": RULE.format(cuts=CUTS),
+        "cuts": CUTS if name == "mf" else None,
         "params": asdict(params),
         "tuning": tuning,
         "models": models,

@@ -9,27 +9,20 @@ and the handler receives the validated config. Heavy imports stay inside the han
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import importlib
 import logging
-import os
 import sys
 from collections.abc import Sequence
 
-from perrec_eval import cliconfig
+from dataset_builder import cli as builder_cli
+from perrec_eval import cliconfig, commands, progress, push_cli
 from perrec_eval.errors import PerrecbenchError
+from perrec_eval.leaderboard import cli as leaderboard_cli
 from perrec_eval.secrets import redact_logs, redact_text, redact_tracebacks
+from sft import cli as sft_cli
 
 logger = logging.getLogger("perrecbench")
 
 _MAX_MESSAGE = 2000  # characters of an error line
-_COMMAND_MODULES = (
-    "dataset_builder.cli",
-    "perrec_eval.commands",
-    "perrec_eval.leaderboard.cli",
-    "sft.cli",
-    "perrec_eval.push_cli",
-)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,14 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     cliconfig.add_common_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name != name:
-                raise
-            continue
-        module.register(subparsers)
+    for part in (builder_cli, commands, leaderboard_cli, sft_cli, push_cli):  # the order --help lists them
+        part.register(subparsers)
     return parser
 
 
@@ -58,14 +45,6 @@ def _version() -> str:
         return metadata.version("perrecbench")
     except metadata.PackageNotFoundError:
         return "unknown (not installed: pip install -e . from the clone)"
-
-
-def _hide_progress() -> None:
-    # tqdm reads TQDM_* variables as defaults; datasets has its own switch.
-    os.environ["TQDM_DISABLE"] = "1"
-    os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
-    if "datasets" in sys.modules:  # already imported: the variable above is read at import time
-        sys.modules["datasets"].disable_progress_bars()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -79,15 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     redact_logs()
     redact_tracebacks()
     if getattr(args, "no_progress", False):
-        _hide_progress()
-        if "progress" in {field.name for field in dataclasses.fields(args.config_cls)}:
-            args.progress = False  # `perrecbench --no-progress build ...` means the build's own switch too
+        progress.disable()
     try:
         config = cliconfig.from_namespace(args.config_cls, args)
         return int(args.handler(config) or 0)
-    except (PerrecbenchError, ValueError, OSError, ImportError) as err:
-        # Bad input, missing extras, unwritable or missing files: the message names the fix; a traceback
-        # would only hide it.
+    except PerrecbenchError as err:
+        # Bad input, missing extras, unwritable or missing files: the message names the fix; any other
+        # exception is a bug and keeps its traceback.
         if debug:
             raise
         logger.debug("details", exc_info=True)

@@ -9,6 +9,9 @@ flags follow from the fields (the shape of TRL's scripts, without their heavy de
 - ``tuple[str, ...]`` → a comma-separated list (``--levels easy,medium``), or a repeatable flag with
   ``option(repeat=True)`` (``--engine-arg a=1 --engine-arg b=2``), or ``nargs="+"`` for a positional.
 
+A config may inherit a field its command sets itself (`perrecbench sweep` sets ``k`` per grid point): the
+class names it in ``replaced = {"k": "--ks"}`` and the field's flag or key is refused, naming the flag to use.
+
 Every command also takes ``--config FILE.yaml``: a mapping of field names (underscores or dashes) to values,
 which flags override. Unknown keys are an error that lists the valid ones, and ``--help`` shows each default.
 `coerce` is the one place where text from a flag, a YAML file or a ``KEY=VALUE`` engine option becomes a
@@ -25,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from perrec_eval import progress
 from perrec_eval.errors import ConfigError
 
 T = TypeVar("T")
@@ -166,22 +170,12 @@ def _coerce(tp: Any, value: Any) -> Any:
     raise TypeError(f"no command-line form for fields of type {tp!r}")
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _flag(field: dataclasses.Field) -> str:
     return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
 
 
 def _has_default(field: dataclasses.Field) -> bool:
-    return field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
-
-
-def _default(field: dataclasses.Field) -> Any:
-    if field.default is not dataclasses.MISSING:
-        return field.default
-    return field.default_factory()  # type: ignore[misc]
+    return field.default is not dataclasses.MISSING  # (`option` fields have no default_factory)
 
 
 def _show(value: Any) -> str:
@@ -205,11 +199,17 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     The fields `cls` declares itself come first; fields inherited from a base config (such as the engine
     settings shared by several commands) follow in a group titled by that base's docstring.
     """
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     owner = _declared_by(cls)
     fields = dataclasses.fields(cls)
     targets: dict[type, Any] = {cls: parser}
+    hidden = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
     for field in sorted(fields, key=lambda f: owner[f.name] is not cls):
+        if field.name in getattr(cls, "replaced", {}):  # refused when given (exact: `--k` is not `--ks`)
+            parser.add_argument(_flag(field), dest=field.name, **hidden)
+            continue
+        if field.name == "progress":  # the process-wide switch instead, see `from_namespace`
+            continue
         klass = owner[field.name]
         if klass not in targets:
             title = (klass.__doc__ or klass.__name__).strip().splitlines()[0].rstrip(".")
@@ -240,7 +240,7 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
     kwargs["dest"] = field.name
     if tp is bool:
         # A switch is off unless given: `--x` sets a False default to True, `--no-x` a True default to False.
-        on_by_default = _has_default(field) and _default(field) is True
+        on_by_default = field.default is True
         flag = "--no-" + field.name.replace("_", "-") if on_by_default else _flag(field)
         action = "store_false" if on_by_default else "store_true"
         if on_by_default:  # the help says what the setting does, and that this flag turns it off
@@ -257,7 +257,7 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
         text += " (comma-separated)"
     if meta["metavar"]:
         kwargs["metavar"] = meta["metavar"]
-    shown = meta.get("shown") or (_show(_default(field)) if _has_default(field) else None)
+    shown = meta.get("shown") or (_show(field.default) if _has_default(field) else None)
     suffix = f" (default: {shown})" if shown else " (required)"
     parser.add_argument(_flag(field), help=text + suffix, **kwargs)
 
@@ -303,6 +303,8 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
         raise ConfigError(f"--config {path} must be a mapping of settings, got {type(data).__name__}")
     names = {field.name for field in dataclasses.fields(cls)}
     values = {str(key).replace("-", "_"): value for key, value in data.items()}
+    if "progress" in values and not coerce(f"progress in {path}", bool, values.pop("progress")):
+        progress.disable()  # the process-wide switch, as --no-progress (once a setting of each command)
     unknown = sorted(set(values) - names)
     if unknown:
         raise ConfigError(
@@ -314,7 +316,8 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
 
 def from_namespace(cls: type[T], args: argparse.Namespace) -> T:
     """The config of `cls` from parsed arguments: dataclass defaults, then ``--config``, then the flags."""
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
+    replaced = getattr(cls, "replaced", {})
     values: dict[str, Any] = {}
     config_file = getattr(args, _CONFIG_FILE, None)
     if config_file:
@@ -323,6 +326,10 @@ def from_namespace(cls: type[T], args: argparse.Namespace) -> T:
     for field in dataclasses.fields(cls):
         if hasattr(args, field.name):
             values[field.name] = coerce(_flag(field), hints[field.name], getattr(args, field.name))
+        if field.name in values and field.name in replaced:
+            raise ConfigError(f"{_flag(field)} is not a setting of this command: use {replaced[field.name]}")
+    if "progress" in hints:  # until the builder's and sft train's own `progress` fields are gone (issue 19)
+        values["progress"] = progress.enabled()
     missing = [f for f in dataclasses.fields(cls) if not _has_default(f) and f.name not in values]
     if missing:
         flags = ", ".join(_flag(f) for f in missing)
@@ -342,7 +349,7 @@ def options_from_pairs(cls: type[T], pairs: Sequence[str], where: str, **given: 
     Raises:
         ConfigError: a malformed pair, an unknown key (the message lists the valid ones) or a bad value.
     """
-    hints = _hints(cls)
+    hints = typing.get_type_hints(cls)
     names = [field.name for field in dataclasses.fields(cls)]
     values = {key: value for key, value in given.items() if value is not None}
     for pair in pairs:
@@ -384,12 +391,12 @@ def add_command(
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(parser, cls)
-    add_common_arguments(parser, with_progress="progress" not in {f.name for f in dataclasses.fields(cls)})
+    add_common_arguments(parser)
     parser.set_defaults(handler=handler, config_cls=cls)
     return parser
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, with_progress: bool = True) -> None:
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """`-v/--verbose`, `--debug` and `--no-progress`, accepted before or after the subcommand."""
     group = parser.add_argument_group("common options")
     quiet = argparse.SUPPRESS  # a subcommand's default must not overwrite the same flag given before it
@@ -402,14 +409,23 @@ def add_common_arguments(parser: argparse.ArgumentParser, *, with_progress: bool
         default=quiet,
         help="show the full traceback of an error (default: off)",
     )
-    if with_progress:
-        group.add_argument(
-            "--no-progress",
-            dest="no_progress",
-            action="store_true",
-            default=quiet,
-            help="hide progress bars (default: off)",
-        )
+    group.add_argument(
+        "--no-progress",
+        dest="no_progress",
+        action="store_true",
+        default=quiet,
+        help="hide progress bars (default: off)",
+    )
+
+
+def check_choices(config: Any) -> None:
+    """Refuse a value outside its field's `Literal` choices (set from Python; the parser offers no other)."""
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        tp, value = _unwrap_optional(hints[field.name])[0], getattr(config, field.name)
+        if typing.get_origin(tp) is Literal and value is not None and value not in typing.get_args(tp):
+            choices = " or ".join(map(str, typing.get_args(tp)))
+            raise ConfigError(f"{_flag(field)} must be {choices}, got {value!r}")
 
 
 def check_once(flag: str, values: tuple[str, ...]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from perrec_eval.cliconfig import add_command
 from perrec_eval.config import BASELINE_ENGINE, ConvertGGUFConfig, EvalConfig, ProfilesConfig, ScoreConfig
+from perrec_eval.results import Scores, read_run_info
 
 
 def engine_options_help() -> str:
@@ -86,8 +87,9 @@ def evaluate(config: EvalConfig) -> int:
     else:
         systems = [(config.system_label, run.evaluate(config))]
     marks = run.significance_marks(config.out, systems)
-    print(report.table(systems, marks=marks))
-    print("\n" + report.legend(systems, marks=marks))
+    shown = [(name, scores.to_json()) for name, scores in systems]
+    print(report.table(shown, marks=marks))
+    print("\n" + report.legend(shown, marks=marks))
     if len(systems) > 1:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:
@@ -96,31 +98,31 @@ def evaluate(config: EvalConfig) -> int:
     report_dir = out.with_name(out.name + "-report")
     print(f"next: perrecbench report {out} --out {report_dir}   (leaderboard, plots, index.html)")
     _warn_suspect_profiles(config)
-    failed = [scores for _, scores in systems if not scores.get("complete", True)]
+    failed = [scores for _, scores in systems if not scores.complete]
     if failed:
         print(failure_summary(failed), file=sys.stderr)
         return 1
     return 0
 
 
-def failure_summary(failed: list[dict], command: str = "evaluate") -> str:
+def failure_summary(failed: list[Scores], command: str = "evaluate") -> str:
     """The closing lines of a run with engine errors: the fix for those that fail on every try (a prompt
     longer than the context, ...), "run again" only for those that may pass on their own."""
     from perrec_eval.engines.base import permanent_fix
 
-    total = sum(s["num_engine_errors"] for s in failed)
-    permanent = sum(s.get("num_permanent_errors", 0) for s in failed)
+    total = sum(s.num_engine_errors for s in failed)
+    permanent = sum(s.num_permanent_errors for s in failed)
     lines = []
     if permanent:
-        first = next(s["first_permanent_error"] for s in failed if s.get("first_permanent_error"))
+        first = next(s.first_permanent_error for s in failed if s.first_permanent_error)
         lines.append(
             f"perrecbench {command}: {permanent} of {total} failed requests fail the same way on every try "
             f"(first: {first}): {permanent_fix(first)}; the scores above count them as failures"
         )
     if total > permanent:
         first = next(
-            (s.get("first_transient_error") for s in failed if s.get("first_transient_error")),
-            failed[0]["first_engine_error"],
+            (s.first_transient_error for s in failed if s.first_transient_error),
+            failed[0].first_engine_error,
         )
         lines.append(
             f"perrecbench {command}: {total - permanent} requests failed (first: {first}); the scores above "
@@ -131,10 +133,9 @@ def failure_summary(failed: list[dict], command: str = "evaluate") -> str:
 
 def _warn_suspect_profiles(config: EvalConfig) -> None:
     """One line on stderr when the run's profiles were cut at their budget or look degenerate."""
-    run_json = Path(config.out) / "run.json"
-    if config.engine == BASELINE_ENGINE or not run_json.is_file():
+    if config.engine == BASELINE_ENGINE or not (Path(config.out) / "run.json").is_file():
         return
-    quality = (json.loads(run_json.read_text(encoding="utf-8")).get("profiles") or {}).get("quality")
+    quality = (read_run_info(config.out).profiles or {}).get("quality")
     if quality and quality["flagged"]:
         print(
             f"perrecbench evaluate: {quality['flagged']} profiles are suspect ({quality['cut']} cut at the "
@@ -152,8 +153,8 @@ def score(config: ScoreConfig) -> int:
     name = rundir.run_name(run_dir)
     if config.write:
         rundir.update_metric(run_dir, scores)
-    print(report.table([(name, scores)]))
-    json.dump(scores, sys.stdout, indent=2)
+    print(report.table([(name, scores.to_json())]))
+    json.dump(scores.to_json(), sys.stdout, indent=2)
     print()
     if config.write:
         print(f"written to {run_dir}/ (scores.json, report.md, run.json's metric)", file=sys.stderr)
@@ -255,13 +256,16 @@ def _profile_failures(errors: list[str]) -> str:
 def _push_profiles(path: Path, repo_id: str, writer: str) -> None:
     from huggingface_hub import HfApi
 
+    from perrec_eval.publish import hub_errors
+
     api = HfApi()
-    api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-    api.upload_file(
-        path_or_fileobj=str(path),
-        path_in_repo=f"profiles/{path.name}",
-        repo_id=repo_id,
-        repo_type="dataset",
-        commit_message=f"Add profiles written by {writer}",
-    )
+    with hub_errors(repo_id):
+        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
+        api.upload_file(
+            path_or_fileobj=str(path),
+            path_in_repo=f"profiles/{path.name}",
+            repo_id=repo_id,
+            repo_type="dataset",
+            commit_message=f"Add profiles written by {writer}",
+        )
     print(f"uploaded to https://huggingface.co/datasets/{repo_id}/blob/main/profiles/{path.name}")

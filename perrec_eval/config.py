@@ -1,9 +1,10 @@
 """One config dataclass per runner command; the command-line flags are derived from these fields.
 
-`EngineSpec` (which backend, which model, its options) is shared by `evaluate` and `profiles`. Every field
-carries its help text, and its default lives here and nowhere else (defaults that belong to an engine live
-in that engine's options class and are set with ``--engine-arg KEY=VALUE``). Each config is recorded
-verbatim in ``run.json``; ``--config FILE.yaml`` reads the same fields from a file.
+Settings shared by several commands are said once: `DataSpec` (benchmark, levels, groups), `PromptSpec`
+(retrieved history, profiles) and `EngineSpec` (backend, model, its options). Every field carries its help
+text, and its default lives here and nowhere else (defaults that belong to an engine live in that engine's
+options class and are set with ``--engine-arg KEY=VALUE``). Each config is recorded verbatim in
+``run.json``; ``--config FILE.yaml`` reads the same fields from a file.
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
-from perrec_eval.cliconfig import check_once, option
+from perrec_eval.cliconfig import check_choices, check_once, option
 from perrec_eval.errors import ConfigError
-from perrec_eval.presentation import PRESENTATIONS, Presentation
+from perrec_eval.presentation import Presentation
 from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
 from perrec_eval.rankers import PairwiseStrategy
 from perrec_eval.retrieval import DEFAULT_K
 from perrec_eval.secrets import check_env_name
-from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS, GenParams, Level, Method
+from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS, GenParams, Method
 
 # Answer budgets of the released code, per method, and of a profile (`--max-new-tokens` changes them).
 MAX_TOKENS: dict[str, int] = {"pointwise": 800, "pairwise": 512, "listwise": 800}
@@ -86,6 +87,58 @@ def default_label(model: str) -> str:
     return model
 
 
+@dataclass(frozen=True, kw_only=True)  # no slots: a config may combine it with EngineSpec's
+class DataSpec:
+    """The benchmark data: which folder, which levels and which groups of them."""
+
+    level_choices: ClassVar[tuple[str, ...]] = LEVELS
+
+    data: str = option("benchmark folder written by `perrecbench build` (or a Hub dataset id)")
+    levels: tuple[str, ...] = option(
+        "levels whose groups are used (sft data also takes full: the 5-user groups)", default=LEVELS
+    )
+    max_groups: int | None = option(
+        "use N groups of each level (and split): a seeded sample, as even across domains as the groups "
+        "allow, the same in every command (run.json lists them)",
+        default=None,
+    )
+    seed: int = option(
+        "seed of the --max-groups sample and of the command's other draws (sampling, few-shot picks, "
+        "bootstrap intervals, the listwise presentation, the sft mix)",
+        default=0,
+    )
+
+    def __post_init__(self) -> None:
+        check_choices(self)  # every Literal field of the config, its engine settings' included
+        if not self.levels or any(level not in self.level_choices for level in self.levels):
+            raise ConfigError(
+                f"--levels must be a non-empty subset of {','.join(self.level_choices)}, got {self.levels}"
+            )
+        check_once("--levels", tuple(self.levels))
+        if self.max_groups is not None and self.max_groups < 1:
+            raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptSpec(DataSpec):
+    """What the prompts show of each user: retrieved history and a profile."""
+
+    k: int = option("retrieved history items per user (BM25)", default=DEFAULT_K)
+    profiles: str | None = option(
+        "saved profiles JSONL (from `perrecbench profiles`; --splits train for sft data); default: evaluate "
+        "writes them with its engine, sft data needs them unless --no-profile",
+        default=None,
+    )
+    no_profile: bool = option("prompts without user profiles (paper Table 2)", default=False)
+
+    def __post_init__(self) -> None:
+        DataSpec.__post_init__(self)
+        if self.k < 1:
+            raise ConfigError(f"--k must be >= 1, got {self.k}")
+        if self.profiles and self.no_profile:
+            raise ConfigError("--profiles and --no-profile exclude each other: choose one")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineSpec:
     """Which backend answers the requests, for which model, with which options."""
@@ -118,7 +171,6 @@ class EngineSpec:
         "name of the environment variable that holds the API key (openai); the key itself is never recorded",
         default=None,
     )
-    progress: bool = option("show progress bars", default=True)
     max_new_tokens: tuple[str, ...] = option(
         "answer budget in tokens: one number, or NAME=N per method and for profiles, comma-separated "
         "(e.g. pointwise=16,pairwise=8,listwise=64,profile=256); a different budget is a different run",
@@ -187,13 +239,9 @@ class EngineSpec:
 
     def engine_options(self):
         """The engine's options dataclass, from --engine-arg and the --base-url/--api-key-env shortcuts."""
-        from perrec_eval.engines import options_class, parse_options
+        from perrec_eval.engines import parse_options
 
         shortcuts = {"base_url": ",".join(self.base_url) or None, "api_key_env": self.api_key_env}
-        if not self.progress and "progress" in {
-            f.name for f in dataclasses.fields(options_class(self.engine))
-        }:
-            shortcuts["progress"] = False
         return parse_options(self.engine, self.engine_args, **shortcuts)
 
     def load_engine(self):
@@ -222,24 +270,16 @@ class EngineSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EvalConfig(EngineSpec):
+class EvalConfig(EngineSpec, PromptSpec):
     """Everything that defines an evaluation run; recorded verbatim in run.json."""
 
-    data: str = option("benchmark folder written by `perrecbench build` (or a Hub dataset id)")
     out: str = option("run folder; running the same command again resumes from its cache")
-    levels: tuple[Level, ...] = option("levels to evaluate", default=LEVELS)
     methods: tuple[Method, ...] | None = option(
         "ranking methods (baselines predict ratings: pointwise only)",
         default=None,
         shown="pointwise,pairwise,listwise; baselines: pointwise",
     )
     split: str = option("dataset split to evaluate", default="test")
-    k: int = option("retrieved history items per user (BM25)", default=DEFAULT_K)
-    profiles: str | None = option(
-        "saved profiles JSONL (from `perrecbench profiles`); default: write them with this engine",
-        default=None,
-    )
-    no_profile: bool = option("prompts without user profiles (paper Table 2)", default=False)
     shots: int = option("few-shot demonstrations from the held-out (train) split", default=0)
     cot: bool = option("chain-of-thought prompts (paper Appendix E)", default=False)
     structured_outputs: bool = option(
@@ -272,12 +312,6 @@ class EvalConfig(EngineSpec):
     )
     temperature: float = option("sampling temperature (0 = greedy)", default=0.1)
     top_p: float = option("nucleus sampling top-p", default=1.0)
-    max_groups: int | None = option(
-        "evaluate N groups of each level: a seeded sample, as even across domains as the groups allow "
-        "(run.json lists them)",
-        default=None,
-    )
-    seed: int = option("seed for sampling, few-shot picks and bootstrap intervals", default=0)
     overwrite: bool = option(
         "replace a finished run of other settings in --out (the same command resumes without it)",
         default=False,
@@ -285,35 +319,17 @@ class EvalConfig(EngineSpec):
 
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
+        PromptSpec.__post_init__(self)
         self._resolve_methods()
         self._resolve_paper_choices()
-        bad_levels = [lv for lv in self.levels if lv not in LEVELS]
-        bad_methods = [m for m in self.methods if m not in METHODS]
-        if bad_levels or not self.levels:
-            raise ConfigError(f"levels must be a non-empty subset of {','.join(LEVELS)}, got {self.levels}")
-        if bad_methods or not self.methods:
+        if not self.methods or any(m not in METHODS for m in self.methods):
             raise ConfigError(
                 f"methods must be a non-empty subset of {','.join(METHODS)}, got {self.methods}"
             )
-        check_once("--levels", tuple(self.levels))
         check_once("--methods", tuple(self.methods))
         self._check_baseline_settings()
-        if self.pairwise_strategy not in ("allpairs", "heapsort"):
-            raise ConfigError(
-                f"--pairwise-strategy must be allpairs or heapsort, got {self.pairwise_strategy!r}"
-            )
-        if self.presentation not in PRESENTATIONS:
-            raise ConfigError(
-                f"--presentation must be {' or '.join(PRESENTATIONS)}, got {self.presentation!r}"
-            )
-        if self.sc_aggregate not in ("mean", "median", "mode"):
-            raise ConfigError(f"--sc-aggregate must be mean, median or mode, got {self.sc_aggregate!r}")
-        if self.profiles and self.no_profile:
-            raise ConfigError("--profiles and --no-profile exclude each other: choose one")
-        if self.k < 1 or self.samples < 1 or self.shots < 0:
-            raise ConfigError("--k and --samples must be >= 1 and --shots >= 0")
-        if self.max_groups is not None and self.max_groups < 1:
-            raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
+        if self.samples < 1 or self.shots < 0:
+            raise ConfigError("--samples must be >= 1 and --shots >= 0")
         if not self.temperature >= 0:  # checked here, not after an engine has loaded its model
             raise ConfigError(f"--temperature must be >= 0 (0 = greedy), got {self.temperature}")
         if not 0 < self.top_p <= 1:
@@ -407,18 +423,11 @@ class EvalConfig(EngineSpec):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ProfilesConfig(EngineSpec):
+class ProfilesConfig(EngineSpec, DataSpec):
     """Settings of `perrecbench profiles`: one LLM-written profile per (group, user)."""
 
-    data: str = option("benchmark folder written by `perrecbench build` (or a Hub dataset id)")
     out: str = option("profiles JSONL path; its requests are cached next to it, so a re-run resumes")
-    levels: tuple[Level, ...] = option("levels whose users get profiles", default=LEVELS)
     splits: tuple[str, ...] = option("splits (add train for few-shot)", default=("test",))
-    max_groups: int | None = option(
-        "profiles for N groups of each level and split (the seeded sample `evaluate --max-groups` takes)",
-        default=None,
-    )
-    seed: int = option("seed of the --max-groups sample", default=0)
     max_items: int = option("most recent history items a profile sees", default=DEFAULT_MAX_ITEMS)
     max_chars: int = option("character budget for those items", default=DEFAULT_MAX_CHARS)
     push_to_hub: str | None = option(
@@ -429,9 +438,9 @@ class ProfilesConfig(EngineSpec):
 
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
+        DataSpec.__post_init__(self)
         if self.engine == BASELINE_ENGINE:
             raise ConfigError("profiles are written by an LLM: choose --engine fake, hf, openai or vllm")
-        check_once("--levels", tuple(self.levels))
         check_once("--splits", tuple(self.splits))
         if self.max_items < 1 or self.max_chars < 1:
             raise ConfigError("--max-items and --max-chars must be >= 1")

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perrec_eval.errors import DataError
 from perrec_eval.records import Group, UserKey, UserView
@@ -198,13 +197,6 @@ def dataset_fingerprint(data: str | os.PathLike) -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
-def retrieve(groups: Sequence[Group], k: int, *, progress: bool = True) -> dict[UserKey, list[Retrieved]]:
-    """Top-k history of every user of every group (a user shared by several levels is retrieved once)."""
-    from perrec_eval import retrieval
-
-    return retrieval.retrieve_rows([group.to_json() for group in groups], k=k, progress=progress)
-
-
 @dataclass(frozen=True, slots=True)
 class GroupContext:
     """A group as the prompts see it: the query, each user's retrieved history and profile, and the order
@@ -218,10 +210,6 @@ class GroupContext:
     @property
     def group_id(self) -> str:
         return self.group.group_id
-
-    def query_input(self) -> dict[str, Any]:
-        """The query mapping `perrec_eval.prompts.render` reads."""
-        return {"title": self.group.query.title, "author": self.group.query.author}
 
 
 def user_views(
@@ -273,25 +261,6 @@ def contexts(
         )
         for group in groups
     ]
-
-
-def check_profiles(
-    users: Iterable[UserKey],
-    profiles: Mapping[UserKey, str],
-    source: str,
-    data: str,
-    splits: Sequence[str] = ("test",),
-) -> None:
-    """Every (group_id, user_id) of `users` has a profile in `profiles` (from `source`), or a DataError.
-
-    `splits` are those the users come from (``train`` too with few-shot demonstrations), named in the fix.
-    """
-    missing = sorted(key for key in users if key not in profiles)
-    if missing:
-        raise DataError(
-            f"{source} has no profile for {len(missing)} (group, user) pairs, e.g. {missing[0]}: "
-            f"write them with `perrecbench profiles --data {data} --splits {','.join(splits)} --out {source}`"
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,3 +18,10 @@ class ConfigError(PerrecbenchError):
 
 class DataError(PerrecbenchError):
     """A benchmark folder, run folder or profiles file is missing, incomplete or not what was expected."""
+
+
+class MissingExtraError(PerrecbenchError, ImportError):
+    """An optional dependency is not installed; the message names the pip command (`extras.require`).
+
+    Both an `ImportError` (for callers that catch those) and a `PerrecbenchError` (one line from the CLI).
+    """

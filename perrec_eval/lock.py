@@ -24,12 +24,11 @@ _held: set[Path] = set()  # lock files this process holds
 
 
 @contextmanager
-def folder_lock(folder: str | os.PathLike[str], lock_file: str = LOCK_FILE) -> Iterator[None]:
+def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the folder's lock for the block (the folder is created if missing).
 
     Args:
         folder: the output folder.
-        lock_file: the lock's file name inside `folder` (`file_lock` names one per output file).
 
     Raises:
         DataError: `folder` is a file, or another process holds the lock (the message names its pid).
@@ -37,7 +36,7 @@ def folder_lock(folder: str | os.PathLike[str], lock_file: str = LOCK_FILE) -> I
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise DataError(f"{folder} is a file: --out takes a folder; choose another --out")
-    with _locked(folder / lock_file, folder):
+    with _locked(folder / LOCK_FILE, folder):
         yield
 
 
@@ -59,12 +58,17 @@ def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
 
 @contextmanager
 def _locked(lock_path: Path, what: Path) -> Iterator[None]:
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = lock_path.resolve()
-    if lock_path in _held:  # taken again inside a block that holds it
+    try:  # the first write of every command: where an output that cannot be written shows
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = lock_path.resolve()
+        handle = None if lock_path in _held else open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115
+    except OSError as err:
+        reason = f"{err.strerror or err} ({err.filename})"
+        raise DataError(f"cannot write {what}: {reason}; choose another --out") from err
+    if handle is None:  # taken again inside a block that holds it
         yield
         return
-    with open(lock_path, "a+", encoding="utf-8") as handle:
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

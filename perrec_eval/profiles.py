@@ -112,8 +112,7 @@ def profile_requests(
         for user in group.users:
             key = (group.group_id, user.user_id)
             if key not in requests and (users is None or key in users):
-                items = [item.to_json() for item in budget.select(user.history)]
-                requests[key] = ChatRequest(tuple(prompts.render_profile(items)))
+                requests[key] = ChatRequest(tuple(prompts.render_profile(budget.select(user.history))))
     return requests
 
 
@@ -251,6 +250,25 @@ def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
                     "each line needs group_id, user_id, profile"
                 ) from err
     return profiles
+
+
+def check_profiles(users: Iterable[UserKey], profiles: Mapping[UserKey, str], source: str, fix: str) -> None:
+    """Fail unless every (group_id, user_id) of `users` has a profile in `profiles`, read from `source`.
+
+    The DataError counts the pairs without one, shows one, and ends with `fix` (how the calling command's
+    user writes them).
+
+    >>> check_profiles([("g1", "u1")], {("g1", "u1"): "Likes tea."}, "p.jsonl", "...")
+    >>> check_profiles([("g", "v"), ("g", "u")], {("g", "v"): "Likes tea."}, "p.jsonl", "write it")
+    Traceback (most recent call last):
+    ...
+    perrec_eval.errors.DataError: p.jsonl has no profile for 1 (group, user) pairs, e.g. ('g', 'u'): write it
+    """
+    missing = sorted(key for key in users if key not in profiles)
+    if missing:
+        raise DataError(
+            f"{source} has no profile for {len(missing)} (group, user) pairs, e.g. {missing[0]}: {fix}"
+        )
 
 
 # max_tokens is written only when it is not the default (files written before it keep matching).

@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from perrec_eval.records import HistoryItem, Query, UserView
 from perrec_eval.types import METHODS, Message
 
 VARIANTS: tuple[str, ...] = ("default", "no_profile", "cot", "cot_no_profile")
@@ -136,8 +137,8 @@ class Demonstration:
     indices (listwise). Demonstrations come from the held-out split, never from the test groups.
     """
 
-    query: Mapping[str, Any]
-    users: Sequence[Mapping[str, Any]]
+    query: Query
+    users: Sequence[UserView]
     answer: float | str | Sequence[int]
 
 
@@ -286,74 +287,42 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _text(value: Any, where: str, *, allow_empty: bool = True) -> str:
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        kind = "string" if allow_empty else "non-empty string"
-        raise ValueError(f"{where} must be a {kind}, got {value!r}")
-    return value
+def _author_line(templates: TemplateSet, item: Query | HistoryItem) -> str:
+    return _substitute(templates.common["author_line"], author=item.author) if item.author else ""
 
 
-def _author_line(templates: TemplateSet, record: Mapping[str, Any], where: str) -> str:
-    author = record.get("author")
-    if author is None or author == "":
-        return ""
-    return _substitute(templates.common["author_line"], author=_text(author, f"{where}['author']"))
-
-
-def _history_item(templates: TemplateSet, rating_tag: str, item: Any, where: str) -> str:
-    if not isinstance(item, Mapping):
-        raise ValueError(f"{where} must be a mapping with 'title', optional 'author', 'rating'; got {item!r}")
+def _history_item(templates: TemplateSet, rating_tag: str, item: HistoryItem) -> str:
     return _substitute(
         templates.common["history_item"],
-        title=_text(item.get("title"), f"{where}['title']"),
-        author_line=_author_line(templates, item, where),
+        title=item.title,
+        author_line=_author_line(templates, item),
         rating_tag=rating_tag,
-        rating=str(_number(item.get("rating"), f"{where}['rating']")),
+        rating=str(float(item.rating)),
     )
 
 
-def _query_block(templates: TemplateSet, query: Any, where: str) -> str:
-    if not isinstance(query, Mapping):
-        raise ValueError(f"{where} must be a mapping with 'title' and optional 'author', got {query!r}")
-    return _substitute(
-        templates.common["query"],
-        title=_text(query.get("title"), f"{where}['title']"),
-        author_line=_author_line(templates, query, where),
-    )
-
-
-def _profile_part(templates: TemplateSet, user: Mapping[str, Any], variant: str, where: str) -> str:
-    if user.get("profile") is None:
+def _profile_part(templates: TemplateSet, user: UserView, variant: str, where: str) -> str:
+    if not (user.profile or "").strip():
         raise ValueError(
-            f"variant {variant!r} shows user profiles but {where} has no 'profile': load profiles "
+            f"variant {variant!r} shows user profiles but {where} has no profile: load profiles "
             "(`perrecbench profiles`, then --profiles PATH) or use a variant without profiles ('no_profile')"
         )
-    most_common = _number(user.get("most_common_rating"), f"{where}['most_common_rating']")
-    average = _number(user.get("avg_rating"), f"{where}['avg_rating']")
     return _substitute(
         templates.common["profile_part"],
-        profile=_text(user["profile"], f"{where}['profile']", allow_empty=False),
-        most_common_rating=f"{most_common:.1f}",
-        avg_rating=f"{average:.1f}",
+        profile=user.profile,
+        most_common_rating=f"{user.most_common_rating:.1f}",
+        avg_rating=f"{user.avg_rating:.1f}",
     )
 
 
-def _user_block(templates: TemplateSet, method: str, variant: str, user: Any, index: int, where: str) -> str:
-    if not isinstance(user, Mapping):
-        raise ValueError(f"{where} must be a mapping with 'history' (and profile fields), got {user!r}")
+def _user_block(
+    templates: TemplateSet, method: str, variant: str, user: UserView, index: int, where: str
+) -> str:
     method_templates = templates.methods[method]
-    history = user.get("history")
-    if isinstance(history, str | bytes) or not isinstance(history, Sequence):
-        raise ValueError(
-            f"{where}['history'] must be a list of retrieved items (best first), got {history!r}"
-        )
     rating_tag = _substitute(method_templates.rating_tag, index=str(index))
     entries = "".join(
-        _substitute(
-            method_templates.history_entry,
-            item=_history_item(templates, rating_tag, item, f"{where}['history'][{j}]"),
-        )
-        for j, item in enumerate(history)
+        _substitute(method_templates.history_entry, item=_history_item(templates, rating_tag, item))
+        for item in user.history
     )
     use_profile = method_templates.variants[variant].profile
     return _substitute(
@@ -364,24 +333,19 @@ def _user_block(templates: TemplateSet, method: str, variant: str, user: Any, in
     )
 
 
-def _check_user_count(method: str, users: Any, where: str) -> None:
-    if isinstance(users, str | bytes | Mapping) or not isinstance(users, Sequence):
-        raise ValueError(f"{where}users must be a list of user mappings, got {type(users).__name__}")
-    count = len(users)
-    fits = {"pointwise": count == 1, "pairwise": count == 2, "listwise": count >= 2}[method]
-    if not fits:
-        raise ValueError(f"{where}{method} needs {USERS_PER_PROMPT[method]} users per prompt, got {count}")
-
-
 def _user_message(
-    templates: TemplateSet, method: str, variant: str, query: Any, users: Any, where: str
+    templates: TemplateSet, method: str, variant: str, query: Query, users: Sequence[UserView], where: str
 ) -> str:
-    _check_user_count(method, users, where)
+    count = len(users)
+    if not {"pointwise": count == 1, "pairwise": count == 2, "listwise": count >= 2}[method]:
+        raise ValueError(f"{where}{method} needs {USERS_PER_PROMPT[method]} users per prompt, got {count}")
     blocks = [
         _user_block(templates, method, variant, user, i, f"{where}users[{i - 1}]")
         for i, user in enumerate(users, start=1)
     ]
-    query_block = _query_block(templates, query, f"{where}query")
+    query_block = _substitute(
+        templates.common["query"], title=query.title, author_line=_author_line(templates, query)
+    )
     template = templates.methods[method].variants[variant].user
     if method == "pointwise":
         return _substitute(template, user_data=blocks[0], query=query_block)
@@ -442,8 +406,8 @@ def _checked_method_variant(templates: TemplateSet, method: str, variant: str) -
 
 def render(
     method: str,
-    query: Mapping[str, Any],
-    users: Sequence[Mapping[str, Any]],
+    query: Query,
+    users: Sequence[UserView],
     *,
     variant: str = "default",
     demonstrations: Sequence[Demonstration] = (),
@@ -452,18 +416,18 @@ def render(
 
     Args:
         method: pointwise (1 user), pairwise (2 users: A then B) or listwise (2+ users, User1..UserN).
-        query: `title` and optional `author` of the query item.
-        users: each with `history` (retrieved items with `title`, optional `author`, `rating`; best first)
-            and, for variants with profiles, `profile`, `most_common_rating` and `avg_rating`. Other keys
-            (such as the true rating) are never read.
+        query: the query item (its title and author are shown).
+        users: what the prompt shows of each user: retrieved history (best first) and, for variants with
+            profiles, the profile and rating summary.
         variant: default | no_profile | cot | cot_no_profile.
         demonstrations: few-shot examples placed before the request as user/assistant turns.
 
     Returns:
         `[system, (user, assistant) per demonstration, user]` messages as `{"role", "content"}` dicts.
 
-    >>> messages = render("pointwise", {"title": "Mug"}, [{"history": [{"title": "Cup", "rating": 4}]}],
-    ...                   variant="no_profile")
+    >>> from perrec_eval.records import HistoryItem, Query, UserView
+    >>> user = UserView((HistoryItem(None, "Cup", None, 4.0, 0),), most_common_rating=4.0, avg_rating=4.0)
+    >>> messages = render("pointwise", Query(None, "Mug"), [user], variant="no_profile")
     >>> print(messages[1]["content"])
     [User History]
     <|The Start of User Data|>
@@ -502,16 +466,17 @@ def render(
     return messages
 
 
-def render_profile(history: Sequence[Mapping[str, Any]]) -> list[Message]:
+def render_profile(history: Sequence[HistoryItem]) -> list[Message]:
     """The profile-generation request of PROTOCOL §3 for one user's (already budgeted) history.
 
     Args:
-        history: the items to describe, chronological, each with `title`, optional `author`, `rating`.
+        history: the items to describe, chronological.
 
     Returns:
         `[user]` (no system message: the released one is unknown; see the module docstring).
 
-    >>> messages = render_profile([{"title": "Dune", "author": "Frank Herbert", "rating": 5.0}])
+    >>> from perrec_eval.records import HistoryItem
+    >>> messages = render_profile([HistoryItem(None, "Dune", "Frank Herbert", 5.0, 0)])
     >>> print(messages[0]["content"].split("### Task")[0])
     ### User Behavior history
     ### Item Title
@@ -523,14 +488,12 @@ def render_profile(history: Sequence[Mapping[str, Any]]) -> list[Message]:
     <BLANKLINE>
     <BLANKLINE>
     """
-    if isinstance(history, str | bytes) or not isinstance(history, Sequence) or not history:
-        raise ValueError(
-            "render_profile needs a non-empty list of history items (title, optional author, rating)"
-        )
+    if not history:
+        raise ValueError("render_profile needs a non-empty list of history items")
     templates = _package_templates()
     profile = templates.profile
     behaviors = profile.behavior_separator.join(
-        _history_item(templates, profile.rating_tag, item, f"history[{j}]") for j, item in enumerate(history)
+        _history_item(templates, profile.rating_tag, item) for item in history
     )
     messages: list[Message] = []
     if profile.system is not None:

@@ -25,7 +25,8 @@ import os
 import re
 import socket
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +36,7 @@ import yaml
 
 from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.results import RunInfo, Scores, read_run_info
 
 RepoType = Literal["model", "dataset", "space"]
 Content = bytes | Path
@@ -172,6 +174,20 @@ def check_publishable(upload: Upload) -> None:
             )
 
 
+@contextmanager
+def hub_errors(repo: str) -> Iterator[None]:
+    """The Hub refusing an upload (no token, no write access, offline) becomes one line naming the fix."""
+    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError, OfflineModeIsEnabled
+
+    try:
+        yield
+    except (HfHubHTTPError, LocalTokenNotFoundError, OfflineModeIsEnabled) as err:
+        raise ConfigError(
+            f"cannot upload to {repo} ({' '.join(str(err).split())[:300]}): log in with `hf auth login` "
+            "(a token that may write there), check the repository name, or unset HF_HUB_OFFLINE"
+        ) from err
+
+
 def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: bool = False) -> str | None:
     """Check `upload` and send it as one commit (creating the repository if needed), or as a pull request
     to an existing repository (`create_pr`: one you cannot write to, such as the base model's).
@@ -183,40 +199,41 @@ def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: boo
     check_publishable(upload)
     if dry_run:
         return None
-    from huggingface_hub import CommitOperationAdd, HfApi
+    with hub_errors(upload.repo):
+        from huggingface_hub import CommitOperationAdd, HfApi
 
-    api = HfApi()
-    if not create_pr:
-        api.create_repo(
-            upload.repo,
-            repo_type=upload.repo_type,
-            private=private,
-            exist_ok=True,
-            **({"space_sdk": upload.space_sdk} if upload.space_sdk else {}),
-        )
-    operations: list[Any] = [
-        CommitOperationAdd(
-            path_in_repo=name, path_or_fileobj=content if isinstance(content, bytes) else str(content)
-        )
-        for name, content in sorted(upload.files.items())
-    ]
-    if upload.delete_patterns:
-        from huggingface_hub import CommitOperationDelete
-
-        existing = api.list_repo_files(upload.repo, repo_type=upload.repo_type)
-        stale = [
-            name
-            for name in existing
-            if name not in upload.files and any(Path(name).match(p) for p in upload.delete_patterns)
+        api = HfApi()
+        if not create_pr:
+            api.create_repo(
+                upload.repo,
+                repo_type=upload.repo_type,
+                private=private,
+                exist_ok=True,
+                **({"space_sdk": upload.space_sdk} if upload.space_sdk else {}),
+            )
+        operations: list[Any] = [
+            CommitOperationAdd(
+                path_in_repo=name, path_or_fileobj=content if isinstance(content, bytes) else str(content)
+            )
+            for name, content in sorted(upload.files.items())
         ]
-        operations += [CommitOperationDelete(path_in_repo=name) for name in stale]
-    commit = api.create_commit(
-        upload.repo,
-        operations=operations,
-        commit_message=upload.commit_message,
-        repo_type=upload.repo_type,
-        **({"create_pr": True} if create_pr else {}),
-    )
+        if upload.delete_patterns:
+            from huggingface_hub import CommitOperationDelete
+
+            existing = api.list_repo_files(upload.repo, repo_type=upload.repo_type)
+            stale = [
+                name
+                for name in existing
+                if name not in upload.files and any(Path(name).match(p) for p in upload.delete_patterns)
+            ]
+            operations += [CommitOperationDelete(path_in_repo=name) for name in stale]
+        commit = api.create_commit(
+            upload.repo,
+            operations=operations,
+            commit_message=upload.commit_message,
+            repo_type=upload.repo_type,
+            **({"create_pr": True} if create_pr else {}),
+        )
     return getattr(commit, "pr_url", None) or getattr(commit, "commit_url", None) or upload.url
 
 
@@ -353,7 +370,7 @@ def leaderboard_upload(
 # ------------------------------------------------------------------------------------------- the benchmark
 
 
-def eval_yaml(configs: list[str], *, split: str = "test") -> str:
+def eval_yaml(configs: list[str]) -> str:
     """The benchmark's ``eval.yaml``: one task per (level, method), each a config and split of the repo.
 
     >>> print(eval_yaml(["easy"]).split("tasks:")[1].strip().splitlines()[0])
@@ -371,7 +388,7 @@ def eval_yaml(configs: list[str], *, split: str = "test") -> str:
         ),
         "evaluation_framework": "perrecbench",
         "tasks": [
-            {"id": f"{config}_{method}", "config": config, "split": split}
+            {"id": f"{config}_{method}", "config": config, "split": "test"}
             for config in configs
             for method in METHODS
         ],
@@ -416,7 +433,7 @@ def _same_path(a: str | None, b: str | None) -> bool:
 
 def check_run_of_model(
     run_dir: Path,
-    info: Mapping[str, Any],
+    info: RunInfo,
     *,
     model_ids: tuple[str, ...],
     adapter: Path | None,
@@ -434,21 +451,20 @@ def check_run_of_model(
     """
     from perrec_eval.rundir import adapter_fingerprint
 
-    engine = info.get("engine") or {}
-    config = info.get("config") or {}
+    engine, config = info.engine, info.config
     if engine.get("name") == "baseline":
         raise DataError(f"{run_dir} is the no-LLM baseline {engine.get('model')!r}, not a run of a model")
     if engine.get("name") == "fake":
         raise DataError(f"{run_dir} is a run of the scripted fake engine, not of a model")
-    if not info.get("complete", False):
+    if not info.complete:  # None: a run from before completeness was recorded
         raise DataError(f"{run_dir} is incomplete (engine errors): finish it (run the same evaluate again)")
-    if not info.get("dataset_fingerprint"):
+    if not info.dataset_fingerprint:
         raise DataError(f"{run_dir} recorded no dataset fingerprint: re-run it with this perrecbench")
     data = config.get("data")
     if data and Path(data).is_dir():
         from perrec_eval.context import dataset_fingerprint
 
-        if dataset_fingerprint(data) != info["dataset_fingerprint"]:
+        if dataset_fingerprint(data) != info.dataset_fingerprint:
             raise DataError(f"{run_dir}: the benchmark at {data} changed since the run; evaluate again")
     model = config.get("model") or engine.get("model")
     if not any(_same_path(model, candidate) for candidate in model_ids):
@@ -462,21 +478,23 @@ def check_run_of_model(
         raise DataError(f"{run_dir} is a run without adapter {adapter.name!r}: pass the adapter's own run")
     _, _, path = specs[0].rpartition("=")
     # The adapter's weights as the run recorded them; runs from before that record compare the path.
-    digest = next(iter((info.get("adapter_sha256") or {}).values()), None)
+    digest = next(iter((info.adapter_sha256 or {}).values()), None)
     same = digest == adapter_fingerprint(adapter) if digest else _same_path(path, str(adapter))
     if not same:
         raise DataError(f"{run_dir} is a run of adapter {specs[0]!r}, not of {adapter.name!r} ({adapter})")
 
 
-def run_setup(info: Mapping[str, Any]) -> tuple[str, str]:
+def run_setup(info: RunInfo) -> tuple[str, str]:
     """(file slug, words) of what distinguishes a run's setup: prompt variant, shots, CoT, metric variant.
 
-    >>> run_setup({"config": {"shots": 2}, "prompt_variant": "no_profile", "metric": {"variant": "tau_b"}})
+    >>> from perrec_eval.results import Metric
+    >>> run_setup(RunInfo(config={"shots": 2}, prompt_variant="no_profile", metric=Metric("tau_b", "zero"),
+    ...                   engine={}))
     ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
     """
-    config = info.get("config") or {}
+    config = info.config
     slug, words = [], []
-    variant = info.get("prompt_variant", "default")
+    variant = info.prompt_variant or "default"
     if variant != "default":
         slug.append(variant)
         words.append(f"prompt variant {variant}")
@@ -486,7 +504,7 @@ def run_setup(info: Mapping[str, Any]) -> tuple[str, str]:
     if config.get("cot"):
         slug.append("cot")
         words.append("chain of thought")
-    metric = (info.get("metric") or {}).get("variant", "tau_b")
+    metric = info.metric.variant
     if metric != "tau_b":
         slug.append(metric)
         words.append(f"metric variant {metric}")
@@ -494,29 +512,29 @@ def run_setup(info: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def eval_result_entries(
-    run_dir: Path, info: Mapping[str, Any], scores: Mapping[str, Any], *, dataset: str, revision: str
+    run_dir: Path, info: RunInfo, scores: Scores, *, dataset: str, revision: str
 ) -> list[Any]:
     """One `huggingface_hub.EvalResultEntry` per scored (level, method) cell of a run."""
     from huggingface_hub import EvalResultEntry
 
     _, words = run_setup(info)
     date = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    version = (info.get("versions") or {}).get("perrecbench")
+    version = (info.versions or {}).get("perrecbench")
     entries = []
-    for cell in scores["cells"]:
-        if cell.get("ptc") is None:
+    for cell in scores.cells:
+        if cell.ptc is None:
             continue
         notes = (
-            f"PTC {cell['ptc']:.4f}, 95% CI [{cell['ptc_ci_low']:.4f}, {cell['ptc_ci_high']:.4f}] over "
-            f"{cell['num_groups']} groups ({cell['num_invalid']} invalid, parse failures "
-            f"{cell['parse_failure_rate']:.1%}); {words}; k {(info.get('config') or {}).get('k')}; dataset "
-            f"fingerprint sha256:{info['dataset_fingerprint'][:16]}; perrecbench {version}"
+            f"PTC {cell.ptc:.4f}, 95% CI [{cell.ptc_ci_low:.4f}, {cell.ptc_ci_high:.4f}] over "
+            f"{cell.num_groups} groups ({cell.num_invalid} invalid, parse failures "
+            f"{cell.parse_failure_rate:.1%}); {words}; k {info.config.get('k')}; dataset "
+            f"fingerprint sha256:{info.dataset_fingerprint[:16]}; perrecbench {version}"
         )
         entries.append(
             EvalResultEntry(
                 dataset_id=dataset,
-                task_id=task_id(cell["level"], cell["method"]),
-                value=round(float(cell["ptc"]), 4),
+                task_id=task_id(cell.level, cell.method),
+                value=round(float(cell.ptc), 4),
                 dataset_revision=revision,
                 date=date,
                 notes=notes,
@@ -533,17 +551,17 @@ def results_files(
     """``.eval_results/<file>.yaml`` of one checked run folder (see `check_run_of_model`)."""
     from huggingface_hub import eval_result_entries_to_yaml
 
-    from perrec_eval.rundir import load_run, one_run_folder
+    from perrec_eval.rundir import load_scores, one_run_folder
 
     run_dir = one_run_folder(run)
-    info = fileio.read_json(run_dir / "run.json")
+    info = read_run_info(run_dir)
     check_run_of_model(run_dir, info, model_ids=model_ids, adapter=adapter)
-    data = (info.get("config") or {}).get("data")
+    data = info.config.get("data")
     if data and not Path(data).exists() and data != dataset:
         raise DataError(
             f"{run_dir} evaluated the Hub dataset {data!r}, not {dataset!r}: name it in --dataset"
         )
-    _, scores = load_run(run_dir)
+    scores = load_scores(run_dir)
     entries = eval_result_entries(run_dir, info, scores, dataset=dataset, revision=revision)
     slug, _ = run_setup(info)
     name = f"{EVAL_RESULTS_FOLDER}/perrecbench{'_' + slug if slug else ''}.yaml"

@@ -23,6 +23,17 @@ FLOW = """publishing, in order (add --dry-run to any of them to see what it woul
   perrecbench push results RUN_DIR --repo ORG/MODEL --dataset ORG/perrecbench --dataset-revision REV
   perrecbench push leaderboard REPORT_DIR --repo ORG/perrecbench-leaderboard    a static Space"""
 
+# What each `push` subcommand sends (its one line in `perrecbench push --help`).
+_HELP = {
+    "metric": "the PTC evaluate module as a Space (module, card, Gradio app, requirements.txt)",
+    "leaderboard": "a report folder (index.html, tables, plots) as a static Space",
+    "results": (
+        "a run's PTC cells into its model's repository (.eval_results/, pinned to the dataset revision)"
+    ),
+    "benchmark": "a build folder as the benchmark's dataset repository, with its eval.yaml",
+    "adapter": "an adapter (or merged model) with its model card: the same as `perrecbench sft push`",
+}
+
 
 def _dry_run() -> bool:
     return option("list every file and the repository it would go to; send nothing", default=False)
@@ -111,41 +122,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="push_command", required=True, metavar="WHAT")
-    cliconfig.add_command(
-        commands,
-        "metric",
-        PushMetricConfig,
-        run_metric,
-        help="the PTC evaluate module as a Space (module, card, Gradio app, requirements.txt)",
-    )
-    cliconfig.add_command(
-        commands,
-        "leaderboard",
-        PushLeaderboardConfig,
-        run_leaderboard,
-        help="a report folder (index.html, tables, plots) as a static Space",
-    )
-    cliconfig.add_command(
-        commands,
-        "results",
-        PushResultsConfig,
-        run_results,
-        help="a run's PTC cells into its model's repository (.eval_results/, pinned to the dataset revision)",
-    )
-    cliconfig.add_command(
-        commands,
-        "benchmark",
-        PushBenchmarkConfig,
-        run_benchmark,
-        help="a build folder as the benchmark's dataset repository, with its eval.yaml",
-    )
-    cliconfig.add_command(
-        commands,
-        "adapter",
-        PushConfig,
-        run_adapter,
-        help="an adapter (or merged model) with its model card: the same as `perrecbench sft push`",
-    )
+    for name, config, handler in (
+        ("metric", PushMetricConfig, run_metric),
+        ("leaderboard", PushLeaderboardConfig, run_leaderboard),
+        ("results", PushResultsConfig, run_results),
+        ("benchmark", PushBenchmarkConfig, run_benchmark),
+        ("adapter", PushConfig, run_adapter),
+    ):
+        cliconfig.add_command(commands, name, config, handler, help=_HELP[name])
 
 
 def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr: bool = False) -> int:

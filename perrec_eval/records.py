@@ -1,4 +1,4 @@
-"""Typed records that flow between the runner's stages, built once and serialised by one pair of methods.
+"""Typed records that flow between the runner's stages, built once from the dataset and passed on typed.
 
 - `Group` (with `Query`, `User`, `HistoryItem`) is a benchmark row. `Group.from_row` is the one boundary
   between the dataset and the runner, and it applies the **untitled-item rule** there: a history item whose
@@ -10,8 +10,8 @@
   `PredictionRecord` is one group's ranking input to the metric with the truth (a line of
   ``predictions.jsonl``).
 
-Every record has `to_json()` (plain JSON types) and `from_json()`; the JSON shape of a group is the dataset
-row's shape (`dataset_builder.schema.FEATURES`).
+A group is read from the dataset row's shape (`dataset_builder.schema.FEATURES`); the two line records are
+written with `to_json()` and read back with `from_json()`.
 """
 
 from __future__ import annotations
@@ -45,14 +45,6 @@ class HistoryItem:
             timestamp=int(data["timestamp"]),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "parent_asin": self.parent_asin,
-            "title": self.title,
-            "author": self.author,
-            "rating": self.rating,
-            "timestamp": self.timestamp,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +69,6 @@ class Query:
             rating_number=data.get("rating_number"),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "parent_asin": self.parent_asin,
-            "title": self.title,
-            "author": self.author,
-            "main_category": self.main_category,
-            "average_rating": self.average_rating,
-            "rating_number": self.rating_number,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,17 +100,6 @@ class User:
             untitled=len(items) - len(history) + int(data.get("untitled", 0)),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "user_id": self.user_id,
-            "rating": self.rating,
-            "timestamp": self.timestamp,
-            "avg_rating": self.avg_rating,
-            "most_common_rating": self.most_common_rating,
-            "relative_rating": self.relative_rating,
-            "history": [item.to_json() for item in self.history],
-            "untitled": self.untitled,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +115,6 @@ class Group:
     >>> group = Group.from_row(row)
     >>> [item.title for item in group.users[0].history], group.users[0].untitled
     (['Emma'], 1)
-    >>> Group.from_json(group.to_json()) == group
-    True
     """
 
     group_id: str
@@ -166,17 +136,6 @@ class Group:
             users=tuple(User.from_json(user) for user in row["users"]),
         )
 
-    from_json = from_row
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group_id": self.group_id,
-            "domain": self.domain,
-            "level": self.level,
-            "query": self.query.to_json(),
-            "window_start": self.window_start,
-            "users": [user.to_json() for user in self.users],
-        }
 
     @property
     def relative_ratings(self) -> list[float]:
@@ -200,17 +159,6 @@ class UserView:
     avg_rating: float
     profile: str | None = None
     profile_error: str | None = None  # why the profile this view needs could not be written
-
-    def prompt_input(self) -> dict[str, Any]:
-        """The mapping `perrec_eval.prompts.render` reads for this user."""
-        data: dict[str, Any] = {
-            "history": [item.to_json() for item in self.history],
-            "most_common_rating": self.most_common_rating,
-            "avg_rating": self.avg_rating,
-        }
-        if self.profile is not None:
-            data["profile"] = self.profile
-        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,8 +246,3 @@ def clusters_of(records: Sequence[PredictionRecord]) -> list[str] | None:
     if all(record.cluster is None for record in records):
         return None
     return [record.group_id if record.cluster is None else record.cluster for record in records]
-
-
-def groups_from_rows(rows: Sequence[Mapping[str, Any]]) -> list[Group]:
-    """`Group.from_row` for every row."""
-    return [Group.from_row(row) for row in rows]

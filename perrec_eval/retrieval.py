@@ -36,12 +36,14 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
+
+from perrec_eval import progress
+from perrec_eval.records import Group, HistoryItem, Query, UserKey
 
 BM25_METHOD = "lucene"
 BM25_K1 = 1.5
@@ -93,25 +95,14 @@ def tokenize(text: str | None) -> list[str]:
     return _TOKEN.findall(text.lower()) if text else []
 
 
-def item_text(item: Mapping[str, Any]) -> str:
+def item_text(item: Query | HistoryItem) -> str:
     """The text BM25 sees for a query or history item: title, then author when known.
 
-    Args:
-        item: a mapping with ``title`` and optional ``author`` (None or missing = unknown).
-
-    Returns:
-        ``title`` or ``title + " " + author``.
-
-    >>> item_text({"title": "Dune", "author": "Frank Herbert"})
-    'Dune Frank Herbert'
-    >>> item_text({"title": "Dune", "author": None})
-    'Dune'
+    >>> item_text(Query(None, "Dune", "Frank Herbert")), item_text(Query(None, "Dune"))
+    ('Dune Frank Herbert', 'Dune')
     """
-    if "title" not in item:
-        raise ValueError(f"an item needs a 'title' for retrieval; got keys {sorted(item)}")
-    title = item["title"] or ""
-    author = item.get("author")
-    return f"{title} {author}" if author else title
+    title = item.title or ""  # a query item without a title is matched by its author alone
+    return f"{title} {item.author}" if item.author else title
 
 
 def _bm25s() -> Any:
@@ -147,27 +138,19 @@ def _top_k(scores: np.ndarray, timestamps: Sequence[int], k: int) -> list[Retrie
     return [Retrieved(index=int(i), score=float(scores[i])) for i in order]
 
 
-def _timestamps(history: Sequence[Mapping[str, Any]]) -> list[int]:
-    stamps = [item.get("timestamp") for item in history]
-    if any(stamp is None for stamp in stamps):
-        raise ValueError("every history item needs an integer 'timestamp' (it breaks score ties)")
-    return stamps
-
-
 def _check_k(k: int) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise ValueError(f"k must be a non-negative integer (the number of history items to keep), got {k!r}")
 
 
 def retrieve(
-    query: Mapping[str, Any], histories: Sequence[Sequence[Mapping[str, Any]]], k: int = DEFAULT_K
+    query: Query, histories: Sequence[Sequence[HistoryItem]], k: int = DEFAULT_K
 ) -> list[list[Retrieved]]:
     """Retrieve each user's top-k history items for one query item, best first.
 
     Args:
-        query: the query item, a mapping with ``title`` and optional ``author``.
-        histories: one history per user; each item a mapping with ``title``, optional ``author`` and an
-            integer ``timestamp``.
+        query: the query item.
+        histories: one history per user.
         k: how many items to keep per user (fewer if the history is shorter).
 
     Returns:
@@ -175,14 +158,14 @@ def retrieve(
         recency (see the module docstring).
 
     >>> history = [
-    ...     {"title": "Dune", "author": "Frank Herbert", "timestamp": 1},
-    ...     {"title": "Cooking Basics", "author": None, "timestamp": 2},
-    ...     {"title": "Dune Messiah", "author": "Frank Herbert", "timestamp": 3},
+    ...     HistoryItem(None, "Dune", "Frank Herbert", 5.0, 1),
+    ...     HistoryItem(None, "Cooking Basics", None, 3.0, 2),
+    ...     HistoryItem(None, "Dune Messiah", "Frank Herbert", 4.0, 3),
     ... ]
-    >>> query = {"title": "Children of Dune", "author": "Frank Herbert"}
+    >>> query = Query(None, "Children of Dune", "Frank Herbert")
     >>> [r.index for r in retrieve(query, [history], k=2)[0]]
     [0, 2]
-    >>> [r.index for r in retrieve({"title": "Gardening"}, [history], k=2)[0]]
+    >>> [r.index for r in retrieve(Query(None, "Gardening"), [history], k=2)[0]]
     [2, 1]
     """
     _check_k(k)
@@ -193,42 +176,32 @@ def retrieve(
             results.append([])
             continue
         docs = [tokenize(item_text(item)) for item in history]
-        results.append(_top_k(_bm25_scores(query_tokens, docs), _timestamps(history), k))
+        results.append(_top_k(_bm25_scores(query_tokens, docs), [item.timestamp for item in history], k))
     return results
 
 
-def _signature(query: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -> tuple:
-    return item_text(query), tuple((item.get("parent_asin"), item.get("timestamp")) for item in history)
+def retrieve_groups(groups: Iterable[Group], k: int = DEFAULT_K) -> dict[UserKey, list[Retrieved]]:
+    """Retrieve the top-k history of every user of every group.
 
-
-def retrieve_rows(
-    rows: Iterable[Mapping[str, Any]], k: int = DEFAULT_K, *, progress: bool = True
-) -> dict[tuple[str, str], list[Retrieved]]:
-    """Retrieve the top-k history of every user of every benchmark row.
-
-    A (group_id, user_id) pair seen twice with the same query and history is retrieved once (levels may
-    share groups); seen twice with different data it is an error.
-
-    Args:
-        rows: benchmark rows (``dataset_builder.schema.FEATURES``): ``group_id``, ``query``, ``users`` with
-            ``user_id`` and ``history``.
-        k: how many items to keep per user.
-        progress: show a tqdm bar counting users.
+    A (group_id, user_id) pair seen twice with the same query and history is retrieved once (levels share
+    groups); seen twice with different data it is an error.
 
     Returns:
         ``{(group_id, user_id): [Retrieved, ...]}``, best first.
     """
     _check_k(k)
-    rows = list(rows)
-    results: dict[tuple[str, str], list[Retrieved]] = {}
-    seen: dict[tuple[str, str], tuple] = {}
-    total = sum(len(row["users"]) for row in rows)
-    with tqdm(total=total, desc="retrieval", unit="user", disable=not progress) as bar:
-        for row in rows:
+    groups = list(groups)
+    results: dict[UserKey, list[Retrieved]] = {}
+    seen: dict[UserKey, tuple] = {}
+    with progress.bar(total=sum(len(g.users) for g in groups), desc="retrieval", unit="user") as bar:
+        for group in groups:
             todo = []
-            for user in row["users"]:
-                key = (row["group_id"], user["user_id"])
-                signature = _signature(row["query"], user["history"])
+            for user in group.users:
+                key = (group.group_id, user.user_id)
+                signature = (
+                    item_text(group.query),
+                    tuple((item.parent_asin, item.timestamp) for item in user.history),
+                )
                 if key in seen:
                     if seen[key] != signature:
                         raise ValueError(
@@ -237,8 +210,8 @@ def retrieve_rows(
                         )
                     continue
                 seen[key] = signature
-                todo.append((key, user["history"]))
-            retrieved = retrieve(row["query"], [history for _, history in todo], k)
+                todo.append((key, user.history))
+            retrieved = retrieve(group.query, [history for _, history in todo], k)
             results.update(zip((key for key, _ in todo), retrieved, strict=True))
-            bar.update(len(row["users"]))
+            bar.update(len(group.users))
     return results

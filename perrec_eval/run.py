@@ -17,9 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from perrec_eval import context, parsing, presentation, prompts
+from perrec_eval import context, parsing, presentation, progress, prompts
 from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.context import GroupContext
@@ -28,6 +26,7 @@ from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstration, make_ranker
 from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
+from perrec_eval.results import Metric, RunInfo, Scores
 from perrec_eval.rundir import adapter_fingerprint, claim, run_cost, versions, write_run
 from perrec_eval.scoring import prediction_records, score_cells
 from perrec_eval.secrets import redact
@@ -65,8 +64,8 @@ def render_slot(
     demonstrations: Sequence[prompts.Demonstration] = (),
 ) -> list[dict[str, str]]:
     """The chat messages of one ranker slot: the users it names, in its order."""
-    users = [ctx.views[i].prompt_input() for i in slot.users]
-    return prompts.render(method, ctx.query_input(), users, variant=variant, demonstrations=demonstrations)
+    users = [ctx.views[i] for i in slot.users]
+    return prompts.render(method, ctx.group.query, users, variant=variant, demonstrations=demonstrations)
 
 
 def _blocked(ctx: GroupContext, slot: Slot, demos: Demonstrations) -> str | None:
@@ -97,7 +96,6 @@ def run_method(
     demonstrations: Demonstrations = NO_DEMONSTRATIONS,
     pairwise_strategy: PairwiseStrategy = "allpairs",
     aggregate: str = "mean",
-    progress: bool = True,
 ) -> tuple[dict[str, Prediction], list[SampleRecord]]:
     """Rank every group with one method; all pending requests of a step go to the engine in one call.
 
@@ -121,7 +119,7 @@ def run_method(
     samples: list[SampleRecord] = []
     level = groups[0].level if groups else ""
     step = 0
-    with tqdm(desc=f"{level} {method}", unit="req", disable=not (groups and progress)) as bar:
+    with progress.bar(desc=f"{level} {method}", unit="req", disable=not groups) as bar:
         while True:
             batch = [
                 (gid, slot) for gid, ranker in rankers.items() if not ranker.done for slot in ranker.pending()
@@ -239,8 +237,8 @@ def demonstrations(config: EvalConfig, method: Method, picked: Sequence[GroupCon
             return Demonstrations(
                 config.shots, (), f"profile request failed for a demonstration: {failed[0]}"
             )
-        users = [ctx.views[i].prompt_input() for i in slot.users]
-        pool.append((ctx.group_id, prompts.Demonstration(ctx.query_input(), users, answer)))
+        users = [ctx.views[i] for i in slot.users]
+        pool.append((ctx.group_id, prompts.Demonstration(ctx.group.query, users, answer)))
     return Demonstrations(config.shots, tuple(pool))
 
 
@@ -258,6 +256,7 @@ def _profiles(
 ) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
     """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance."""
     from perrec_eval.profiles import (
+        check_profiles,
         file_sha256,
         flag_counts,
         generate_profiles,
@@ -273,7 +272,8 @@ def _profiles(
         known = load_profiles(config.profiles)
         # --shots shows train groups: their users need profiles too
         splits = tuple(dict.fromkeys(["train", config.split] if config.shots else [config.split]))
-        context.check_profiles(users, known, config.profiles, config.data, splits)
+        fix = f"perrecbench profiles --data {config.data} --splits {','.join(splits)} --out {config.profiles}"
+        check_profiles(users, known, config.profiles, f"write them with `{fix}`")
         path, source = Path(config.profiles), "file"
     else:
         path, source = out / "profiles.jsonl", "generated"
@@ -307,7 +307,7 @@ def run_record(config: EvalConfig) -> dict[str, Any]:
     return redact(asdict(config))
 
 
-def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]:
+def evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     """Run the benchmark for one model into `config.out`, holding the folder's lock; see `_evaluate`.
 
     Raises:
@@ -320,8 +320,8 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]
         return _evaluate(config, engine)
 
 
-def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any]:
-    """Run the benchmark for one model and write the run folder; returns scores.json content.
+def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
+    """Run the benchmark for one model and write the run folder; returns its scores.
 
     `engine` overrides the one named in the config (tests pass a FakeEngine). Requests go through the
     run's cache, so calling this again with the same config resumes without repeating any request; requests
@@ -353,7 +353,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
     }
     test_groups = [g for groups in test.values() for g in groups]
     demo_groups = list({(g.group_id, g.level): g for groups in picked.values() for g in groups}.values())
-    retrieved = context.retrieve([*test_groups, *demo_groups], config.k, progress=config.progress)
+    retrieved = retrieval.retrieve_groups([*test_groups, *demo_groups], config.k)
     users = {(g.group_id, u.user_id) for g in test_groups for u in g.users}
     for (_, method), groups in picked.items():
         users |= _demonstration_users(method, groups)
@@ -378,39 +378,38 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
                 demonstrations=demonstrations(config, method, demo_contexts),
                 pairwise_strategy=config.pairwise_strategy,
                 aggregate=config.sc_aggregate,
-                progress=config.progress,
             )
             engine_calls[f"{level}/{method}"] = len({sample.step for sample in method_samples})
-            records += prediction_records(level, method, groups, predictions)
+            records += prediction_records(level, method, test[level], predictions)
             samples += method_samples
 
     scores = score_cells(
         records, samples, variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
     )
     label = config.label or default_label(engine.model)  # the engine's model: a test may pass its own engine
-    run_info = {
-        "config": run_record(config),
-        "complete": scores["complete"],
-        "engine_errors": {"requests": scores["num_engine_errors"], "first": scores["first_engine_error"]},
-        "prompt_variant": config.variant,
-        "presentation": config.presentation,
-        "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
-        "engine": redact(engine.info()),
-        "versions": versions("perrecbench", "datasets", "bm25s", "transformers", "torch", "openai", "vllm"),
-        "templates": prompts.template_info(),
-        "retrieval": retrieval.RETRIEVAL_INFO,
-        "dataset_fingerprint": context.dataset_fingerprint(config.data),
-        "groups": {level: [g.group_id for g in groups] for level, groups in test.items()},
-        "demonstration_groups": {f"{lv}/{m}": [g.group_id for g in gs] for (lv, m), gs in picked.items()},
-        "demonstration_groups_left_out": left_out,
-        "engine_calls": engine_calls,
-        "cache": {"hits": cached.hits, "misses": cached.misses},
-        "cost": run_cost(samples, time.perf_counter() - started, cached.hits),
-        "adapter_sha256": {name: adapter_fingerprint(path) for name, path in config.adapters().items()},
-        "profiles": profiles_info,
-        "profile_failures": len(failures),
-        "label": label,
-        "generation": {
+    run_info = RunInfo(
+        config=run_record(config),
+        complete=scores.complete,
+        engine_errors={"requests": scores.num_engine_errors, "first": scores.first_engine_error},
+        prompt_variant=config.variant,
+        presentation=config.presentation,
+        metric=Metric(config.metric_variant, config.invalid_policy),
+        engine=redact(engine.info()),
+        versions=versions("perrecbench", "datasets", "bm25s", "transformers", "torch", "openai", "vllm"),
+        templates=prompts.template_info(),
+        retrieval=retrieval.RETRIEVAL_INFO,
+        dataset_fingerprint=context.dataset_fingerprint(config.data),
+        groups={level: [g.group_id for g in groups] for level, groups in test.items()},
+        demonstration_groups={f"{lv}/{m}": [g.group_id for g in gs] for (lv, m), gs in picked.items()},
+        demonstration_groups_left_out=left_out,
+        engine_calls=engine_calls,
+        cache={"hits": cached.hits, "misses": cached.misses},
+        cost=run_cost(samples, time.perf_counter() - started, cached.hits),
+        adapter_sha256={name: adapter_fingerprint(path) for name, path in config.adapters().items()},
+        profiles=profiles_info,
+        profile_failures=len(failures),
+        label=label,
+        generation={
             "max_new_tokens": {method: config.token_budgets()[method] for method in config.methods},
             "profile_max_new_tokens": None if config.no_profile else config.token_budgets()["profile"],
             "structured_outputs": config.structured_outputs,
@@ -422,12 +421,12 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> dict[str, Any
             if config.structured_outputs
             else None,
         },
-    }
+    )
     write_run(out, label, samples=samples, records=records, scores=scores, run_info=run_info)
     return scores
 
 
-def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, dict[str, Any]]]:
+def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, Scores]]:
     """Evaluate several LoRA adapters on one loaded base model, one run folder each under ``out/<name>/``."""
     from perrec_eval.report import write_report
 
@@ -442,11 +441,11 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
         systems = [
             (name, evaluate(subs[name], engine=adapted)) for name, adapted in config.adapter_engines(base)
         ]
-        write_report(Path(config.out), systems, marks=significance_marks(config.out, systems))
+        write_report(Path(config.out), _json(systems), marks=significance_marks(config.out, systems))
     return systems
 
 
-def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Scores]]:
     """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder.
 
     With several names, each goes to `out/<name>/`; groups and retrieval are computed once per level. The
@@ -471,7 +470,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         return _evaluate_baselines(config, names)
 
 
-def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Scores]]:
     from perrec_eval import baselines, cf, retrieval
     from perrec_eval.report import write_report
 
@@ -481,16 +480,15 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
     for level in config.levels:
         groups = context.load_groups(config.data, level, config.split, config.max_groups, seed=config.seed)
         groups_by_level[level] = groups
-        needs_retrieval = any(name in baselines.USES_RETRIEVAL for name in names)
-        retrieved = context.retrieve(groups, config.k, progress=config.progress) if needs_retrieval else {}
-        contexts = [GroupContext(group, level, ()) for group in groups]
+        uses = any(name in baselines.USES_RETRIEVAL for name in names)
+        retrieved = retrieval.retrieve_groups(groups, config.k) if uses else {}
         for name in names:
             if name in cf.CF_BASELINES:
                 continue
             predictions = {
                 group.group_id: _baseline_prediction(name, group, retrieved, config.seed) for group in groups
             }
-            records[name] += prediction_records(level, "pointwise", contexts, predictions)
+            records[name] += prediction_records(level, "pointwise", groups, predictions)
     cf_info = _cf_records(config, cf_names, groups_by_level, records) if cf_names else {}
 
     systems = []
@@ -500,23 +498,22 @@ def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[
         scores = score_cells(
             records[name], variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
         )
-        run_info = {
-            "config": run_record(replace(config, model=name, out=str(out))),
-            "engine": {"name": "baseline", "model": name},
-            "metric": {"variant": config.metric_variant, "invalid": config.invalid_policy},
-            "versions": versions("perrecbench", "datasets", "bm25s", "numpy", "scipy"),
-            "retrieval": retrieval.RETRIEVAL_INFO,
-            "dataset_fingerprint": context.dataset_fingerprint(config.data),
-            "groups": {level: [g.group_id for g in groups] for level, groups in groups_by_level.items()},
-        }
-        if name in cf_info:
-            run_info["cf"] = cf_info[name]
+        run_info = RunInfo(
+            config=run_record(replace(config, model=name, out=str(out))),
+            engine={"name": "baseline", "model": name},
+            metric=Metric(config.metric_variant, config.invalid_policy),
+            versions=versions("perrecbench", "datasets", "bm25s", "numpy", "scipy"),
+            retrieval=retrieval.RETRIEVAL_INFO,
+            dataset_fingerprint=context.dataset_fingerprint(config.data),
+            groups={level: [g.group_id for g in groups] for level, groups in groups_by_level.items()},
+            cf=cf_info.get(name),
+        )
         write_run(out, name, samples=None, records=records[name], scores=scores, run_info=run_info)
         systems.append((name, scores))
     if len(names) > 1:
         cf_cells = {name: info["cells"] for name, info in cf_info.items()}
         marks = significance_marks(config.out, systems)
-        write_report(Path(config.out), systems, marks=marks, cf_cells=cf_cells)
+        write_report(Path(config.out), _json(systems), marks=marks, cf_cells=cf_cells)
     return systems
 
 
@@ -539,13 +536,17 @@ def _cf_records(
     for name in names:
         outcomes, info[name] = cf.run(name, interactions, groups_by_level, train)
         for level, groups in groups_by_level.items():
-            contexts = [GroupContext(group, level, ()) for group in groups]
             predictions = {
                 group.group_id: Prediction("scores", cf.relative(group, o.ratings), list(o.ratings))
                 for group, o in zip(groups, outcomes[level], strict=True)
             }
-            records[name] += prediction_records(level, "pointwise", contexts, predictions)
+            records[name] += prediction_records(level, "pointwise", groups, predictions)
     return info
+
+
+def _json(systems: Sequence[tuple[str, Scores]]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, scores.json content) of each system, as `perrec_eval.report` reads them."""
+    return [(name, scores.to_json()) for name, scores in systems]
 
 
 def significance_marks(out: str, systems: Sequence[tuple[str, Any]]) -> dict[str, dict[str, str]]:
@@ -560,7 +561,6 @@ def significance_marks(out: str, systems: Sequence[tuple[str, Any]]) -> dict[str
 def _baseline_prediction(name: str, group: Group, retrieved: Mapping[UserKey, Any], seed: int) -> Prediction:
     from perrec_eval import baselines
 
-    row = group.to_json()
     per_user = {user.user_id: retrieved.get((group.group_id, user.user_id), []) for user in group.users}
-    ratings = baselines.predict(name, row, per_user, seed=seed)
-    return Prediction("scores", baselines.ranking_scores(row, ratings), list(ratings))
+    ratings = baselines.predict(name, group, per_user, seed=seed)
+    return Prediction("scores", baselines.ranking_scores(group, ratings), list(ratings))

@@ -3,12 +3,12 @@
 Files of `RUN_DIR`, each written atomically (`perrec_eval.fileio`), `run.json` last so that it marks a
 finished run:
 
-- `run.json`: the full config, versions, template ids + hashes, retrieval settings, dataset fingerprint.
+- `run.json`: `results.RunInfo`: the config, versions, template ids + hashes, retrieval, dataset fingerprint.
 - `samples.jsonl`: one `records.SampleRecord` per request (group, level, method, slot, cache key, raw texts,
   parsed values, ok / failure reason, token counts).
 - `predictions.jsonl`: one `records.PredictionRecord` per (level, method, group): the ranking input of the
   metric and the truth, so `perrecbench score` re-scores without generating again.
-- `scores.json`: `{"cells": [...], "average": ...}`; `report.md`: the paper's Table 1 layout.
+- `scores.json`: `results.Scores` (the cells and their average); `report.md`: the paper's Table 1 layout.
 - `cache.jsonl`: the append-only request cache (`perrec_eval.cache`); running the same command again
   resumes from it.
 """
@@ -16,9 +16,12 @@ finished run:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from typing import Any
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
 from perrec_eval.records import PredictionRecord, SampleRecord
+from perrec_eval.results import RERUN, Metric, RunInfo, Scores, is_number, read_run_info, read_scores
 from perrec_eval.scoring import score_cells
 
 
@@ -77,8 +81,8 @@ def write_run(
     *,
     samples: Iterable[SampleRecord] | None,
     records: Iterable[PredictionRecord],
-    scores: Mapping[str, Any],
-    run_info: Mapping[str, Any],
+    scores: Scores,
+    run_info: RunInfo,
 ) -> None:
     """Write a run folder's files, each atomically; run.json last, so it marks a finished run.
 
@@ -90,15 +94,14 @@ def write_run(
     if samples is not None:
         fileio.write_jsonl(out / "samples.jsonl", (sample.to_json() for sample in samples))
     fileio.write_jsonl(out / "predictions.jsonl", (record.to_json() for record in records))
-    fileio.write_json(out / "scores.json", scores)
-    write_report(out, [(name, scores)], cf_cells=cf_cells_of(name, run_info))
-    fileio.write_json(out / "run.json", run_info)
+    fileio.write_json(out / "scores.json", scores.to_json())
+    write_report(out, [(name, scores.to_json())], cf_cells=cf_cells_of(name, run_info))
+    fileio.write_json(out / "run.json", run_info.to_json())
 
 
-def cf_cells_of(name: str, run_info: Mapping[str, Any]) -> dict[str, Any]:
+def cf_cells_of(name: str, run_info: RunInfo) -> dict[str, Any]:
     """``{name: run.json cf.cells}`` for a collaborative-filtering baseline's run, else ``{}``."""
-    cells = (run_info.get("cf") or {}).get("cells")
-    return {name: cells} if cells else {}
+    return {name: run_info.cf["cells"]} if run_info.cf and run_info.cf.get("cells") else {}
 
 
 # Config fields that do not change a run's results (a finished run may be resumed with other values).
@@ -139,38 +142,20 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
     path.unlink()
 
 
-def read_samples(run_dir: str | os.PathLike) -> list[SampleRecord]:
-    """The sample records of a run folder (none for baseline runs).
+def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    """samples.jsonl's lines as plain dicts (keys of older and newer runs kept), none for baseline runs.
 
     Raises:
         DataError: a line is not a sample record; the message names the file, the line and the field.
     """
     path = Path(run_dir) / "samples.jsonl"
-    if not path.is_file():
-        return []
-    records = []
-    for number, line in enumerate(fileio.read_jsonl(path), 1):
-        problem = sample_problem(line)
-        if problem:
-            raise DataError(f"{path} line {number} {problem}: {_RERUN}")
-        records.append(SampleRecord.from_json(line))
-    return records
-
-
-# What every samples.jsonl line holds (`error` and `finish_reasons` came later: older runs lack them).
-SAMPLE_FIELDS = tuple(name for name in SampleRecord.__slots__ if name not in ("error", "finish_reasons"))
-
-
-def sample_problem(line: Any) -> str | None:
-    """What makes one samples.jsonl line unusable, or None.
-
-    >>> sample_problem([1]), sample_problem({"group_id": "g"})
-    ('is not a JSON object', "has no 'level'")
-    """
-    if not isinstance(line, dict):
-        return "is not a JSON object"
-    missing = [name for name in SAMPLE_FIELDS if name not in line]
-    return f"has no {missing[0]!r}" if missing else None
+    lines = fileio.read_jsonl(path) if path.is_file() else []
+    for number, line in enumerate(lines, 1):
+        # `error` and `finish_reasons` came later (402a133, c261454, 2026-11-23): older runs lack them.
+        missing = [name for name in SampleRecord.__slots__ if name not in (*line, "error", "finish_reasons")]
+        if missing:
+            raise DataError(f"{path} line {number} has no {missing[0]!r}: {RERUN}")
+    return lines
 
 
 def read_predictions(run_dir: str | os.PathLike) -> list[PredictionRecord]:
@@ -187,15 +172,12 @@ def read_predictions(run_dir: str | os.PathLike) -> list[PredictionRecord]:
         )
     lines = fileio.read_jsonl(path)
     if not lines:
-        raise DataError(f"{path} is empty: {_RERUN}")
+        raise DataError(f"{path} is empty: {RERUN}")
     for number, line in enumerate(lines, 1):
         problem = _prediction_problem(line)
         if problem:
-            raise DataError(f"{path} line {number}: {problem}: {_RERUN}")
+            raise DataError(f"{path} line {number}: {problem}: {RERUN}")
     return [PredictionRecord.from_json(line) for line in lines]
-
-
-_RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
 
 
 def _prediction_problem(line: dict[str, Any]) -> str | None:
@@ -215,35 +197,12 @@ def _prediction_problem(line: dict[str, Any]) -> str | None:
         value = line.get(name)
         if name == "prediction" and value is None:
             continue
-        if not isinstance(value, list) or not all(_is_number(x) for x in value):
+        if not isinstance(value, list) or not all(is_number(x) for x in value):
             return f"{name} is not a list of numbers"
     return None
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def read_run_info(run_dir: str | os.PathLike) -> dict[str, Any]:
-    """run.json of a finished run folder, checked for what the readers need (config, engine, metric).
-
-    Raises:
-        DataError: run.json is not a JSON object with those parts; the message names the file.
-    """
-    path = Path(run_dir) / "run.json"
-    info = fileio.read_json(path)
-    if not isinstance(info, dict):
-        raise DataError(f"{path} is not a run's record (a JSON object): {_RERUN}")
-    for part in ("config", "engine", "metric"):
-        if not isinstance(info.get(part), dict):
-            raise DataError(f"{path} has no {part!r} part: {_RERUN}")
-    metric = info["metric"]
-    if metric.get("variant") not in ("tau_b", "paper") or metric.get("invalid") not in ("zero", "skip"):
-        raise DataError(f"{path}: metric {metric!r} is not a variant (tau_b|paper) and invalid (zero|skip)")
-    return info
-
-
-def check_complete(run_dir: str | os.PathLike, records: Iterable[PredictionRecord]) -> None:
+def check_complete(run_dir: str | os.PathLike, info: RunInfo, records: Iterable[PredictionRecord]) -> None:
     """Every (level, method, group) run.json lists has its line in predictions.jsonl, and only once.
 
     Runs that do not list their groups (older ones) are taken as they are.
@@ -251,31 +210,24 @@ def check_complete(run_dir: str | os.PathLike, records: Iterable[PredictionRecor
     Raises:
         DataError: a line is missing or repeated; the message says how many and which first.
     """
-    info = read_run_info(run_dir)
-    listed = info.get("groups")
-    methods = info["config"].get("methods")
+    listed, methods = info.groups, info.config.get("methods")
     if not isinstance(listed, dict) or not isinstance(methods, list):
         return
     expected = {(lv, m, g) for lv, ids in listed.items() for m in methods for g in ids}
-    found: dict[tuple[str, str, str], int] = {}
-    for record in records:
-        key = (record.level, record.method, record.group_id)
-        found[key] = found.get(key, 0) + 1
+    found = Counter((record.level, record.method, record.group_id) for record in records)
     missing = sorted(expected - set(found))
     repeated = sorted(key for key, count in found.items() if count > 1)
     path = Path(run_dir) / "predictions.jsonl"
     if missing:
         raise DataError(
             f"{path} lacks {len(missing)} of the {len(expected)} (level, method, group) lines run.json "
-            f"lists, e.g. {'/'.join(missing[0])}: {_RERUN}"
+            f"lists, e.g. {'/'.join(missing[0])}: {RERUN}"
         )
     if repeated:
-        raise DataError(f"{path} repeats {len(repeated)} lines, e.g. {'/'.join(repeated[0])}: {_RERUN}")
+        raise DataError(f"{path} repeats {len(repeated)} lines, e.g. {'/'.join(repeated[0])}: {RERUN}")
 
 
-def rescore(
-    run_dir: str | os.PathLike, *, variant: str | None = None, invalid: str | None = None
-) -> dict[str, Any]:
+def rescore(run_dir: str | os.PathLike, *, variant: str | None = None, invalid: str | None = None) -> Scores:
     """Re-score a finished run from its saved predictions and samples, without generating again.
 
     Raises:
@@ -283,13 +235,13 @@ def rescore(
     """
     info = read_run_info(run_dir)
     records = read_predictions(run_dir)
-    check_complete(run_dir, records)
+    check_complete(run_dir, info, records)
     return score_cells(
         records,
-        read_samples(run_dir),
-        variant=variant or info["metric"]["variant"],
-        invalid=invalid or info["metric"]["invalid"],
-        seed=info["config"].get("seed", 0),
+        [SampleRecord.from_json(line) for line in sample_lines(run_dir)],
+        variant=variant or info.metric.variant,
+        invalid=invalid or info.metric.invalid,
+        seed=info.config.get("seed", 0),
     )
 
 
@@ -319,93 +271,57 @@ def one_run_folder(path: str | os.PathLike) -> Path:
     return folders[0]
 
 
-def update_metric(run_dir: str | os.PathLike, scores: Mapping[str, Any]) -> None:
+def update_metric(run_dir: str | os.PathLike, scores: Scores) -> None:
     """Rewrite scores.json, report.md and run.json's metric of a run with re-computed `scores`.
 
     Holds the folder's lock (`perrec_eval.lock`: an evaluate writing the folder refuses it, and the other
     way round). The three files are written to temp names first and renamed in that order, run.json last:
     run.json's metric names the variant scores.json holds, so a kill between two renames leaves a folder
-    that `load_run` refuses (the same `perrecbench score --write` repairs it), never a mix that reads whole.
+    that `load_scores` refuses (`perrecbench score --write` repairs it), never a mix that reads whole.
 
     Raises:
         DataError: another process holds the folder.
     """
-    import json
-
     from perrec_eval.lock import folder_lock
     from perrec_eval.report import render
 
     run_dir = Path(run_dir)
     with folder_lock(run_dir):
-        info = read_run_info(run_dir)
-        info["metric"] = {"variant": scores["variant"], "invalid": scores["invalid"]}
+        info = replace(read_run_info(run_dir), metric=Metric(scores.variant, scores.invalid))
+        name = run_name(run_dir)
         fileio.replace_in_order(
             [
-                (run_dir / "scores.json", json.dumps(scores, indent=2, ensure_ascii=False) + "\n"),
-                (
-                    run_dir / "report.md",
-                    render([(run_name(run_dir), scores)], cf_cells=cf_cells_of(run_name(run_dir), info)),
-                ),
-                (run_dir / "run.json", json.dumps(info, indent=2, ensure_ascii=False) + "\n"),
+                (run_dir / "scores.json", _json_text(scores.to_json())),
+                (run_dir / "report.md", render([(name, scores.to_json())], cf_cells=cf_cells_of(name, info))),
+                (run_dir / "run.json", _json_text(info.to_json())),
             ]
         )
 
 
+def _json_text(data: Any) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def run_name(run_dir: str | os.PathLike) -> str:
     """The system name of a run folder (its model, as run.json records it)."""
-    info = fileio.read_json(Path(run_dir) / "run.json")
-    return info["engine"].get("model", Path(run_dir).name)
+    return read_run_info(run_dir).engine.get("model", Path(run_dir).name)
 
 
-def check_metric(run_dir: str | os.PathLike, info: Mapping[str, Any], scores: Mapping[str, Any]) -> None:
-    """Refuse a scores.json whose metric is not the one run.json records (a `score --write` cut short).
+def load_scores(run_dir: str | os.PathLike) -> Scores:
+    """The scores of a finished run folder, checked against the metric its run.json records.
 
     Raises:
-        DataError: the variant or the invalid rule differ.
+        DataError: no scores.json, a damaged one, or one of another metric than run.json's (a
+            `perrecbench score --write` cut short).
     """
-    recorded = info.get("metric")
-    if not isinstance(recorded, Mapping) or not isinstance(scores, Mapping):
-        return
-    held = {key: scores.get(key) for key in ("variant", "invalid")}
-    wanted = {key: recorded.get(key) for key in ("variant", "invalid")}
-    if None not in held.values() and held != wanted:
-        raise DataError(
-            f"{run_dir}/scores.json holds {held['variant']}/{held['invalid']} scores but run.json records "
-            f"{wanted['variant']}/{wanted['invalid']} (a `perrecbench score --write` was interrupted): run "
-            f"`perrecbench score {run_dir} --write` to make them agree again"
-        )
-
-
-def load_run(run_dir: str | os.PathLike) -> tuple[str, dict[str, Any]]:
-    """(system name, scores) of a finished run folder."""
     run_dir = Path(run_dir)
-    scores_path = run_dir / "scores.json"
-    if not scores_path.is_file():
+    if not (run_dir / "scores.json").is_file():
         raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
-    info = read_run_info(run_dir)
-    scores = read_scores(scores_path)
-    check_metric(run_dir, info, scores)
-    return info.get("label") or info["engine"].get("model", run_dir.name), scores
-
-
-def read_scores(path: str | os.PathLike) -> dict[str, Any]:
-    """A scores.json, checked: a JSON object whose cells carry their level, method and a numeric PTC.
-
-    Raises:
-        DataError: anything else; the message names the file and the cell.
-    """
-    scores = fileio.read_json(path)
-    fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
-    if not isinstance(scores, dict) or not isinstance(scores.get("cells"), list):
-        raise DataError(f"{path} is not a run's scores (a JSON object with cells): {fix}")
-    for cell in scores["cells"]:
-        if not isinstance(cell, dict) or not all(isinstance(cell.get(k), str) for k in ("level", "method")):
-            raise DataError(f"{path}: a cell without its level and method: {fix}")
-        for name in ("ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate", "num_groups", "num_invalid"):
-            if cell.get(name) is not None and not _is_number(cell[name]):
-                raise DataError(
-                    f"{path}: {cell['level']}/{cell['method']} has {name}={cell[name]!r}, not a number: {fix}"
-                )
-    if scores.get("average") is not None and not _is_number(scores["average"]):
-        raise DataError(f"{path}: average={scores['average']!r} is not a number: {fix}")
+    scores, metric = read_scores(run_dir / "scores.json"), read_run_info(run_dir).metric
+    if (scores.variant, scores.invalid) != (metric.variant, metric.invalid):
+        raise DataError(
+            f"{run_dir}/scores.json holds {scores.variant}/{scores.invalid} scores but run.json records "
+            f"{metric.variant}/{metric.invalid} (a `perrecbench score --write` was interrupted): "
+            f"run `perrecbench score {run_dir} --write` to make them agree again"
+        )
     return scores

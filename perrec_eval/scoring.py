@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perrec_eval import ptc
-from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import permanent_fix
 from perrec_eval.rankers import ListSlot, Prediction
-from perrec_eval.records import PredictionRecord, SampleRecord, clusters_of
+from perrec_eval.records import Group, PredictionRecord, SampleRecord, clusters_of
+from perrec_eval.results import CellScore, Scores
 from perrec_eval.types import LEVELS, METHODS, Method
 
 CONFIDENCE_LEVEL = 0.95
@@ -25,28 +25,28 @@ RESOLUTION_BASIS = "null tau variance"
 
 
 def prediction_records(
-    level: str, method: Method, groups: Sequence[GroupContext], predictions: Mapping[str, Prediction]
+    level: str, method: Method, groups: Sequence[Group], predictions: Mapping[str, Prediction]
 ) -> list[PredictionRecord]:
     """The metric's inputs and the truth, one record per group (predictions.jsonl).
 
     When some query item has several groups in `groups` (large-preset builds), each record names its item as
     its cluster; otherwise no record has one and the lines are those of an unclustered run.
     """
-    items = [f"{ctx.group.domain}:{ctx.group.query.parent_asin or ctx.group_id}" for ctx in groups]
+    items = [f"{group.domain}:{group.query.parent_asin or group.group_id}" for group in groups]
     clustered = len(set(items)) < len(items)
     records = []
-    for ctx, item in zip(groups, items, strict=True):
-        pred = predictions[ctx.group_id]
+    for group, item in zip(groups, items, strict=True):
+        pred = predictions[group.group_id]
         records.append(
             PredictionRecord(
                 level=level,
                 method=method,
-                group_id=ctx.group_id,
+                group_id=group.group_id,
                 format=pred.format,
                 prediction=pred.value,
                 predicted_ratings=pred.predicted_ratings,
-                references=ctx.group.relative_ratings,
-                true_ratings=ctx.group.ratings,
+                references=group.relative_ratings,
+                true_ratings=group.ratings,
                 cluster=item if clustered else None,
             )
         )
@@ -60,8 +60,8 @@ def score_cells(
     variant: str = "tau_b",
     invalid: str = "zero",
     seed: int = 0,
-) -> dict[str, Any]:
-    """Score every (level, method) cell found in the prediction records; returns scores.json content."""
+) -> Scores:
+    """Score every (level, method) cell found in the prediction records (a run's scores.json)."""
     cells: dict[tuple[str, str], list[PredictionRecord]] = {}
     for record in records:
         cells.setdefault((record.level, record.method), []).append(record)
@@ -87,65 +87,60 @@ def score_cells(
             clusters=clusters,
         )
         count = counts.get((level, method), _Counts())
-        cell = {
-            "level": level,
-            "method": method,
-            "ptc": _finite(result["ptc"]),
-            "ptc_ci_low": _finite(result.get("ptc_ci_low")),
-            "ptc_ci_high": _finite(result.get("ptc_ci_high")),
-            "num_groups": result["num_groups"],
-            "num_invalid": result["num_invalid"],
-            "min_detectable_difference": cell_resolution(
-                len(group_records[0].references), result["num_groups"], ptc.design_effect(clusters)
-            ),
-            "parse_failure_rate": count.parse_failed / count.answered if count.answered else 0.0,
-            "num_requests": count.requests,
-            "num_engine_errors": count.engine_errors,
-            "engine_error_rate": count.engine_errors / count.requests if count.requests else 0.0,
-        }
-        if cell["ptc"] is None:
-            cell["ptc_missing"] = (
-                f"every group of the cell failed and invalid={invalid!r} drops failed groups: nothing scored"
+        value = _finite(result["ptc"])
+        effect = ptc.design_effect(clusters)
+        out.append(
+            CellScore(
+                level=level,
+                method=method,
+                ptc=value,
+                ptc_ci_low=_finite(result.get("ptc_ci_low")),
+                ptc_ci_high=_finite(result.get("ptc_ci_high")),
+                num_groups=result["num_groups"],
+                num_invalid=result["num_invalid"],
+                min_detectable_difference=cell_resolution(
+                    len(group_records[0].references), result["num_groups"], effect
+                ),
+                parse_failure_rate=count.parse_failed / count.answered if count.answered else 0.0,
+                num_requests=count.requests,
+                num_engine_errors=count.engine_errors,
+                engine_error_rate=count.engine_errors / count.requests if count.requests else 0.0,
+                ptc_missing=None if value is not None else _nothing_scored(invalid),
+                num_clusters=None if clusters is None else len(set(clusters)),
+                design_effect=None if clusters is None else effect,
+                **_rating_errors(group_records),
+                constant_floor=constant_floor(group_records, variant=variant, invalid=invalid)
+                if method == "pointwise"
+                else None,
+                **(listwise_position_bias(group_records, count.listwise) if method == "listwise" else {}),
             )
-        if clusters is not None:
-            cell["num_clusters"] = len(set(clusters))
-            cell["design_effect"] = ptc.design_effect(clusters)
-        cell.update(_rating_errors(group_records))
-        if method == "pointwise":
-            cell["constant_floor"] = constant_floor(group_records, variant=variant, invalid=invalid)
-        if method == "listwise":
-            cell.update(listwise_position_bias(group_records, count.listwise))
-        out.append(cell)
-    values = [c["ptc"] for c in out if c["ptc"] is not None]
-    engine_errors = sum(c["num_engine_errors"] for c in out)
+        )
+    values = [c.ptc for c in out if c.ptc is not None]
+    engine_errors = sum(c.num_engine_errors for c in out)
     errors = [s.error for s in samples if s.error is not None]
     permanent = [error for error in errors if permanent_fix(error) is not None]
-    clustered = any("design_effect" in c for c in out)
-    scores = {
-        "variant": variant,
-        "invalid": invalid,
-        "confidence_level": CONFIDENCE_LEVEL,
-        "ci_method": CLUSTERED_CI_METHOD if clustered else CI_METHOD,
-        "n_resamples": N_RESAMPLES,
-        "resolution_basis": RESOLUTION_BASIS,
-        "complete": engine_errors == 0,
-        "num_engine_errors": engine_errors,
-        "first_engine_error": errors[0] if errors else None,
-        # Errors that asking again cannot cure (a prompt over the context, ...): `engines.base.permanent_fix`.
-        "num_permanent_errors": len(permanent),
-        "first_permanent_error": permanent[0] if permanent else None,
-        "first_transient_error": next((e for e in errors if permanent_fix(e) is None), None),
-        "cells": out,
-        "average": sum(values) / len(values) if values else None,
-        "average_min_detectable_difference": average_resolution(
-            [(len(cells[(c["level"], c["method"])][0].references), c["num_groups"]) for c in out],
-            max((c.get("design_effect", 1.0) for c in out), default=1.0),
+    clustered = any(c.design_effect is not None for c in out)
+    return Scores(
+        variant=variant,
+        invalid=invalid,
+        confidence_level=CONFIDENCE_LEVEL,
+        ci_method=CLUSTERED_CI_METHOD if clustered else CI_METHOD,
+        n_resamples=N_RESAMPLES,
+        resolution_basis=RESOLUTION_BASIS,
+        complete=engine_errors == 0,
+        num_engine_errors=engine_errors,
+        first_engine_error=errors[0] if errors else None,
+        num_permanent_errors=len(permanent),
+        first_permanent_error=permanent[0] if permanent else None,
+        first_transient_error=next((e for e in errors if permanent_fix(e) is None), None),
+        cells=tuple(out),
+        average=sum(values) / len(values) if values else None,
+        average_min_detectable_difference=average_resolution(
+            [(len(cells[(c.level, c.method)][0].references), c.num_groups) for c in out],
+            max((c.design_effect or 1.0 for c in out), default=1.0),
         ),
-    }
-    if clustered:
-        # Only clustered runs carry the key, so an unclustered run's scores.json is what it was.
-        scores["clustered_by"] = CLUSTERED_BY
-    return scores
+        clustered_by=CLUSTERED_BY if clustered else None,
+    )
 
 
 def constant_floor(
@@ -222,6 +217,10 @@ class _Counts:
         else:
             self.answered += len(sample.texts)
             self.parse_failed += sample.num_failed_samples
+
+
+def _nothing_scored(invalid: str) -> str:
+    return f"every group of the cell failed and invalid={invalid!r} drops failed groups: nothing scored"
 
 
 def _finite(value: float | None) -> float | None:

@@ -59,7 +59,7 @@ def register(value: str | None) -> None:
         _known.add(value)
 
 
-def check_env_name(value: str | None, flag: str = "--api-key-env") -> None:
+def check_env_name(value: str | None) -> None:
     """Refuse a `value` that is not an environment variable's name, without echoing it (often, it is the key).
 
     Raises:
@@ -69,8 +69,8 @@ def check_env_name(value: str | None, flag: str = "--api-key-env") -> None:
 
     if value is not None and not _ENV_NAME.fullmatch(value):
         raise ConfigError(
-            f"{flag} takes the NAME of an environment variable (letters, digits, _), not the key itself: "
-            f"export OPENAI_API_KEY=... and pass {flag} OPENAI_API_KEY"
+            "--api-key-env takes the NAME of an environment variable (letters, digits, _), not the key "
+            "itself: export OPENAI_API_KEY=... and pass --api-key-env OPENAI_API_KEY"
         )
 
 

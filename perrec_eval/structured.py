@@ -22,7 +22,6 @@ with and without it are never in the same leaderboard row, and the report names 
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Any
 
 from perrec_eval.types import METHODS
@@ -109,12 +108,3 @@ def json_schema(spec: str) -> dict[str, Any] | None:
         "required": [key],
         "additionalProperties": False,
     }
-
-
-def matches(spec: str, text: str) -> bool:
-    """Whether `text` is a complete answer of format `spec` (used by tests and the fake engine).
-
-    >>> matches("pointwise", '{"predicted_rating": 3}'), matches("pointwise", "3")
-    (True, False)
-    """
-    return re.fullmatch(answer_regex(spec), text) is not None

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from perrec_eval.cliconfig import check_once, option
+from perrec_eval.cliconfig import option
+from perrec_eval.config import PromptSpec
 from perrec_eval.errors import ConfigError
-from perrec_eval.presentation import PRESENTATIONS, Presentation
-from perrec_eval.retrieval import DEFAULT_K
-from perrec_eval.types import LEVEL_SIZES, LEVELS
+from perrec_eval.presentation import Presentation
+from perrec_eval.types import LEVEL_SIZES
 
 SFTFormat = Literal["pointwise", "pairwise", "listwise", "mixed"]
 MergeMethod = Literal["cat", "linear", "factor-mean", "ties", "svd"]
@@ -22,13 +22,11 @@ DType = Literal["auto", "bfloat16", "float16", "float32"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DataConfig:
+class DataConfig(PromptSpec):
     """Settings of `perrecbench sft data`: chat examples for fine-tuning from the train split."""
 
-    data: str = option(
-        "benchmark folder written by `perrecbench build` (or a Hub dataset id); examples come from its train "
-        "split only (the test split is read for its labels, to prove none reaches the examples)"
-    )
+    level_choices = tuple(LEVEL_SIZES)  # full: the 5-user groups, train only
+
     format: SFTFormat = option(
         "answer format: pointwise (a rating per user), pairwise (every pair in both orders), listwise (the "
         "best-first order of a group), or mixed (the union of the three, shuffled)"
@@ -36,65 +34,23 @@ class DataConfig:
     out: str = option(
         "output folder: a `datasets` folder (parquet + card) that `perrecbench sft train` reads"
     )
-    levels: tuple[str, ...] = option(
-        "levels whose train groups are used (full: the 5-user groups); listwise gets one example per group "
-        "and level, pointwise one per distinct user, pairwise one per distinct ordered pair",
-        default=LEVELS,
-    )
-    k: int = option(
-        "retrieved history items per user (BM25), as in `perrecbench evaluate`", default=DEFAULT_K
-    )
-    profiles: str | None = option(
-        "profiles JSONL covering the train users (`perrecbench profiles --splits train`); required unless "
-        "--no-profile",
-        default=None,
-    )
-    no_profile: bool = option(
-        "prompts without user profiles (the runner's no_profile variant: evaluate with --no-profile too)",
-        default=False,
-    )
-    max_groups: int | None = option(
-        "use N train groups of each level: the seeded sample `evaluate --max-groups` takes", default=None
-    )
     presentation: Presentation = option(
         "order of the users in listwise examples, as `perrecbench evaluate --presentation`: balanced (paired "
         "across each level's groups, seeded by --seed) or dataset (the dataset's order)",
         default="balanced",
     )
-    seed: int = option(
-        "seed of the --max-groups sample, the listwise presentation and the mixed shuffle", default=0
-    )
     tokenizer: str | None = option(
         "tokenizer (model id or folder) for token counts in the card; default: character counts",
         default=None,
     )
-    progress: bool = option("show progress bars", default=True)
 
     def __post_init__(self) -> None:
-        if self.format not in ("pointwise", "pairwise", "listwise", "mixed"):
-            raise ConfigError(f"--format must be pointwise, pairwise, listwise or mixed, got {self.format!r}")
-        bad = [level for level in self.levels if level not in LEVEL_SIZES]
-        if bad or not self.levels:
-            raise ConfigError(
-                f"--levels must be a non-empty subset of {','.join(LEVEL_SIZES)}, got {self.levels}"
-            )
-        check_once("--levels", tuple(self.levels))
-        if self.profiles and self.no_profile:
-            raise ConfigError("--profiles and --no-profile exclude each other: choose one")
+        PromptSpec.__post_init__(self)
         if not self.profiles and not self.no_profile:
             raise ConfigError(
                 "pass --profiles PATH (profiles of the train users, written with `perrecbench profiles "
-                "--splits "
-                "train --out PATH ...`) or --no-profile (prompts without profiles)"
+                "--splits train --out PATH ...`) or --no-profile (prompts without profiles)"
             )
-        if self.presentation not in PRESENTATIONS:
-            raise ConfigError(
-                f"--presentation must be {' or '.join(PRESENTATIONS)}, got {self.presentation!r}"
-            )
-        if self.k < 1:
-            raise ConfigError(f"--k must be >= 1, got {self.k}")
-        if self.max_groups is not None and self.max_groups < 1:
-            raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
 
     @property
     def variant(self) -> str:

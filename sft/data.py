@@ -49,7 +49,8 @@ from perrec_eval.context import GroupContext
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.presentation import listwise_orders
 from perrec_eval.rankers import Slot, demonstration, make_ranker
-from perrec_eval.records import Group, UserKey
+from perrec_eval.records import Group
+from perrec_eval.retrieval import retrieve_groups
 from perrec_eval.run import render_slot
 from perrec_eval.types import METHODS, Message, Method
 from sft.config import DataConfig
@@ -161,17 +162,6 @@ def methods_of(fmt: str) -> tuple[Method, ...]:
     return METHODS if fmt == "mixed" else (fmt,)  # type: ignore[return-value]
 
 
-def _check_profiles(users: set[UserKey], profiles: Mapping[UserKey, str], config: DataConfig) -> None:
-    missing = sorted(key for key in users if key not in profiles)
-    if missing:
-        raise DataError(
-            f"{config.profiles} has no profile for {len(missing)} train (group, user) pairs, "
-            f"e.g. {missing[0]}: "
-            f"write them with `perrecbench profiles --data {config.data} --splits train "
-            f"--levels {','.join(config.levels)} --out {config.profiles} ...`, or pass --no-profile"
-        )
-
-
 def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[str, Any]]:
     """The train groups of every level as prompts see them, without groups that show a test label.
 
@@ -193,13 +183,18 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
     if not any(train.values()):
         raise DataError(f"{config.data} has no usable train groups in levels {','.join(config.levels)}")
     all_groups = [group for groups in train.values() for group in groups]
-    retrieved = context.retrieve(all_groups, config.k, progress=config.progress)
+    retrieved = retrieve_groups(all_groups, config.k)
     profiles = None
     if config.profiles:
-        from perrec_eval.profiles import load_profiles
+        from perrec_eval.profiles import check_profiles, load_profiles
 
         profiles = load_profiles(config.profiles)
-        _check_profiles({(g.group_id, u.user_id) for g in all_groups for u in g.users}, profiles, config)
+        users = {(group.group_id, user.user_id) for group in all_groups for user in group.users}
+        fix = (
+            f"write them with `perrecbench profiles --data {config.data} --splits train "
+            f"--levels {','.join(config.levels)} --out {config.profiles} ...`, or pass --no-profile"
+        )
+        check_profiles(users, profiles, config.profiles, fix)
     contexts = [
         ctx
         for level, groups in train.items()
@@ -472,9 +467,10 @@ def build(config: DataConfig) -> tuple[Path, dict[str, Any]]:
     examples = build_examples(methods_of(config.format), contexts, config.variant, seed=config.seed)
     tokenizer = None
     if config.tokenizer:
-        from sft.deps import require
+        from perrec_eval.extras import require
 
-        tokenizer = require("transformers").AutoTokenizer.from_pretrained(config.tokenizer)
+        transformers = require("transformers", "train", by="fine-tuning")
+        tokenizer = transformers.AutoTokenizer.from_pretrained(config.tokenizer)
     lengths = example_lengths(examples, tokenizer)
     info = describe(examples, config, facts, lengths)
     return write_folder(config.out, examples, info), info

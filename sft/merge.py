@@ -26,9 +26,9 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.extras import require
 from sft.card import MERGE_INFO, model_card, published_base, read_info, record_hub_base
 from sft.config import MergeConfig
-from sft.deps import require
 from sft.outdir import is_empty, refuse_overlap, replaced
 
 logger = logging.getLogger(__name__)
@@ -75,8 +75,8 @@ def factor_mean(adapters: list[str], weights: list[float], out: Path, base: str)
     Returns:
         The written adapter config.
     """
-    torch = require("torch")
-    safetensors = require("safetensors.torch")
+    torch = require("torch", "train", by="fine-tuning")
+    safetensors = require("safetensors.torch", "train", by="fine-tuning")
     configs = [adapter_config(path) for path in adapters]
     shapes = {(c["r"], c["lora_alpha"]) for c in configs}
     if len(shapes) != 1:
@@ -106,8 +106,8 @@ def factor_mean(adapters: list[str], weights: list[float], out: Path, base: str)
 
 def peft_merge(config: MergeConfig, weights: list[float], base: str) -> Any:
     """The base model with every adapter loaded and their PEFT combination added as adapter ``default``."""
-    transformers = require("transformers")
-    peft = require("peft")
+    transformers = require("transformers", "train", by="fine-tuning")
+    peft = require("peft", "train", by="fine-tuning")
     lm = transformers.AutoModelForCausalLM.from_pretrained(base, dtype=config.dtype)
     names = [f"source{i}" for i in range(len(config.adapters))]
     model = peft.PeftModel.from_pretrained(lm, config.adapters[0], adapter_name=names[0])
@@ -128,7 +128,7 @@ def peft_merge(config: MergeConfig, weights: list[float], base: str) -> Any:
 
 def merge_into_base(model: Any, out: Path, base: str) -> None:
     """Add the adapter ``default`` of `model` into its base weights and save the full model + tokenizer."""
-    transformers = require("transformers")
+    transformers = require("transformers", "train", by="fine-tuning")
     full = model.merge_and_unload()
     full.save_pretrained(out)
     transformers.AutoTokenizer.from_pretrained(base).save_pretrained(out)
@@ -188,8 +188,8 @@ def _merge(
     """Write the merged adapter (or model) into `out`; its rank."""
     if config.method == "factor-mean":
         if config.merge_into_base:
-            peft = require("peft")
-            transformers = require("transformers")
+            peft = require("peft", "train", by="fine-tuning")
+            transformers = require("transformers", "train", by="fine-tuning")
             with tempfile.TemporaryDirectory() as tmp:
                 factor_mean(list(config.adapters), weights, Path(tmp), base)
                 lm = transformers.AutoModelForCausalLM.from_pretrained(base, dtype=config.dtype)

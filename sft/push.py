@@ -19,6 +19,7 @@ from perrec_eval import fileio
 from perrec_eval.errors import DataError
 from perrec_eval.publish import Upload, check_run_of_model, folder_files, results_files
 from perrec_eval.publish import push as send
+from perrec_eval.results import RunInfo, read_run_info
 from perrec_eval.secrets import has_secret
 from sft.card import base_model_ids, hub_base_model, model_card, read_info
 from sft.config import PushConfig
@@ -28,18 +29,12 @@ from sft.config import PushConfig
 SKIP = ("checkpoint-", "training_args.bin")
 
 
-def upload_files(folder: str | Path) -> list[str]:
-    """The folder's files an upload sends, as sorted relative paths: no checkpoints, no pickled trainer
-    arguments, no hidden files."""
-    return sorted(folder_files(Path(folder), skip=SKIP))
-
-
-def _run(path: str, *, ids: tuple[str, ...], adapter: Path | None) -> tuple[Path, dict[str, Any]]:
+def _run(path: str, *, ids: tuple[str, ...], adapter: Path | None) -> tuple[Path, RunInfo]:
     """(run folder, run.json) of one checked run."""
     from perrec_eval.rundir import one_run_folder
 
     run_dir = one_run_folder(path)
-    info = fileio.read_json(run_dir / "run.json")
+    info = read_run_info(run_dir)
     check_run_of_model(run_dir, info, model_ids=ids, adapter=adapter)
     return run_dir, info
 
@@ -75,7 +70,7 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
         DataError: a run that is not of this adapter on its base model (or a base run that is not of the
             base model alone), or an adapter folder not written by `perrecbench sft`.
     """
-    from perrec_eval.rundir import load_run
+    from perrec_eval.rundir import load_scores
 
     folder = Path(config.adapter)
     info = read_info(folder)
@@ -89,13 +84,13 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
     files: dict[str, Any] = dict(folder_files(folder, skip=SKIP))
     if config.base_run:
         base_dir, base_info = _run(config.base_run, ids=ids, adapter=None)
-        systems.append((f"base ({hub_base_model(info)})", load_run(base_dir)[1]))
-        costs += [(systems[-1][0], base_info["cost"])] if base_info.get("cost") else []
+        systems.append((f"base ({hub_base_model(info)})", load_scores(base_dir).to_json()))
+        costs += [(systems[-1][0], base_info.cost)] if base_info.cost else []
     if config.run:
         run_dir, run_info = _run(config.run, ids=ids, adapter=folder)
-        scores = load_run(run_dir)[1]
+        scores = load_scores(run_dir).to_json()
         systems.append((folder.name, scores))
-        costs += [(folder.name, run_info["cost"])] if run_info.get("cost") else []
+        costs += [(folder.name, run_info.cost)] if run_info.cost else []
         if config.dataset and config.dataset_revision:
             eval_results = _eval_results(scores, config.dataset, config.dataset_revision)
             files |= results_files(

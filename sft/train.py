@@ -35,12 +35,12 @@ from typing import Any, NoReturn
 
 from perrec_eval import fileio, progress
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.extras import require
 from perrec_eval.lock import folder_lock
 from perrec_eval.secrets import is_secret_name, redact
 from sft.card import MERGE_INFO, TRAIN_INFO, model_card, record_hub_base
 from sft.config import TrainArguments
 from sft.data import INFO_FILE, token_ids
-from sft.deps import require
 from sft.outdir import is_empty, refuse_overlap
 
 logger = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ def recipe_defaults(torch: Any) -> dict[str, Any]:
 def make_parser() -> Any:
     """TRL's `TrlParser` over `TrainArguments`, `trl.SFTConfig` and `trl.ModelConfig`, the recipe as defaults;
     a bad flag raises `ConfigError` (one line) instead of printing the usage."""
-    torch, trl = require("torch"), require("trl")
+    torch, trl = require("torch", "train", by="fine-tuning"), require("trl", "train", by="fine-tuning")
 
     class Parser(trl.TrlParser):
         def error(self, message: str) -> NoReturn:
@@ -244,7 +244,7 @@ def load_tokenizer(model: Any, trust_remote_code: bool) -> Any:
     from perrec_eval.engines._common import check_local_path
 
     check_local_path(model.model_name_or_path, "--model_name_or_path")
-    tokenizer = require("transformers").AutoTokenizer.from_pretrained(
+    tokenizer = require("transformers", "train", by="fine-tuning").AutoTokenizer.from_pretrained(
         model.model_name_or_path, revision=model.model_revision, trust_remote_code=trust_remote_code
     )
     if not getattr(tokenizer, "chat_template", None):
@@ -332,7 +332,7 @@ def train(script: TrainArguments, training: Any, model: Any) -> dict[str, Any]:
     Returns:
         The record written to ``sft_train.json`` (on the main process; the others return it too).
     """
-    trl = require("trl")
+    trl = require("trl", "train", by="fine-tuning")
     out = training.output_dir
     refuse_overlap(
         out, {"--model_name_or_path": model.model_name_or_path, "--data": script.data}

@@ -26,3 +26,11 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Llama chat model (tokenizer with chat template and pad token) saved in a temp folder."""
     return build_tiny_chat_model(tmp_path_factory.mktemp("tiny_chat_model"))
 
+
+@pytest.fixture(autouse=True)
+def _progress_on():
+    """`--no-progress` turns the process-wide switch off: every test starts with it on again."""
+    yield
+    from perrec_eval import progress
+
+    progress.enable()

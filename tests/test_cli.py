@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -310,13 +311,67 @@ def test_cli_version(capsys):
     assert exit_info.value.code == 0 and capsys.readouterr().out.startswith("perrecbench ")
 
 
-@pytest.mark.parametrize("command", ["synth", "build", "evaluate", "score", "profiles", "report"])
+@pytest.mark.parametrize("command", _commands(), ids=" ".join)
 def test_cli_verbose_debug_and_no_progress_are_accepted_by_every_subcommand(command):
     from perrec_eval.cli import build_parser
 
-    positional = ["RUN_DIR"] if command in ("score", "report") else []
-    args = build_parser().parse_args([command, *positional, "-v", "--debug", "--no-progress"])
-    assert args.verbose and args.debug and (getattr(args, "no_progress", False) or args.progress is False)
+    parser = build_parser()
+    positional = _positionals(parser, command)
+    after = parser.parse_args([*command, *positional, "-v", "--debug", "--no-progress"])
+    before = parser.parse_args(["--no-progress", *command, *positional])
+    assert after.verbose and after.debug and after.no_progress and before.no_progress
+
+
+def _positionals(parser, command):
+    """A placeholder for each positional argument of `command` (a path such as ``("sft", "train")``)."""
+    for name in command:
+        parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+    return ["X" for action in parser._actions if not action.option_strings]
+
+
+@pytest.mark.parametrize("command", _commands(), ids=" ".join)
+@pytest.mark.parametrize("before", [True, False], ids=["before", "after"])
+def test_cli_no_progress_turns_the_switch_off_for_every_subcommand(command, before, monkeypatch):
+    from perrec_eval import cliconfig, progress
+    from perrec_eval.cli import build_parser
+    from perrec_eval.errors import ConfigError
+
+    def stop(cls, args):
+        raise ConfigError("stopped before running")
+
+    monkeypatch.setattr(cliconfig, "from_namespace", stop)
+    argv = [*command, *_positionals(build_parser(), command)]
+    assert main(["--no-progress", *argv] if before else [*argv, "--no-progress"]) == 2
+    assert not progress.enabled()
+
+
+def test_cli_progress_false_in_a_config_file_turns_the_switch_off(tmp_path, monkeypatch):
+    from perrec_eval import progress
+
+    (tmp_path / "run.yaml").write_text("progress: false\n")
+    assert main(["score", str(tmp_path / "no-run"), "--config", str(tmp_path / "run.yaml")]) == 2
+    assert not progress.enabled()
+
+
+def test_cli_evaluate_no_progress_draws_no_bars(built, tmp_path, capsys):
+    args = ["evaluate", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
+    args += ["--levels", "easy", "--methods", "pointwise", "--max-groups", "2", "--no-profile"]
+    assert main([*args, "--out", str(tmp_path / "shown")]) == 0
+    assert "retrieval" in capsys.readouterr().err
+    assert main([*args, "--out", str(tmp_path / "hidden"), "--no-progress"]) == 0
+    assert "retrieval" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bug", [ValueError("a bug"), OSError("a bug"), KeyError("a bug")])
+def test_cli_shows_the_traceback_of_an_error_outside_the_project_family(bug, monkeypatch):
+    from perrec_eval import cliconfig
+
+    def broken(cls, args):
+        raise bug
+
+    monkeypatch.setattr(cliconfig, "from_namespace", broken)
+    with pytest.raises(type(bug)):
+        main(["score", "RUN_DIR"])
 
 
 def test_cli_failed_requests_exit_nonzero_with_one_line_and_provisional_scores(

@@ -497,6 +497,17 @@ def test_sweep_refuses_a_report_folder_of_something_else_before_the_grid(
     assert sorted(p.name for p in out.iterdir()) == [".perrecbench.lock", "report"]  # no grid point run
 
 
+@pytest.mark.parametrize("lock", ["folder_lock", "file_lock"])
+def test_lock_of_an_output_under_a_file_is_one_line_naming_out(tmp_path: Path, lock: str) -> None:
+    """Every command takes its output's lock first: an --out that cannot be made fails there, in one line."""
+    from perrec_eval import lock as locks
+
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(DataError, match=r"cannot write .*a-file/out: .* choose another --out"):
+        with getattr(locks, lock)(tmp_path / "a-file" / "out"):
+            pass
+
+
 def test_lock_beside_an_output_named_perrecbench_is_not_its_folders_lock(tmp_path: Path) -> None:
     from perrec_eval.lock import file_lock
 
@@ -567,12 +578,11 @@ def test_score_write_killed_between_renames_is_refused_on_read(
     assert json.loads((out / "scores.json").read_text())["variant"] == "paper"
     assert json.loads((out / "run.json").read_text())["metric"]["variant"] == "tau_b"
     with pytest.raises(DataError, match="score --write. was interrupted"):
-        rundir.load_run(out)
+        rundir.load_scores(out)
     refused(capsys, ["report", str(out)], "interrupted", f"perrecbench score {out} --write")
     assert not [p for p in out.iterdir() if ".tmp-" in p.name]
     assert main(["score", str(out), "--write"]) == 0  # the fix the message names
-    _, scores = rundir.load_run(out)
-    assert scores["variant"] == "tau_b"
+    assert rundir.load_scores(out).variant == "tau_b"
 
 
 def test_score_write_records_the_new_metric_in_run_json(bench: Path, tmp_path: Path) -> None:
@@ -581,8 +591,8 @@ def test_score_write_records_the_new_metric_in_run_json(bench: Path, tmp_path: P
     out = tmp_path / "run"
     assert main(_eval_argv(bench, out)) == 0
     assert main(["score", str(out), "--variant", "paper", "--invalid", "skip", "--write"]) == 0
-    _, scores = rundir.load_run(out)
-    assert (scores["variant"], scores["invalid"]) == ("paper", "skip")
+    scores = rundir.load_scores(out)
+    assert (scores.variant, scores.invalid) == ("paper", "skip")
     assert json.loads((out / "run.json").read_text())["metric"] == {"variant": "paper", "invalid": "skip"}
 
 

@@ -517,7 +517,7 @@ def _help(capsys, *command):
 @pytest.mark.parametrize(
     "command,flag,says",
     [
-        (["evaluate"], "--no-progress", "show progress bars (default: on; this flag turns it off"),
+        (["sweep"], "--no-plots", "(needs the report extra) (default: on; this flag turns it off"),
         (["report"], "--no-plots", "(default: on; this flag turns it off"),
     ],
 )
@@ -695,7 +695,6 @@ def failed_and_reverse(bench, tmp_path_factory):
             out=str(root / name),
             profiles=str(profiles),
             methods=("pointwise",),
-            progress=False,
         )
         evaluate(config, FakeEngine(responder or truth_responder(-1.0), model=name))
         runs[name] = root / name

@@ -4,7 +4,7 @@ Each backend lives in one module of this package with its options dataclass (`Fa
 `OpenAIOptions`, `VLLMOptions`). A module imports its heavy dependencies only when an engine is built, so
 importing it (for its options, or for `perrecbench --help`) stays fast, and a missing extra fails with the
 pip command that installs it. Adding a backend means one module here, one line in `_BACKENDS`, and its
-extra in ``pyproject.toml`` (and in `_common._EXTRA_OF`).
+extra in ``pyproject.toml`` (and its packages in `perrec_eval.extras`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from perrec_eval.cliconfig import describe, options_from_pairs
-from perrec_eval.engines._common import MissingExtraError
 from perrec_eval.engines.base import Engine, ResultsCallback, checked
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, MissingExtraError
 
 
 class _Backend(NamedTuple):

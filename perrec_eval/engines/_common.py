@@ -1,79 +1,19 @@
-"""Small pieces every backend shares: lazy imports of optional extras, typed options, per-request seeds,
-and batching."""
+"""Small pieces every backend shares: local-path checks, typed options, per-request seeds, and batching."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import hashlib
-import importlib
 import json
 import os
 import typing
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from perrec_eval.cliconfig import coerce
-from perrec_eval.errors import ConfigError, PerrecbenchError
+from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest
-
-# Which optional extra of perrecbench brings each third-party module.
-_EXTRA_OF: dict[str, str] = {
-    "torch": "hf",
-    "transformers": "hf",
-    "accelerate": "hf",
-    "gguf": "hf",
-    "outlines": "structured",
-    "outlines_core": "structured",
-    "peft": "train",
-    "openai": "openai",
-    "vllm": "vllm",
-}
-
-
-# Said wherever torch comes in: a bare `pip install torch` (or an extra that needs it) pulls the CUDA build.
-TORCH_FIRST = "; install torch first (pip install torch==2.13.0 is the CPU build, else your CUDA's build)"
-
-
-class MissingExtraError(PerrecbenchError, ImportError):
-    """An engine's optional dependency is not installed; the message names the pip command.
-
-    Both an `ImportError` (for callers that catch those) and a `PerrecbenchError` (one line from the CLI).
-    """
-
-
-def require(module: str, *, engine: str) -> ModuleType:
-    """Import an optional dependency, or fail with the pip command that installs it.
-
-    Args:
-        module: dotted module name, e.g. ``"vllm"`` or ``"vllm.lora.request"``.
-        engine: the engine that needs it, named in the error.
-
-    Returns:
-        The imported module.
-
-    Raises:
-        MissingExtraError: the module (or a module it imports) belongs to one of perrecbench's extras and
-            is not installed.
-
-    >>> require("json", engine="fake").__name__
-    'json'
-    """
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as err:
-        missing = (err.name or module).split(".")[0]
-        extra = _EXTRA_OF.get(missing)
-        if extra is None:
-            raise
-        error = MissingExtraError(
-            f"the {engine!r} engine needs {missing!r}, which is not installed: "
-            f'pip install "perrecbench[{extra}]" (in a clone of the repository: pip install -e ".[{extra}]")'
-            + (TORCH_FIRST if extra in ("hf", "train") else "")
-        )
-        error.name = missing
-        raise error from err
 
 
 def check_local_path(path: str, what: str) -> None:

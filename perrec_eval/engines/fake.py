@@ -67,7 +67,8 @@ def request_kind(request: ChatRequest) -> RequestKind | None:
     Returns:
         ``pointwise``, ``pairwise``, ``listwise`` or ``profile``; None for a request from anywhere else.
 
-    >>> request_kind(ChatRequest(tuple(prompts.render_profile([{"title": "Dune", "rating": 5}]))))
+    >>> from perrec_eval.records import HistoryItem
+    >>> request_kind(ChatRequest(tuple(prompts.render_profile([HistoryItem(None, "Dune", None, 5.0, 0)]))))
     'profile'
     >>> request_kind(ChatRequest(({"role": "user", "content": "hello"},))) is None
     True

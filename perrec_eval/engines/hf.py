@@ -34,15 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tqdm.auto import tqdm
-
+from perrec_eval import progress
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import check_local_path, coerce_fields, require, sample_seed, split_evenly
+from perrec_eval.engines._common import check_local_path, coerce_fields, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.extras import require
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
+_ENGINE = "the 'hf' engine"  # named when an extra is missing
 
 _TOKEN_ID_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
 
@@ -76,7 +77,6 @@ class HFOptions:
         "merge the LoRA adapter into the weights after loading (faster)", default=False
     )
     trust_remote_code: bool = option("run the model repository's own code (from_pretrained)", default=False)
-    progress: bool = option("show a progress bar per call", default=True)
 
     def __post_init__(self) -> None:
         coerce_fields(self)
@@ -100,8 +100,8 @@ class HFOptions:
 
 
 @contextlib.contextmanager
-def _damaged_weights(where: str) -> Iterator[None]:
-    """A weights file that cannot be read (cut by a download or a copy) becomes one line naming `where`."""
+def _loading(where: str, flag: str = "--model") -> Iterator[None]:
+    """`from_pretrained` failing on what the user named becomes one line naming `where` and the fix."""
     from safetensors import SafetensorError
 
     try:
@@ -110,6 +110,11 @@ def _damaged_weights(where: str) -> Iterator[None]:
         raise DataError(
             f"cannot read the weights in {where} ({' '.join(str(err).split())[:200]}): a weights file is cut "
             "or damaged; download or save the model again"
+        ) from err
+    except (OSError, ValueError) as err:  # transformers' and peft's "cannot find or load this" errors
+        raise ConfigError(
+            f"{flag} {where} cannot be loaded ({' '.join(str(err).split())[:300]}): pass a folder or Hub id "
+            "that transformers can load"
         ) from err
 
 
@@ -123,13 +128,14 @@ def convert_gguf(path: str, out: str) -> str:
     Returns:
         `out`.
     """
-    transformers = require("transformers", engine="hf")
-    require("gguf", engine="hf")
+    transformers = require("transformers", "hf", by=_ENGINE)
+    require("gguf", "hf", by=_ENGINE)
     location, gguf = gguf_location(path)
     if not gguf or not Path(path).is_file():
         raise ConfigError(f"{path} is not a .gguf file")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
-    lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
+    with _loading(path, "convert-gguf"):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
+        lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
     lm.hf_quantizer = None
     if hasattr(lm.config, "quantization_config"):
         del lm.config.quantization_config
@@ -180,8 +186,8 @@ class HFEngine:
         check_local_path(model, "--model")
         if adapter is not None:
             check_local_path(adapter, "--adapter")
-        self._torch = require("torch", engine="hf")
-        transformers = require("transformers", engine="hf")
+        self._torch = require("torch", "hf", by=_ENGINE)
+        transformers = require("transformers", "hf", by=_ENGINE)
         self._transformers = transformers
         self.device = options.device or ("cuda" if self._torch.cuda.is_available() else "cpu")
         self._check_device()
@@ -190,24 +196,25 @@ class HFEngine:
         if self._gguf:
             if not Path(model).is_file():
                 raise ConfigError(f"no GGUF file at {model}: give the path of a .gguf file")
-            require("gguf", engine="hf")
+            require("gguf", "hf", by=_ENGINE)
 
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-            location, trust_remote_code=trust_remote_code, **self._gguf
-        )
+        with _loading(model):
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                location, trust_remote_code=trust_remote_code, **self._gguf
+            )
         if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(
+            raise ConfigError(
                 f"the tokenizer of {model!r} has no chat template: use an instruction-tuned (chat) model, "
                 "or save one with tokenizer.chat_template = ... and tokenizer.save_pretrained(...)"
             )
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             if self.tokenizer.eos_token is None:
-                raise ValueError(f"the tokenizer of {model!r} has neither a pad nor an eos token")
+                raise ConfigError(f"the tokenizer of {model!r} has neither a pad nor an eos token")
             logger.info("%s has no pad token: padding with eos %r", model, self.tokenizer.eos_token)
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
-        with _damaged_weights(model):
+        with _loading(model):
             lm = transformers.AutoModelForCausalLM.from_pretrained(
                 location, dtype=options.dtype, trust_remote_code=trust_remote_code, **self._gguf
             )
@@ -216,8 +223,8 @@ class HFEngine:
         self._adapters: dict[str, str] = {}
         self._adapter_name: str | None = None
         if adapter is not None:
-            peft = require("peft", engine="hf")
-            with _damaged_weights(adapter):
+            peft = require("peft", "hf", by=_ENGINE)
+            with _loading(adapter, "--adapter"):
                 lm = peft.PeftModel.from_pretrained(lm, adapter)
             if options.merge_adapter:
                 lm = lm.merge_and_unload()
@@ -238,14 +245,14 @@ class HFEngine:
         """
         from perrec_eval.structured import answer_regex
 
-        backends = require("outlines.backends.outlines_core", engine="hf")
+        backends = require("outlines.backends.outlines_core", "structured", by=_ENGINE)
         if self._structured is None:
-            outlines = require("outlines", engine="hf")
+            outlines = require("outlines", "structured", by=_ENGINE)
             self._structured = backends.OutlinesCoreBackend(
                 outlines.from_transformers(self.lm, self.tokenizer)
             )
         if answer_format not in self._indexes:
-            index_class = require("outlines_core", engine="hf").Index
+            index_class = require("outlines_core", "structured", by=_ENGINE).Index
             self._indexes[answer_format] = index_class(
                 answer_regex(answer_format), self._structured.vocabulary
             )
@@ -368,9 +375,7 @@ class HFEngine:
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
         seeds = self._row_seeds(requests, params)
-        bar = tqdm(
-            total=len(requests), desc=f"hf {self.model}", unit="req", disable=not self.options.progress
-        )
+        bar = progress.bar(total=len(requests), desc=f"hf {self.model}", unit="req")
         bar.update(len(requests) - len(runnable))
         for batch in split_evenly(order, self.options.batch_size):
             finished = self._run_batch(batch, encoded, seeds, params)
@@ -488,13 +493,14 @@ class HFEngine:
                 f"adapter name {name!r} is already loaded from {loaded}: give {path} another name"
             )
         if loaded is None:
-            peft = require("peft", engine="hf")
-            if isinstance(self.lm, peft.PeftModel):
-                self.lm.load_adapter(path, adapter_name=name)
-            else:
-                # Wrapping injects the LoRA layers into the base model's modules in place; this engine
-                # itself then answers through `disable_adapter` (see `_adapter_scope`).
-                self.lm = peft.PeftModel.from_pretrained(self.lm, path, adapter_name=name)
+            peft = require("peft", "hf", by=_ENGINE)
+            with _loading(path, "--adapter"):
+                if isinstance(self.lm, peft.PeftModel):
+                    self.lm.load_adapter(path, adapter_name=name)
+                else:
+                    # Wrapping injects the LoRA layers into the base model's modules in place; this engine
+                    # itself then answers through `disable_adapter` (see `_adapter_scope`).
+                    self.lm = peft.PeftModel.from_pretrained(self.lm, path, adapter_name=name)
             self.lm.to(self.device).eval()
             self._adapters[name] = path
         view = copy.copy(self)
@@ -533,7 +539,7 @@ class HFEngine:
                 "formats": sorted(self._indexes),
             }
         if self.adapter is not None:
-            info["peft_version"] = require("peft", engine="hf").__version__
+            info["peft_version"] = require("peft", "hf", by=_ENGINE).__version__
         if self._adapter_name not in (None, "default"):
             info["adapter_name"] = self._adapter_name
         return info

@@ -39,13 +39,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from perrec_eval import progress
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import check_local_path, coerce_fields, require, sample_seed, split_evenly
+from perrec_eval.engines._common import check_local_path, coerce_fields, sample_seed, split_evenly
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError
+from perrec_eval.extras import require
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
+_ENGINE = "the 'vllm' engine"  # named when an extra is missing
 
 # `VLLMOptions` fields that are `vllm.LLM` keyword arguments of the same name, passed only when set.
 _LLM_FIELDS = (
@@ -129,7 +132,6 @@ class VLLMOptions:
     quantization: str | None = option(
         "quantization method of the checkpoint, e.g. awq, gptq, fp8", default=None
     )
-    progress: bool = option("show vLLM's progress bar", default=True)
 
     def __post_init__(self) -> None:
         coerce_fields(self)
@@ -227,14 +229,14 @@ class VLLMEngine:
 
     def __init__(self, model: str, options: VLLMOptions | None = None, *, adapter: str | None = None) -> None:
         options = options or VLLMOptions()
-        self._vllm = require("vllm", engine="vllm")
+        self._vllm = require("vllm", "vllm", by=_ENGINE)
         self.model = model
         self.adapter = adapter
         self.adapter_name: str | None = None
         self.options = options
         self.chat_calls = 0
         self._template_kwargs = options.template_kwargs()
-        self._on_cpu = require("vllm.platforms", engine="vllm").current_platform.is_cpu()
+        self._on_cpu = require("vllm.platforms", "vllm", by=_ENGINE).current_platform.is_cpu()
         if model.endswith(".gguf") and self._on_cpu:
             raise ConfigError(f"vLLM on CPU has no GGUF loader ({model}): {_GGUF_FIX}")
         check_local_path(model, "--model")
@@ -312,7 +314,7 @@ class VLLMEngine:
     def _lora_request(self) -> Any:
         if self.adapter is None:
             return None
-        lora = require("vllm.lora.request", engine="vllm")
+        lora = require("vllm.lora.request", "vllm", by=_ENGINE)
         return lora.LoRARequest(self.adapter_name, self._runtime.lora_ids[self.adapter], self.adapter)
 
     def sampling_params(self, params: GenParams, request: ChatRequest) -> Any:
@@ -325,7 +327,7 @@ class VLLMEngine:
         if params.answer_format is not None:
             from perrec_eval.structured import answer_regex
 
-            outputs = require("vllm.sampling_params", engine="vllm").StructuredOutputsParams
+            outputs = require("vllm.sampling_params", "vllm", by=_ENGINE).StructuredOutputsParams
             constraint["structured_outputs"] = outputs(regex=answer_regex(params.answer_format))
         return self._vllm.SamplingParams(
             n=params.n,
@@ -390,7 +392,7 @@ class VLLMEngine:
             outputs = llm.chat(
                 [conversations[index] for index in chunk],
                 sampling_params=[self.sampling_params(params, requests[index]) for index in chunk],
-                use_tqdm=self.options.progress,
+                use_tqdm=progress.enabled(),
                 lora_request=self._lora_request(),
                 add_generation_prompt=True,
                 chat_template_kwargs=self._template_kwargs or None,

@@ -128,7 +128,7 @@ class Row:
             "differing_settings": {name: self.run.settings.get(name) for name in differing},
             "provisional": self.provisional,
             "num_groups": len(self.run.group_ids),
-            "cost": self.run.info.get("cost"),
+            "cost": self.run.info.cost,
             "average": self.average,
             "average_cells": len(self.entries) if self.average is not None else None,
             "missing_cells": [f"{level}/{method}" for level, method in self.missing],
@@ -250,7 +250,7 @@ def _row(label: str, run: Run, columns: Sequence[Cell]) -> Row:
         cell: Entry(
             level=cell[0],
             method=cell[1],
-            scores={name: scored[cell].get(name) for name in _SCORE_FIELDS},
+            scores={name: getattr(scored[cell], name) for name in _SCORE_FIELDS},
             diagnostics=diagnostics.get(cell),
         )
         for cell in columns

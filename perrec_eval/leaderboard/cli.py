@@ -6,6 +6,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from perrec_eval.cliconfig import add_command, option
 from perrec_eval.config import EvalConfig
@@ -47,6 +48,7 @@ class ReportConfig:
 class SweepConfig(EvalConfig):
     """Settings of `perrecbench sweep`: one engine over every (k, shots) pair, one run folder each."""
 
+    replaced: ClassVar[dict[str, str]] = {"k": "--ks", "shots": "--shots-grid"}  # set per grid point
     ks: tuple[int, ...] = option(
         "retrieved history sizes k of the grid (replaces --k; the paper's Fig. 6 used 1,2,4,8,12,16)",
         default=(2, 4, 8),
@@ -115,14 +117,14 @@ def sweep(config: SweepConfig) -> int:
 
     for table in result.tables:
         print(render.leaderboard_markdown(table) + "\n")
-    incomplete = [name for name, scores in results if not scores.get("complete", True)]
+    incomplete = [name for name, scores in results if not scores.complete]
     print(f"{len(results)} grid points in {out}/; report: {report_dir / 'index.html'}")
     if incomplete:
         from perrec_eval.commands import failure_summary
 
         points = ", ".join(incomplete)
         print(f"perrecbench sweep: provisional points (engine errors): {points}", file=sys.stderr)
-        failed = [scores for _, scores in results if not scores.get("complete", True)]
+        failed = [scores for _, scores in results if not scores.complete]
         print(failure_summary(failed, "sweep"), file=sys.stderr)
         return 1
     return 0

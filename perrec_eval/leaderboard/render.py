@@ -61,9 +61,7 @@ def legend(report: Report) -> str:
         "tau_b": "Kendall tau-b between predicted and true per-user scores",
         "paper": "the paper's tau between best-first index lists (paper mode)",
     }
-    resamples = sorted(
-        {row.run.scores.get("n_resamples", 1000) for table in report.tables for row in table.rows}
-    )
+    resamples = sorted({row.run.scores.n_resamples for table in report.tables for row in table.rows})
     text = (
         f"PTC = {'; '.join(names.get(m, m) for m in metrics)}, mean over groups (-1 to 1, higher is better); "
         "brackets: each run's 95% interval over groups (percentile bootstrap, "
@@ -81,7 +79,7 @@ def legend(report: Report) -> str:
         "fingerprint, split and group set."
     )
     runs = [row.run for table in report.tables for row in table.rows]
-    if note := provisional_note([{**run.scores, "complete": run.complete} for run in runs]):
+    if note := provisional_note([{**run.scores.to_json(), "complete": run.complete} for run in runs]):
         text += " " + note
     if any(table.clustered for table in report.tables):
         text += " " + CLUSTERED_NOTE
@@ -244,7 +242,7 @@ def profile_rows(table: Table) -> list[list[str]]:
     """Per row whose run wrote or read profiles with quality counts: how many looked degenerate."""
     out = []
     for row in table.rows:
-        profiles = row.run.info.get("profiles") or {}
+        profiles = row.run.info.profiles or {}
         quality = profiles.get("quality")
         if not quality:
             continue
@@ -297,7 +295,7 @@ def cost_rows(table: Table) -> list[list[str]]:
 
     out = []
     for row in table.rows:
-        cost = row.run.info.get("cost")
+        cost = row.run.info.cost
         if cost:
             out.append(
                 [
@@ -315,11 +313,11 @@ def cost_rows(table: Table) -> list[list[str]]:
 
 def cold_start_markdown(table: Table) -> str:
     """The CF rows' per-cell cold-start counts (run.json `cf.cells`); "" when the table has none."""
-    return cold_start({row_name(row): row.run.info["cf"]["cells"] for row in table.rows if _cf_cells(row)})
+    return cold_start({row_name(row): row.run.info.cf["cells"] for row in table.rows if _cf_cells(row)})
 
 
 def _cf_cells(row: Row) -> bool:
-    return bool((row.run.info.get("cf") or {}).get("cells"))
+    return bool((row.run.info.cf or {}).get("cells"))
 
 
 def published_rows(rows: Sequence[PublishedRow]) -> list[list[str]]:

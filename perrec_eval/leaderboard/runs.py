@@ -9,9 +9,8 @@ of a run without pairwise cells, the prompt of a no-LLM baseline) is None.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from perrec_eval import rundir
 from perrec_eval.errors import DataError
 from perrec_eval.records import PredictionRecord
+from perrec_eval.results import CellScore, RunInfo, Scores, read_run_info
 
 BASELINE = "baseline"
 # Settings that can tell two runs of one model apart, in the order a row label shows them.
@@ -52,8 +52,8 @@ class Run:
 
     path: Path
     model: str
-    info: Mapping[str, Any]
-    scores: Mapping[str, Any]
+    info: RunInfo
+    scores: Scores
     records: tuple[PredictionRecord, ...]
     settings: Mapping[str, Any]
     groups: Mapping[str, frozenset[str]]
@@ -61,11 +61,11 @@ class Run:
 
     @property
     def fingerprint(self) -> str | None:
-        return self.info.get("dataset_fingerprint")
+        return self.info.dataset_fingerprint
 
     @property
     def split(self) -> str:
-        return self.info.get("config", {}).get("split", "test")
+        return self.info.config.get("split", "test")
 
     @property
     def group_ids(self) -> frozenset[str]:
@@ -75,50 +75,32 @@ class Run:
     @property
     def complete(self) -> bool:
         """False when some requests failed (engine errors): the scores are provisional."""
-        return bool(self.info.get("complete", self.scores.get("complete", True)))
+        return self.scores.complete
 
     @property
     def variant(self) -> str:
-        return self.info.get("metric", {}).get("variant") or self.scores.get("variant") or "tau_b"
+        return self.info.metric.variant
 
     @property
     def invalid(self) -> str:
-        return self.info.get("metric", {}).get("invalid") or self.scores.get("invalid") or "zero"
+        return self.info.metric.invalid
 
     @property
     def data(self) -> str | None:
         """The benchmark folder (or Hub id) the run read."""
-        return self.info.get("config", {}).get("data")
+        return self.info.config.get("data")
 
     @property
     def is_baseline(self) -> bool:
-        return self.info.get("engine", {}).get("name") == BASELINE
+        return self.info.is_baseline
 
-    def cell_scores(self) -> dict[Cell, Mapping[str, Any]]:
+    def cell_scores(self) -> dict[Cell, CellScore]:
         """scores.json's cells by (level, method)."""
-        return {(cell["level"], cell["method"]): cell for cell in self.scores.get("cells", [])}
+        return {(cell.level, cell.method): cell for cell in self.scores.cells}
 
-    def samples(self) -> Iterator[dict[str, Any]]:
-        """samples.jsonl's lines as plain dicts (keys beyond `SampleRecord`'s, such as finish reasons, kept);
-        nothing for runs without engine requests."""
-        path = self.path / "samples.jsonl"
-        if not path.is_file():
-            return
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    sample = json.loads(line)
-                    problem = rundir.sample_problem(sample)
-                except json.JSONDecodeError as err:
-                    problem = f"is not valid JSON ({err})"
-                if problem:
-                    raise DataError(
-                        f"{path} line {number} {problem}: the file was cut or edited; run "
-                        "`perrecbench evaluate` again with the run's settings to rewrite it"
-                    )
-                yield sample
+    def samples(self) -> list[dict[str, Any]]:
+        """samples.jsonl's lines (`rundir.sample_lines`); none for runs without engine requests."""
+        return rundir.sample_lines(self.path)
 
 
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
@@ -136,10 +118,10 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
 def load_run(folder: str | os.PathLike) -> Run:
     """One finished run folder (run.json, scores.json, predictions.jsonl)."""
     folder = Path(folder)
-    _, scores = rundir.load_run(folder)
-    info = rundir.read_run_info(folder)
+    scores = rundir.load_scores(folder)
+    info = read_run_info(folder)
     records = tuple(rundir.read_predictions(folder))
-    rundir.check_complete(folder, records)
+    rundir.check_complete(folder, info, records)
     return Run(
         path=folder,
         model=system_name(info, folder),
@@ -160,18 +142,21 @@ def records_by_cell(records: Sequence[PredictionRecord]) -> dict[Cell, dict[str,
     return out
 
 
-def system_name(info: Mapping[str, Any], folder: Path) -> str:
+def system_name(info: RunInfo, folder: Path) -> str:
     """The run's label (``--label``; the model's short name) or its model, with its LoRA adapter's name.
 
-    >>> system_name({"engine": {"model": "m"}, "config": {"adapter": ["pw=/a/b"]}}, Path("x"))
+    >>> from dataclasses import replace
+    >>> from perrec_eval.results import Metric
+    >>> info = RunInfo(config={"adapter": ["pw=/a/b"]}, engine={"model": "m"}, metric=Metric("tau_b", "zero"))
+    >>> system_name(info, Path("x"))
     'm + pw'
-    >>> system_name({"engine": {"model": "m"}, "config": {"adapter": ["/a/merged"]}}, Path("x"))
+    >>> system_name(replace(info, config={"adapter": ["/a/merged"]}), Path("x"))
     'm + merged'
-    >>> system_name({"engine": {"model": "/models/smol.gguf"}, "label": "smol"}, Path("x"))
+    >>> system_name(replace(info, config={}, label="smol"), Path("x"))
     'smol'
     """
-    model = info.get("label") or info.get("engine", {}).get("model") or folder.name
-    adapters = info.get("config", {}).get("adapter") or ()
+    model = info.label or info.engine.get("model") or folder.name
+    adapters = info.config.get("adapter") or ()
     if isinstance(adapters, str):
         adapters = (adapters,)
     names = []
@@ -181,38 +166,37 @@ def system_name(info: Mapping[str, Any], folder: Path) -> str:
     return " + ".join([model, *names])
 
 
-def group_sets(info: Mapping[str, Any], records: Sequence[PredictionRecord]) -> dict[str, frozenset[str]]:
+def group_sets(info: RunInfo, records: Sequence[PredictionRecord]) -> dict[str, frozenset[str]]:
     """The group ids per level: run.json's ``groups`` where it has them, else those of the predictions."""
-    listed = info.get("groups")
-    if listed:
-        return {level: frozenset(ids) for level, ids in listed.items()}
+    if info.groups:
+        return {level: frozenset(ids) for level, ids in info.groups.items()}
     found: dict[str, set[str]] = {}
     for record in records:
         found.setdefault(record.level, set()).add(record.group_id)
     return {level: frozenset(ids) for level, ids in found.items()}
 
 
-def settings_of(info: Mapping[str, Any], records: Sequence[PredictionRecord]) -> dict[str, Any]:
+def settings_of(info: RunInfo, records: Sequence[PredictionRecord]) -> dict[str, Any]:
     """The run's value of each of `SETTINGS` (None where the setting does not apply to the run).
 
-    >>> info = {"engine": {"name": "baseline"}, "metric": {"variant": "tau_b", "invalid": "zero"},
-    ...         "config": {"k": 4, "seed": 0, "pairwise_strategy": "allpairs"}}
+    >>> from perrec_eval.results import Metric
+    >>> config = {"k": 4, "seed": 0, "pairwise_strategy": "allpairs"}
+    >>> info = RunInfo(config=config, engine={"name": "baseline"}, metric=Metric("tau_b", "zero"))
     >>> {k: v for k, v in settings_of(info, []).items() if v is not None}
     {'k': 4, 'metric': 'tau_b', 'failed': 'zero', 'seed': 0}
     """
-    config = info.get("config", {})
-    engine = info.get("engine", {}).get("name") or config.get("engine")
+    config = info.config
+    engine = info.engine.get("name") or config.get("engine")
     llm = engine != BASELINE
     methods = {record.method for record in records}
     samples = config.get("samples", 1)
-    profiles = info.get("profiles")
-    metric = info.get("metric", {})
+    profiles = info.profiles
     return {
         "engine": engine if llm else None,
         "pairwise": config.get("pairwise_strategy") if "pairwise" in methods else None,
         # Runs written before presentations existed showed listwise users in the dataset's order.
         "presentation": config.get("presentation", "dataset") if llm and "listwise" in methods else None,
-        "prompt": (info.get("prompt_variant") or "default") if llm else None,
+        "prompt": (info.prompt_variant or "default") if llm else None,
         "profiles": _profiles_name(profiles) if llm and profiles else None,
         "k": config.get("k"),
         "shots": config.get("shots", 0) if llm else None,
@@ -222,17 +206,17 @@ def settings_of(info: Mapping[str, Any], records: Sequence[PredictionRecord]) ->
         "top_p": config.get("top_p") if llm else None,
         "structured": ("on" if config.get("structured_outputs") else "off") if llm else None,
         "max_tokens": _budgets(info) if llm else None,
-        "metric": metric.get("variant", "tau_b"),
-        "failed": metric.get("invalid", "zero"),
+        "metric": info.metric.variant,
+        "failed": info.metric.invalid,
         "seed": config.get("seed"),
     }
 
 
-def _budgets(info: Mapping[str, Any]) -> str:
+def _budgets(info: RunInfo) -> str:
     """The answer budgets as ``pointwise=16,listwise=64`` (runs before `--max-new-tokens`: the defaults)."""
     from perrec_eval.config import token_budgets
 
-    budgets = token_budgets(tuple(info.get("config", {}).get("max_new_tokens") or ()))
+    budgets = token_budgets(tuple(info.config.get("max_new_tokens") or ()))
     return ",".join(f"{name}={value}" for name, value in budgets.items())
 
 

@@ -97,7 +97,7 @@ def test_builder_cli_build_help_shows_every_flag_with_a_default(capsys, monkeypa
     expected = {
         "--source", "--out", "--domains", "--window-days", "--min-history", "--min-gap", "--group-size",
         "--test-groups", "--split-rule", "--avg-scope", "--seed", "--threads", "--memory-limit",
-        "--on-bad-line", "--overwrite", "--work-dir", "--push-to-hub", "--no-progress", "--config",
+        "--on-bad-line", "--overwrite", "--work-dir", "--push-to-hub", "--config",
         "--with-interactions",
         "--preset", "--train-fraction", "--max-groups-per-item", "--keep-twins",
     }  # fmt: skip

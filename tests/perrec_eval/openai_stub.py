@@ -40,7 +40,8 @@ class StubServer:
 
     `script` maps a request's last message to the actions of its successive attempts (the last one repeats);
     unscripted requests get ``"ok"``. Actions: ``"ok"``; ``"garbage"`` (truncated JSON); ``"html"`` (a proxy
-    error page with status 200); ``("status", code, headers, body)``; ``("sleep", seconds)`` then ok;
+    error page with status 200); ``("status", code, headers, body)`` (with ``retry-after-ms: 1`` unless the
+    headers say how long to wait, so the client's retries are quick); ``("sleep", seconds)`` then ok;
     ``("echo-auth", code)`` (an error whose body repeats the Authorization header); ``"echo-key-ok"`` (a 200
     answer whose text repeats it); ``"empty"`` (200 with
     ``choices: []``); ``("null", finish_reason)`` (200 with ``content: null``). ``GET /v1/models`` answers
@@ -60,6 +61,7 @@ class StubServer:
         self.bodies: list[dict[str, Any]] = []
         self.authorizations: list[str] = []
         self.attempts: Counter[str] = Counter()
+        self.times: dict[str, list[float]] = {}  # when each attempt of a request arrived (time.monotonic)
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
@@ -106,6 +108,7 @@ class StubServer:
                     stub.authorizations.append(self.headers.get("Authorization", ""))
                     attempt = stub.attempts[content]
                     stub.attempts[content] += 1
+                    stub.times.setdefault(content, []).append(time.monotonic())
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
                 actions = stub.script.get(content, ["ok"])
@@ -165,6 +168,8 @@ class StubServer:
                     self._send(200, b"<html>502 bad gateway</html>", "text/html")
                 elif kind == "status":
                     _, code, headers, text = action
+                    if not {name.lower() for name in headers} & {"retry-after", "retry-after-ms"}:
+                        headers = {**headers, "retry-after-ms": "1"}  # the client's retries wait 1 ms
                     self._send(
                         code, json.dumps({"error": {"message": text}}).encode(), "application/json", headers
                     )
@@ -192,10 +197,7 @@ def make_engine(server: StubServer, **options: Any) -> OpenAIEngine:
     settings = dict(
         base_url=server.base_url,
         api_key_env=KEY_ENV,
-        retry_base_delay=0.001,
-        retry_max_delay=0.05,
         timeout=5.0,
-        progress=False,
     )
     settings.update(options)
     adapter = settings.pop("adapter", None)

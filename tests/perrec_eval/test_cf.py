@@ -49,8 +49,18 @@ def _group(users: dict[str, list[tuple[str, float]]], query: str = "q", window_s
 
 
 def _ratings(rows: list[tuple[str, str, float, int]]) -> cf.Ratings:
-    users, items, values, times = zip(*rows, strict=True)
-    return cf.Ratings.from_columns(users, items, values, times)
+    """Ratings from (user, item, rating, timestamp) rows in any order."""
+    users, items, values, times = (np.asarray(column) for column in zip(*rows, strict=True))
+    order = np.argsort(times, kind="stable")
+    names, item_codes = np.unique(items, return_inverse=True)
+    user_codes = np.unique(users, return_inverse=True)[1]
+    return cf.Ratings.make(
+        user_codes[order],
+        item_codes[order],
+        values.astype(np.float64)[order],
+        times.astype(np.int64)[order],
+        {str(name): i for i, name in enumerate(names)},
+    )
 
 
 def _background(

@@ -19,7 +19,7 @@ class Demo:
     levels: tuple[Literal["easy", "hard"], ...] = option("which levels", default=("easy", "hard"))
     ratio: float | None = option("a ratio", default=None)
     fast: bool = option("go fast", default=False)
-    progress: bool = option("show progress", default=True)
+    color: bool = option("colored output", default=True)
     extra: tuple[str, ...] = option("KEY=VALUE", default=(), flag="--extra-arg", repeat=True)
 
 
@@ -30,8 +30,8 @@ def _parse(argv):
 
 
 def test_flags_follow_the_field_types_and_defaults():
-    config = _parse(["--data", "d", "--k", "7", "--levels", "hard", "--fast", "--no-progress"])
-    assert config == Demo(data="d", k=7, levels=("hard",), fast=True, progress=False)
+    config = _parse(["--data", "d", "--k", "7", "--levels", "hard", "--fast", "--no-color"])
+    assert config == Demo(data="d", k=7, levels=("hard",), fast=True, color=False)
     assert _parse(["--data", "d", "--extra-arg", "a=1", "--extra-arg", "b=2"]).extra == ("a=1", "b=2")
 
 
@@ -41,7 +41,7 @@ def test_help_shows_every_default_and_marks_required_flags(capsys):
     with pytest.raises(SystemExit):
         parser.parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for shown in ("(default: 4)", "(default: easy,hard)", "(default: none)", "--no-progress", "(required)"):
+    for shown in ("(default: 4)", "(default: easy,hard)", "(default: none)", "--no-color", "(required)"):
         assert shown in text
 
 
@@ -62,7 +62,7 @@ def test_config_file_gives_values_and_flags_override_them(tmp_path):
 def test_config_file_unknown_key_lists_the_valid_ones(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("data: x\nkk: 3\n")
-    with pytest.raises(ConfigError, match=r"unknown setting\(s\) kk; valid ones: data, extra, fast, k"):
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) kk; valid ones: color, data, extra, fast"):
         _parse(["--config", str(path)])
 
 

@@ -146,15 +146,15 @@ def test_prediction_record_without_cluster_keeps_its_json_line() -> None:
 
 def test_score_cells_clusters_only_runs_with_clusters() -> None:
     plain = score_cells([record(f"g{i}", None, (-1) ** i) for i in range(6)])
-    assert "clustered_by" not in plain
-    assert "design_effect" not in plain["cells"][0]
+    assert plain.clustered_by is None and "clustered_by" not in plain.to_json()
+    assert plain.cells[0].design_effect is None and "design_effect" not in plain.cells[0].to_json()
     records = [record(f"q{i // 3}:{i}", f"B:q{i // 3}", (-1) ** (i // 3)) for i in range(6)]
     clustered = score_cells(records)
-    cell = clustered["cells"][0]
-    assert clustered["clustered_by"] == "query item"
-    assert clustered["ci_method"] == "percentile cluster bootstrap over query items"
-    assert (cell["num_clusters"], cell["design_effect"]) == (2, 3.0)
-    assert cell["min_detectable_difference"] > plain["cells"][0]["min_detectable_difference"]
+    cell = clustered.cells[0]
+    assert clustered.clustered_by == "query item"
+    assert clustered.ci_method == "percentile cluster bootstrap over query items"
+    assert (cell.num_clusters, cell.design_effect) == (2, 3.0)
+    assert cell.min_detectable_difference > plain.cells[0].min_detectable_difference
     assert clusters_of(records) == ["B:q0"] * 3 + ["B:q1"] * 3
 
 

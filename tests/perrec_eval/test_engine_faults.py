@@ -130,9 +130,7 @@ def test_openai_engine_content_null_is_not_cached_and_asked_again(stub_factory, 
 
 def test_openai_engine_unreachable_server_fails_fast_before_generating():
     port = free_port()  # nothing listens there
-    engine = OpenAIEngine(
-        "m", OpenAIOptions(base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None, progress=False)
-    )
+    engine = OpenAIEngine("m", OpenAIOptions(base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None))
     start = time.monotonic()
     with pytest.raises(ServerUnreachableError) as err:
         engine.generate([make_request(f"q{i}") for i in range(40)], PARAMS)  # default retries and delays

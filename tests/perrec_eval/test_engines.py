@@ -25,6 +25,7 @@ from perrec_eval.engines.hf import HFOptions
 from perrec_eval.engines.openai import OpenAIOptions
 from perrec_eval.engines.vllm import VLLMOptions
 from perrec_eval.errors import ConfigError, PerrecbenchError
+from perrec_eval.records import HistoryItem, Query, UserView
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 
@@ -210,7 +211,7 @@ def test_parse_options_rejects_unknown_keys_listing_the_valid_ones():
         parse_options("hf", ["batch=4"])
     assert str(err.value) == (
         "the 'hf' engine has no option 'batch'; valid ones: "
-        "batch_size, device, dtype, merge_adapter, trust_remote_code, progress"
+        "batch_size, device, dtype, merge_adapter, trust_remote_code"
     )
 
 
@@ -228,7 +229,7 @@ def test_parse_options_rejects_a_given_key_of_another_engine():
         ("hf", "batch_size", "is not KEY=VALUE"),
         ("openai", "concurrency=0", "concurrency >= 1"),
         ("openai", "timeout=0", "timeouts must be positive"),
-        ("openai", "retry_base_delay=-1", "retry delays must be >= 0"),
+        ("openai", "progress=false", "has no option 'progress'"),  # the global --no-progress instead
         ("openai", "extra_body={top_k: -1}", "extra_body is not valid JSON"),
         ("openai", "extra_body=[1, 2]", "is not a JSON object"),
         ("vllm", "gpu_memory_utilization=90", r"in \(0, 1\]"),
@@ -303,15 +304,15 @@ def test_load_engine_vllm_rejects_bad_options_before_importing_vllm():
 
 # --- the fake engine's scripts ---------------------------------------------------------------------------
 
-QUERY = {"title": "Dune", "author": "Frank Herbert"}
+QUERY = Query("Q", "Dune", "Frank Herbert")
 
 
-def make_user(profile: str = "Reads science fiction.") -> dict:
-    history = [
-        {"title": "Foundation", "author": "Isaac Asimov", "rating": 5.0},
-        {"title": "Emma", "rating": 2.0},
-    ]
-    return {"history": history, "profile": profile, "most_common_rating": 5.0, "avg_rating": 3.5}
+def make_user(profile: str = "Reads science fiction.") -> UserView:
+    history = (
+        HistoryItem(None, "Foundation", "Isaac Asimov", 5.0, 1),
+        HistoryItem(None, "Emma", None, 2.0, 2),
+    )
+    return UserView(history, most_common_rating=5.0, avg_rating=3.5, profile=profile)
 
 
 def constant_answer(messages: list[dict[str, str]]) -> str | Completion:
@@ -347,7 +348,7 @@ def test_constant_script_counts_only_the_users_of_the_last_turn():
 
 
 def test_constant_script_answers_a_profile_request_with_its_profile_sentence():
-    messages = prompts.render_profile(make_user()["history"])
+    messages = prompts.render_profile(make_user().history)
     assert constant_answer(messages) == "Likes well-made things; rates generously."
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -15,7 +16,7 @@ from perrec_eval.types import ChatRequest, GenParams
 pytestmark = pytest.mark.slow
 
 GREEDY = GenParams(temperature=0.0, max_tokens=10)
-CPU = {"device": "cpu", "progress": False}
+CPU = {"device": "cpu"}
 
 
 def make_request(words: int, topic: str = "great book") -> ChatRequest:
@@ -35,9 +36,7 @@ MIXED = [
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    return load_engine(
-        "hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu", progress=False)
-    )
+    return load_engine("hf", str(tiny_model_dir), options=HFOptions(batch_size=3, device="cpu"))
 
 
 def test_hf_engine_preserves_order_with_mixed_lengths(engine):
@@ -154,9 +153,7 @@ def test_hf_engine_ignores_the_checkpoint_generation_defaults(engine, tiny_model
     config = json.loads(config_path.read_text())
     config.update(do_sample=True, temperature=3.0, top_k=2, repetition_penalty=5.0, max_new_tokens=2)
     config_path.write_text(json.dumps(config))
-    leaky_engine = load_engine(
-        "hf", str(leaky), options=HFOptions(batch_size=3, device="cpu", progress=False)
-    )
+    leaky_engine = load_engine("hf", str(leaky), options=HFOptions(batch_size=3, device="cpu"))
     assert leaky_engine.info()["ignored_generation_defaults"]["repetition_penalty"] == 5.0
     assert leaky_engine.generate(MIXED, GREEDY) == engine.generate(MIXED, GREEDY)
 
@@ -231,6 +228,13 @@ def test_hf_engine_requires_a_chat_template(tiny_model_dir, tmp_path):
         load_engine("hf", str(bare), options=CPU)
 
 
+def test_hf_engine_a_folder_without_a_model_is_one_config_error(tmp_path):
+    from perrec_eval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"--model {tmp_path} cannot be loaded .*: pass a folder or Hub id"):
+        load_engine("hf", str(tmp_path), options=CPU)
+
+
 @pytest.mark.parametrize("answer_format", ["pointwise", "pairwise", "listwise:3"])
 def test_hf_engine_structured_outputs_keep_every_answer_in_format(engine, answer_format):
     from perrec_eval import parsing, structured
@@ -241,7 +245,7 @@ def test_hf_engine_structured_outputs_keep_every_answer_in_format(engine, answer
     for completion in [*engine.generate(MIXED[:4], greedy), *engine.generate(MIXED[:2], sampled)]:
         for text, reason in zip(completion.texts, completion.extra["finish_reasons"], strict=True):
             assert reason == "stop", (text, reason)
-            assert structured.matches(answer_format, text), text
+            assert re.fullmatch(structured.answer_regex(answer_format), text), text
             assert parsing.parse(method, text, n_users=3).ok, text
     assert answer_format in engine.info()["structured_outputs"]["formats"]
 
@@ -250,4 +254,5 @@ def test_hf_engine_unconstrained_answers_are_not_in_format(engine):
     from perrec_eval import structured
 
     texts = [c.texts[0] for c in engine.generate(MIXED[:4], GenParams(temperature=0.0, max_tokens=12))]
-    assert not any(structured.matches("pairwise", text) for text in texts)  # the constraint did the work
+    pairwise = structured.answer_regex("pairwise")
+    assert not any(re.fullmatch(pairwise, text) for text in texts)  # the constraint did the work

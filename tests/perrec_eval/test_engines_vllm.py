@@ -101,7 +101,7 @@ def install_stand_in(monkeypatch, *, cpu: bool = False, llm: type = StandInLLM) 
 
 def make_engine(monkeypatch, *, cpu: bool = False, adapter: str | None = None, **options: Any):
     install_stand_in(monkeypatch, cpu=cpu)
-    return load_engine("vllm", "some-model", adapter=adapter, options={"progress": False, **options})
+    return load_engine("vllm", "some-model", adapter=adapter, options=options)
 
 
 @pytest.fixture
@@ -283,4 +283,4 @@ def test_vllm_engine_records_the_dtype_it_really_ran(vllm_engine):
 def test_vllm_engine_refuses_a_gguf_file_on_cpu_with_the_fix(monkeypatch):
     install_stand_in(monkeypatch, cpu=True)
     with pytest.raises(ConfigError, match="convert-gguf"):
-        load_engine("vllm", "/models/smol.Q4_1.gguf", options={"progress": False})
+        load_engine("vllm", "/models/smol.Q4_1.gguf", options={})

@@ -21,7 +21,6 @@ def _config(data, out, **kwargs) -> EvalConfig:
         model="constant",
         out=str(out),
         no_profile=True,
-        progress=False,
         methods=("listwise",),
         **kwargs,
     )

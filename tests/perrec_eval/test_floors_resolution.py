@@ -30,34 +30,33 @@ def _fake(bench, out, responder, **kwargs):
         model="scripted",
         out=str(out),
         profiles=str(profiles),
-        progress=False,
         **kwargs,
     )
     return evaluate(config, FakeEngine(responder))
 
 
 def _cells(scores):
-    return {(c["level"], c["method"]): c for c in scores["cells"]}
+    return {(c.level, c.method): c for c in scores.cells}
 
 
 @pytest.fixture(scope="module")
 def baselines(bench, tmp_path_factory):
     folder, _ = bench
     out = tmp_path_factory.mktemp("baselines")
-    config = EvalConfig(data=str(folder), engine="baseline", model="all", out=str(out), progress=False)
+    config = EvalConfig(data=str(folder), engine="baseline", model="all", out=str(out))
     return dict(evaluate_baselines(config, ("constant", "history-affinity"))), out
 
 
 def test_constant_baseline_scores_exactly_the_floor_of_each_pointwise_cell(baselines):
     systems, _ = baselines
-    for cell in systems["constant"]["cells"]:
-        assert cell["ptc"] == pytest.approx(cell["constant_floor"])
-    assert any(cell["constant_floor"] != 0.0 for cell in systems["constant"]["cells"])  # not a free zero
+    for cell in systems["constant"].cells:
+        assert cell.ptc == pytest.approx(cell.constant_floor)
+    assert any(cell.constant_floor != 0.0 for cell in systems["constant"].cells)  # not a free zero
 
 
 def test_floor_is_the_same_for_every_system_on_the_same_groups(baselines):
     systems, _ = baselines
-    floors = [[c["constant_floor"] for c in s["cells"]] for s in systems.values()]
+    floors = [[c.constant_floor for c in s.cells] for s in systems.values()]
     assert floors[0] == floors[1]
 
 
@@ -74,28 +73,28 @@ def test_report_shows_the_floor_row_and_resolution_row(baselines):
 
 def test_fake_constant_script_pointwise_sits_on_the_floor(bench, tmp_path):
     scores = _fake(bench, tmp_path, constant, methods=("pointwise",))
-    for cell in scores["cells"]:
-        assert cell["ptc"] == pytest.approx(cell["constant_floor"])
+    for cell in scores.cells:
+        assert cell.ptc == pytest.approx(cell.constant_floor)
 
 
 def test_scores_record_the_ci_method_and_resample_count(bench, tmp_path):
     scores = _fake(bench, tmp_path, truth_responder(1.0), methods=("pointwise",), levels=("easy",))
-    assert scores["n_resamples"] == N_RESAMPLES == 10_000
-    assert scores["ci_method"] == "percentile bootstrap over groups"
+    assert scores.n_resamples == N_RESAMPLES == 10_000
+    assert scores.ci_method == "percentile bootstrap over groups"
     saved = json.loads((tmp_path / "scores.json").read_text())
     assert saved["n_resamples"] == 10_000 and saved["resolution_basis"] == "null tau variance"
 
 
 def test_min_detectable_difference_comes_from_expected_resolution(bench, tmp_path):
     scores = _fake(bench, tmp_path, truth_responder(1.0), methods=("listwise",))
-    for cell in scores["cells"]:
-        users = {"easy": 2, "medium": 3, "hard": 4}[cell["level"]]
+    for cell in scores.cells:
+        users = {"easy": 2, "medium": 3, "hard": 4}[cell.level]
         expected = ptc.expected_resolution(users, 8)["min_detectable_difference"]
-        assert cell["min_detectable_difference"] == pytest.approx(expected)
+        assert cell.min_detectable_difference == pytest.approx(expected)
     assert cell_resolution(2, 200) > cell_resolution(2, 800)
     mean_variance = sum(ptc.null_tau_variance(n) for n in (2, 3, 4)) / 9
     average = ptc.expected_resolution(2, 8, variance=mean_variance)["min_detectable_difference"]
-    assert scores["average_min_detectable_difference"] == pytest.approx(average)
+    assert scores.average_min_detectable_difference == pytest.approx(average)
 
 
 def test_listwise_position_bias_of_an_always_first_model(bench, tmp_path):
@@ -104,14 +103,14 @@ def test_listwise_position_bias_of_an_always_first_model(bench, tmp_path):
 
     cells = _cells(_fake(bench, tmp_path, identity, methods=("listwise",)))
     for cell in cells.values():
-        assert cell["first_shown_first"] == 1.0 and cell["num_listwise_answers"] == 8
+        assert cell.first_shown_first == 1.0 and cell.num_listwise_answers == 8
     # Balanced pairs of 2-user groups: the first-shown user is truly first in exactly one of each pair.
-    assert cells[("easy", "listwise")]["first_shown_truly_first"] == 0.5
+    assert cells[("easy", "listwise")].first_shown_truly_first == 0.5
 
 
 def test_listwise_position_bias_of_a_perfect_model_matches_the_truth(bench, tmp_path):
-    for cell in _fake(bench, tmp_path, truth_responder(1.0), methods=("listwise",))["cells"]:
-        assert cell["first_shown_first"] == cell["first_shown_truly_first"]
+    for cell in _fake(bench, tmp_path, truth_responder(1.0), methods=("listwise",)).cells:
+        assert cell.first_shown_first == cell.first_shown_truly_first
     text = (tmp_path / "report.md").read_text()
     assert "first shown ranked first" in text
 

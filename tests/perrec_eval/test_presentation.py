@@ -60,9 +60,9 @@ FIXED = {
 @pytest.mark.parametrize("answer", sorted(FIXED))
 def test_balanced_presentation_scores_fixed_answers_exactly_zero(bench, tmp_path, answer):
     scores = evaluate(_config(bench, tmp_path), FakeEngine(fixed(FIXED[answer])))
-    assert [c["level"] for c in scores["cells"]] == ["easy", "medium", "hard"]
-    for cell in scores["cells"]:
-        assert cell["ptc"] == 0.0, cell
+    assert [c.level for c in scores.cells] == ["easy", "medium", "hard"]
+    for cell in scores.cells:
+        assert cell.ptc == 0.0, cell
 
 
 def test_balanced_presentation_is_recorded_and_default(bench, tmp_path):
@@ -76,7 +76,7 @@ def test_balanced_presentation_is_recorded_and_default(bench, tmp_path):
 def test_dataset_presentation_lets_a_fixed_answer_score(bench, tmp_path):
     # The paper's presentation: the same fixed answer is rewarded or punished by the dataset's order.
     scores = evaluate(_config(bench, tmp_path, presentation="dataset"), FakeEngine(fixed(FIXED["identity"])))
-    assert any(cell["ptc"] != 0.0 for cell in scores["cells"])
+    assert any(cell.ptc != 0.0 for cell in scores.cells)
 
 
 def test_dataset_presentation_sends_the_dataset_order(bench, tmp_path):
@@ -97,7 +97,7 @@ def test_balanced_presentation_keeps_truth_scores_one(bench, tmp_path):
     from tests.benchmark_fixture import truth_responder
 
     scores = evaluate(_config(bench, tmp_path), FakeEngine(truth_responder(1.0)))
-    assert all(cell["ptc"] == pytest.approx(1.0) for cell in scores["cells"])
+    assert all(cell.ptc == pytest.approx(1.0) for cell in scores.cells)
 
 
 def _groups(n_groups: int, n_users: int, seed: int) -> list[Group]:

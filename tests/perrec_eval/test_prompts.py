@@ -15,40 +15,36 @@ import pytest
 
 from perrec_eval import prompts
 from perrec_eval.prompts import Demonstration, TemplateError, load_templates, render, render_profile
+from perrec_eval.records import HistoryItem, Query, UserView
 
 # ---------------------------------------------------------------- fixtures: inputs
-BOOK = {"title": "The Women: A Novel", "author": "Kristin Hannah"}
-HOME = {"title": "Keurig K-Slim Coffee Maker, Single Serve, Scarlet Red"}  # no author key at all
-HOME_NONE = {"title": "Keurig K-Slim Coffee Maker, Single Serve, Scarlet Red", "author": None}
+BOOK = Query("B1", "The Women: A Novel", "Kristin Hannah")
+HOME = Query("H1", "Keurig K-Slim Coffee Maker, Single Serve, Scarlet Red")  # no author
+HOME_NONE = Query("H1", "Keurig K-Slim Coffee Maker, Single Serve, Scarlet Red", "")  # an empty author
 
-ANN = {
-    "user_id": "u1",
-    "rating": 1.0,  # the true query rating: must never be printed
-    "relative_rating": -2.94,
-    "profile": "Reads historical fiction and rates generously.",
-    "most_common_rating": 5.0,
-    "avg_rating": 3.94,
-    "history": [
-        {"title": "The Nightingale", "author": "Kristin Hannah", "rating": 5.0, "timestamp": 1},
-        {"title": "Coffee Grinder", "author": None, "rating": 2},
-    ],
-}
-BOB = {
-    "profile": "Prefers thrillers; harsh on romance.",
-    "most_common_rating": 4,
-    "avg_rating": 4.25,
-    "history": [{"title": "Gone Girl", "author": "Gillian Flynn", "rating": 4.0}],
-}
-CAT = {
-    "profile": "Buys kitchen gadgets.",
-    "most_common_rating": 1.0,
-    "avg_rating": 2.06,
-    "history": [
-        {"title": "Milk Frother", "rating": 1.0},
-        {"title": "Pepper Mill", "author": "", "rating": 3.0},
-        {"title": "Toaster Oven", "rating": 5.0},
-    ],
-}
+
+def item(title: str, rating: float, author: str | None = None) -> HistoryItem:
+    return HistoryItem(None, title, author, rating, 0)
+
+
+ANN = UserView(
+    (item("The Nightingale", 5.0, "Kristin Hannah"), item("Coffee Grinder", 2)),
+    most_common_rating=5.0,
+    avg_rating=3.94,
+    profile="Reads historical fiction and rates generously.",
+)
+BOB = UserView(
+    (item("Gone Girl", 4.0, "Gillian Flynn"),),
+    most_common_rating=4,
+    avg_rating=4.25,
+    profile="Prefers thrillers; harsh on romance.",
+)
+CAT = UserView(
+    (item("Milk Frother", 1.0), item("Pepper Mill", 3.0, ""), item("Toaster Oven", 5.0)),
+    most_common_rating=1.0,
+    avg_rating=2.06,
+    profile="Buys kitchen gadgets.",
+)
 
 # ---------------------------------------------------------------- hand-typed pieces of PROTOCOL §4
 Q_BOOK = (
@@ -324,13 +320,6 @@ def test_prompts_pairwise_cot_ends_with_answer_and_one_space():
     assert user.endswith('"[User A]" or "[User B]".\nAnswer: ')
 
 
-def test_prompts_true_rating_is_never_shown():
-    secret = dict(ANN, rating=1.25, relative_rating=-2.69)
-    for method, users in (("pointwise", [secret]), ("pairwise", [secret, BOB]), ("listwise", [secret, BOB])):
-        text = render(method, BOOK, users)[1]["content"]
-        assert "1.25" not in text and "2.69" not in text
-
-
 def test_prompts_pairwise_order_is_a_then_b():
     ab = render("pairwise", BOOK, [ANN, BOB], variant="no_profile")[1]["content"]
     ba = render("pairwise", BOOK, [BOB, ANN], variant="no_profile")[1]["content"]
@@ -349,7 +338,7 @@ PROFILE_INSTRUCTION = (
 
 
 def test_prompts_render_profile_golden():
-    messages = render_profile(ANN["history"])
+    messages = render_profile(ANN.history)
     assert messages == [
         {
             "role": "user",
@@ -361,13 +350,13 @@ def test_prompts_render_profile_golden():
 
 
 def test_prompts_profile_template_ends_with_one_space_no_newline():
-    content = render_profile(CAT["history"])[0]["content"]
+    content = render_profile(CAT.history)[0]["content"]
     assert content.endswith("formatting. ")
     assert not content.endswith("formatting.  ") and not content.endswith("\n")
 
 
 def test_prompts_render_profile_has_no_system_message():
-    assert [m["role"] for m in render_profile(BOB["history"])] == ["user"]
+    assert [m["role"] for m in render_profile(BOB.history)] == ["user"]
 
 
 def test_prompts_render_profile_rejects_empty_history():
@@ -441,34 +430,18 @@ def test_prompts_wrong_number_of_users_is_rejected(method, users, message):
         render(method, BOOK, users)
 
 
-def test_prompts_profile_variant_without_profile_names_the_fix():
-    bare = {"history": ANN["history"]}
-    with pytest.raises(ValueError, match=r"users\[1\] has no 'profile'.*no_profile"):
+@pytest.mark.parametrize("profile", [None, "", "  "])
+def test_prompts_profile_variant_without_profile_names_the_fix(profile):
+    bare = UserView(ANN.history, 5.0, 3.94, profile)
+    with pytest.raises(ValueError, match=r"users\[1\] has no profile.*no_profile"):
         render("pairwise", BOOK, [ANN, bare])
 
 
-def test_prompts_no_profile_variant_needs_no_profile_fields():
-    bare = {"history": ANN["history"]}
+def test_prompts_no_profile_variant_needs_no_profile():
+    bare = UserView(ANN.history, 5.0, 3.94)
     assert render("pointwise", BOOK, [bare], variant="no_profile")[1]["content"] == expected_pointwise(
         "ANN", False, Q_BOOK, False
     )
-
-
-@pytest.mark.parametrize(
-    ("query", "users", "message"),
-    [
-        ({"author": "X"}, [ANN], r"query\['title'\]"),
-        (BOOK, [dict(ANN, history=[{"title": "A", "rating": None}])], r"history'\]\[0\]\['rating'\]"),
-        (BOOK, [dict(ANN, history=[{"title": "A", "rating": float("nan")}])], "finite number"),
-        (BOOK, [dict(ANN, history=[{"title": None, "rating": 3.0}])], r"\['title'\]"),
-        (BOOK, [dict(ANN, history="not a list")], "list of retrieved items"),
-        (BOOK, [dict(ANN, avg_rating=None)], "avg_rating"),
-        (BOOK, [dict(ANN, profile="  ")], "non-empty string"),
-    ],
-)
-def test_prompts_bad_fields_name_where(query, users, message):
-    with pytest.raises(ValueError, match=message):
-        render("pointwise", query, users)
 
 
 def test_prompts_unknown_method_or_variant_lists_choices():

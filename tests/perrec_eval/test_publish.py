@@ -16,6 +16,7 @@ from perrec_eval import metric_path, ptc
 from perrec_eval.cli import main
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.errors import ConfigError
 from perrec_eval.publish import Upload, check_publishable, eval_yaml, push, scan
 from perrec_eval.run import evaluate, evaluate_baselines
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
@@ -40,7 +41,6 @@ def workdir(tmp_path_factory) -> Path:
             model="scripted",
             out="runs/model",
             profiles="profiles.jsonl",
-            progress=False,
         )
         evaluate(config, FakeEngine(truth_responder(1.0)))
         # The fake engine stands in for a real one here: record the run as one of org/model.
@@ -49,9 +49,7 @@ def workdir(tmp_path_factory) -> Path:
         info["config"]["model"] = "org/model"
         info["label"] = "org/model"
         Path("runs/model/run.json").write_text(json.dumps(info), encoding="utf-8")
-        baseline = EvalConfig(
-            data="bench", engine="baseline", model="random", out="runs/random", progress=False
-        )
+        baseline = EvalConfig(data="bench", engine="baseline", model="random", out="runs/random")
         evaluate_baselines(baseline, ["random"])
         assert main(["--no-progress", "report", "runs/model", "--out", "report", "--no-plots"]) == 0
     return root
@@ -259,6 +257,12 @@ def test_push_sends_one_commit_of_exactly_the_listed_files(monkeypatch):
     assert calls["commit"] == ("org/ptc", ["README.md", "b.py"], "space")
     calls.clear()
     assert push(upload, dry_run=True) is None and not calls
+
+
+def test_push_the_hub_refuses_is_one_config_error_naming_the_fix():
+    upload = Upload("org/ptc", "space", {"README.md": b"y"}, "m", space_sdk="gradio")
+    with pytest.raises(ConfigError, match="cannot upload to org/ptc .*offline mode.*hf auth login"):
+        push(upload, dry_run=False)  # the tests run with HF_HUB_OFFLINE=1: the Hub client refuses
 
 
 def test_model_index_of_an_adapter_card_parses_with_huggingface_hub(tmp_path):

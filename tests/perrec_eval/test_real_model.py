@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ def smollm2() -> Path:
 
 @pytest.fixture(scope="module")
 def engine(smollm2):
-    return load_engine("hf", str(smollm2), options=HFOptions(batch_size=4, device="cpu", progress=False))
+    return load_engine("hf", str(smollm2), options=HFOptions(batch_size=4, device="cpu"))
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,6 @@ def _run(engine, bench: Path, out: Path, **settings) -> tuple[dict, list[dict]]:
         levels=("easy",),
         max_groups=2,
         max_new_tokens=CAPS,
-        progress=False,
         **settings,
     )
     evaluate(config, engine=engine)
@@ -88,7 +88,8 @@ def test_real_model_structured_run_answers_every_method_in_format(structured_run
     for sample in samples:
         spec = formats[f"{sample['level']}/{sample['method']}"]
         assert sample["ok"], sample
-        assert all(structured.matches(spec, text) for text in sample["texts"]), sample["texts"]
+        pattern = structured.answer_regex(spec)
+        assert all(re.fullmatch(pattern, text) for text in sample["texts"]), sample["texts"]
     assert info["label"] == "SmolLM2-135M-Instruct.Q4_1"
     assert info["generation"]["structured_outputs"] is True
     assert info["generation"]["max_new_tokens"] == {"pointwise": 16, "pairwise": 8, "listwise": 24}
@@ -124,7 +125,7 @@ def test_real_model_converted_folder_answers_like_the_gguf_file(engine, smollm2,
     from perrec_eval.types import GenParams
 
     folder = convert_gguf(str(smollm2), str(tmp_path / "model"))
-    converted = load_engine("hf", folder, options=HFOptions(device="cpu", progress=False))
+    converted = load_engine("hf", folder, options=HFOptions(device="cpu"))
     requests = [
         ChatRequest(messages=({"role": "user", "content": f"Rate the book {title} from 1 to 5."},))
         for title in ("Dune", "Emma")

@@ -8,6 +8,7 @@ import pytest
 
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.errors import DataError
 from perrec_eval.run import evaluate
 from perrec_eval.rundir import rescore
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
@@ -28,31 +29,31 @@ def _config(bench, out, **kwargs) -> EvalConfig:
 
 
 def _cells(scores):
-    return {(c["level"], c["method"]): c for c in scores["cells"]}
+    return {(c.level, c.method): c for c in scores.cells}
 
 
 @pytest.mark.parametrize("strategy", ["allpairs", "heapsort"])
 def test_run_truth_engine_scores_one_everywhere(bench, tmp_path, strategy):
     scores = evaluate(_config(bench, tmp_path, pairwise_strategy=strategy), FakeEngine(truth_responder(1.0)))
-    assert len(scores["cells"]) == 9
-    for cell in scores["cells"]:
-        assert cell["ptc"] == pytest.approx(1.0), cell
-        assert cell["num_invalid"] == 0 and cell["parse_failure_rate"] == 0.0
-    assert scores["average"] == pytest.approx(1.0)
+    assert len(scores.cells) == 9
+    for cell in scores.cells:
+        assert cell.ptc == pytest.approx(1.0), cell
+        assert cell.num_invalid == 0 and cell.parse_failure_rate == 0.0
+    assert scores.average == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("strategy", ["allpairs", "heapsort"])
 def test_run_reverse_engine_scores_minus_one_everywhere(bench, tmp_path, strategy):
     scores = evaluate(_config(bench, tmp_path, pairwise_strategy=strategy), FakeEngine(truth_responder(-1.0)))
-    for cell in scores["cells"]:
-        assert cell["ptc"] == pytest.approx(-1.0), cell
+    for cell in scores.cells:
+        assert cell.ptc == pytest.approx(-1.0), cell
 
 
 def test_run_always_user_a_allpairs_scores_exactly_zero(bench, tmp_path):
     config = _config(bench, tmp_path, methods=("pairwise",))
     scores = evaluate(config, FakeEngine(lambda request, params, i: "[User A]"))
-    for cell in scores["cells"]:
-        assert cell["ptc"] == 0.0
+    for cell in scores.cells:
+        assert cell.ptc == 0.0
 
 
 def test_run_always_user_a_heapsort_paper_mode_is_biased(bench, tmp_path):
@@ -108,7 +109,7 @@ def test_run_resume_repeats_no_request(bench, tmp_path):
     scores = evaluate(_config(bench, tmp_path), FakeEngine(counting))
     assert completed and again
     assert set(again).isdisjoint(completed)
-    assert scores["average"] == pytest.approx(1.0)
+    assert scores.average == pytest.approx(1.0)
     # Identical prompts recur across levels (the same pair of users), so hits can exceed `completed`.
     assert json.loads((tmp_path / "run.json").read_text())["cache"]["hits"] >= len(completed)
 
@@ -117,8 +118,8 @@ def test_run_rescore_paper_variant_matches_paper_mode_metric(bench, tmp_path):
     evaluate(_config(bench, tmp_path, methods=("listwise",)), FakeEngine(truth_responder(1.0)))
     default = rescore(tmp_path)
     paper = rescore(tmp_path, variant="paper")
-    assert default["variant"] == "tau_b" and paper["variant"] == "paper"
-    assert [c["ptc"] for c in paper["cells"]] == pytest.approx([1.0, 1.0, 1.0])
+    assert default.variant == "tau_b" and paper.variant == "paper"
+    assert [c.ptc for c in paper.cells] == pytest.approx([1.0, 1.0, 1.0])
 
 
 def test_run_writes_all_outputs_without_secrets(bench, tmp_path, monkeypatch):
@@ -139,9 +140,9 @@ def test_run_counts_parse_failures_and_scores_failed_groups_zero(bench, tmp_path
         _config(bench, tmp_path, methods=("listwise",), levels=("medium",)),
         FakeEngine(lambda request, params, i: '{"predicted_ranking": [1, 1, 2]}'),
     )
-    (cell,) = scores["cells"]
-    assert cell["ptc"] == 0.0 and cell["num_invalid"] == cell["num_groups"] == 6
-    assert cell["parse_failure_rate"] == 1.0
+    (cell,) = scores.cells
+    assert cell.ptc == 0.0 and cell.num_invalid == cell.num_groups == 6
+    assert cell.parse_failure_rate == 1.0
 
 
 def test_run_self_consistency_takes_the_majority(bench, tmp_path):
@@ -152,7 +153,15 @@ def test_run_self_consistency_takes_the_majority(bench, tmp_path):
     scores = evaluate(
         _config(bench, tmp_path, methods=("pairwise", "listwise"), samples=3), FakeEngine(noisy)
     )
-    assert all(c["ptc"] == pytest.approx(1.0) for c in scores["cells"])
+    assert all(c.ptc == pytest.approx(1.0) for c in scores.cells)
+
+
+def test_run_profiles_file_missing_a_pair_is_refused_naming_the_command(bench, tmp_path):
+    folder, profiles = bench
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("".join(profiles.read_text().splitlines(keepends=True)[1:]))
+    with pytest.raises(DataError, match=r"has no profile for 1 \(group, user\) pairs.*perrecbench profiles"):
+        evaluate(_config((folder, partial), tmp_path / "run"), FakeEngine(truth_responder(1.0)))
 
 
 def test_run_config_rejects_bad_levels():
@@ -168,7 +177,7 @@ def test_run_few_shot_puts_true_answers_before_the_prompt(bench, tmp_path):
         return truth_responder(1.0)(request, params, i)
 
     scores = evaluate(_config(bench, tmp_path, levels=("medium",), shots=1), FakeEngine(recording))
-    assert all(c["ptc"] == pytest.approx(1.0) for c in scores["cells"])
+    assert all(c.ptc == pytest.approx(1.0) for c in scores.cells)
     roles = [m["role"] for m in seen[0]]
     assert roles == ["system", "user", "assistant", "user"]
     listwise = [m for m in seen if "group of users" in m[0]["content"]][0]
@@ -184,7 +193,7 @@ def test_run_cot_variant_changes_the_prompts_not_the_scoring(bench, tmp_path):
         return "Let me think. The history matches.\n" + truth_responder(1.0)(request, params, i)
 
     scores = evaluate(_config(bench, tmp_path, levels=("easy",), cot=True), FakeEngine(recording))
-    assert all(c["ptc"] == pytest.approx(1.0) for c in scores["cells"])
+    assert all(c.ptc == pytest.approx(1.0) for c in scores.cells)
     assert any("step by step" in text for text in seen)
     assert json.loads((tmp_path / "run.json").read_text())["prompt_variant"] == "cot"
 

@@ -46,14 +46,14 @@ def _read(path):
 
 def test_engine_errors_make_a_provisional_run_counted_apart_from_parse_failures(bench, tmp_path):
     scores = evaluate(_config(bench, tmp_path), FakeEngine(_failing_pairwise))
-    assert scores["complete"] is False and scores["first_engine_error"].startswith("HTTP 500")
-    cells = {(c["level"], c["method"]): c for c in scores["cells"]}
+    assert scores.complete is False and scores.first_engine_error.startswith("HTTP 500")
+    cells = {(c.level, c.method): c for c in scores.cells}
     pair, point = cells[("medium", "pairwise")], cells[("medium", "pointwise")]
-    assert pair["num_engine_errors"] == pair["num_requests"] == 6 * 6 and pair["engine_error_rate"] == 1.0
-    assert pair["parse_failure_rate"] == 0.0  # an error is not a parse failure
-    assert point["num_engine_errors"] == 0 and point["ptc"] == pytest.approx(1.0)
+    assert pair.num_engine_errors == pair.num_requests == 6 * 6 and pair.engine_error_rate == 1.0
+    assert pair.parse_failure_rate == 0.0  # an error is not a parse failure
+    assert point.num_engine_errors == 0 and point.ptc == pytest.approx(1.0)
     info = _read(tmp_path / "run.json")
-    assert info["complete"] is False and info["engine_errors"]["requests"] == scores["num_engine_errors"]
+    assert info["complete"] is False and info["engine_errors"]["requests"] == scores.num_engine_errors
     assert "(provisional)" in (tmp_path / "report.md").read_text()
     assert not any("overloaded" in line for line in (tmp_path / "cache.jsonl").read_text().splitlines())
 
@@ -70,7 +70,7 @@ def test_rerun_after_engine_errors_retries_only_the_failed_requests(bench, tmp_p
         return TRUTH(request, params, i)
 
     scores = evaluate(_config(bench, tmp_path), FakeEngine(healthy))
-    assert scores["complete"] is True and scores["average"] == pytest.approx(1.0)
+    assert scores.complete is True and scores.average == pytest.approx(1.0)
     assert asked and all(_is_pairwise(request) for request in asked)
     # Identical pair prompts recur across levels, so the distinct retried requests are at most the failures.
     assert len(asked) <= failed
@@ -88,13 +88,13 @@ def test_failed_profile_requests_are_engine_errors_not_a_crash(bench, tmp_path):
 
     config = _config(bench, tmp_path, profiles=None, levels=("easy",), methods=("listwise",))
     scores = evaluate(config, FakeEngine(profiles_fail))
-    assert scores["complete"] is False
+    assert scores.complete is False
     samples = [json.loads(line) for line in (tmp_path / "samples.jsonl").read_text().splitlines()]
     assert samples and all(s["error"].startswith("profile request failed: HTTP 503") for s in samples)
     assert all(s["key"] is None for s in samples)
     assert _read(tmp_path / "run.json")["profile_failures"] == 12  # 6 groups x 2 users
     # Profiles are engine requests too: the next run asks for them again and completes.
-    assert evaluate(config, FakeEngine(profiles_work))["complete"] is True
+    assert evaluate(config, FakeEngine(profiles_work)).complete is True
 
 
 def test_few_shot_writes_profiles_only_for_users_the_demonstrations_show(bench, tmp_path):
@@ -171,7 +171,7 @@ def test_rescore_of_an_old_run_without_error_fields_still_works(bench, tmp_path)
     path = tmp_path / "samples.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     path.write_text("".join(json.dumps({k: v for k, v in s.items() if k != "error"}) + "\n" for s in lines))
-    assert rescore(tmp_path)["complete"] is True
+    assert rescore(tmp_path).complete is True
 
 
 def test_paper_mode_rejects_an_explicit_allpairs_strategy():

@@ -9,6 +9,7 @@ import pytest
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import SCRIPTS, FakeEngine
 from perrec_eval.leaderboard.runs import settings_of, system_name
+from perrec_eval.results import read_run_info
 from perrec_eval.run import evaluate
 from perrec_eval.types import Completion
 from tests.benchmark_fixture import write_tiny_benchmark
@@ -67,15 +68,15 @@ def test_run_records_budgets_formats_and_label(bench, tmp_path):
         ("pairwise", 8),
         ("listwise:3", 48),
     }
-    info = _run_json(tmp_path)
-    assert info["label"] == "smol.Q4_1" and system_name(info, tmp_path) == "smol.Q4_1"
+    info = read_run_info(tmp_path)
+    assert info.label == "smol.Q4_1" and system_name(info, tmp_path) == "smol.Q4_1"
     assert settings_of(info, [])["structured"] == "on"
 
 
 def test_run_label_flag_names_the_rows(bench, tmp_path):
     config = _config(bench, tmp_path, no_profile=True, levels=("easy",), label="smollm2")
     evaluate(config, FakeEngine(model="constant"))
-    assert system_name(_run_json(tmp_path), tmp_path) == "smollm2"
+    assert system_name(read_run_info(tmp_path), tmp_path) == "smollm2"
     assert "smollm2" in (tmp_path / "report.md").read_text()
 
 
@@ -106,7 +107,7 @@ def test_run_degenerate_profiles_fail_policy_blocks_their_requests(bench, tmp_pa
     scores = evaluate(config, FakeEngine(_profile_writer("Short but cut", "length"), model=config.model))
     info = _run_json(tmp_path)
     assert info["profiles"]["failures"] == info["profiles"]["quality"]["flagged"] > 0
-    assert scores["num_engine_errors"] > 0 and "degenerate profile" in scores["first_engine_error"]
+    assert scores.num_engine_errors > 0 and "degenerate profile" in scores.first_engine_error
 
 
 def test_run_default_settings_keep_the_released_budgets(bench, tmp_path):
@@ -115,4 +116,14 @@ def test_run_default_settings_keep_the_released_budgets(bench, tmp_path):
     info = _run_json(tmp_path)
     assert info["generation"]["max_new_tokens"] == {"pointwise": 800, "pairwise": 512, "listwise": 800}
     assert info["generation"]["structured_outputs"] is False
-    assert settings_of(info, [])["structured"] == "off"
+    assert settings_of(read_run_info(tmp_path), [])["structured"] == "off"
+
+
+def test_evaluate_warns_of_suspect_profiles_from_run_json(bench, tmp_path, capsys):
+    from perrec_eval.commands import _warn_suspect_profiles
+
+    config = _config(bench, tmp_path, levels=("easy",))
+    evaluate(config, FakeEngine(_profile_writer("Short but cut", "length"), model=config.model))
+    _warn_suspect_profiles(config)
+    flagged = _run_json(tmp_path)["profiles"]["quality"]["flagged"]
+    assert f"{flagged} profiles are suspect ({flagged} cut" in capsys.readouterr().err

@@ -96,7 +96,7 @@ def pairwise_data(sft_bench: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     from sft.data import build
 
     out = tmp_path_factory.mktemp("sft_data") / "pairwise"
-    build(DataConfig(data=str(sft_bench), format="pairwise", no_profile=True, out=str(out), progress=False))
+    build(DataConfig(data=str(sft_bench), format="pairwise", no_profile=True, out=str(out)))
     return out
 
 

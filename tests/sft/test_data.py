@@ -21,9 +21,7 @@ from tests.sft.conftest import write_sft_benchmark
 
 
 def data_config(bench: Path, out: Path, fmt: str, **kwargs) -> DataConfig:
-    return DataConfig(
-        data=str(bench), format=fmt, out=str(out), progress=False, **{"no_profile": True, **kwargs}
-    )
+    return DataConfig(data=str(bench), format=fmt, out=str(out), **{"no_profile": True, **kwargs})
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +104,6 @@ def test_sft_data_prompts_are_the_runners_requests(examples, sft_bench, tmp_path
         split="train",
         no_profile=True,
         out=str(tmp_path),
-        progress=False,
     )
     evaluate(config, engine=FakeEngine(record))
     assert {json.dumps(e.prompt, sort_keys=True) for e in examples["mixed"]} == seen

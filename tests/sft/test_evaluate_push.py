@@ -12,11 +12,12 @@ from huggingface_hub import ModelCard, parse_eval_result_entries
 
 from perrec_eval.cli import main
 from perrec_eval.config import EvalConfig
+from perrec_eval.publish import folder_files
 from perrec_eval.run import evaluate
 from perrec_eval.rundir import adapter_fingerprint
 from sft.card import LOCAL_INFO, model_card, read_info
 from sft.config import PushConfig
-from sft.push import push, upload_files
+from sft.push import SKIP, push
 
 pytestmark = pytest.mark.slow
 
@@ -32,10 +33,9 @@ def _evaluate(tiny_model_dir, sft_bench, out, adapter=()):
         max_groups=2,
         no_profile=True,
         temperature=0.0,
-        engine_args=("device=cpu", "progress=false"),
-        progress=False,
+        engine_args=("device=cpu",),
     )
-    return out, evaluate(config)
+    return out, evaluate(config).to_json()
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_push_dry_run_lists_the_upload_and_writes_nothing_into_the_folder(
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("dry run: would upload ") and "https://huggingface.co/org/tiny (model)" in out[0]
     listed = [line.split("  (")[0].strip() for line in out[1:] if line.startswith("  ")]
-    expected = {*upload_files(publishable), ".eval_results/perrecbench_no_profile.yaml"}
+    expected = {*sorted(folder_files(publishable, skip=SKIP)), ".eval_results/perrecbench_no_profile.yaml"}
     assert listed == sorted(expected) and "adapter_model.safetensors" in listed
     assert not any(name.startswith(("checkpoint-", LOCAL_INFO, "training_args")) for name in listed)
     assert snapshot(publishable) == before
@@ -170,4 +170,4 @@ def test_push_uploads_exactly_the_listed_files(publishable, monkeypatch):
     files, url = push(PushConfig(adapter=str(publishable), repo="org/tiny", private=True))
     assert url == "https://huggingface.co/org/tiny"
     assert calls["create"] == ("org/tiny", {"repo_type": "model", "private": True, "exist_ok": True})
-    assert calls["commit"] == files == upload_files(publishable)
+    assert calls["commit"] == files == sorted(folder_files(publishable, skip=SKIP))

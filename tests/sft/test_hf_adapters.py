@@ -11,7 +11,7 @@ from perrec_eval.types import ChatRequest, GenParams
 pytestmark = pytest.mark.slow
 
 GREEDY = GenParams(temperature=0.0, max_tokens=8)
-CPU = {"device": "cpu", "progress": False}
+CPU = {"device": "cpu"}
 REQUESTS = [
     ChatRequest(({"role": "system", "content": "Act as a recommender."}, {"role": "user", "content": text}))
     for text in ("great book\nAnswer:", "kitchen pan broke returned", "[User A] or [User B]?")

@@ -11,7 +11,7 @@ import yaml
 
 from perrec_eval.cli import main
 from perrec_eval.engines import MissingExtraError
-from sft.deps import require
+from perrec_eval.extras import require
 
 
 def help_text(capsys, *argv: str) -> str:
@@ -72,7 +72,7 @@ def test_sft_data_command_writes_the_folder(capsys, sft_bench, tmp_path):
 def test_sft_missing_train_extra_is_one_line_naming_the_pip_command(capsys, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "trl", None)  # import trl now fails as if it were not installed
     with pytest.raises(MissingExtraError, match=r'pip install "perrecbench\[train\]"'):
-        require("trl")
+        require("trl", "train", by="fine-tuning")
     argv = ["--model_name_or_path", "m", "--data", str(tmp_path), "--output_dir", str(tmp_path / "o")]
     code = main(["sft", "train", *argv])
     err = capsys.readouterr().err

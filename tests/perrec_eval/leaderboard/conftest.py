@@ -37,9 +37,7 @@ def bench(tmp_path_factory) -> tuple[Path, Path]:
 def eval_config(bench, out: Path, **kwargs) -> EvalConfig:
     folder, profiles = bench
     settings = {"profiles": str(profiles), **kwargs}
-    return EvalConfig(
-        data=str(folder), engine="fake", model="scripted", out=str(out), progress=False, **settings
-    )
+    return EvalConfig(data=str(folder), engine="fake", model="scripted", out=str(out), **settings)
 
 
 def always_a(request, params, sample_index):
@@ -76,8 +74,6 @@ def runs(bench, tmp_path_factory) -> dict[str, Path]:
     for config, responder in made.values():
         evaluate(config, FakeEngine(responder))
     folder, _ = bench
-    baselines = EvalConfig(
-        data=str(folder), engine="baseline", model="all", out=str(root / "baselines"), progress=False
-    )
+    baselines = EvalConfig(data=str(folder), engine="baseline", model="all", out=str(root / "baselines"))
     evaluate_baselines(baselines, BASELINES)
     return {name: Path(config.out) for name, (config, _) in made.items()} | {"baselines": root / "baselines"}

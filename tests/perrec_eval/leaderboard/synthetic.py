@@ -13,6 +13,7 @@ from typing import Any
 
 from perrec_eval import rundir
 from perrec_eval.records import PredictionRecord
+from perrec_eval.results import RunInfo
 from perrec_eval.scoring import score_cells
 
 TRUTH = [0.9, -0.8]  # relative ratings of a group of 2: user 1 preferred
@@ -81,5 +82,6 @@ def write_run(
         "dataset_fingerprint": fingerprint,
         "groups": groups,
     }
-    rundir.write_run(Path(out), model, samples=None, records=records, scores=scores, run_info=run_info)
+    info = RunInfo.from_json(run_info)
+    rundir.write_run(Path(out), model, samples=None, records=records, scores=scores, run_info=info)
     return Path(out)

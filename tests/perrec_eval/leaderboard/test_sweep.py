@@ -29,7 +29,6 @@ def test_sweep_runs_every_point_into_its_folder(bench, tmp_path):
         methods=("pointwise", "listwise"),
         ks=(1, 2),
         shots_grid=(0, 1),
-        progress=False,
     )
     results = run_grid(config, FakeEngine(truth_responder(1.0)))
     assert [name for name, _ in results] == ["k1-shots0", "k1-shots1", "k2-shots0", "k2-shots1"]
@@ -73,6 +72,24 @@ def test_sweep_command_writes_the_grid_and_its_report(bench, tmp_path, capsys):
         out / "report" / "plots" / "t1_k_shots_1.png"
     ).is_file()
     assert str(out / "report" / "index.html") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("given", "use"), [(["--k", "3"], "--ks"), (["--shots", "2"], "--shots-grid")])
+def test_sweep_refuses_k_and_shots_naming_the_grid_flag(tmp_path, capsys, given, use):
+    args = ["sweep", "--data", "d", "--engine", "fake", "--model", "m", "--out", str(tmp_path)]
+    assert main([*args, *given]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{given[0]} is not a setting of this command: use {use}" in err
+    (tmp_path / "grid.yaml").write_text(f"{given[0][2:]}: {given[1]}\n")
+    assert main([*args, "--config", str(tmp_path / "grid.yaml")]) == 2
+    assert f"use {use}" in capsys.readouterr().err
+
+
+def test_sweep_help_offers_no_k_or_shots(capsys):
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    flags = {word.strip("[],") for word in capsys.readouterr().out.split() if word.startswith(("--", "[--"))}
+    assert {"--ks", "--shots-grid"} <= flags and not {"--k", "--shots"} & flags
 
 
 @pytest.mark.parametrize(

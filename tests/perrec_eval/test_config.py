@@ -1,0 +1,55 @@
+"""Settings shared by several commands (`DataSpec`, `PromptSpec`) are checked once, the same everywhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from perrec_eval.config import EvalConfig, ProfilesConfig
+from perrec_eval.errors import ConfigError
+from sft.config import DataConfig
+
+DATA_COMMANDS = {
+    "evaluate": lambda **kw: EvalConfig(data="d", out="o", engine="fake", model="m", **kw),
+    "profiles": lambda **kw: ProfilesConfig(data="d", out="o.jsonl", engine="fake", model="m", **kw),
+    "sft data": lambda **kw: DataConfig(data="d", out="o", format="pairwise", **{"no_profile": True, **kw}),
+}
+
+
+@pytest.mark.parametrize("command", DATA_COMMANDS)
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"levels": ("extreme",)}, "--levels must be a non-empty subset of easy,medium,hard"),
+        ({"levels": ()}, "--levels must be a non-empty subset"),
+        ({"levels": ("easy", "easy")}, "--levels lists easy more than once"),
+        ({"max_groups": 0}, "--max-groups must be >= 1, got 0"),
+    ],
+)
+def test_data_spec_refuses_bad_levels_and_group_counts_in_every_command(command, settings, message):
+    with pytest.raises(ConfigError, match=message):
+        DATA_COMMANDS[command](**settings)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "sft data"])
+def test_prompt_spec_refuses_k_below_one_and_profiles_with_no_profile(command):
+    with pytest.raises(ConfigError, match="--k must be >= 1, got 0"):
+        DATA_COMMANDS[command](k=0)
+    with pytest.raises(ConfigError, match="--profiles and --no-profile exclude each other"):
+        DATA_COMMANDS[command](profiles="p.jsonl", no_profile=True)
+
+
+def test_data_spec_full_level_is_sft_data_only():
+    assert DATA_COMMANDS["sft data"](levels=("full",)).levels == ("full",)
+    with pytest.raises(ConfigError, match="subset of easy,medium,hard, got"):
+        DATA_COMMANDS["evaluate"](levels=("full",))
+
+
+def test_data_spec_fields_keep_their_place_in_run_json():
+    config = DATA_COMMANDS["evaluate"](levels=("easy",), max_groups=3, seed=7, k=2)
+    from perrec_eval.run import run_record
+
+    record = run_record(config)
+    assert {key: record[key] for key in ("data", "levels", "max_groups", "seed", "k")} == {
+        "data": "d", "levels": ["easy"], "max_groups": 3, "seed": 7, "k": 2
+    }  # fmt: skip
+    assert "progress" not in record
