@@ -1,4 +1,5 @@
-"""The model card of an adapter, merged adapter or merged model: ``hub_cards/model_card.md`` filled in.
+"""The model card of an adapter, merged adapter or merged model: the Jinja template
+``hub_cards/model_card.md`` filled in by `huggingface_hub.ModelCard.from_template`.
 
 Everything the card states comes from the folder's own record: ``sft_train.json`` (written by
 `perrecbench sft train`) or ``sft_merge.json`` (written by `perrecbench sft merge`), plus, when a run folder
@@ -13,9 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from dataset_builder.card import render
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
 
@@ -37,7 +35,7 @@ PAPER_RECIPE: dict[str, Any] = {
     "lr_scheduler": "cosine",
     "warmup": 0.1,
     "max_length": 8192,
-    "trl_args": [],
+    "completion_only_loss": True,
 }
 _RECIPE_NAMES = {
     "lora_r": "LoRA r",
@@ -50,7 +48,7 @@ _RECIPE_NAMES = {
     "lr_scheduler": "schedule",
     "warmup": "warmup",
     "max_length": "max length",
-    "trl_args": "TRL arguments",
+    "completion_only_loss": "loss on the answer only",
 }
 
 MERGE_METHODS: dict[str, str] = {
@@ -187,15 +185,14 @@ def recipe_overrides(recipe: Mapping[str, Any]) -> list[str]:
     changed = []
     for key, paper in PAPER_RECIPE.items():
         value = recipe.get(key, paper)
-        if key == "trl_args":
-            changed += [f"`--trl-arg {arg}`" for arg in value]
-        elif value != paper:
+        if value != paper:
             changed.append(
                 f"{_RECIPE_NAMES[key]} {value:g} (paper: {paper:g})"
                 if isinstance(value, float)
                 else f"{_RECIPE_NAMES[key]} {value} (paper: {paper})"
             )
-    return changed
+    changed += [f"`--trl-arg {arg}`" for arg in recipe.get("trl_args", ())]  # recorded before TRL's parser
+    return changed + [f"`--{name} {value}`" for name, value in recipe.get("trl_settings", {}).items()]
 
 
 def formats_of(info: Mapping[str, Any]) -> list[str]:
@@ -249,7 +246,12 @@ def recipe_table(info: Mapping[str, Any]) -> str:
             "learning rate",
             f"{recipe['learning_rate']:g}, {recipe['lr_scheduler']}, warmup {recipe['warmup']:g}",
         ),
-        ("loss", "on the completion (the answer) only"),
+        (
+            "loss",
+            "on the completion (the answer) only"
+            if recipe.get("completion_only_loss", True)
+            else "on the whole conversation",
+        ),
         ("max length", f"{recipe['max_length']} tokens ({info['dropped_long']} longer examples left out)"),
         ("precision", f"{recipe['precision']} (weights {recipe['dtype']})"),
         ("seed", str(recipe["seed"])),
@@ -374,36 +376,6 @@ def load_systems(run: str | os.PathLike | None) -> list[tuple[str, dict[str, Any
     return [(folder.name, load_scores(folder).to_json()) for folder in run_folders(run)]
 
 
-def usage_section(info: Mapping[str, Any], name: str, repo: str, flags: str) -> str:
-    base = hub_base_model(info)
-    if info["kind"] == "merged-model":
-        return (
-            "A full model (no adapter): evaluate or serve it like its base model.\n\n```bash\n"
-            "perrecbench evaluate --data PERRECBENCH_DIR --engine hf "
-            f"--model {repo} {flags}--out runs/{name}\n```"
-        )
-    return f"""Evaluate it on the benchmark (the base model loaded once, one run folder per adapter):
-
-```bash
-perrecbench evaluate --data PERRECBENCH_DIR --engine hf --model {base} \\
-    --adapter {name}=PATH_TO_THIS_FOLDER {flags}--out runs/{name}
-```
-
-With PEFT directly:
-
-```python
-from peft import AutoPeftModelForCausalLM
-from transformers import AutoTokenizer
-
-model = AutoPeftModelForCausalLM.from_pretrained("{repo}")
-tokenizer = AutoTokenizer.from_pretrained("{base}")
-```
-
-vLLM serves it as a LoRA module (`vllm serve {base} --enable-lora --lora-modules {name}={repo}`, with
-`--max-lora-rank` at least the adapter's rank); `perrecbench sft merge --merge-into-base` writes a full
-model for servers without LoRA support."""
-
-
 def model_card(
     info: Mapping[str, Any],
     *,
@@ -423,6 +395,8 @@ def model_card(
         costs: (name, run.json cost) of those runs.
         eval_results: `huggingface_hub.EvalResult`s for the card's ``model-index`` metadata.
     """
+    from huggingface_hub import ModelCard, ModelCardData
+
     base = hub_base_model(info)
     on_hub = is_hub_id(base)
     info = without_local_paths(info)  # a published card names no folder of this machine
@@ -430,16 +404,14 @@ def model_card(
     kind = info["kind"]
     formats = _formats(info)
     plural = "format" if "," not in formats else "formats"
-    header: dict[str, Any] = {}
-    if on_hub:
-        header["base_model"] = base
-    header["library_name"] = "transformers" if kind == "merged-model" else "peft"
-    header["pipeline_tag"] = "text-generation"
-    header["tags"] = ["perrecbench", "personalization", "recommendation", "sft", "trl", "lora"]
-    if eval_results:
-        from huggingface_hub import ModelCardData
-
-        header = ModelCardData(**header, model_name=repo or name, eval_results=list(eval_results)).to_dict()
+    card_data = ModelCardData(
+        base_model=base if on_hub else None,
+        library_name="transformers" if kind == "merged-model" else "peft",
+        pipeline_tag="text-generation",
+        tags=["perrecbench", "personalization", "recommendation", "sft", "trl", "lora"],
+        model_name=(repo or name) if eval_results else None,
+        eval_results=list(eval_results) or None,
+    )
     what = {
         "adapter": f"a LoRA adapter for `{base}` trained on PerRecBench's **{formats}** format",
         "merged-adapter": f"a LoRA adapter for `{base}` merged (`{info.get('method')}`) from adapters "
@@ -449,22 +421,18 @@ def model_card(
     }[kind]
     variant = _variant(info)
     flags = "--no-profile " if variant == "no_profile" else "--profiles PROFILES.jsonl "
-    variant_note = {
-        "no_profile": "trained without user profiles (prompt variant `no_profile`): evaluate with "
-        "`--no-profile`.",
-        "default": "trained with LLM-written user profiles (prompt variant `default`): evaluate with "
-        "profiles "
-        "(`perrecbench profiles`, then `--profiles PATH`).",
-    }.get(variant, "its sources were trained on different prompt variants.")
-    values = {
-        "yaml_header": yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip("\n"),
-        "title": f"{name}: PerRecBench fine-tuning of {base}",
-        "summary": f"This is {what}, written by `perrecbench sft` (perrecbench {info.get('perrecbench')})."
+    card = ModelCard.from_template(
+        card_data,
+        template_str=resources.files("hub_cards").joinpath("model_card.md").read_text(encoding="utf-8"),
+        summary=f"This is {what}, written by `perrecbench sft` (perrecbench {info.get('perrecbench')})."
         + _SYNTHETIC_NOTE * bool(source_kinds(info) & {"synthetic", "mixed"}),
-        "results": results_section(systems, name, costs),
-        "training": training_section(info),
-        "variant_note": variant_note,
-        "usage": usage_section(info, name, repo or "ORG/NAME", flags),
-    }
-    template = resources.files("hub_cards").joinpath("model_card.md").read_text(encoding="utf-8")
-    return render(template, values)
+        results=results_section(systems, name, costs),
+        training=training_section(info),
+        variant=variant,
+        kind=kind,
+        name=name,
+        base=base,
+        repo=repo or "ORG/NAME",
+        flags=flags,
+    )
+    return f"{card}\n"  # Jinja drops the template's last newline

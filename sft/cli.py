@@ -1,25 +1,52 @@
 """`perrecbench sft data | train | merge | push`: fine-tuning for personalization (paper §6).
 
-Each subcommand's flags come from its config dataclass in `sft.config` (``--config FILE.yaml`` included).
-The handlers import the heavy libraries (torch, transformers, trl, peft) only when they run, so
-``perrecbench --help`` stays fast and a missing ``[train]`` extra is one line naming the pip command.
+Each subcommand's flags come from its config dataclass in `sft.config` (``--config FILE.yaml`` included),
+but for ``train``, whose arguments go to TRL's own parser in its handler (`sft.train.parse`). The handlers
+import the heavy libraries (torch, transformers, trl, peft) only when they run, so ``perrecbench --help``
+stays fast and a missing ``[train]`` extra is one line naming the pip command.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perrec_eval import cliconfig
-from sft.config import DataConfig, MergeConfig, PushConfig, TrainConfig
+from sft.config import DataConfig, MergeConfig, PushConfig
 
 LOOP = """the loop (paper §6: three single-format adapters, merged):
   perrecbench sft data  --data BENCH --format pairwise --no-profile --out sft_data/pairwise   (x3 formats)
-  perrecbench sft train --model MODEL --data sft_data/pairwise --out adapters/pairwise        (x3)
+  perrecbench sft train --model_name_or_path MODEL --data sft_data/pairwise --output_dir adapters/pairwise
   perrecbench sft merge adapters/pointwise adapters/pairwise adapters/listwise --out adapters/merged
   perrecbench evaluate  --data BENCH --engine hf --model MODEL --no-profile --out runs \\
       --adapter pairwise=adapters/pairwise --adapter merged=adapters/merged
   perrecbench sft push  adapters/merged --repo ORG/NAME --run runs/merged --base-run runs/base --dry-run"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """A subcommand's parser; `passthrough` keeps the arguments it does not know (TRL's) in ``argv``."""
+
+    def __init__(self, *args: Any, passthrough: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.passthrough = passthrough
+
+    def parse_known_args(
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        namespace, rest = super().parse_known_args(args, namespace)
+        if self.passthrough:
+            namespace.argv, rest = tuple(rest), []
+        return namespace, rest
+
+
+@dataclass(frozen=True, slots=True)
+class TrainCommand:
+    """The arguments of `sft train` as typed, for TRL's parser in the handler (torch and trl stay out of
+    ``--help``)."""
+
+    argv: Any  # a tuple of strings, taken as they are (not split or stripped like a list option)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=LOOP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="sft_command", required=True, metavar="SUBCOMMAND")
+    commands = parser.add_subparsers(
+        dest="sft_command", required=True, metavar="SUBCOMMAND", parser_class=_Parser
+    )
     cliconfig.add_command(
         commands,
         "data",
@@ -43,17 +72,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "prompt asks for. Train groups that would show a test rating are left out. Output: a `datasets`\n"
         "folder.",
     )
-    cliconfig.add_command(
-        commands,
+    train = commands.add_parser(
         "train",
-        TrainConfig,
-        run_train,
-        help="train a LoRA adapter with TRL's SFTTrainer (defaults: the paper's recipe)",
-        description="Train a LoRA adapter on an examples folder with TRL's SFTTrainer, loss on the answer\n"
-        "only. Defaults are the paper's recipe (sft/configs/lora.yaml spells them out). On several GPUs\n"
-        "run the same flags through accelerate:\n"
-        "  accelerate launch --config_file sft/configs/ddp.yaml -m sft.train --model M --data D --out O",
+        passthrough=True,
+        add_help=False,  # --help is TRL's parser's: every trl.SFTConfig and trl.ModelConfig flag
+        allow_abbrev=False,
+        help="train a LoRA adapter with TRL's SFTTrainer (TRL's settings; defaults: the paper's recipe)",
     )
+    cliconfig.add_common_arguments(train)
+    train.set_defaults(handler=run_train, config_cls=TrainCommand)
     cliconfig.add_command(
         commands,
         "merge",
@@ -80,17 +107,21 @@ def run_data(config: DataConfig) -> int:
     left_out = sum(info["test_label_groups_left_out"].values())
     print(f"{info['examples']:,} examples ({counts}) from {info['groups']:,} train groups -> {path}")
     print(f"prompt variant {info['variant']}; {left_out} train groups left out for showing a test rating")
-    print(f"next: perrecbench sft train --model MODEL --data {config.out} --out ADAPTER_DIR")
+    print(
+        f"next: perrecbench sft train --model_name_or_path MODEL --data {config.out} --output_dir ADAPTER_DIR"
+    )
     return 0
 
 
-def run_train(config: TrainConfig) -> int:
-    from sft.train import train
+def run_train(command: TrainCommand) -> int:
+    from sft.train import parse, train
 
-    info = train(config)
+    script, training, model = parse(command.argv)
+    info = train(script, training, model)
+    out, name = training.output_dir, Path(training.output_dir).name
     print(
-        f"next: perrecbench evaluate --engine hf --model {config.model} --adapter {Path(config.out).name}="
-        f"{config.out} --data {info['data']['source']['data']} --out runs/{Path(config.out).name}"
+        f"next: perrecbench evaluate --engine hf --model {model.model_name_or_path} --adapter {name}={out} "
+        f"--data {info['data']['source']['data']} --out runs/{name}"
         + (" --no-profile" if info["data"]["variant"] == "no_profile" else "")
     )
     return 0

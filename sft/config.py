@@ -1,14 +1,13 @@
 """One config dataclass per `perrecbench sft` command; the command-line flags are derived from these fields.
 
-The training defaults are the paper's recipe (§6 and its released `config_lora.yaml`): LoRA r 16, alpha 16,
-dropout 0.05 on every attention and MLP projection, 2 epochs, effective batch 32, learning rate 1e-5,
-cosine schedule with 10% warmup, loss on the completion (the answer) only. `sft/configs/lora.yaml` spells
-the same values out for ``--config``. Only `perrec_eval.cliconfig` is imported here, so ``--help`` is fast.
+`sft train` is the exception: its settings are TRL's (`trl.SFTConfig`, `trl.ModelConfig`) plus the few of
+`TrainArguments`, parsed by `trl.TrlParser` in `sft.train`, with `sft/configs/lora.yaml` (the paper's recipe)
+as defaults. Only `perrec_eval.cliconfig` is imported here, so ``--help`` is fast.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from perrec_eval.cliconfig import option
@@ -19,7 +18,6 @@ from perrec_eval.types import LEVEL_SIZES
 
 SFTFormat = Literal["pointwise", "pairwise", "listwise", "mixed"]
 MergeMethod = Literal["cat", "linear", "factor-mean", "ties", "svd"]
-Precision = Literal["auto", "bf16", "fp16", "fp32"]
 DType = Literal["auto", "bfloat16", "float16", "float32"]
 
 
@@ -61,126 +59,47 @@ class DataConfig(PromptSpec):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TrainConfig:
-    """Settings of `perrecbench sft train` (and `python -m sft.train`): TRL SFT with a LoRA adapter."""
+class TrainArguments:
+    """perrecbench's own settings of `perrecbench sft train`, parsed beside TRL's `SFTConfig` and
+    `ModelConfig` by `trl.TrlParser` (flags ``--data`` or ``--drop-long``, or keys of ``--config``)."""
 
-    model: str = option("base model: Hub id or local folder of a chat model")
-    base_model_id: str | None = option(
-        "the Hub id of --model when --model is a local copy of it: written into the card and the adapter's "
-        "adapter_config.json (base_model_name_or_path), so the published adapter loads for anyone",
+    data: str = field(metadata={"help": "examples folder written by `perrecbench sft data`"})
+    base_model_id: str | None = field(
         default=None,
-        metavar="ORG/NAME",
+        metadata={
+            "help": "the Hub id (ORG/NAME) of --model_name_or_path when that is a local copy of it: written "
+            "into the card and the adapter's adapter_config.json, so the published adapter loads for anyone"
+        },
     )
-    data: str = option("examples folder written by `perrecbench sft data`")
-    out: str = option("output folder of the adapter (also holds checkpoints while training)")
-    lora_r: int = option("LoRA rank", default=16)
-    lora_alpha: int = option("LoRA alpha (scaling = alpha / r)", default=16)
-    lora_dropout: float = option("LoRA dropout", default=0.05)
-    target_modules: tuple[str, ...] = option(
-        "modules that get LoRA: all-linear (every linear layer but the output head: for Llama, Qwen and "
-        "Mistral the q/k/v/o and gate/up/down projections), or explicit names",
-        default=("all-linear",),
-    )
-    epochs: float = option("training epochs", default=2.0)
-    batch_size: int = option(
-        "effective batch size: per-device batch x gradient accumulation x number of processes", default=32
-    )
-    per_device_batch_size: int = option(
-        "examples per forward pass on one device (gradient accumulation makes up the rest)", default=4
-    )
-    learning_rate: float = option("peak learning rate", default=1e-5)
-    lr_scheduler: str = option("learning-rate schedule (a transformers scheduler name)", default="cosine")
-    warmup: float = option(
-        "warmup: a fraction of the training steps if < 1, else a number of steps", default=0.1
-    )
-    max_length: int = option(
-        "longest example in tokens; a longer one is an error (truncation would cut its answer) unless "
-        "--drop-long",
-        default=8192,
-    )
-    drop_long: bool = option(
-        "leave out examples longer than --max-length (counted in sft_train.json)", default=False
-    )
-    max_steps: int = option("stop after this many optimizer steps (-1: train the full --epochs)", default=-1)
-    dtype: DType = option("weights dtype when loading the model; auto keeps the checkpoint's", default="auto")
-    precision: Precision = option(
-        "mixed precision: auto = bf16 on a CUDA GPU that supports it, else fp32 (CPU training needs fp32)",
-        default="auto",
-    )
-    activation_checkpointing: bool = option(
-        "recompute activations in the backward pass (less memory, ~20% slower)", default=True
-    )
-    logging_steps: int = option("log loss and learning rate every N optimizer steps", default=5)
-    save_strategy: Literal["no", "epoch", "steps"] = option(
-        "when to write a checkpoint (the last one is kept, for --resume)", default="epoch"
-    )
-    resume: bool = option(
-        "insist on resuming: fail unless --out holds a checkpoint (without it, an interrupted training in "
-        "--out resumes anyway)",
+    drop_long: bool = field(
         default=False,
+        metadata={
+            "help": "leave out examples longer than --max_length (counted in sft_train.json) instead of "
+            "refusing them (truncation would cut their answers)"
+        },
     )
-    overwrite: bool = option(
-        "replace a finished adapter or another training's checkpoints in --out, starting from step 0",
+    resume: bool = field(
         default=False,
+        metadata={
+            "help": "insist on resuming: fail unless --output_dir holds a checkpoint (without it, an "
+            "interrupted training in --output_dir resumes anyway)"
+        },
     )
-    seed: int = option("training seed (data order, LoRA init, dropout)", default=0)
-    report_to: str = option(
-        "experiment trackers (transformers report_to): none, wandb, trackio, ...", default="none"
+    overwrite: bool = field(
+        default=False,
+        metadata={
+            "help": "replace a finished adapter or another training's checkpoints in --output_dir, "
+            "starting from step 0"
+        },
     )
-    attn_implementation: str | None = option("attention kernel, e.g. sdpa or flash_attention_2", default=None)
-    trust_remote_code: bool = option("run the model repository's own code (from_pretrained)", default=False)
-    trl_args: tuple[str, ...] = option(
-        "any other TRL SFTConfig field as KEY=VALUE, repeatable (e.g. optim=paged_adamw_32bit)",
-        default=(),
-        flag="--trl-arg",
-        repeat=True,
-        metavar="KEY=VALUE",
-    )
-    progress: bool = option("show progress bars", default=True)
 
     def __post_init__(self) -> None:
-        positive = {
-            "--lora-r": self.lora_r,
-            "--lora-alpha": self.lora_alpha,
-            "--batch-size": self.batch_size,
-            "--per-device-batch-size": self.per_device_batch_size,
-            "--max-length": self.max_length,
-            "--logging-steps": self.logging_steps,
-        }
-        for flag, value in positive.items():
-            if value < 1:
-                raise ConfigError(f"{flag} must be >= 1, got {value}")
-        if not 0 <= self.lora_dropout < 1:
-            raise ConfigError(f"--lora-dropout must be in [0, 1), got {self.lora_dropout}")
-        if self.epochs <= 0 or self.learning_rate <= 0 or self.warmup < 0:
-            raise ConfigError("--epochs and --learning-rate must be > 0 and --warmup >= 0")
-        if self.batch_size % self.per_device_batch_size:
-            raise ConfigError(
-                f"--batch-size {self.batch_size} must be a multiple of --per-device-batch-size "
-                f"{self.per_device_batch_size} (the rest is gradient accumulation)"
-            )
-        if not self.target_modules:
-            raise ConfigError("--target-modules must name at least one module, or all-linear")
+        if self.resume and self.overwrite:
+            raise ConfigError("--resume and --overwrite exclude each other: choose one")
         if self.base_model_id is not None and (
             self.base_model_id.count("/") != 1 or self.base_model_id.startswith(("/", ".", "~"))
         ):
             raise ConfigError(f"--base-model-id must be a Hub id ORG/NAME, got {self.base_model_id!r}")
-
-    def gradient_accumulation(self, world_size: int) -> int:
-        """Gradient accumulation steps that make the effective batch `batch_size` on `world_size` processes.
-
-        >>> TrainConfig(model="m", data="d", out="o").gradient_accumulation(1)
-        8
-        >>> TrainConfig(model="m", data="d", out="o").gradient_accumulation(4)
-        2
-        """
-        per_step = self.per_device_batch_size * world_size
-        if self.batch_size % per_step:
-            raise ConfigError(
-                f"--batch-size {self.batch_size} is not a multiple of --per-device-batch-size "
-                f"{self.per_device_batch_size} x {world_size} processes: change one of them"
-            )
-        return self.batch_size // per_step
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -76,7 +76,7 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
     info = read_info(folder)
     if has_secret(info):
         raise DataError(
-            f"{folder} records a secret (e.g. a --trl-arg hub_token=...) in its sft_train.json and "
+            f"{folder} records a secret (e.g. a hub_token setting) in its sft_train.json and "
             "training_args.bin: train it again without it (set HF_TOKEN instead) before uploading"
         )
     ids = base_model_ids(folder)

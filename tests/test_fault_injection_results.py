@@ -435,8 +435,9 @@ def test_cli_sft_train_drop_long_of_every_example_is_one_line(tiny_model_dir, tm
         str(data),
     ]
     assert main([*argv, "--no-progress"]) == 0
-    argv = ["sft", "train", "--model", str(tiny_model_dir), "--data", str(data), "--out", str(tmp_path / "a")]
-    _one_line_error(capsys, [*argv, "--max-length", "8", "--drop-long"], "all", "--max-length")
+    argv = ["sft", "train", "--model_name_or_path", str(tiny_model_dir), "--data", str(data)]
+    argv += ["--output_dir", str(tmp_path / "a"), "--max-length", "8", "--drop-long"]
+    _one_line_error(capsys, argv, "all", "--max_length")
 
 
 # --- 16. a failure that asking again cannot cure gets its fix, not "run the same command again" ------------
@@ -518,7 +519,6 @@ def _help(capsys, *command):
     [
         (["sweep"], "--no-plots", "(needs the report extra) (default: on; this flag turns it off"),
         (["report"], "--no-plots", "(default: on; this flag turns it off"),
-        (["sft", "train"], "--no-activation-checkpointing", "~20% slower) (default: on;"),
     ],
 )
 def test_cli_help_of_a_no_switch_says_it_turns_the_setting_off(capsys, command, flag, says):

@@ -103,25 +103,20 @@ def pairwise_data(sft_bench: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture(scope="session")
 def trained(tiny_model_dir: Path, pairwise_data: Path, tmp_path_factory: pytest.TempPathFactory):
     """(adapter folder, sft_train.json record) of a short training run on the pairwise examples."""
-    from sft.config import TrainConfig
-    from sft.train import train
+    from sft.train import parse, train
 
     out = tmp_path_factory.mktemp("adapters") / "pairwise"
-    config = TrainConfig(
-        model=str(tiny_model_dir),
-        data=str(pairwise_data),
-        out=str(out),
-        max_steps=10,
-        batch_size=4,
-        per_device_batch_size=4,
-        learning_rate=3e-3,
-        warmup=0.0,
-        logging_steps=1,
-        activation_checkpointing=False,
-        save_strategy="no",
-        progress=False,
-    )
-    return out, train(config)
+    return out, train(*parse(tiny_args(tiny_model_dir, pairwise_data, out, "--max_steps", "10")))
+
+
+def tiny_args(model: Path, data: Path, out: Path, *more: str) -> list[str]:
+    """`sft train` arguments for a few quick CPU steps: batch 4 in one step, no warmup, no checkpoints."""
+    return [
+        *("--model_name_or_path", str(model), "--data", str(data), "--output_dir", str(out)),
+        *("--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "1"),
+        *("--learning_rate", "3e-3", "--warmup_steps", "0", "--logging_steps", "1"),
+        *("--activation_checkpointing", "false", "--save_strategy", "no", "--disable_tqdm", "true", *more),
+    ]
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,7 @@ import json
 
 import pytest
 
-from perrec_eval.errors import ConfigError
 from sft.card import PAPER_RECIPE, hub_base_model, model_card, recipe_overrides
-from sft.config import TrainConfig
 
 
 def adapter_info(fmt: str = "pointwise", base: str = "org/base", **recipe) -> dict:
@@ -53,12 +51,32 @@ def merge_info(*sources: dict, base: str) -> dict:
 
 
 def test_card_names_every_override_and_never_calls_it_the_papers_recipe():
-    card = model_card(adapter_info(learning_rate=1e-3, trl_args=["max_grad_norm=0.3"]), name="a")
+    card = model_card(adapter_info(learning_rate=1e-3, trl_settings={"max_grad_norm": 0.3}), name="a")
     assert (
-        "**not** the paper's recipe (§6): learning rate 0.001 (paper: 1e-05), `--trl-arg max_grad_norm=0.3`"
-        in card
+        "**not** the paper's recipe (§6): learning rate 0.001 (paper: 1e-05), `--max_grad_norm 0.3`" in card
     )
     assert "the paper's recipe (§6)." in model_card(adapter_info(), name="a")
+
+
+def test_card_of_an_adapter_trained_with_the_old_trl_arg_names_it():
+    card = model_card(adapter_info(trl_args=["max_grad_norm=0.3"]), name="a")
+    assert "**not** the paper's recipe (§6): `--trl-arg max_grad_norm=0.3`" in card
+
+
+def test_card_recipe_is_the_recipe_file_of_sft_train():
+    import torch
+
+    from sft.train import RECIPE_KEYS, recipe_defaults
+
+    recipe = recipe_defaults(torch)
+    in_file = {
+        key: recipe[name] for key, name in RECIPE_KEYS.items() if name in recipe and key in PAPER_RECIPE
+    }
+    assert in_file == {
+        key: value for key, value in PAPER_RECIPE.items() if key not in ("max_steps", "batch_size")
+    }
+    batch = recipe["per_device_train_batch_size"] * recipe["gradient_accumulation_steps"]
+    assert batch == PAPER_RECIPE["batch_size"]
 
 
 def test_recipe_overrides_lists_nothing_for_the_papers_recipe():
@@ -84,32 +102,17 @@ def test_card_uses_the_hub_id_of_a_merge_made_from_a_local_base(tmp_path):
     assert "base_model: org/base" in card and local not in card
 
 
-def test_train_config_refuses_a_base_model_id_that_is_not_a_hub_id():
-    with pytest.raises(ConfigError, match="--base-model-id must be a Hub id"):
-        TrainConfig(model="m", data="d", out="o", base_model_id="/models/base")
-
-
 @pytest.mark.slow
 def test_sft_train_with_base_model_id_writes_it_into_the_adapter_config(
     tiny_model_dir, pairwise_data, tmp_path
 ):
     from sft.card import LOCAL_INFO
-    from sft.train import train
+    from sft.train import parse, train
+    from tests.sft.conftest import tiny_args
 
     out = tmp_path / "adapter"
-    config = TrainConfig(
-        model=str(tiny_model_dir),
-        base_model_id="org/tiny-base",
-        data=str(pairwise_data),
-        out=str(out),
-        max_steps=1,
-        batch_size=4,
-        per_device_batch_size=4,
-        activation_checkpointing=False,
-        save_strategy="no",
-        progress=False,
-    )
-    info = train(config)
+    more = ("--max_steps", "1", "--base_model_id", "org/tiny-base")
+    info = train(*parse(tiny_args(tiny_model_dir, pairwise_data, out, *more)))
     assert info["base_model"] == "org/tiny-base"
     assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"] == "org/tiny-base"
     assert json.loads((out / LOCAL_INFO).read_text()) == {"base_model_local": str(tiny_model_dir)}

@@ -36,7 +36,12 @@ def test_sft_help_lists_the_subcommands_and_the_loop(capsys):
         ),
         (
             "train",
-            ["LoRA rank (default: 16)", "(default: 0.05)", "(default: 32)", "(default: 1e-05)", "cosine"],
+            [
+                "--lora_r LORA_R",
+                "LoRA R value. (default: 16)",
+                "(default: 1e-05)",
+                "`SchedulerType` for all possible values. (default: cosine)",
+            ],
         ),
         ("merge", ["{cat,linear,factor-mean,ties,svd}", "(default: cat)", "(default: equal)"]),
         ("push", ["ORG/NAME", "--dry-run", "--run RUN"]),
@@ -68,20 +73,41 @@ def test_sft_missing_train_extra_is_one_line_naming_the_pip_command(capsys, monk
     monkeypatch.setitem(sys.modules, "trl", None)  # import trl now fails as if it were not installed
     with pytest.raises(MissingExtraError, match=r'pip install "perrecbench\[train\]"'):
         require("trl", "train", by="fine-tuning")
-    code = main(["sft", "train", "--model", "m", "--data", str(tmp_path), "--out", str(tmp_path / "o")])
+    argv = ["--model_name_or_path", "m", "--data", str(tmp_path), "--output_dir", str(tmp_path / "o")]
+    code = main(["sft", "train", *argv])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and 'pip install -e ".[train]"' in err
 
 
-def test_sft_lora_yaml_spells_out_the_default_recipe():
-    from perrec_eval.cli import build_parser
-    from perrec_eval.cliconfig import from_namespace
-    from sft.config import TrainConfig
+def test_sft_lora_yaml_is_the_default_recipe():
+    from sft.train import parse
 
     root = Path(__file__).resolve().parents[2]
-    argv = ["sft", "train", "--config", str(root / "sft/configs/lora.yaml"), "--model", "m", "--data", "d"]
-    from_file = from_namespace(TrainConfig, build_parser().parse_args([*argv, "--out", "o"]))
-    assert from_file == TrainConfig(model="m", data="d", out="o")
+    argv = ["--model_name_or_path", "m", "--data", "d", "--output_dir", "o"]
+    assert parse(["--config", str(root / "sft/configs/lora.yaml"), *argv]) == parse(argv)
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--model", "m", "--data", "d", "--out", "o"], "--model is gone (sft train takes TRL's settings"),
+        (["--trl-arg", "optim=adafactor"], "--trl-arg is gone"),
+        (["--model_name_or_path", "m", "--data", "d", "--output_dir", "o", "--lr", "x"], "--lr"),
+        (["--data", "d", "--config", "missing.yaml"], "missing.yaml"),
+    ],
+)
+def test_sft_train_bad_arguments_are_one_line(capsys, argv, says):
+    assert main(["sft", "train", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err
+
+
+def test_sft_train_help_is_trls_with_perrecbenchs_own_first(capsys):
+    out = help_text(capsys, "sft", "train")
+    assert out.startswith("usage: perrecbench sft train --model_name_or_path MODEL --data EXAMPLES")
+    options = out[out.index("options:") :]
+    assert options.index("--data DATA") < options.index("--output_dir") < options.index("--lora_r")
+    assert "--config FILE.yaml" in out and "sft/configs/lora.yaml" in out
 
 
 @pytest.mark.parametrize(("name", "kind"), [("ddp", "MULTI_GPU"), ("zero3", "DEEPSPEED"), ("fsdp", "FSDP")])
@@ -105,3 +131,24 @@ def test_sft_data_and_merge_refuse_a_second_process_on_one_out(capsys, tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "in use by another perrecbench process" in err and str(pid) in err
     assert not out.exists()
+
+
+def test_sft_train_keeps_perrecbenchs_own_flags_and_hands_the_rest_to_trl():
+    from perrec_eval.cli import build_parser
+
+    argv = ["--model_name_or_path", "m", "--no-progress", "--run_name", "", "--warmup_steps", "-1", "-v"]
+    args = build_parser().parse_args(["sft", "train", *argv])
+    assert args.argv == ("--model_name_or_path", "m", "--run_name", "", "--warmup_steps", "-1")
+    assert args.no_progress is True and args.verbose is True
+
+
+def test_sft_train_no_progress_switch_hides_the_trainers_bars():
+    from perrec_eval import progress
+    from sft.train import parse
+
+    progress.disable()
+    try:
+        _, args, _ = parse(["--model_name_or_path", "m", "--data", "d", "--output_dir", "o"])
+    finally:
+        progress.enable()
+    assert args.disable_tqdm is True

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from perrec_eval.errors import ConfigError, DataError
-from sft.config import TrainConfig
-from sft.train import lora_config, sft_config, train, trl_overrides
+from sft.train import parse, train
+from tests.sft.conftest import tiny_args
 
 pytestmark = pytest.mark.slow
 
@@ -42,11 +42,8 @@ def test_sft_train_records_the_recipe_and_writes_a_card(trained):
     assert "pairwise" in card and "r 16, alpha 16, dropout 0.05" in card and "Not evaluated yet" in card
 
 
-def test_sft_config_defaults_are_the_papers_recipe():
-    import torch
-
-    config = TrainConfig(model="m", data="d", out="o")
-    args = sft_config(config, world_size=1, torch=torch)
+def test_sft_train_defaults_are_the_papers_recipe():
+    script, args, model = parse(["--model_name_or_path", "m", "--data", "d", "--output_dir", "o"])
     assert args.num_train_epochs == 2 and args.learning_rate == 1e-5 and args.lr_scheduler_type == "cosine"
     assert (
         args.warmup_steps == 0.1 and args.completion_only_loss is True and args.assistant_only_loss is False
@@ -54,54 +51,73 @@ def test_sft_config_defaults_are_the_papers_recipe():
     assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 32
     assert args.bf16 is False and args.fp16 is False  # CPU: TRL's bf16 default would fail (PITFALLS 7)
     assert args.use_cpu is True  # so that torchrun processes on a CPU-only machine train as one DDP job
-    assert sft_config(config, world_size=4, torch=torch).gradient_accumulation_steps == 2  # still 32 in all
-    lora = lora_config(config)
-    assert (lora.r, lora.lora_alpha, lora.lora_dropout, lora.target_modules) == (16, 16, 0.05, "all-linear")
+    assert (args.max_length, args.save_total_limit, args.seed) == (8192, 1, 0)
+    assert (model.use_peft, model.lora_r, model.lora_alpha, model.lora_dropout) == (True, 16, 16, 0.05)
+    assert model.lora_target_modules == "all-linear" and model.dtype == "auto"
+    assert (script.data, script.drop_long, script.overwrite) == ("d", False, False)
 
 
-def test_sft_config_takes_other_trl_fields_but_not_its_own_twice():
-    fields = {"optim", "max_grad_norm", "learning_rate"}
-    assert trl_overrides(["optim=paged_adamw_32bit", "max_grad_norm=0.3"], fields) == {
-        "optim": "paged_adamw_32bit",
-        "max_grad_norm": 0.3,
-    }
-    with pytest.raises(ConfigError, match="--learning-rate"):
-        trl_overrides(["learning_rate=1"], fields)
-    with pytest.raises(ConfigError, match="no such field"):
-        trl_overrides(["no_such_thing=1"], fields)
-    with pytest.raises(ConfigError, match="multiple"):
-        TrainConfig(model="m", data="d", out="o", batch_size=30, per_device_batch_size=4)
-    with pytest.raises(ConfigError, match="processes"):
-        TrainConfig(model="m", data="d", out="o", batch_size=4).gradient_accumulation(3)
+def test_sft_train_takes_any_trl_setting_from_flags_and_a_config_file(tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("learning_rate: 3.0e-4\nlora_r: 8\noptim: adafactor\nmax_grad_norm: 0.5\n")
+    argv = ["--config", str(recipe), "--model_name_or_path", "m", "--data", "d", "--output_dir", "o"]
+    _, args, model = parse([*argv, "--max_grad_norm", "0.3", "--lora-alpha", "8"])
+    assert (args.learning_rate, args.optim, args.max_grad_norm) == (3e-4, "adafactor", 0.3)  # flags win
+    assert (model.lora_r, model.lora_alpha, model.lora_dropout) == (8, 8, 0.05)  # the rest: the recipe
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--no_such_setting", "1"], "unknown setting.*--no_such_setting"),
+        (["--learning_rate", "fast"], "invalid float value"),
+        (["--trl-arg", "optim=adafactor"], "use the setting's own flag"),
+        (["--model", "m"], "use --model_name_or_path"),
+        (["--use_peft", "false"], "LoRA adapter"),
+        (["--hub_token", "hf_abcdefghijklmnopqrstuvwxyz"], "HF_TOKEN"),
+        (["--base-model-id", "/models/base"], "Hub id ORG/NAME"),
+        (["--resume", "--overwrite"], "exclude each other"),
+    ],
+)
+def test_sft_train_bad_settings_are_one_config_error(argv, says):
+    with pytest.raises(ConfigError, match=says):
+        parse(["--model_name_or_path", "m", "--data", "d", "--output_dir", "o", *argv])
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("lr: [1,\n", "while parsing"),
+        ("- a list\n", "YAML mapping"),
+        ("epochs: 2\n", "unknown setting.*--epochs"),
+    ],
+)
+def test_sft_train_bad_config_file_is_one_config_error(tmp_path, text, says):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(text)
+    with pytest.raises(ConfigError, match=says):
+        parse(["--config", str(recipe), "--model_name_or_path", "m", "--data", "d", "--output_dir", "o"])
+
+
+def test_sft_train_needs_a_model_and_an_output_folder():
+    with pytest.raises(ConfigError, match="required: --output_dir.*--model_name_or_path"):
+        parse(["--data", "d"])
 
 
 def test_sft_train_refuses_examples_its_max_length_would_cut(tiny_model_dir, pairwise_data, tmp_path):
-    config = TrainConfig(model=str(tiny_model_dir), data=str(pairwise_data), out=str(tmp_path), max_length=64)
-    with pytest.raises(ConfigError, match="--drop-long"):
-        train(config)
+    with pytest.raises(ConfigError, match="--drop_long"):
+        train(*parse(tiny_args(tiny_model_dir, pairwise_data, tmp_path, "--max_length", "64")))
 
 
 def test_sft_train_needs_an_examples_folder(tiny_model_dir, sft_bench, tmp_path):
     with pytest.raises(DataError, match="perrecbench sft data"):
-        train(TrainConfig(model=str(tiny_model_dir), data=str(sft_bench), out=str(tmp_path)))
+        train(*parse(tiny_args(tiny_model_dir, sft_bench, tmp_path)))
 
 
-def _short(tiny_model_dir, data, out, **overrides) -> TrainConfig:
+def _short(tiny_model_dir, data, out, *more: str):
     """Four steps, a checkpoint every two (the shape of an interrupted long run)."""
-    values = dict(
-        model=str(tiny_model_dir),
-        data=str(data),
-        out=str(out),
-        max_steps=4,
-        batch_size=4,
-        per_device_batch_size=4,
-        warmup=0.0,
-        activation_checkpointing=False,
-        save_strategy="steps",
-        trl_args=("save_steps=2",),
-        progress=False,
-    )
-    return TrainConfig(**{**values, **overrides})
+    steps = ("--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2")
+    return parse(tiny_args(tiny_model_dir, data, out, *steps, *more))
 
 
 def test_sft_train_same_command_resumes_from_the_last_checkpoint(
@@ -119,7 +135,7 @@ def test_sft_train_same_command_resumes_from_the_last_checkpoint(
 
     monkeypatch.setattr(trl.SFTTrainer, "_save_checkpoint", save_then_die)
     with pytest.raises(KeyboardInterrupt):
-        train(config)
+        train(*config)
     monkeypatch.undo()
     assert (out / "checkpoint-2").is_dir() and not (out / "sft_train.json").exists()
 
@@ -128,7 +144,7 @@ def test_sft_train_same_command_resumes_from_the_last_checkpoint(
     monkeypatch.setattr(
         trl.SFTTrainer, "training_step", lambda self, *a, **k: steps.append(1) or step(self, *a, **k)
     )
-    info = train(config)  # the same command
+    info = train(*_short(tiny_model_dir, pairwise_data, out))  # the same command
     assert len(steps) == 2 and info["steps"] == 4  # steps 3 and 4 only: resumed, not restarted
     assert (out / "adapter_model.safetensors").is_file()
 
@@ -137,24 +153,25 @@ def test_sft_train_refuses_to_replace_a_finished_adapter_silently(trained, tiny_
     out, info = trained
     before = (out / "adapter_model.safetensors").read_bytes()
     with pytest.raises(ConfigError, match="finished adapter.*--overwrite"):
-        train(_short(tiny_model_dir, pairwise_data, out))
+        train(*_short(tiny_model_dir, pairwise_data, out))
     assert (out / "adapter_model.safetensors").read_bytes() == before
 
 
 def test_sft_train_refuses_checkpoints_of_another_training(tiny_model_dir, pairwise_data, tmp_path):
-    from sft.train import SETTINGS_FILE, resume_point, train_settings
+    from sft.train import SETTINGS_FILE, resume_point, settings_of
 
     out = tmp_path / "adapter"
     (out / "checkpoint-2").mkdir(parents=True)
     (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
     config = _short(tiny_model_dir, pairwise_data, out)
-    (out / SETTINGS_FILE).write_text(json.dumps(train_settings(config)))
-    assert resume_point(config) == str(out / "checkpoint-2")
+    (out / SETTINGS_FILE).write_text(json.dumps(settings_of(*config)))
+    assert resume_point(*config) == str(out / "checkpoint-2")
+    resumed = _short(tiny_model_dir, pairwise_data, out, "--logging_steps", "7", "--report_to", "none")
+    assert resume_point(*resumed) == str(out / "checkpoint-2")  # logging does not change what is trained
     with pytest.raises(ConfigError, match="another training.*learning_rate.*--overwrite"):
-        resume_point(_short(tiny_model_dir, pairwise_data, out, learning_rate=1e-3))
-    assert (
-        resume_point(_short(tiny_model_dir, pairwise_data, out, learning_rate=1e-3, overwrite=True)) is None
-    )
+        resume_point(*_short(tiny_model_dir, pairwise_data, out, "--learning_rate", "1e-3"))
+    again = _short(tiny_model_dir, pairwise_data, out, "--learning_rate", "1e-3", "--overwrite")
+    assert resume_point(*again) is None
     assert not (out / "checkpoint-2").exists()
 
 
@@ -169,7 +186,7 @@ def test_sft_train_refuses_an_out_overlapping_its_inputs(tiny_model_dir, pairwis
         "data": pairwise_data,
     }[where]
     with pytest.raises(ConfigError, match="new folder outside"):
-        resume_point(_short(tiny_model_dir, pairwise_data, out))
+        resume_point(*_short(tiny_model_dir, pairwise_data, out))
 
 
 def test_sft_train_refuses_a_folder_it_did_not_write(tiny_model_dir, pairwise_data, tmp_path):
@@ -177,13 +194,16 @@ def test_sft_train_refuses_a_folder_it_did_not_write(tiny_model_dir, pairwise_da
 
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="did not write"):
-        resume_point(_short(tiny_model_dir, pairwise_data, tmp_path, overwrite=True))
+        resume_point(*_short(tiny_model_dir, pairwise_data, tmp_path, "--overwrite"))
     assert (tmp_path / "notes.txt").exists()
 
 
-def test_sft_train_refuses_a_token_as_a_trl_arg():
-    with pytest.raises(ConfigError, match="HF_TOKEN"):
-        trl_overrides(["hub_token=hf_abcdefghijklmnopqrstuvwxyz"], {"hub_token"})
+def test_sft_train_refuses_a_token_in_a_config_file(tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("hub_token: hf_abcdefghijklmnopqrstuvwxyz\n")
+    with pytest.raises(ConfigError, match="--hub_token is refused.*HF_TOKEN") as err:
+        parse(["--config", str(recipe), "--model_name_or_path", "m", "--data", "d", "--output_dir", "o"])
+    assert "hf_abcdefghijklmnopqrstuvwxyz" not in str(err.value)
 
 
 def test_sft_train_refuses_a_merged_adapter_folder(tiny_model_dir, pairwise_data, tmp_path):
@@ -192,7 +212,7 @@ def test_sft_train_refuses_a_merged_adapter_folder(tiny_model_dir, pairwise_data
     (tmp_path / "sft_merge.json").write_text("{}")
     (tmp_path / "adapter_config.json").write_text("{}")
     with pytest.raises(ConfigError, match="did not write"):
-        resume_point(_short(tiny_model_dir, pairwise_data, tmp_path, overwrite=True))
+        resume_point(*_short(tiny_model_dir, pairwise_data, tmp_path, "--overwrite"))
 
 
 def test_sft_train_second_process_on_one_out_is_refused(tiny_model_dir, pairwise_data, tmp_path):
@@ -203,4 +223,4 @@ def test_sft_train_second_process_on_one_out_is_refused(tiny_model_dir, pairwise
         held_by_another_process(out),
         pytest.raises(DataError, match="in use by another perrecbench process"),
     ):
-        train(_short(tiny_model_dir, pairwise_data, out))
+        train(*_short(tiny_model_dir, pairwise_data, out))
