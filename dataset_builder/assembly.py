@@ -1,20 +1,24 @@
-"""Arrow assembly of the chosen groups into nested rows: the stage file, and the published parquet writer.
+"""Arrow assembly of the chosen groups into nested rows: the stage file, and the published parquet files.
 
 :func:`write_groups` reads what :mod:`dataset_builder.selection` left in the DuckDB connection (the tables
 ``chosen``, ``act`` and ``meta``) as three sorted Arrow streams and assembles each group's nested row (query,
 users, histories) with Arrow offsets into a stage file (:class:`StageWriter`, read back by
-:func:`read_stage`); :class:`RowGroupWriter` writes the published parquet files in content-fixed row groups.
-Both write through :func:`perrec_eval.fileio.atomic_open`, so a file is whole or absent. No history row
-becomes a Python object.
+:func:`read_stage`). :func:`write_configs` streams the stage files into the config × split parquet files
+(:class:`RowGroupWriter`: content-fixed row groups). Every file is written through
+:func:`perrec_eval.fileio.atomic_open`, so it is whole or absent. No history row becomes a Python object:
+what Python holds per group is its index row; histories stay in Arrow buffers (two batches at a time).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import duckdb
 import numpy as np
@@ -22,12 +26,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataset_builder.config import AvgScope, BuildError
-from dataset_builder.schema import ARROW_SCHEMA
+from dataset_builder.config import AvgScope, BuildConfig, BuildError
+from dataset_builder.levels import level_tables
+from dataset_builder.schema import ARROW_SCHEMA, CONFIGS
+from dataset_builder.stats import LeakCounts, SplitFigures
 from dataset_builder.twins import author_key, title_key
+from perrec_eval import progress
 from perrec_eval.fileio import atomic_open
 
 _BATCH_ROWS = 200_000
+_WRITE_BATCH = 256  # groups per Arrow batch when cutting the levels
 
 
 def write_groups(
@@ -354,3 +362,92 @@ class RowGroupWriter(_WholeFile):
         if self._pending_rows:
             self._flush(self._pending_rows)
         self._file.close()
+
+
+def write_configs(
+    folder: Path,
+    cfg: BuildConfig,
+    splits: dict[str, list[str]],
+    results: dict[str, dict[str, Any]],
+    figures: dict[str, SplitFigures],
+    leaks: dict[str, LeakCounts],
+) -> dict[str, dict[str, str]]:
+    """Stream every domain's stage file once, in ``group_id`` order, into the config × split files (groups
+    the split rule dropped are not written); the statistics count the same ``full`` rows on the way.
+
+    The stage files are read in Arrow batches of ``_WRITE_BATCH`` groups; each batch is cut into the levels
+    once (:func:`dataset_builder.levels.level_tables`) and a thread pool encodes and compresses the eight
+    files (zstd, the only compression of the build) and counts the statistics (pyarrow releases the GIL)
+    while this thread prepares the next batch. Every writer (and the statistics) gets one task per batch and
+    a batch is handed out only when the previous one is done, so each file receives its rows in order and
+    the bytes do not depend on the scheduling; no written file is read back.
+
+    Returns:
+        ``{config: {split: path relative to folder}}`` of the files written.
+    """
+    split_of = {gid: name for name, ids in splits.items() for gid in ids}
+    # Rows are ordered by group_id = "<domain>:<item>": domains by that prefix, items within the stage file.
+    domains = sorted(cfg.domains, key=lambda d: f"{d}:")
+    workers = min(len(splits) * len(CONFIGS), cfg.threads or os.cpu_count() or 1)
+    total = sum(results[d]["groups"] for d in domains)
+    with (
+        contextlib.ExitStack() as files_open,
+        progress.bar(total=total, desc="  write configs", unit="group", leave=False) as bar,
+    ):
+        writers = {
+            (name, label): files_open.enter_context(RowGroupWriter(folder / f".{name}-{label}.parquet"))
+            for label in splits
+            for name in CONFIGS
+        }
+        # Entered last, so it is shut down (its writes finished) before the files are closed or dropped.
+        pool = files_open.enter_context(ThreadPoolExecutor(max_workers=workers))
+        writing: list[Future[None]] = []
+        for domain in domains:
+            if not results[domain]["groups"]:
+                continue
+            for table in read_stage(results[domain]["groups_path"], _WRITE_BATCH):
+                labels = pa.array(
+                    [split_of.get(g) for g in table.column("group_id").to_pylist()], pa.string()
+                )
+                parts: dict[str, dict[str, pa.Table]] = {}
+                for label in splits:
+                    part = table.filter(pc.equal(labels, label))
+                    if part.num_rows:
+                        parts[label] = level_tables(part, cfg.seed, cfg.preset)
+                for done in writing:
+                    done.result()
+                writing = [
+                    pool.submit(writers[(name, label)].write, rows)
+                    for label, levels in parts.items()
+                    for name, rows in levels.items()
+                ]
+                writing.append(pool.submit(_count, parts, figures, leaks))
+                bar.update(table.num_rows)
+        for done in writing:
+            done.result()
+    files: dict[str, dict[str, str]] = {}
+    for (name, label), writer in writers.items():
+        if writer.rows:
+            # Content-hashed names: datasets serves a stale cache for a rewritten file name (PITFALLS 1).
+            relative = f"{name}/{label}-{file_sha256(writer.path)[:12]}.parquet"
+            (folder / name).mkdir(exist_ok=True)
+            writer.path.replace(folder / relative)
+            files.setdefault(name, {})[label] = relative
+    return {name: files[name] for name in CONFIGS if name in files}
+
+
+def _count(
+    parts: dict[str, dict[str, pa.Table]], figures: dict[str, SplitFigures], leaks: dict[str, LeakCounts]
+) -> None:
+    """Feed one batch's ``full`` rows of each split to the statistics, and each leak count its config's."""
+    for label, levels in parts.items():
+        figures[label].add(levels["full"])
+        for name, counts in leaks.items():
+            if name in levels:
+                counts.add(label, levels[name])
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -29,6 +29,7 @@ from dataset_builder.config import BuildConfig, BuildError, duckdb_settings, out
 from dataset_builder.groups import Candidate, Choice, find_group, find_groups, item_rng
 from dataset_builder.interactions import export_stage
 from dataset_builder.sources import BadLines, InputFile, Source, bad_line_error, locate_bad_lines
+from perrec_eval import progress
 from perrec_eval.fileio import atomic_open
 
 logger = logging.getLogger(__name__)
@@ -337,8 +338,6 @@ def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, domain: str, n_ite
     Returns:
         The number of items with a group.
     """
-    from tqdm.auto import tqdm
-
     con.sql(
         "CREATE OR REPLACE TABLE chosen (parent_asin VARCHAR, gkey VARCHAR, level VARCHAR, pos INTEGER, "
         "user_id VARCHAR, ts BIGINT, rel DOUBLE, rating DOUBLE, avg DOUBLE)"
@@ -363,7 +362,7 @@ def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, domain: str, n_ite
                 values.clear()
 
     found = 0
-    bar = tqdm(total=n_items, desc="  search items", unit="item", leave=False, disable=not cfg.progress)
+    bar = progress.bar(total=n_items, desc="  search items", unit="item", leave=False)
     for item, cands, extra in _item_batches(con):
         bar.update(1)
         choices = item_groups(cfg, domain, item, cands)

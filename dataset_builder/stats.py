@@ -10,10 +10,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from dataset_builder.config import BuildConfig
+
+if TYPE_CHECKING:
+    from dataset_builder.splits import Split
 
 # Figure 5 bins. Relative ratings: half-point bins; history lengths: a long tail, so widening bins.
 REL_EDGES: tuple[float, ...] = tuple(x / 2 for x in range(-8, 9))
@@ -173,6 +178,72 @@ def compute(
             raise ValueError("compute(split=...) needs the leak counts (leaks=LeakCounts(...))")
         out["split"] = dict(split) if leaks is None else {**split, "leaks": leaks.result()}
     return out
+
+
+def for_build(
+    cfg: BuildConfig,
+    index: pa.Table,
+    level_splits: Mapping[str, Split],
+    split: Split,
+    figures: Mapping[str, SplitFigures],
+    leaks: Mapping[str, LeakCounts],
+    funnel: dict[str, dict[str, int]],
+) -> dict[str, Any]:
+    """The content of a build's ``stats.json`` (:func:`compute` with the split's counts and leaks, and,
+    unless the build writes the earlier files, the resolution and the twins removed).
+
+    Args:
+        cfg: the build parameters.
+        index: the group index (:data:`dataset_builder.selection.INDEX_SCHEMA`).
+        level_splits: the split of each group set (``full``, or each level of the large preset).
+        split: their union.
+        figures: per split, fed with the ``full`` rows written.
+        leaks: per group set, fed with its rows written.
+        funnel: per domain, how many reviews/items each selection criterion kept.
+    """
+    splits = split.as_dict()
+    if cfg.preset == "paper":
+        facts = {**split_counts(split, cfg), "leaks": leaks["full"].result()}
+    else:
+        levels = {
+            name: {**split_counts(s, cfg), "leaks": leaks[name].result()} for name, s in level_splits.items()
+        }
+        facts = {"rule": cfg.split_rule, "levels": levels}
+    windows = {name: index.filter(pc.is_in(index["group_id"], pa.array(ids))) for name, ids in splits.items()}
+    stats = compute(figures, funnel, windows=windows, split=facts)
+    if not cfg.paper_files:
+        stats["resolution"] = resolution(index, splits, cfg.level_sizes(), cfg.preset)
+        if not cfg.keep_twins:
+            written = index.filter(
+                pc.is_in(index["group_id"], pa.array(split.test + split.train, pa.string()))
+            )
+            stats["twins"] = twin_counts(written, cfg.domains)
+    return stats
+
+
+def split_counts(split: Split, cfg: BuildConfig) -> dict[str, Any]:
+    """The rule and how many groups each domain has in test, in train and dropped from train."""
+
+    def per_domain(ids: list[str]) -> dict[str, int]:
+        counts = Counter(gid.split(":", 1)[0] for gid in ids)
+        return {domain: counts[domain] for domain in cfg.domains}
+
+    return {
+        "rule": cfg.split_rule,
+        "test_groups_per_domain": per_domain(split.test),
+        "train_groups_per_domain": per_domain(split.train),
+        "train_groups_dropped": len(split.dropped),
+        "train_groups_dropped_per_domain": per_domain(split.dropped),
+    }
+
+
+def test_members(index: pa.Table, test: Sequence[str]) -> list[tuple[str, str, str]]:
+    """``(domain, user_id, query item)`` of every member of the ``test`` groups, from the group index."""
+    rows = index.filter(pc.is_in(index["group_id"], pa.array(test, pa.string())))
+    columns = rows.select(["parent_asin", "domain", "user_ids"]).to_pydict()
+    return [
+        (domain, user, item) for item, domain, users in zip(*columns.values(), strict=True) for user in users
+    ]
 
 
 def resolution(

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from perrec_eval import cliconfig
+from perrec_eval import cliconfig, progress
 from perrec_eval.errors import PerrecbenchError
 from perrec_eval.secrets import redact_logs, redact_text, redact_tracebacks
 
@@ -61,7 +61,7 @@ def _version() -> str:
 
 
 def _hide_progress() -> None:
-    # tqdm reads TQDM_* variables as defaults; datasets has its own switch.
+    progress.disable()  # the builder's bars (progress.bar); tqdm reads TQDM_* variables as defaults
     os.environ["TQDM_DISABLE"] = "1"
     os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
     if "datasets" in sys.modules:  # already imported: the variable above is read at import time
