@@ -85,6 +85,27 @@ def test_build_output_card_configs_point_at_hashed_files(built: Path) -> None:
             assert entry["path"].split("/")[1].startswith(entry["split"] + "-")
 
 
+def test_card_fills_every_template_variable_and_nothing_else(raw: Path, tmp_path: Path, monkeypatch) -> None:
+    # jinja renders an unknown name as "": the values given must be exactly the template's names.
+    import jinja2
+    import jinja2.meta
+    from huggingface_hub import DatasetCard
+
+    given: dict = {}
+    real = DatasetCard.from_template.__func__
+
+    def spy(cls, card_data, template_path=None, template_str=None, **values):
+        given.update(names=set(values) | set(card_data.to_dict()) | {"card_data"}, template=template_str)
+        return real(cls, card_data, template_path, template_str, **values)
+
+    monkeypatch.setattr(DatasetCard, "from_template", classmethod(spy))
+    out = build(config(raw, tmp_path / "bench", min_history=10, test_groups=5))
+    wanted = jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(given["template"]))
+    assert wanted <= given["names"] and given["names"] - wanted <= {"language", "license", "license_name",
+        "task_categories", "tags", "size_categories", "configs"}  # fmt: skip
+    assert (out / "README.md").read_text().startswith("---\npretty_name: PerRecBench")
+
+
 def test_build_output_stats_and_manifest(built: Path, raw: Path) -> None:
     stats = json.loads((built / "stats.json").read_text())
     assert stats["splits"]["test"]["all"]["query_items"] == 5
