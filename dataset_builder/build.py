@@ -121,7 +121,7 @@ def _write(
             interactions = write_interactions(folder, cfg, paths, stats_mod.test_members(index, split.test))
     with _timed("statistics"):
         funnel = {d: r["funnel"] for d, r in results.items()}
-        stats = stats_mod.for_build(cfg, index, level_splits, split, figures, leaks, funnel)
+        stats = stats_mod.compute(cfg, index, level_splits, split, figures, leaks, funnel)
     with _timed("card"):
         write_json(folder / "stats.json", stats)
         write_json(folder / "manifest.json", manifest(cfg, results, files, split, provenance, interactions))

@@ -84,32 +84,19 @@ def build_card(
     ]
     for domain, counts in stats["selection"].items():
         funnel_rows.append(f"| {domain} | " + " | ".join(f"{counts.get(k, 0):,}" for k in columns) + " |")
-    train_note = (
-        ""
-        if "train" in stats["splits"]
-        else (" This build found too few groups for a held-out set, so there is no `train` split.")
-    )
     values = {
+        "cfg": cfg,
+        "stats": stats,
         "provenance_note": _NOTES[source_kind],
         "builder": builder,
         "config_rows": config_rows,
-        "seed": str(cfg.seed),
-        "train_note": train_note,
         "levels_text": _levels_text(cfg, stats),
-        "split_rule": cfg.split_rule,
         "split_rule_text": _SPLIT_RULES[cfg.split_rule]
         + (_PER_LEVEL_RULE if cfg.preset == "large" and cfg.split_rule != "none" else ""),
         "split_table": split_table(stats["split"]),
         "resolution_section": resolution_section(cfg, stats),
         "twins_text": _twins_text(cfg, stats),
         "choice_table": choice_table(stats),
-        "load_path": cfg.push_to_hub or cfg.out.name,
-        "domains": ", ".join(cfg.domains),
-        "window_days": f"{cfg.window_days:g}",
-        "min_history": str(cfg.min_history),
-        "min_gap": f"{cfg.min_gap:g}",
-        "avg_scope": cfg.avg_scope,
-        "group_size": str(cfg.group_size) if cfg.preset == "paper" else "2 / 3 / 4 (easy / medium / hard)",
         "funnel_table": "\n".join(funnel_rows),
         "stats_table": "```\n"
         + format_table({**stats, "selection": {}, "split": {}, "resolution": {}, "twins": {}})

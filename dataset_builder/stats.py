@@ -144,43 +144,6 @@ def candidate_figures(index: pa.Table, prefix: str) -> dict[str, Any]:
 
 
 def compute(
-    figures: Mapping[str, SplitFigures],
-    funnel: dict[str, dict[str, int]],
-    *,
-    windows: Mapping[str, pa.Table] | None = None,
-    split: Mapping[str, Any] | None = None,
-    leaks: LeakCounts | None = None,
-) -> dict[str, Any]:
-    """The content of ``stats.json``, from figures accumulated over the written ``full`` rows.
-
-    Args:
-        figures: per split (``test``, ``train`` if any), its :class:`SplitFigures` fed with every ``full``
-            row written to it.
-        funnel: per domain, how many reviews/items each selection criterion kept.
-        windows: per split, the index rows of its groups (the chosen windows' candidates); none leaves
-            the window figures out.
-        split: the split rule and its per-domain counts; the leak counts are added.
-        leaks: the leak counts, fed with the same rows (needed with ``split``).
-
-    Returns:
-        Table 4 per split (overall and per domain), Figure 5 distributions per split, the choice's
-        neutrality per split, the split with its leak counts, and the funnel.
-    """
-    out: dict[str, Any] = {"splits": {}, "selection": funnel}
-    for name, split_figures in figures.items():
-        out["splits"][name] = split_figures.result()
-        if windows is not None:
-            choice = out["splits"][name]["choice"]
-            choice["window_candidates"] = candidate_figures(windows[name], "window")
-            choice["item_candidates"] = candidate_figures(windows[name], "item")
-    if split is not None:
-        if leaks is None and "leaks" not in split and "levels" not in split:
-            raise ValueError("compute(split=...) needs the leak counts (leaks=LeakCounts(...))")
-        out["split"] = dict(split) if leaks is None else {**split, "leaks": leaks.result()}
-    return out
-
-
-def for_build(
     cfg: BuildConfig,
     index: pa.Table,
     level_splits: Mapping[str, Split],
@@ -189,36 +152,44 @@ def for_build(
     leaks: Mapping[str, LeakCounts],
     funnel: dict[str, dict[str, int]],
 ) -> dict[str, Any]:
-    """The content of a build's ``stats.json`` (:func:`compute` with the split's counts and leaks, and,
-    unless the build writes the earlier files, the resolution and the twins removed).
+    """The content of a build's ``stats.json``, from figures accumulated over the written ``full`` rows.
 
     Args:
         cfg: the build parameters.
         index: the group index (:data:`dataset_builder.selection.INDEX_SCHEMA`).
         level_splits: the split of each group set (``full``, or each level of the large preset).
         split: their union.
-        figures: per split, fed with the ``full`` rows written.
+        figures: per split (``test``, ``train`` if any), fed with every ``full`` row written to it.
         leaks: per group set, fed with its rows written.
         funnel: per domain, how many reviews/items each selection criterion kept.
+
+    Returns:
+        Table 4 per split (overall and per domain), Figure 5 distributions per split, the choice's
+        neutrality per split, the funnel, the split with its leak counts, and (unless the build writes the
+        earlier files) the resolution per level and the twins removed.
     """
     splits = split.as_dict()
+    out: dict[str, Any] = {"splits": {}, "selection": funnel}
+    for name, ids in splits.items():
+        windows = index.filter(pc.is_in(index["group_id"], pa.array(ids)))
+        out["splits"][name] = figures[name].result()
+        out["splits"][name]["choice"]["window_candidates"] = candidate_figures(windows, "window")
+        out["splits"][name]["choice"]["item_candidates"] = candidate_figures(windows, "item")
     if cfg.preset == "paper":
-        facts = {**split_counts(split, cfg), "leaks": leaks["full"].result()}
+        out["split"] = {**split_counts(split, cfg), "leaks": leaks["full"].result()}
     else:
         levels = {
             name: {**split_counts(s, cfg), "leaks": leaks[name].result()} for name, s in level_splits.items()
         }
-        facts = {"rule": cfg.split_rule, "levels": levels}
-    windows = {name: index.filter(pc.is_in(index["group_id"], pa.array(ids))) for name, ids in splits.items()}
-    stats = compute(figures, funnel, windows=windows, split=facts)
+        out["split"] = {"rule": cfg.split_rule, "levels": levels}
     if not cfg.paper_files:
-        stats["resolution"] = resolution(index, splits, cfg.level_sizes(), cfg.preset)
+        out["resolution"] = resolution(index, splits, cfg.level_sizes(), cfg.preset)
         if not cfg.keep_twins:
             written = index.filter(
                 pc.is_in(index["group_id"], pa.array(split.test + split.train, pa.string()))
             )
-            stats["twins"] = twin_counts(written, cfg.domains)
-    return stats
+            out["twins"] = twin_counts(written, cfg.domains)
+    return out
 
 
 def split_counts(split: Split, cfg: BuildConfig) -> dict[str, Any]:

@@ -305,9 +305,7 @@ def _write_marker(out: Path, seed: int, names: list[str]) -> None:
     path = out / SYNTH_MARKER
     files = read_json(path).get("files", {}) if path.exists() else {}
     for name in names:
-        with (out / name).open("rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
-        files[name] = {"size": (out / name).stat().st_size, "sha256": digest, "seed": seed}
+        files[name] = {"size": (out / name).stat().st_size, "sha256": _sha256(out / name), "seed": seed}
     write_json(
         path,
         {
