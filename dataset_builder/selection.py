@@ -120,9 +120,8 @@ def run_domain(
         cfg: the build parameters.
         work: a scratch folder for DuckDB's spill files (removed by the caller).
         groups_file: where the groups go, as a stage file of ``full`` rows (users ordered by
-            relative rating, rows by ``group_id``); not created when there is no group.
-        index_file: one row per group (:data:`INDEX_SCHEMA`: members and chosen window); not created
-            when there is no group.
+            relative rating, rows by ``group_id``).
+        index_file: one row per group (:data:`INDEX_SCHEMA`: members and chosen window).
         tick: called with the name of each stage as it starts (progress).
         interactions_file: where to copy the deduplicated reviews (``--with-interactions``); None: no copy.
 
@@ -275,8 +274,7 @@ def _run(
 
     tick("histories")
     groups = write_groups(con, domain, cfg.avg_scope, groups_file, keep_twins=cfg.keep_twins)
-    if groups:
-        _write_index(con, domain, index_file)
+    _write_index(con, domain, index_file)
     return DomainResult(domain, groups, funnel, bad_lines)
 
 

@@ -25,11 +25,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dataset_builder.config import BuildConfig, portable_name
-from dataset_builder.schema import ARROW_SCHEMA
 from dataset_builder.selection import INDEX_SCHEMA, STAGES, run_domain
 from dataset_builder.sources import InputFile, Source
 from perrec_eval import progress
-from perrec_eval.fileio import atomic_open, pid_alive, read_json, write_json
+from perrec_eval.fileio import pid_alive, read_json, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -167,14 +166,8 @@ def _save(
     for pattern in ("*.json", "*.arrow", "*.parquet"):
         for old in stage_dir.glob(pattern):
             old.unlink()
-    if info["groups"]:
-        groups.replace(stage_dir / f"{key}.arrow")
-        index.replace(stage_dir / f"{key}.index.parquet")
-    else:  # no group: empty files with the schemas, so every stage has its files
-        with atomic_open(stage_dir / f"{key}.arrow", "wb") as handle, pa.ipc.new_file(handle, ARROW_SCHEMA):
-            pass
-        with atomic_open(stage_dir / f"{key}.index.parquet", "wb") as handle:
-            pq.write_table(INDEX_SCHEMA.empty_table(), handle)
+    groups.replace(stage_dir / f"{key}.arrow")
+    index.replace(stage_dir / f"{key}.index.parquet")
     if interactions is not None:
         interactions.replace(stage_dir / f"{key}.interactions.parquet")
     write_json(stage_dir / f"{key}.json", info)
