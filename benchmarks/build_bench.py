@@ -99,7 +99,7 @@ def run_measured(
     return wall, peak, out, err, _children_cpu() - cpu
 
 
-_TOOK = re.compile(r"INFO dataset_builder\.build: (?:[\w]+: )?(.+?) took ([\d.]+) s")
+_TOOK = re.compile(r"INFO dataset_builder\.\w+: (?:[\w]+: )?(.+?) took ([\d.]+) s")
 
 
 def stage_seconds(log: str) -> dict[str, float]:

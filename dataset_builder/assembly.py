@@ -1,20 +1,24 @@
-"""Arrow assembly of the chosen groups into nested rows: the stage file, and the published parquet writer.
+"""Arrow assembly of the chosen groups into nested rows: the stage file, and the published parquet files.
 
 :func:`write_groups` reads what :mod:`dataset_builder.selection` left in the DuckDB connection (the tables
 ``chosen``, ``act`` and ``meta``) as three sorted Arrow streams and assembles each group's nested row (query,
-users, histories) with Arrow offsets into a stage file (:class:`StageWriter`, read back by
-:func:`read_stage`); :class:`RowGroupWriter` writes the published parquet files in content-fixed row groups.
-Both write through :func:`perrec_eval.fileio.atomic_open`, so a file is whole or absent. No history row
-becomes a Python object.
+users, histories) with Arrow offsets into a stage file (read back by :func:`read_stage`).
+:func:`write_configs` streams the stage files into the config × split parquet files
+(:class:`RowGroupWriter`: content-fixed row groups). Every file is written through
+:func:`perrec_eval.fileio.atomic_open`, so it is whole or absent. No history row becomes a Python object:
+what Python holds per group is its index row; histories stay in Arrow buffers (two batches at a time).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import duckdb
 import numpy as np
@@ -22,18 +26,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataset_builder.config import AvgScope, BuildError
-from dataset_builder.schema import ARROW_SCHEMA
+from dataset_builder.config import AvgScope, BuildConfig, BuildError
+from dataset_builder.levels import level_tables
+from dataset_builder.schema import ARROW_SCHEMA, CONFIGS
+from dataset_builder.stats import LeakCounts, SplitFigures
 from dataset_builder.twins import author_key, title_key
+from perrec_eval import progress
 from perrec_eval.fileio import atomic_open
 
 _BATCH_ROWS = 200_000
+_WRITE_BATCH = 256  # groups per Arrow batch when cutting the levels
 
 
 def write_groups(
     con: duckdb.DuckDBPyConnection, domain: str, avg_scope: AvgScope, path: Path, *, keep_twins: bool = True
 ) -> int:
-    """Stream the domain's group rows, ordered by ``group_id``, into a stage file (:class:`StageWriter`).
+    """Stream the domain's group rows, ordered by ``group_id``, into a stage file: uncompressed Arrow IPC,
+    written once per selection and read once per build (:func:`read_stage`), so nothing is encoded or
+    decoded (writing and reading back every group of 1.5M synthetic reviews took 0.03 s of CPU, against
+    0.33–0.5 s for zstd parquet, for a file ≈ 8× larger: ``benchmarks/RESULTS.md``).
 
     A group is a key of ``chosen`` (``gkey``: the item for the paper preset, ``<item>:<level>-<n>`` for the
     large one); its row's ``level`` is ``chosen.level`` (``full`` for the paper preset).
@@ -58,7 +69,7 @@ def write_groups(
             search position), ``act`` (the reviews of active users) and ``meta`` (item metadata).
         domain: the category, the prefix of every ``group_id``.
         avg_scope: ``history`` or ``all``: the reviews the most common rating is taken over.
-        path: the stage file to write (not created when there is no group).
+        path: the stage file to write (whole or absent; just the schema when there is no group).
         keep_twins: keep twins of the query item in the histories (the paper's behaviour).
 
     Returns:
@@ -109,7 +120,8 @@ def write_groups(
         .to_arrow_reader(_BATCH_ROWS)
     )
     pending: pa.Table | None = None
-    with StageWriter(path) as writer:
+    rows = 0
+    with atomic_open(path, "wb") as handle, pa.ipc.new_file(handle, ARROW_SCHEMA) as writer:
         for batch in history:
             table = pa.Table.from_batches([batch])
             pending = table if pending is None else pa.concat_tables([pending, table])
@@ -117,13 +129,18 @@ def write_groups(
             # Rows of the last item may continue in the next batch; everything before it is complete.
             cut = pc.index(keys, keys[-1]).as_py()
             if cut:
-                writer.write(_assemble(pending.slice(0, cut), users, groups))
+                rows += _write(writer, _assemble(pending.slice(0, cut), users, groups))
                 pending = pending.slice(cut)
         if pending is not None and pending.num_rows:
-            writer.write(_assemble(pending, users, groups))
+            rows += _write(writer, _assemble(pending, users, groups))
         if users.take(1).num_rows or groups.take(1).num_rows:
             raise RuntimeError("internal error: a chosen user without history rows")
-    return writer.rows
+    return rows
+
+
+def _write(writer: pa.ipc.RecordBatchFileWriter, table: pa.Table) -> int:
+    writer.write_table(table.cast(ARROW_SCHEMA))
+    return table.num_rows
 
 
 def _find_twins(con: duckdb.DuckDBPyConnection, keep_twins: bool) -> None:
@@ -243,59 +260,6 @@ def _assemble(flat: pa.Table, users: _Stream, groups: _Stream) -> pa.Table:
     )
 
 
-class _WholeFile:
-    """A writer whose file appears only whole: `close` moves the temp file into place; leaving its `with`
-    block on an error drops the temp file instead (`perrec_eval.fileio.atomic_open` does both)."""
-
-    _file: contextlib.ExitStack
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self._file.__exit__(exc_type, exc, tb)
-
-
-class StageWriter(_WholeFile):
-    """Rows with the published schema in an uncompressed Arrow IPC file: a stage, written once per selection
-    and read once per build (:func:`read_stage`).
-
-    Arrow IPC needs no encoding: writing and reading back every group of 1.5M synthetic reviews took
-    0.03 s of CPU, against 0.33–0.5 s for zstd parquet, for a file ≈ 8× larger (``benchmarks/RESULTS.md``).
-    The rows go to a temp file opened on the first non-empty write, moved to ``path`` by :meth:`close`;
-    used as a context manager, an error inside the block drops the temp file instead.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.rows = 0
-        self._writer: pa.ipc.RecordBatchFileWriter | None = None
-        self._file = contextlib.ExitStack()
-
-    def write(self, table: pa.Table) -> None:
-        """Add rows (any schema castable to :data:`ARROW_SCHEMA`)."""
-        if table.num_rows == 0:
-            return
-        if self._writer is None:
-            handle = self._file.enter_context(atomic_open(self.path, "wb"))
-            self._writer = pa.ipc.new_file(handle, ARROW_SCHEMA)
-            self._file.callback(self._writer.close)  # the footer is written before the file moves in
-        self._writer.write_table(table.cast(ARROW_SCHEMA))
-        self.rows += table.num_rows
-
-    def close(self) -> None:
-        """Move the file into place (nothing is created for no rows)."""
-        self._file.close()
-
-
 def read_stage(path: Path, rows: int) -> Iterator[pa.Table]:
     """A stage file's rows, ``rows`` at a time at most, in order.
 
@@ -310,7 +274,7 @@ def read_stage(path: Path, rows: int) -> Iterator[pa.Table]:
                 yield pa.Table.from_batches([batch.slice(offset, rows)])
 
 
-class RowGroupWriter(_WholeFile):
+class RowGroupWriter:
     """A parquet writer with the published schema whose row groups hold exactly ``rows_per_group`` rows.
 
     Row-group boundaries thus depend only on the content (not on how batches arrived), so the same rows
@@ -354,3 +318,103 @@ class RowGroupWriter(_WholeFile):
         if self._pending_rows:
             self._flush(self._pending_rows)
         self._file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # drop the temp file (`perrec_eval.fileio.atomic_open`)
+            self._file.__exit__(exc_type, exc, tb)
+
+
+def write_configs(
+    folder: Path,
+    cfg: BuildConfig,
+    splits: dict[str, list[str]],
+    results: dict[str, dict[str, Any]],
+    figures: dict[str, SplitFigures],
+    leaks: dict[str, LeakCounts],
+) -> dict[str, dict[str, str]]:
+    """Stream every domain's stage file once, in ``group_id`` order, into the config × split files (groups
+    the split rule dropped are not written); the statistics count the same ``full`` rows on the way.
+
+    The stage files are read in Arrow batches of ``_WRITE_BATCH`` groups; each batch is cut into the levels
+    once (:func:`dataset_builder.levels.level_tables`) and a thread pool encodes and compresses the eight
+    files (zstd, the only compression of the build) and counts the statistics (pyarrow releases the GIL)
+    while this thread prepares the next batch. Every writer (and the statistics) gets one task per batch and
+    a batch is handed out only when the previous one is done, so each file receives its rows in order and
+    the bytes do not depend on the scheduling; no written file is read back.
+
+    Returns:
+        ``{config: {split: path relative to folder}}`` of the files written.
+    """
+    split_of = {gid: name for name, ids in splits.items() for gid in ids}
+    # Rows are ordered by group_id = "<domain>:<item>": domains by that prefix, items within the stage file.
+    domains = sorted(cfg.domains, key=lambda d: f"{d}:")
+    workers = min(len(splits) * len(CONFIGS), cfg.threads or os.cpu_count() or 1)
+    total = sum(results[d]["groups"] for d in domains)
+    with (
+        contextlib.ExitStack() as files_open,
+        progress.bar(total=total, desc="  write configs", unit="group", leave=False) as bar,
+    ):
+        writers = {
+            (name, label): files_open.enter_context(RowGroupWriter(folder / f".{name}-{label}.parquet"))
+            for label in splits
+            for name in CONFIGS
+        }
+        # Entered last, so it is shut down (its writes finished) before the files are closed or dropped.
+        pool = files_open.enter_context(ThreadPoolExecutor(max_workers=workers))
+        writing: list[Future[None]] = []
+        for domain in domains:
+            if not results[domain]["groups"]:
+                continue
+            for table in read_stage(results[domain]["groups_path"], _WRITE_BATCH):
+                labels = pa.array(
+                    [split_of.get(g) for g in table.column("group_id").to_pylist()], pa.string()
+                )
+                parts: dict[str, dict[str, pa.Table]] = {}
+                for label in splits:
+                    part = table.filter(pc.equal(labels, label))
+                    if part.num_rows:
+                        parts[label] = level_tables(part, cfg.seed, cfg.preset)
+                for done in writing:
+                    done.result()
+                writing = [
+                    pool.submit(writers[(name, label)].write, rows)
+                    for label, levels in parts.items()
+                    for name, rows in levels.items()
+                ]
+                writing.append(pool.submit(_count, parts, figures, leaks))
+                bar.update(table.num_rows)
+        for done in writing:
+            done.result()
+    files: dict[str, dict[str, str]] = {}
+    for (name, label), writer in writers.items():
+        if writer.rows:
+            # Content-hashed names: datasets serves a stale cache for a rewritten file name (PITFALLS 1).
+            relative = f"{name}/{label}-{file_sha256(writer.path)[:12]}.parquet"
+            (folder / name).mkdir(exist_ok=True)
+            writer.path.replace(folder / relative)
+            files.setdefault(name, {})[label] = relative
+    return {name: files[name] for name in CONFIGS if name in files}
+
+
+def _count(
+    parts: dict[str, dict[str, pa.Table]], figures: dict[str, SplitFigures], leaks: dict[str, LeakCounts]
+) -> None:
+    """Feed one batch's ``full`` rows of each split to the statistics, and each leak count its config's."""
+    for label, levels in parts.items():
+        figures[label].add(levels["full"])
+        for name, counts in leaks.items():
+            if name in levels:
+                counts.add(label, levels[name])
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -1,31 +1,17 @@
-"""The dataset card: the ``hub_cards/dataset_card.md`` template filled with this build's facts."""
+"""The dataset card: the ``hub_cards/dataset_card.md`` template filled with this build's facts, through
+``huggingface_hub``'s card templates (``DatasetCard.from_template``: jinja, with the metadata the Hub parses
+in ``DatasetCardData``)."""
 
 from __future__ import annotations
 
-import re
 from importlib import resources
 from typing import Any
-
-import yaml
 
 from dataset_builder.config import BuildConfig
 from dataset_builder.interactions import card_section
 from dataset_builder.schema import CONFIGS
 from dataset_builder.stats import format_table, resolution_entry
-
-_PLACEHOLDER = re.compile(r"{{(\w+)}}")
-
-
-def render(template: str, values: dict[str, str]) -> str:
-    """Fill ``{{name}}`` placeholders; every placeholder must have a value and every value a placeholder.
-
-    >>> render("a {{x}} b", {"x": "1"})
-    'a 1 b'
-    """
-    wanted = set(_PLACEHOLDER.findall(template))
-    if wanted != set(values):
-        raise ValueError(f"card template placeholders {sorted(wanted)} do not match values {sorted(values)}")
-    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+from perrec_eval.publish import size_category
 
 
 def configs_yaml(files: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
@@ -41,13 +27,6 @@ def configs_yaml(files: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
         }
         for name, splits in files.items()
     ]
-
-
-def _size_category(n: int) -> str:
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
-        if n < limit:
-            return label
-    return "100K<n<1M"
 
 
 def build_card(
@@ -69,6 +48,8 @@ def build_card(
             the title, the tags, a note under the title and the source section.
         interactions: what ``--with-interactions`` wrote (``manifest.json`` ``interactions``), or None.
     """
+    from huggingface_hub import DatasetCard, DatasetCardData
+
     n_groups = sum(s["all"]["groups"] for s in stats["splits"].values())
     synthetic = source_kind != "raw"
     header = {
@@ -80,7 +61,7 @@ def build_card(
         "tags": ["recommendation", "personalization", "ranking", "llm-evaluation"]
         + (["synthetic"] if synthetic else [])
         + (["amazon-reviews"] if source_kind != "synthetic" else []),
-        "size_categories": [_size_category(n_groups)],
+        "size_categories": [size_category(n_groups)],
         "configs": configs_yaml(files),
     }
     full_size = str(cfg.group_size) if cfg.preset == "paper" else "2–4 (every level's groups)"
@@ -103,34 +84,19 @@ def build_card(
     ]
     for domain, counts in stats["selection"].items():
         funnel_rows.append(f"| {domain} | " + " | ".join(f"{counts.get(k, 0):,}" for k in columns) + " |")
-    train_note = (
-        ""
-        if "train" in stats["splits"]
-        else (" This build found too few groups for a held-out set, so there is no `train` split.")
-    )
     values = {
-        "yaml_header": yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip("\n"),
-        "title": _TITLES[source_kind],
+        "cfg": cfg,
+        "stats": stats,
         "provenance_note": _NOTES[source_kind],
         "builder": builder,
         "config_rows": config_rows,
-        "seed": str(cfg.seed),
-        "train_note": train_note,
         "levels_text": _levels_text(cfg, stats),
-        "split_rule": cfg.split_rule,
         "split_rule_text": _SPLIT_RULES[cfg.split_rule]
         + (_PER_LEVEL_RULE if cfg.preset == "large" and cfg.split_rule != "none" else ""),
         "split_table": split_table(stats["split"]),
         "resolution_section": resolution_section(cfg, stats),
         "twins_text": _twins_text(cfg, stats),
         "choice_table": choice_table(stats),
-        "load_path": cfg.push_to_hub or cfg.out.name,
-        "domains": ", ".join(cfg.domains),
-        "window_days": f"{cfg.window_days:g}",
-        "min_history": str(cfg.min_history),
-        "min_gap": f"{cfg.min_gap:g}",
-        "avg_scope": cfg.avg_scope,
-        "group_size": str(cfg.group_size) if cfg.preset == "paper" else "2 / 3 / 4 (easy / medium / hard)",
         "funnel_table": "\n".join(funnel_rows),
         "stats_table": "```\n"
         + format_table({**stats, "selection": {}, "split": {}, "resolution": {}, "twins": {}})
@@ -138,8 +104,11 @@ def build_card(
         "source_section": _source_section(cfg, source_kind),
         "interactions_section": card_section(interactions),
     }
+    data = DatasetCardData(**header)
+    data.to_yaml(original_order=list(header))  # the header keeps this order (DatasetCardData has its own)
     template = resources.files("hub_cards").joinpath("dataset_card.md").read_text(encoding="utf-8")
-    return render(template, values)
+    # jinja drops the template's final newline
+    return str(DatasetCard.from_template(data, template_str=template, **values)) + "\n"
 
 
 def level_groups(stats: dict[str, Any], level: str, split: str) -> str:

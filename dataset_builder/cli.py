@@ -69,7 +69,6 @@ def _run_synth(config: SynthConfig) -> int:
         seed=config.seed,
         gzip=config.gzip,
         dirty=config.dirty,
-        progress=config.progress,
         twins=config.twins,
     )
     print(f"wrote {summary['out']} in {summary['seconds']} s ({summary['reviews_per_second']:,} reviews/s)")

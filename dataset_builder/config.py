@@ -192,7 +192,6 @@ class SynthConfig:
         "metadata), recorded in synth_truth.json",
         default=False,
     )
-    progress: bool = option("show the progress bars", default=True)
     twins: bool = option(
         "plant twin items: every 20th item gets a second id with an edition or format note in its title, "
         "reviewed (same rating) ten days before the original by its reviewers; recorded in synth_truth.json",
@@ -302,7 +301,6 @@ class BuildConfig:
         default=None,
         metavar="ORG/NAME",
     )
-    progress: bool = option("show the progress bars", default=True)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out", Path(self.out))
@@ -408,7 +406,7 @@ class BuildConfig:
     def as_manifest(self) -> dict[str, Any]:
         """All parameters, JSON-ready; the output and stage paths are left out so content is path-free."""
         data = asdict(self)
-        for name in ("progress", "out", "work_dir", "overwrite", "push_to_hub"):
+        for name in ("out", "work_dir", "overwrite", "push_to_hub"):
             data.pop(name)
         if not self.with_interactions:  # absent unless asked for: manifests of other builds are unchanged
             data.pop("with_interactions")

@@ -20,7 +20,6 @@ card's ``configs:`` lists the group files only); read them with pyarrow, pandas 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dataset_builder.assembly import file_sha256
 from dataset_builder.config import BuildConfig, BuildError, duckdb_settings
 from perrec_eval.fileio import atomic_open
 
@@ -122,7 +122,7 @@ def _write_domain(con: duckdb.DuckDBPyConnection, folder: Path, domain: str, sta
             table = pa.Table.from_batches([batch]).cast(INTERACTIONS_SCHEMA)
             writer.write_table(table, row_group_size=_ROW_GROUP)
             rows += table.num_rows
-    digest = _sha256(tmp)
+    digest = file_sha256(tmp)
     relative = f"{INTERACTIONS_DIR}/{domain}-{digest[:12]}.parquet"
     tmp.replace(folder / relative)
     return {
@@ -132,11 +132,6 @@ def _write_domain(con: duckdb.DuckDBPyConnection, folder: Path, domain: str, sta
         "bytes": (folder / relative).stat().st_size,
         "test_labels_removed": total - rows,
     }
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def card_section(interactions: dict[str, dict[str, Any]] | None) -> str:

@@ -29,6 +29,7 @@ from dataset_builder.config import BuildConfig, BuildError, duckdb_settings, out
 from dataset_builder.groups import Candidate, Choice, find_group, find_groups, item_rng
 from dataset_builder.interactions import export_stage
 from dataset_builder.sources import BadLines, InputFile, Source, bad_line_error, locate_bad_lines
+from perrec_eval import progress
 from perrec_eval.fileio import atomic_open
 
 logger = logging.getLogger(__name__)
@@ -119,9 +120,8 @@ def run_domain(
         cfg: the build parameters.
         work: a scratch folder for DuckDB's spill files (removed by the caller).
         groups_file: where the groups go, as a stage file of ``full`` rows (users ordered by
-            relative rating, rows by ``group_id``); not created when there is no group.
-        index_file: one row per group (:data:`INDEX_SCHEMA`: members and chosen window); not created
-            when there is no group.
+            relative rating, rows by ``group_id``).
+        index_file: one row per group (:data:`INDEX_SCHEMA`: members and chosen window).
         tick: called with the name of each stage as it starts (progress).
         interactions_file: where to copy the deduplicated reviews (``--with-interactions``); None: no copy.
 
@@ -274,8 +274,7 @@ def _run(
 
     tick("histories")
     groups = write_groups(con, domain, cfg.avg_scope, groups_file, keep_twins=cfg.keep_twins)
-    if groups:
-        _write_index(con, domain, index_file)
+    _write_index(con, domain, index_file)
     return DomainResult(domain, groups, funnel, bad_lines)
 
 
@@ -337,8 +336,6 @@ def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, domain: str, n_ite
     Returns:
         The number of items with a group.
     """
-    from tqdm.auto import tqdm
-
     con.sql(
         "CREATE OR REPLACE TABLE chosen (parent_asin VARCHAR, gkey VARCHAR, level VARCHAR, pos INTEGER, "
         "user_id VARCHAR, ts BIGINT, rel DOUBLE, rating DOUBLE, avg DOUBLE)"
@@ -363,7 +360,7 @@ def _search(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, domain: str, n_ite
                 values.clear()
 
     found = 0
-    bar = tqdm(total=n_items, desc="  search items", unit="item", leave=False, disable=not cfg.progress)
+    bar = progress.bar(total=n_items, desc="  search items", unit="item", leave=False)
     for item, cands, extra in _item_batches(con):
         bar.update(1)
         choices = item_groups(cfg, domain, item, cands)

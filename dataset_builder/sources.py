@@ -20,7 +20,7 @@ from typing import Any, Literal
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from dataset_builder.config import CATEGORIES, SYNTH_MARKER, BuildError, portable_name
+from dataset_builder.config import ALL_DOMAINS, CATEGORIES, SYNTH_MARKER, BuildError, portable_name
 
 logger = logging.getLogger(__name__)
 
@@ -111,18 +111,42 @@ class Source:
     def uri(self, relative: str) -> str:
         return f"hf://{self.root}/{relative}" if self.remote else f"{self.root}/{relative}"
 
-    def categories(self) -> list[str]:
-        """The Amazon Reviews 2023 categories with a review file here, in the release's order."""
+    def domains(self, requested: tuple[str, ...]) -> tuple[str, ...]:
+        """``--domains``, with ``all`` → every Amazon Reviews 2023 category with a review file here, in the
+        release's order."""
+        if requested != (ALL_DOMAINS,):
+            return requested
         present = set(self.listing())
-        return [c for c in CATEGORIES if any(name in present for name in candidate_names(c, "reviews"))]
+        found = [c for c in CATEGORIES if any(name in present for name in candidate_names(c, "reviews"))]
+        if not found:
+            raise BuildError(
+                f"--domains all: {self.uri('')[:-1]} holds no review file of an Amazon Reviews 2023 category "
+                f"(found: {', '.join(self.listing()[:8])}); name the files <Category>.jsonl[.gz] with a "
+                "category of the release"
+            )
+        return tuple(found)
 
-    def synth_marker(self) -> dict[str, Any] | None:
-        """The :data:`~dataset_builder.config.SYNTH_MARKER` that ``perrecbench synth`` left here, if any."""
+    def kind(self, files: list[dict[str, Any]]) -> dict[str, Any]:
+        """Whether the input files (the stages' ``files`` entries) were written by ``perrecbench synth``:
+        their content hashes against its :data:`~dataset_builder.config.SYNTH_MARKER`.
+
+        Returns:
+            ``{"source_kind": "synthetic" | "mixed" | "raw", "synthetic_files": [names]}``; ``raw`` means that
+            no input matches the marker (the files did not come from ``perrecbench synth``).
+        """
         path = f"{self.root}/{SYNTH_MARKER}"
-        if not self.fs.exists(path):
-            return None
-        with self.fs.open(path, "rb") as handle:
-            return json.loads(handle.read())
+        marker = {}
+        if self.fs.exists(path):
+            with self.fs.open(path, "rb") as handle:
+                marker = json.loads(handle.read())
+        made = {"sha256:" + entry["sha256"] for entry in marker.get("files", {}).values()}
+        synthetic = [entry["file"] for entry in files if entry["hash"] in made]
+        if marker and not synthetic:
+            logger.warning(
+                "%s is present but matches none of the input files: not a synthetic build", SYNTH_MARKER
+            )
+        kind = "raw" if not synthetic else "synthetic" if len(synthetic) == len(files) else "mixed"
+        return {"source_kind": kind, "synthetic_files": synthetic}
 
     def find(self, domain: str, kind: FileKind) -> InputFile:
         """The domain's review or metadata file; a clear error when it is absent."""

@@ -28,12 +28,19 @@ user it shows. ``train_fraction`` replaces the test size by "every group but a s
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dataset_builder.config import AvgScope, SplitRule
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataset_builder.config import AvgScope, BuildConfig, SplitRule
+from dataset_builder.stats import funnel_message
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,3 +186,50 @@ def split_groups(
         if group.group_id not in test:
             (dropped if conflicts(group, first_test, rule, avg_scope) else train).append(group.group_id)
     return Split(sorted(test), sorted(train), sorted(dropped))
+
+
+def split_levels(index: pa.Table, cfg: BuildConfig, funnel: dict[str, dict[str, int]]) -> dict[str, Split]:
+    """The split of each group set of the index (:data:`dataset_builder.selection.INDEX_SCHEMA`):
+    ``{"full": split}`` for the paper preset (levels share its groups), or one split per level for the
+    large preset."""
+    if cfg.preset == "paper":
+        sets = {"full": index}
+    else:
+        sets = {level: index.filter(pc.equal(index["level"], level)) for level in cfg.level_sizes()}
+    out = {}
+    for name, rows in sets.items():
+        if cfg.train_fraction is None and rows.num_rows < cfg.test_groups:
+            logger.warning(
+                "only %d %sgroups (< --test-groups %d): all go to test, no train split. Funnel:\n%s",
+                rows.num_rows,
+                "" if name == "full" else f"{name} ",
+                cfg.test_groups,
+                funnel_message(funnel),
+            )
+        columns = rows.select(["group_id", "domain", "user_ids", "timestamps"]).to_pydict()
+        members = [
+            GroupMembers(gid, domain, tuple(zip(users, times, strict=True)))
+            for gid, domain, users, times in zip(*columns.values(), strict=True)
+        ]
+        out[name] = split_groups(
+            members,
+            cfg.test_groups,
+            cfg.seed,
+            cfg.split_rule,
+            cfg.avg_scope,
+            train_fraction=cfg.train_fraction,
+            salt="" if name == "full" else name,
+        )
+    return out
+
+
+def merge_splits(splits: dict[str, Split]) -> Split:
+    """The union of the levels' splits (group ids are unique across levels)."""
+    if len(splits) == 1:
+        return next(iter(splits.values()))
+    parts = list(splits.values())
+    return Split(
+        sorted(g for s in parts for g in s.test),
+        sorted(g for s in parts for g in s.train),
+        sorted(g for s in parts for g in s.dropped),
+    )

@@ -10,10 +10,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from dataset_builder.config import BuildConfig
+
+if TYPE_CHECKING:
+    from dataset_builder.splits import Split
 
 # Figure 5 bins. Relative ratings: half-point bins; history lengths: a long tail, so widening bins.
 REL_EDGES: tuple[float, ...] = tuple(x / 2 for x in range(-8, 9))
@@ -139,40 +144,77 @@ def candidate_figures(index: pa.Table, prefix: str) -> dict[str, Any]:
 
 
 def compute(
+    cfg: BuildConfig,
+    index: pa.Table,
+    level_splits: Mapping[str, Split],
+    split: Split,
     figures: Mapping[str, SplitFigures],
+    leaks: Mapping[str, LeakCounts],
     funnel: dict[str, dict[str, int]],
-    *,
-    windows: Mapping[str, pa.Table] | None = None,
-    split: Mapping[str, Any] | None = None,
-    leaks: LeakCounts | None = None,
 ) -> dict[str, Any]:
-    """The content of ``stats.json``, from figures accumulated over the written ``full`` rows.
+    """The content of a build's ``stats.json``, from figures accumulated over the written ``full`` rows.
 
     Args:
-        figures: per split (``test``, ``train`` if any), its :class:`SplitFigures` fed with every ``full``
-            row written to it.
+        cfg: the build parameters.
+        index: the group index (:data:`dataset_builder.selection.INDEX_SCHEMA`).
+        level_splits: the split of each group set (``full``, or each level of the large preset).
+        split: their union.
+        figures: per split (``test``, ``train`` if any), fed with every ``full`` row written to it.
+        leaks: per group set, fed with its rows written.
         funnel: per domain, how many reviews/items each selection criterion kept.
-        windows: per split, the index rows of its groups (the chosen windows' candidates); none leaves
-            the window figures out.
-        split: the split rule and its per-domain counts; the leak counts are added.
-        leaks: the leak counts, fed with the same rows (needed with ``split``).
 
     Returns:
         Table 4 per split (overall and per domain), Figure 5 distributions per split, the choice's
-        neutrality per split, the split with its leak counts, and the funnel.
+        neutrality per split, the funnel, the split with its leak counts, and (unless the build writes the
+        earlier files) the resolution per level and the twins removed.
     """
+    splits = split.as_dict()
     out: dict[str, Any] = {"splits": {}, "selection": funnel}
-    for name, split_figures in figures.items():
-        out["splits"][name] = split_figures.result()
-        if windows is not None:
-            choice = out["splits"][name]["choice"]
-            choice["window_candidates"] = candidate_figures(windows[name], "window")
-            choice["item_candidates"] = candidate_figures(windows[name], "item")
-    if split is not None:
-        if leaks is None and "leaks" not in split and "levels" not in split:
-            raise ValueError("compute(split=...) needs the leak counts (leaks=LeakCounts(...))")
-        out["split"] = dict(split) if leaks is None else {**split, "leaks": leaks.result()}
+    for name, ids in splits.items():
+        windows = index.filter(pc.is_in(index["group_id"], pa.array(ids)))
+        out["splits"][name] = figures[name].result()
+        out["splits"][name]["choice"]["window_candidates"] = candidate_figures(windows, "window")
+        out["splits"][name]["choice"]["item_candidates"] = candidate_figures(windows, "item")
+    if cfg.preset == "paper":
+        out["split"] = {**split_counts(split, cfg), "leaks": leaks["full"].result()}
+    else:
+        levels = {
+            name: {**split_counts(s, cfg), "leaks": leaks[name].result()} for name, s in level_splits.items()
+        }
+        out["split"] = {"rule": cfg.split_rule, "levels": levels}
+    if not cfg.paper_files:
+        out["resolution"] = resolution(index, splits, cfg.level_sizes(), cfg.preset)
+        if not cfg.keep_twins:
+            written = index.filter(
+                pc.is_in(index["group_id"], pa.array(split.test + split.train, pa.string()))
+            )
+            out["twins"] = twin_counts(written, cfg.domains)
     return out
+
+
+def split_counts(split: Split, cfg: BuildConfig) -> dict[str, Any]:
+    """The rule and how many groups each domain has in test, in train and dropped from train."""
+
+    def per_domain(ids: list[str]) -> dict[str, int]:
+        counts = Counter(gid.split(":", 1)[0] for gid in ids)
+        return {domain: counts[domain] for domain in cfg.domains}
+
+    return {
+        "rule": cfg.split_rule,
+        "test_groups_per_domain": per_domain(split.test),
+        "train_groups_per_domain": per_domain(split.train),
+        "train_groups_dropped": len(split.dropped),
+        "train_groups_dropped_per_domain": per_domain(split.dropped),
+    }
+
+
+def test_members(index: pa.Table, test: Sequence[str]) -> list[tuple[str, str, str]]:
+    """``(domain, user_id, query item)`` of every member of the ``test`` groups, from the group index."""
+    rows = index.filter(pc.is_in(index["group_id"], pa.array(test, pa.string())))
+    columns = rows.select(["parent_asin", "domain", "user_ids"]).to_pydict()
+    return [
+        (domain, user, item) for item, domain, users in zip(*columns.values(), strict=True) for user in users
+    ]
 
 
 def resolution(

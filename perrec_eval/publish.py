@@ -284,6 +284,21 @@ def split_card(text: str) -> tuple[dict[str, Any], str]:
     return {}, text
 
 
+_SIZE_CATEGORIES = ("n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M", "100M<n<1B")
+
+
+def size_category(n: int) -> str:
+    """The Hub's ``size_categories`` label of a dataset card for `n` rows (labels of ``DatasetCardData``).
+
+    >>> size_category(999), size_category(1_000), size_category(2_000_000)
+    ('n<1K', '1K<n<10K', '1M<n<10M')
+    """
+    for power, label in enumerate(_SIZE_CATEGORIES[:-1], start=3):
+        if n < 10**power:
+            return label
+    return _SIZE_CATEGORIES[-1]
+
+
 # ------------------------------------------------------------------------------------------ the metric
 
 

@@ -48,6 +48,7 @@ from perrec_eval import context, fileio, prompts
 from perrec_eval.context import GroupContext
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.presentation import listwise_orders
+from perrec_eval.publish import size_category
 from perrec_eval.rankers import Slot, demonstration, make_ranker
 from perrec_eval.records import Group
 from perrec_eval.retrieval import retrieve_groups
@@ -372,13 +373,6 @@ def check_out(out: str | Path, inputs: Mapping[str, str | None] | None = None) -
         )
 
 
-def _size_category(n: int) -> str:
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
-        if n < limit:
-            return label
-    return "100K<n<1M"
-
-
 _SOURCE_NOTES = {
     "synthetic": "**Synthetic data** (`perrecbench synth`): no Amazon review; for testing the pipeline.\n\n",
     "mixed": "**Partly synthetic data** (see the benchmark's `manifest.json`).\n\n",
@@ -391,7 +385,7 @@ def card(info: Mapping[str, Any]) -> str:
         "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": info["file"]}]}],
         "task_categories": ["text-generation"],
         "tags": ["perrecbench", "personalization", "recommendation", "sft", "trl"],
-        "size_categories": [_size_category(info["examples"])],
+        "size_categories": [size_category(info["examples"])],
     }
     unit = info["length_unit"]
     rows = ["| format | examples | min | mean | median | p95 | max |", "|---|---:|---:|---:|---:|---:|---:|"]

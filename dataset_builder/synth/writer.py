@@ -20,7 +20,6 @@ from itertools import chain
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from dataset_builder.config import MS_PER_DAY, SYNTH_MARKER, BuildConfigError, SynthConfig, parse_domains
 from dataset_builder.synth import model
@@ -33,6 +32,7 @@ from dataset_builder.synth.vocab import (
     item_titles,
     vocab,
 )
+from perrec_eval import progress
 from perrec_eval.fileio import atomic_open, read_json, write_json, write_text
 
 logger = logging.getLogger(__name__)
@@ -248,14 +248,11 @@ def _plan_faults(data: model.Domain, lines: _Lines) -> list[_Fault]:
     ]
 
 
-def _review_chunks(
-    data: model.Domain, lines: _Lines, faults: list[_Fault], progress: bool = True
-) -> Iterator[str]:
+def _review_chunks(data: model.Domain, lines: _Lines, faults: list[_Fault]) -> Iterator[str]:
     inserts: dict[int, str] = {}
     for fault in faults:
         inserts[fault.before] = inserts.get(fault.before, "") + fault.line
-    bar_settings = {"unit": "review", "desc": f"synth {data.name}", "leave": False, "disable": not progress}
-    with tqdm(total=data.user.size, **bar_settings) as bar:
+    with progress.bar(total=data.user.size, unit="review", desc=f"synth {data.name}", leave=False) as bar:
         for start in range(0, data.user.size, _CHUNK):
             stop = min(start + _CHUNK, data.user.size)
             chunk = lines.render(data, start, stop)
@@ -308,9 +305,7 @@ def _write_marker(out: Path, seed: int, names: list[str]) -> None:
     path = out / SYNTH_MARKER
     files = read_json(path).get("files", {}) if path.exists() else {}
     for name in names:
-        with (out / name).open("rb") as handle:
-            digest = hashlib.file_digest(handle, "sha256").hexdigest()
-        files[name] = {"size": (out / name).stat().st_size, "sha256": digest, "seed": seed}
+        files[name] = {"size": (out / name).stat().st_size, "sha256": _sha256(out / name), "seed": seed}
     write_json(
         path,
         {
@@ -365,7 +360,6 @@ def write_synthetic(
     seed: int = 0,
     gzip: bool = False,
     dirty: bool = False,
-    progress: bool = True,
     twins: bool = False,
 ) -> dict:
     """Write synthetic raw files for each domain plus ``synth_truth.json``; return a small summary.
@@ -377,7 +371,6 @@ def write_synthetic(
         seed: the random seed; the same seed gives byte-identical files.
         gzip: write ``.jsonl.gz`` instead of ``.jsonl``.
         dirty: plant the faults documented in :mod:`dataset_builder.synth` in the first domain.
-        progress: show progress bars.
         twins: plant twin items (:func:`_twin_lines`); off, the files are those of earlier versions.
 
     Returns:
@@ -416,10 +409,9 @@ def write_synthetic(
         "faults": [],
     }
     planted: dict[str, _RawJSON] = {}
-    domain_bar = tqdm(names, desc="synth domains", unit="domain", leave=False, disable=not progress)
-    for position, name in enumerate(domain_bar):
+    for position, name in enumerate(progress.bar(names, desc="synth domains", unit="domain", leave=False)):
         counts, parameters, faults = _write_domain(
-            out, name, reviews_per_domain, seed, suffix, dirty and position == 0, twins, progress
+            out, name, reviews_per_domain, seed, suffix, dirty and position == 0, twins
         )
         summary["domains"][name] = counts
         summary["faults"].extend(faults)
@@ -485,7 +477,6 @@ def _write_domain(
     suffix: str,
     dirty: bool,
     twins: bool = False,
-    progress: bool = True,
 ) -> tuple[dict, _RawJSON, list[dict]]:
     data = model.generate(name, n, seed)
     text_rng = model.domain_rng(seed, name, 1)
@@ -500,7 +491,7 @@ def _write_domain(
     faults = _plan_faults(data, lines) if dirty else []
     no_meta = {str(asins[int(np.argmax(np.bincount(data.item))), 0])} if dirty else set()
     twin_of, twin_reviews = _twin_lines(name, data, lines, asins) if twins else ({}, [])
-    reviews = chain(_review_chunks(data, lines, faults, progress), twin_reviews)
+    reviews = chain(_review_chunks(data, lines, faults), twin_reviews)
     _write_lines(out / review_file, compress, reviews)
     meta_lines = _meta_lines(name, data, asins, titles, text_rng, no_meta)
     if twins:

@@ -111,7 +111,6 @@ def config(source: Path, out: Path, **overrides: Any) -> BuildConfig:
         "test_groups": 1,
         "threads": 1,
         "memory_limit": "1GB",
-        "progress": False,
     }
     values.update(overrides)
     return BuildConfig(**values)

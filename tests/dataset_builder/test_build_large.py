@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from dataset_builder import build as build_mod
 from dataset_builder.build import build
 from dataset_builder.config import BuildConfig, BuildConfigError
 from dataset_builder.groups import Candidate, find_group, find_groups, gap_ok, item_rng
+from dataset_builder.splits import split_levels
 from dataset_builder.synth import write_synthetic
 from tests.dataset_builder import reference
 
@@ -147,7 +147,6 @@ def large_config(raw: Path, out: Path, **overrides) -> BuildConfig:
         "test_groups": 20,
         "threads": 1,
         "memory_limit": "1GB",
-        "progress": False,
     }
     return BuildConfig(**{**values, **overrides})
 
@@ -273,7 +272,7 @@ def test_build_large_split_decides_the_rule_per_level() -> None:
     # a seed whose test draw is Books:a for easy and Books:c for medium
     for seed in range(50):
         cfg = BuildConfig(source="s", out="o", domains=("Books",), preset="large", test_groups=1, seed=seed)
-        splits = build_mod.split_levels(index, cfg, {})
+        splits = split_levels(index, cfg, {})
         if splits["easy"].test == ["Books:a:easy-0"] and splits["medium"].test == ["Books:c:medium-0"]:
             break
     assert splits["easy"].dropped == ["Books:b:easy-0"] and splits["easy"].train == []

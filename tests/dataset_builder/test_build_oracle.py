@@ -40,7 +40,6 @@ def _built_groups(raw: Path, out: Path, params: dict) -> tuple[list[dict], dict[
         memory_limit="1GB",
         on_bad_line="skip",
         split_rule="none",  # every group is written: the selection is under test here, not the split
-        progress=False,
         **params,
     )
     build(cfg)

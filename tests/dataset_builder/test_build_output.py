@@ -15,12 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from dataset_builder import assembly, schema, selection
+from dataset_builder import assembly, schema, selection, stages
 from dataset_builder import build as build_mod
 from dataset_builder import stats as stats_mod
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
 from dataset_builder.groups import most_common_rating
+from dataset_builder.levels import level_rows, level_tables
 from dataset_builder.schema import FEATURES
 from dataset_builder.selection import run_domain
 from dataset_builder.synth import write_synthetic
@@ -84,6 +85,27 @@ def test_build_output_card_configs_point_at_hashed_files(built: Path) -> None:
             assert entry["path"].split("/")[1].startswith(entry["split"] + "-")
 
 
+def test_card_fills_every_template_variable_and_nothing_else(raw: Path, tmp_path: Path, monkeypatch) -> None:
+    # jinja renders an unknown name as "": the values given must be exactly the template's names.
+    import jinja2
+    import jinja2.meta
+    from huggingface_hub import DatasetCard
+
+    given: dict = {}
+    real = DatasetCard.from_template.__func__
+
+    def spy(cls, card_data, template_path=None, template_str=None, **values):
+        given.update(names=set(values) | set(card_data.to_dict()) | {"card_data"}, template=template_str)
+        return real(cls, card_data, template_path, template_str, **values)
+
+    monkeypatch.setattr(DatasetCard, "from_template", classmethod(spy))
+    out = build(config(raw, tmp_path / "bench", min_history=10, test_groups=5))
+    wanted = jinja2.meta.find_undeclared_variables(jinja2.Environment().parse(given["template"]))
+    assert wanted <= given["names"] and given["names"] - wanted <= {"language", "license", "license_name",
+        "task_categories", "tags", "size_categories", "configs"}  # fmt: skip
+    assert (out / "README.md").read_text().startswith("---\npretty_name: PerRecBench")
+
+
 def test_build_output_stats_and_manifest(built: Path, raw: Path) -> None:
     stats = json.loads((built / "stats.json").read_text())
     assert stats["splits"]["test"]["all"]["query_items"] == 5
@@ -131,7 +153,7 @@ def _fail(*args, **kwargs):
 
 def test_build_output_second_run_resumes_from_stage_files(raw: Path, tmp_path: Path, monkeypatch) -> None:
     build(config(raw, tmp_path / "bench", min_history=10, test_groups=5))
-    monkeypatch.setattr(build_mod, "run_domain", _fail)
+    monkeypatch.setattr(stages, "run_domain", _fail)
     build(config(raw, tmp_path / "bench", min_history=10, test_groups=6, split_rule="none", overwrite=True))
     for changed in ({"min_history": 11}, {"seed": 3}):  # selection settings; the seed draws each group
         with pytest.raises(AssertionError, match="selected again"):
@@ -155,7 +177,7 @@ def test_build_output_file_rewritten_with_same_size_and_mtime_is_selected_again(
     os.utime(reviews, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert (reviews.stat().st_size, reviews.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     calls = []
-    monkeypatch.setattr(build_mod, "run_domain", lambda *a, **k: calls.append(1) or run_domain(*a, **k))
+    monkeypatch.setattr(stages, "run_domain", lambda *a, **k: calls.append(1) or run_domain(*a, **k))
     second = build(config(source, first, overwrite=True))
     assert calls == [1]
     [entry] = [
@@ -252,14 +274,14 @@ def test_build_output_levels_follow_the_reference_rule(built: Path) -> None:
     manifest = json.loads((built / "manifest.json").read_text())
     for split, rows in _full_rows(built).items():
         by_rating = [{**row, "users": sorted(row["users"], key=_rank)} for row in rows]
-        expected = [build_mod.level_rows(row, 0) for row in by_rating]
+        expected = [level_rows(row, 0) for row in by_rating]
         for name, files in manifest["outputs"].items():
             got = pq.read_table(built / files[split]).to_pylist()
             assert got == [levels[name] for levels in expected]
     table = pa.table(
         {"group_id": ["g"], "level": ["full"], "users": [[{"user_id": str(i)} for i in range(3)]]}
     )
-    assert set(build_mod.level_tables(table, 0)) == {"easy", "medium", "full"}  # hard needs 4 users
+    assert set(level_tables(table, 0)) == {"easy", "medium", "full"}  # hard needs 4 users
 
 
 def _rank(user: dict) -> tuple:
@@ -336,7 +358,7 @@ def test_build_output_small_batches_give_the_same_content(
     # Tiny Arrow batches: groups are cut across batches and streams are consumed a few rows at a time.
     monkeypatch.setattr(selection, "_BATCH_ROWS", 7)
     monkeypatch.setattr(assembly, "_BATCH_ROWS", 7)
-    monkeypatch.setattr(build_mod, "_WRITE_BATCH", 3)
+    monkeypatch.setattr(assembly, "_WRITE_BATCH", 3)
     other = build(config(raw, tmp_path / "perrecbench", min_history=10, test_groups=5))
     assert _full_rows(other) == _full_rows(built)
     manifest = json.loads((built / "manifest.json").read_text())
@@ -357,22 +379,11 @@ def test_build_output_builder_does_not_import_datasets() -> None:
 
 def test_build_output_stage_file_reads_back_in_any_batch_size(tmp_path: Path) -> None:
     table = _ten_rows()
-    with assembly.StageWriter(tmp_path / "stage.arrow") as writer:
-        writer.write(table.slice(0, 3))
-        writer.write(table.slice(3, 0))
-        writer.write(table.slice(3))
-    assert writer.rows == 10
+    path = tmp_path / "stage.arrow"
+    with pa.OSFile(str(path), "wb") as handle, pa.ipc.new_file(handle, schema.ARROW_SCHEMA) as writer:
+        writer.write_table(table.slice(0, 3).cast(schema.ARROW_SCHEMA))
+        writer.write_table(table.slice(3).cast(schema.ARROW_SCHEMA))
     for rows in (1, 4, 10, 64):
-        parts = list(assembly.read_stage(writer.path, rows))
+        parts = list(assembly.read_stage(path, rows))
         assert max(part.num_rows for part in parts) <= rows
         assert pa.concat_tables(parts).equals(table)
-
-
-def test_build_output_stage_writer_error_or_no_rows_leaves_no_file(tmp_path: Path) -> None:
-    with pytest.raises(RuntimeError, match="killed"):
-        with assembly.StageWriter(tmp_path / "stage.arrow") as writer:
-            writer.write(_ten_rows())
-            raise RuntimeError("killed")
-    with assembly.StageWriter(tmp_path / "empty.arrow"):
-        pass
-    assert list(tmp_path.iterdir()) == []

@@ -34,7 +34,6 @@ def test_builder_cli_build_reads_yaml_and_flags_override_it(tmp_path: Path, caps
         "test-groups": 7,
         "threads": 1,
         "memory_limit": "1GB",
-        "progress": False,
     }
     config_file = write_yaml(tmp_path / "build.yaml", settings)
     code = cli_main(["build", "--config", str(config_file), "--test-groups", "1"])
@@ -87,7 +86,9 @@ def test_builder_cli_synth_help_lists_defaults(capsys, monkeypatch) -> None:
 def test_builder_cli_build_help_shows_every_flag_with_a_default(capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     flags: dict[str, str] = {}  # flag -> its help entry (a long flag's text starts on the next line)
-    options = help_text("build", capsys).split("options:")[1]
+    text = help_text("build", capsys)
+    assert "--no-progress" in text.split("common options:")[1]  # the process-wide switch
+    options = text.split("options:")[1]
     for line in options.splitlines():
         if line.strip().startswith("--"):
             flag = line.split()[0]

@@ -174,7 +174,6 @@ def large_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         test_groups=20,
         threads=1,
         memory_limit="1GB",
-        progress=False,
     )
     build(config)
     args = ["evaluate", "--data", str(root / "perrecbench"), "--engine", "baseline"]
