@@ -208,8 +208,6 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         if field.name in getattr(cls, "replaced", {}):  # refused when given (exact: `--k` is not `--ks`)
             parser.add_argument(_flag(field), dest=field.name, **hidden)
             continue
-        if field.name == "progress":  # the process-wide switch instead, see `from_namespace`
-            continue
         klass = owner[field.name]
         if klass not in targets:
             title = (klass.__doc__ or klass.__name__).strip().splitlines()[0].rstrip(".")
@@ -328,8 +326,6 @@ def from_namespace(cls: type[T], args: argparse.Namespace) -> T:
             values[field.name] = coerce(_flag(field), hints[field.name], getattr(args, field.name))
         if field.name in values and field.name in replaced:
             raise ConfigError(f"{_flag(field)} is not a setting of this command: use {replaced[field.name]}")
-    if "progress" in hints:  # until the builder's and sft train's own `progress` fields are gone (issue 19)
-        values["progress"] = progress.enabled()
     missing = [f for f in dataclasses.fields(cls) if not _has_default(f) and f.name not in values]
     if missing:
         flags = ", ".join(_flag(f) for f in missing)

@@ -100,7 +100,7 @@ def write_run(
 
 
 # Config fields that do not change a run's results (a finished run may be resumed with other values).
-RUN_ONLY = ("progress", "out", "overwrite")
+RUN_ONLY = ("out", "overwrite")
 
 
 def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
