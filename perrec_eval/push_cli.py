@@ -192,6 +192,7 @@ def run_benchmark(config: PushBenchmarkConfig) -> int:
 
 
 def run_adapter(config) -> int:
-    from sft.cli import run_push
+    from sft.push import adapter_upload
 
-    return run_push(config)
+    upload, _ = adapter_upload(config)
+    return report(upload, dry_run=config.dry_run, private=config.private, stage=config.stage)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perrec_eval import cliconfig
+from perrec_eval import cliconfig, push_cli
 from sft.config import DataConfig, MergeConfig, PushConfig
 
 LOOP = """the loop (paper §6: three single-format adapters, merged):
@@ -92,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         commands,
         "push",
         PushConfig,
-        run_push,
+        push_cli.run_adapter,  # the same command as `perrecbench push adapter`
         help="upload an adapter with its model card (and PTC table) to the Hugging Face Hub",
     )
 
@@ -139,11 +139,3 @@ def run_merge(config: MergeConfig) -> int:
         f"(weights {', '.join(f'{w:.4g}' for w in info['weights'])}) -> {what} in {config.out}"
     )
     return 0
-
-
-def run_push(config: PushConfig) -> int:
-    from perrec_eval.push_cli import report
-    from sft.push import adapter_upload
-
-    upload, _ = adapter_upload(config)
-    return report(upload, dry_run=config.dry_run, private=config.private, stage=config.stage)

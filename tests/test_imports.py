@@ -1,4 +1,5 @@
-"""The report's modules sit in no import circle: renderers below the model, `report.py` above them."""
+"""No module of the product sits in an import circle (renderers below the report model, `report.py` above
+them; the runner, builder and fine-tuning packages each above what they use)."""
 
 from __future__ import annotations
 
@@ -9,18 +10,30 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _imports() -> dict[str, set[str]]:
-    """Every perrec_eval module and the perrec_eval modules it imports, at the top or inside functions."""
+    """Every product module and the product modules it imports, at the top or inside functions."""
     modules = {
         ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
-        for path in (ROOT / "perrec_eval").rglob("*.py")
+        for package in ("perrec_eval", "dataset_builder", "sft")
+        for path in (ROOT / package).rglob("*.py")
         if "metric" not in path.relative_to(ROOT).parts
     }
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {  # `if TYPE_CHECKING:` imports are for annotations, never run
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             if isinstance(node, ast.ImportFrom) and node.module:
-                found |= {f"{node.module}.{alias.name}" for alias in node.names} | {node.module}
+                submodules = {f"{node.module}.{alias.name}" for alias in node.names} & modules.keys()
+                # `from package import submodule` needs the submodule, not what the package re-exports
+                found |= submodules if len(submodules) == len(node.names) else submodules | {node.module}
             elif isinstance(node, ast.Import):
                 found |= {alias.name for alias in node.names}
         graph[name] = {target for target in found if target in modules and target != name}
@@ -43,3 +56,9 @@ def test_imports_report_and_leaderboard_are_in_no_circle():
     ]
     assert len(mine) > 5
     assert [name for name in mine if name in _reachable(graph, name)] == []
+
+
+def test_imports_no_product_module_is_in_a_circle():
+    graph = _imports()
+    assert len(graph) > 60
+    assert [name for name in graph if name in _reachable(graph, name)] == []
