@@ -146,16 +146,23 @@ def legend(report: Report) -> Text:
         f"PTC = {'; '.join(_METRICS.get(m, m) for m in metrics)}, mean over groups (-1 to 1, higher is "
         "better); brackets: each run's 95% interval over groups (percentile bootstrap, "
         f"{' / '.join(f'{n:,}' for n in resamples)} resamples); – = not run. ",
-        Strong("Bold"),
-        ": best in the column; ",
-        Code("*"),
-        f": below that best at p < {ALPHA}; ",
-        Code("≈"),
-        ": tested against that best and not found different (p ≥ 0.05): the two are not ordered by this "
-        "benchmark (paired sign-flip permutation test on the groups both runs share; per cell the metric's ",
-        Code("paired_test"),
-        ", for Avg. the same test on each group's mean over the cells; not corrected for multiple "
-        'comparisons). Row "min. detectable Δ": the smallest true difference such a test finds with power '
+    )
+    if any(len(table.rows) > 1 for table in report.tables):  # a table of one run has nothing to compare
+        text += (
+            Strong("Bold"),
+            ": best in the column; ",
+            Code("*"),
+            f": below that best at p < {ALPHA}; ",
+            Code("≈"),
+            ": tested against that best and not found different (p ≥ 0.05): the two are not ordered by this "
+            "benchmark (paired sign-flip permutation test on the groups both runs share; per cell the "
+            "metric's ",
+            Code("paired_test"),
+            ", for Avg. the same test on each group's mean over the cells; not corrected for multiple "
+            "comparisons). ",
+        )
+    text += (
+        'Row "min. detectable Δ": the smallest true difference a paired test at p < 0.05 finds with power '
         "0.8 on the table's groups (normal approximation with the null tau variance, ",
         Code("ptc.expected_resolution"),
         '); closer systems are not told apart here. Row "floor": the pointwise PTC of answering the same '
@@ -578,9 +585,9 @@ def table_blocks(report: Report, table: Table) -> list[Block]:
             Heading(3, "Published (paper-mode metric, the paper's build; reference only, never tested)"),
             *_published(report, 1),
         ]
+    if len(table.rows) > 1:
+        blocks += [Heading(3, "Average against the best"), Grid(AVERAGE_HEADER, average_rows(table))]
     blocks += [
-        Heading(3, "Average against the best"),
-        Grid(AVERAGE_HEADER, average_rows(table)),
         Heading(3, "Cells"),
         Grid(CELL_HEADER, cell_rows(table)),
     ]

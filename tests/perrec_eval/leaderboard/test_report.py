@@ -104,7 +104,7 @@ def test_report_shows_published_rows_next_to_paper_variant_runs(runs, tmp_path):
     assert main(["report", str(runs["paper"]), "--out", str(out), "--no-plots"]) == 0
     text = (out / "leaderboard.md").read_text()
     inline = text.index("### Published (paper-mode metric")
-    assert text.index("## Table 1") < inline < text.index("### Average against the best")
+    assert text.index("## Table 1") < inline < text.index("### Cells")
     assert "Claude-3.5-Sonnet" in text[inline:] and "published, paper-mode metric" in text
     assert "Claude-3.5-Sonnet" in (out / "leaderboard.tex").read_text()
 
@@ -172,3 +172,14 @@ def test_report_console_table_of_one_run_has_no_marks(runs):
     compact = report.table(load_runs([runs["truth"]]), ["truth"], compact=True, legend=False)
     assert compact.splitlines()[0].count("|") == 12  # System, the nine cells of Table 1, Avg.
     assert compact.splitlines()[2].startswith("| truth | ")
+
+
+def test_report_of_one_run_compares_it_with_nothing(runs, tmp_path):
+    # one run: no best / significance legend and no "against the best" table (there is nothing to test)
+    assert main(["report", str(runs["truth"]), "--out", str(tmp_path / "one"), "--no-plots"]) == 0
+    alone = (tmp_path / "one" / "leaderboard.md").read_text()
+    assert "best in the column" not in alone and "### Average against the best" not in alone
+    two = ["report", str(runs["truth"]), str(runs["reverse"]), "--out", str(tmp_path / "two"), "--no-plots"]
+    assert main(two) == 0
+    both = (tmp_path / "two" / "leaderboard.md").read_text()
+    assert "best in the column" in both and "### Average against the best" in both
