@@ -18,27 +18,6 @@ from perrec_eval.records import PredictionRecord
 from perrec_eval.results import Metric, RunInfo, Scores, read_run_info
 
 
-def run_of(
-    folder: str | os.PathLike,
-    info: RunInfo,
-    scores: Scores,
-    records: Sequence[PredictionRecord],
-) -> runs.Run:
-    """A run as `runs.load_run` reads it, from what is in memory (run.json is written after report.md, and
-    `perrecbench score` shows scores it has not written)."""
-    folder = Path(folder)
-    return runs.Run(
-        path=folder,
-        model=runs.system_name(info, folder),
-        info=info,
-        scores=scores,
-        records=tuple(records),
-        settings=runs.settings_of(info, records),
-        groups=runs.group_sets(info, records),
-        by_cell=runs.records_by_cell(records),
-    )
-
-
 def report_of(loaded: Sequence[runs.Run], labels: Sequence[str] | None = None) -> board.Report:
     """The leaderboard of `loaded` (one table per comparable set), rows named by `labels` where given."""
     tables = [
@@ -70,7 +49,7 @@ def table(
 def rescored(run_dir: str | os.PathLike, scores: Scores) -> runs.Run:
     """The finished run at `run_dir` with re-computed `scores` (and their metric), as a `runs.Run`."""
     info = replace(read_run_info(run_dir), metric=Metric(scores.variant, scores.invalid))
-    return run_of(run_dir, info, scores, rundir.read_predictions(run_dir))
+    return runs.run_of(run_dir, info, scores, rundir.read_predictions(run_dir))
 
 
 def render_report(loaded: Sequence[runs.Run]) -> str:
@@ -84,8 +63,8 @@ def render_run(
     scores: Scores,
     records: Sequence[PredictionRecord],
 ) -> str:
-    """report.md of one run from what is in memory (`run_of`)."""
-    return render_report([run_of(folder, info, scores, records)])
+    """report.md of one run from what is in memory (`runs.run_of`)."""
+    return render_report([runs.run_of(folder, info, scores, records)])
 
 
 def write_report(out: str | os.PathLike, loaded: Sequence[runs.Run]) -> Path:

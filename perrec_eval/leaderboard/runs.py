@@ -122,6 +122,15 @@ def load_run(folder: str | os.PathLike) -> Run:
     info = read_run_info(folder)
     records = tuple(rundir.read_predictions(folder))
     rundir.check_complete(folder, info, records)
+    return run_of(folder, info, scores, records)
+
+
+def run_of(
+    folder: str | os.PathLike, info: RunInfo, scores: Scores, records: Sequence[PredictionRecord]
+) -> Run:
+    """A run from its parts, read from its folder or still in memory (run.json is written after report.md,
+    and `perrecbench score` shows scores it has not written)."""
+    folder, records = Path(folder), tuple(records)
     return Run(
         path=folder,
         model=system_name(info, folder),
