@@ -80,7 +80,7 @@ def child(bench: str, what: str) -> None:
     """One measurement in this process (``--child``): prints JSON with seconds and figures."""
     import resource
 
-    from perrec_eval import cf, context
+    from perrec_eval.tasks.perrecbench import cf, context
 
     files = cf.load_interactions(bench)
     result: dict = {}

@@ -51,8 +51,8 @@ from typing import Any
 import numpy as np
 
 from perrec_eval.engines.fake import FakeEngine
-from perrec_eval.rankers import HeapsortRanker
-from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS
+from perrec_eval.tasks.perrecbench.rankers import HeapsortRanker
+from perrec_eval.tasks.perrecbench.vocabulary import LEVEL_SIZES, LEVELS, METHODS
 
 logger = logging.getLogger("eval_bench")
 
@@ -97,7 +97,7 @@ def truth_responder(request: Any, params: Any, sample_index: int) -> str:
 
 def write_truth_profiles(data: Path, path: Path) -> Path:
     """A profiles JSONL for every (group, user) of the test split whose text states the user's truth."""
-    from perrec_eval.context import load_groups
+    from perrec_eval.tasks.perrecbench.context import load_groups
 
     seen: dict[tuple[str, str], str] = {}
     for level in LEVELS:
@@ -193,16 +193,16 @@ def instrumented(probe: Probe) -> Iterator[None]:
     # `run` calls `retrieval.retrieve_groups`; `rundir.write_run` calls `fileio.write_jsonl` and the
     # `report.render_run` that `run` bound; `CachedEngine.key` calls `cache.request_key`.
     patches = [
-        ("perrec_eval.context", "load_groups", "load rows (datasets)"),
-        ("perrec_eval.retrieval", "retrieve_groups", "retrieval (retrieve_groups)"),
-        ("perrec_eval.profiles", "generate_profiles", "stage:profiles"),
+        ("perrec_eval.tasks.perrecbench.context", "load_groups", "load rows (datasets)"),
+        ("perrec_eval.tasks.perrecbench.retrieval", "retrieve_groups", "retrieval (retrieve_groups)"),
+        ("perrec_eval.tasks.perrecbench.profiles", "generate_profiles", "stage:profiles"),
         ("perrec_eval.run", "run_method", _method_label),
         ("perrec_eval.run", "score_cells", "score cells (PTC + bootstrap)"),
         ("perrec_eval.fileio", "write_jsonl", _jsonl_label),
         ("perrec_eval.report", "render_run", "report.md (the run's leaderboard)"),
         ("perrec_eval.run", "render_slot", "render prompts (render_slot)"),
-        ("perrec_eval.profiles", "profile_requests", "render profile prompts"),
-        ("perrec_eval.parsing", "parse", "parse answers"),
+        ("perrec_eval.tasks.perrecbench.profiles", "profile_requests", "render profile prompts"),
+        ("perrec_eval.tasks.perrecbench.parsing", "parse", "parse answers"),
         ("perrec_eval.cache", "request_key", "request keys (cache + samples)"),
         ("perrec_eval.run", "request_key", "request keys (cache + samples)"),
     ]
@@ -323,8 +323,8 @@ def retrieval_comparison(data: Path) -> list[tuple[str, float, float, int]]:
     """(contender, wall s, cpu s, users) over the run's rows, every level as the run sees them."""
     import rank_bm25
 
-    from perrec_eval.context import load_groups
-    from perrec_eval.retrieval import item_text, retrieve_groups, tokenize
+    from perrec_eval.tasks.perrecbench.context import load_groups
+    from perrec_eval.tasks.perrecbench.retrieval import item_text, retrieve_groups, tokenize
 
     groups = {level: load_groups(data, level) for level in LEVELS}
     users = sum(len(g.users) for level_groups in groups.values() for g in level_groups)
@@ -406,7 +406,7 @@ def lucene_top_k(query: list[str], docs: list[list[str]], timestamps: list[int])
     A sketch of a faster `retrieval._bm25_scores`: only query-token columns are needed, so a dense
     (documents × distinct query tokens) matrix replaces building a bm25s index per user.
     """
-    from perrec_eval.retrieval import BM25_B, BM25_K1, _top_k
+    from perrec_eval.tasks.perrecbench.retrieval import BM25_B, BM25_K1, _top_k
 
     vocab = {token: j for j, token in enumerate(dict.fromkeys(query))}
     tf = np.zeros((len(docs), max(len(vocab), 1)), dtype=np.float32)
@@ -430,12 +430,12 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
     """Cost of the cache keys of hard/pairwise (allpairs) requests: as now, and two suggested changes."""
     import hashlib
 
-    from perrec_eval import context
     from perrec_eval.cache import key_of
     from perrec_eval.config import EvalConfig
-    from perrec_eval.rankers import PairSlot
-    from perrec_eval.retrieval import retrieve_groups
     from perrec_eval.run import render_slot
+    from perrec_eval.tasks.perrecbench import context
+    from perrec_eval.tasks.perrecbench.rankers import PairSlot
+    from perrec_eval.tasks.perrecbench.retrieval import retrieve_groups
     from perrec_eval.types import ChatRequest, GenParams
 
     config = EvalConfig(

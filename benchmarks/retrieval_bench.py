@@ -4,7 +4,7 @@ Synthetic benchmark-shaped rows: groups of 4 users who share a query item, each 
 reviews whose titles come from 1-3 favourite topics (Zipf-distributed topic words, shared filler words such
 as "the"/"edition", an author on ~60% of items, some equal timestamps). Compared, per user:
 
-- ``ours``: ``perrec_eval.retrieval.retrieve_groups`` (the runner's path).
+- ``ours``: ``perrec_eval.tasks.perrecbench.retrieval.retrieve_groups`` (the runner's path).
 - ``bm25s full index``: the same scores from a plain bm25s index over every token (what the query-restricted
   vocabulary saves).
 - ``bm25s one shared corpus``: one bm25s index over all users' items, scores sliced per user (idf and average
@@ -36,9 +36,9 @@ import bm25s
 import numpy as np
 import rank_bm25
 
-from perrec_eval import retrieval
-from perrec_eval.records import Group, HistoryItem, Query, User
-from perrec_eval.retrieval import RETRIEVAL_INFO, retrieve_groups, tokenize
+from perrec_eval.tasks.perrecbench import retrieval
+from perrec_eval.tasks.perrecbench.records import Group, HistoryItem, Query, User
+from perrec_eval.tasks.perrecbench.retrieval import RETRIEVAL_INFO, retrieve_groups, tokenize
 
 logger = logging.getLogger("retrieval_bench")
 

@@ -1,6 +1,6 @@
 """``perrecbench build --with-interactions``: each domain's ratings minus the test labels, for CF baselines.
 
-A collaborative-filtering baseline (:mod:`perrec_eval.cf`) learns from everyone's ratings, which the group
+A collaborative-filtering baseline (PerRecBench's :mod:`cf`) learns from everyone's ratings, which the group
 rows do not hold. So the build can also write, per domain, the deduplicated review relation the selection
 reads (one row per (user, item): the earliest review, as in PROTOCOL §1) as
 ``interactions/<Domain>-<sha12>.parquet`` with the columns of :data:`INTERACTIONS_SCHEMA`, ordered by

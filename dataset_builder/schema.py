@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from perrec_eval.types import LEVEL_SIZES
+from perrec_eval.tasks.perrecbench.vocabulary import LEVEL_SIZES
 
 CONFIGS: dict[str, int] = LEVEL_SIZES
 

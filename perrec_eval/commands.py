@@ -65,8 +65,8 @@ def convert_gguf(config: ConvertGGUFConfig) -> int:
 
 def baseline_names(config: EvalConfig) -> tuple[str, ...]:
     """`--model all`: every baseline; the CF ones only when the benchmark has interactions (else said why)."""
-    from perrec_eval import cf
-    from perrec_eval.baselines import BASELINES
+    from perrec_eval.tasks.perrecbench import cf
+    from perrec_eval.tasks.perrecbench.baselines import BASELINES
 
     if config.model != "all":
         return (config.model,)
@@ -171,9 +171,9 @@ def profiles(config: ProfilesConfig) -> int:
 
 
 def _profiles(config: ProfilesConfig) -> int:
-    from perrec_eval import context
     from perrec_eval.cache import CachedEngine
-    from perrec_eval.profiles import (
+    from perrec_eval.tasks.perrecbench import context
+    from perrec_eval.tasks.perrecbench.profiles import (
         PROFILE_PARAMS,
         HistoryBudget,
         check_provenance,

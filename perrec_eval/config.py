@@ -17,15 +17,17 @@ from typing import ClassVar, Literal
 
 from perrec_eval.cliconfig import check_choices, check_once, option
 from perrec_eval.errors import ConfigError
-from perrec_eval.presentation import Presentation
-from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
-from perrec_eval.rankers import PairwiseStrategy
-from perrec_eval.retrieval import DEFAULT_K
 from perrec_eval.secrets import check_env_name
-from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS, GenParams, Method
+from perrec_eval.tasks.perrecbench.presentation import Presentation
+from perrec_eval.tasks.perrecbench.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
+from perrec_eval.tasks.perrecbench.protocols import PROTOCOLS
+from perrec_eval.tasks.perrecbench.rankers import PairwiseStrategy
+from perrec_eval.tasks.perrecbench.retrieval import DEFAULT_K
+from perrec_eval.tasks.perrecbench.vocabulary import LEVEL_SIZES, LEVELS, METHODS, Method
+from perrec_eval.types import GenParams
 
 # Answer budgets of the released code, per method, and of a profile (`--max-new-tokens` changes them).
-MAX_TOKENS: dict[str, int] = {"pointwise": 800, "pairwise": 512, "listwise": 800}
+MAX_TOKENS: dict[str, int] = {name: protocol.max_tokens for name, protocol in PROTOCOLS.items()}
 PROFILE_MAX_TOKENS = PROFILE_PARAMS.max_tokens
 DegeneratePolicy = Literal["keep", "fail"]
 BASELINE_ENGINE = "baseline"
@@ -409,7 +411,7 @@ class EvalConfig(EngineSpec, PromptSpec):
 
     def params(self, method: Method, level: str = "easy") -> GenParams:
         """The sampling parameters of `method`'s requests on `level` (its structured format when on)."""
-        from perrec_eval.structured import answer_format
+        from perrec_eval.tasks.perrecbench.structured import answer_format
 
         n_users = LEVEL_SIZES[level] if method == "listwise" else 2
         return GenParams(

@@ -391,7 +391,7 @@ def eval_yaml(configs: list[str]) -> str:
     >>> print(eval_yaml(["easy"]).split("tasks:")[1].strip().splitlines()[0])
     - id: easy_pointwise
     """
-    from perrec_eval.types import METHODS
+    from perrec_eval.tasks.perrecbench.vocabulary import METHODS
 
     spec = {
         "name": BENCHMARK_NAME,
@@ -418,7 +418,7 @@ def task_id(level: str, method: str) -> str:
 
 def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
     """A build folder as the benchmark's dataset repository: its files and ``eval.yaml``."""
-    from perrec_eval.types import LEVELS
+    from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
 
     folder = Path(bench)
     if not (folder / "manifest.json").is_file():
@@ -477,7 +477,7 @@ def check_run_of_model(
         raise DataError(f"{run_dir} recorded no dataset fingerprint: re-run it with this perrecbench")
     data = config.get("data")
     if data and Path(data).is_dir():
-        from perrec_eval.context import dataset_fingerprint
+        from perrec_eval.tasks.perrecbench.context import dataset_fingerprint
 
         if dataset_fingerprint(data) != info.dataset_fingerprint:
             raise DataError(f"{run_dir}: the benchmark at {data} changed since the run; evaluate again")

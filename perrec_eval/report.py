@@ -14,8 +14,8 @@ from pathlib import Path
 from perrec_eval import fileio, rundir
 from perrec_eval.leaderboard import board, compare, render, runs
 from perrec_eval.leaderboard.published import load as load_published
-from perrec_eval.records import PredictionRecord
 from perrec_eval.results import Metric, RunInfo, Scores, read_run_info
+from perrec_eval.tasks.perrecbench.records import PredictionRecord
 
 
 def report_of(loaded: Sequence[runs.Run], labels: Sequence[str] | None = None) -> board.Report:

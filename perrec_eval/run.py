@@ -18,21 +18,27 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from perrec_eval import context, parsing, presentation, progress, prompts, report
+from perrec_eval import progress, report
 from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig, default_label
-from perrec_eval.context import GroupContext
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.leaderboard.runs import load_runs
 from perrec_eval.lock import folder_lock
-from perrec_eval.rankers import PairwiseStrategy, Prediction, Slot, demonstration, make_ranker
-from perrec_eval.records import Group, PredictionRecord, SampleRecord, UserKey
 from perrec_eval.results import Metric, RunInfo, Scores
 from perrec_eval.rundir import adapter_fingerprint, claim, run_cost, versions, write_run
-from perrec_eval.scoring import prediction_records, score_cells
 from perrec_eval.secrets import redact
-from perrec_eval.types import ChatRequest, Completion, GenParams, Level, Method
+from perrec_eval.tasks.perrecbench import context, presentation, prompts, protocols
+from perrec_eval.tasks.perrecbench.context import GroupContext
+from perrec_eval.tasks.perrecbench.rankers import (
+    PairwiseStrategy,
+    Prediction,
+    Slot,
+)
+from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord, UserKey
+from perrec_eval.tasks.perrecbench.scoring import prediction_records, score_cells
+from perrec_eval.tasks.perrecbench.vocabulary import Level, Method
+from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
 
@@ -108,9 +114,9 @@ def run_method(
     Returns:
         (predictions by group_id, one sample record per request)
     """
+    protocol = protocols.get(method)
     rankers = {
-        g.group_id: make_ranker(
-            method,
+        g.group_id: protocol.ranker(
             g.group.avg_ratings,
             pairwise_strategy=pairwise_strategy,
             listwise_order=g.listwise_order,
@@ -165,9 +171,10 @@ def _sample(
     aggregate: str,
 ) -> SampleRecord:
     """Parse one completion into the request's sample record."""
-    parsed = [parsing.parse(method, text, n_users=len(slot.users)) for text in completion.texts]
+    protocol = protocols.get(method)
+    parsed = [protocol.parse(text, n_users=len(slot.users)) for text in completion.texts]
     good = [p.value for p in parsed if p.ok]
-    value = parsing.majority(method, good, how=aggregate) if good else None
+    value = protocols.majority(method, good, how=aggregate) if good else None
     reasons = [p.reason for p in parsed if not p.ok]
     reason = completion.error or (reasons[0] if value is None and reasons else None)
     return SampleRecord(
@@ -233,7 +240,7 @@ def demonstrations(config: EvalConfig, method: Method, picked: Sequence[GroupCon
     """The few-shot examples made from the `picked` held-out groups, each with its true answer."""
     pool = []
     for ctx in picked:
-        slot, answer = demonstration(method, ctx.group.relative_ratings, ctx.group.ratings)
+        slot, answer = protocols.get(method).demonstration(ctx.group.relative_ratings, ctx.group.ratings)
         failed = [ctx.views[i].profile_error for i in slot.users if ctx.views[i].profile_error]
         if failed:
             return Demonstrations(
@@ -248,7 +255,7 @@ def _demonstration_users(method: Method, groups: Sequence[Group]) -> set[UserKey
     """The (group, user) keys whose profiles the demonstrations of `method` show."""
     keys = set()
     for group in groups:
-        slot, _ = demonstration(method, group.relative_ratings, group.ratings)
+        slot, _ = protocols.get(method).demonstration(group.relative_ratings, group.ratings)
         keys.update((group.group_id, group.users[i].user_id) for i in slot.users)
     return keys
 
@@ -257,7 +264,7 @@ def _profiles(
     config: EvalConfig, engine: CachedEngine, groups: Sequence[Group], users: set[UserKey], out: Path
 ) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
     """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance."""
-    from perrec_eval.profiles import (
+    from perrec_eval.tasks.perrecbench.profiles import (
         check_profiles,
         file_sha256,
         flag_counts,
@@ -330,7 +337,7 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     that failed (engine errors) are not cached and are asked again. A run with engine errors is written
     with ``"complete": false`` and its scores are provisional.
     """
-    from perrec_eval import retrieval
+    from perrec_eval.tasks.perrecbench import retrieval
 
     started = time.perf_counter()
     out = Path(config.out)
@@ -456,10 +463,10 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
     """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder.
 
     With several names, each goes to `out/<name>/`; groups and retrieval are computed once per level. The
-    collaborative-filtering baselines (`perrec_eval.cf`: mf, item-knn) fit on the build's interactions
+    collaborative-filtering baselines (`cf`: mf, item-knn) fit on the build's interactions
     under the past-only rule, tuned on the train split; their `run.json` records how (`cf`).
     """
-    from perrec_eval import baselines, cf
+    from perrec_eval.tasks.perrecbench import baselines, cf
 
     known = (*baselines.BASELINES, *cf.CF_BASELINES)
     unknown = [name for name in names if name not in known]
@@ -478,7 +485,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
 
 
 def _evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Scores]]:
-    from perrec_eval import baselines, cf, retrieval
+    from perrec_eval.tasks.perrecbench import baselines, cf, retrieval
 
     cf_names = [name for name in names if name in cf.CF_BASELINES]
     records: dict[str, list[PredictionRecord]] = {name: [] for name in names}
@@ -536,7 +543,7 @@ def _cf_records(
 ) -> dict[str, dict[str, Any]]:
     """Fit and predict the CF baselines `names` (tuned on the train split's `full` groups); add their
     prediction records and return their `run.json` records."""
-    from perrec_eval import cf
+    from perrec_eval.tasks.perrecbench import cf
 
     interactions = cf.load_interactions(config.data)
     try:
@@ -556,7 +563,7 @@ def _cf_records(
 
 
 def _baseline_prediction(name: str, group: Group, retrieved: Mapping[UserKey, Any], seed: int) -> Prediction:
-    from perrec_eval import baselines
+    from perrec_eval.tasks.perrecbench import baselines
 
     per_user = {user.user_id: retrieved.get((group.group_id, user.user_id), []) for user in group.users}
     ratings = baselines.predict(name, group, per_user, seed=seed)

@@ -28,9 +28,9 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.records import PredictionRecord, SampleRecord
 from perrec_eval.results import RERUN, Metric, RunInfo, Scores, is_number, read_run_info, read_scores
-from perrec_eval.scoring import score_cells
+from perrec_eval.tasks.perrecbench.records import PredictionRecord, SampleRecord
+from perrec_eval.tasks.perrecbench.scoring import score_cells
 
 
 def versions(*packages: str) -> dict[str, str | None]:

@@ -1,15 +1,9 @@
-"""Records shared by every stage: the vocabulary, engine requests and completions."""
+"""Records shared by every stage of every task family: engine requests, sampling parameters, completions."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
-
-Method = Literal["pointwise", "pairwise", "listwise"]
-Level = Literal["easy", "medium", "hard"]
-METHODS: tuple[Method, ...] = ("pointwise", "pairwise", "listwise")
-LEVELS: tuple[Level, ...] = ("easy", "medium", "hard")
-LEVEL_SIZES: dict[str, int] = {"easy": 2, "medium": 3, "hard": 4, "full": 5}
+from typing import Any
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": str}
 
@@ -27,7 +21,7 @@ class GenParams:
     max_tokens: int = 800
     n: int = 1
     seed: int | None = 0
-    # Structured outputs: the answer format every answer must match (`perrec_eval.structured`), or None.
+    # Structured outputs: the answer format every answer must match (a task's protocol names it), or None.
     answer_format: str | None = None
 
     def __post_init__(self) -> None:

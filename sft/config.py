@@ -13,8 +13,8 @@ from typing import Literal
 from perrec_eval.cliconfig import option
 from perrec_eval.config import PromptSpec
 from perrec_eval.errors import ConfigError
-from perrec_eval.presentation import Presentation
-from perrec_eval.types import LEVEL_SIZES
+from perrec_eval.tasks.perrecbench.presentation import Presentation
+from perrec_eval.tasks.perrecbench.vocabulary import LEVEL_SIZES
 
 SFTFormat = Literal["pointwise", "pairwise", "listwise", "mixed"]
 MergeMethod = Literal["cat", "linear", "factor-mean", "ties", "svd"]

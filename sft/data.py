@@ -8,13 +8,13 @@ One example is one request the runner would send for a train group, paired with 
   answer, so the two labels are exactly balanced;
 - **listwise**: one per group and level (``ListSlot``), answered with the true best-first order; the users
   are shown in the runner's presentation (``--presentation``, balanced by default:
-  `perrec_eval.presentation`), so a listwise training prompt is the one `evaluate --split train` sends;
+  `presentation`), so a listwise training prompt is the one `evaluate --split train` sends;
 - **mixed**: the union of the three, shuffled (seeded).
 
 Nothing about the text is re-implemented here: the slots are the runner's rankers' own requests
-(`perrec_eval.rankers.make_ranker`), the prompts come from `perrec_eval.run.render_slot`, the truth from
-`perrec_eval.rankers.demonstration` (what few-shot demonstrations show) and the answer text from
-`perrec_eval.prompts.format_answer`, so `perrec_eval.parsing.parse` reads every answer back to its truth.
+(each protocol's `ranker`, `perrec_eval.tasks.perrecbench.protocols`), the prompts come from
+`perrec_eval.run.render_slot`, the truth from the protocol's `demonstration` (what few-shot demonstrations
+show) and the answer text from its `format_answer`, so its `parse` reads every answer back to its truth.
 An example whose prompt is identical to an earlier one (the same user, or the same ordered pair, seen in
 several levels) is kept once.
 
@@ -44,16 +44,18 @@ from typing import Any
 
 import yaml
 
-from perrec_eval import context, fileio, prompts
-from perrec_eval.context import GroupContext
+from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
-from perrec_eval.presentation import listwise_orders
 from perrec_eval.publish import size_category
-from perrec_eval.rankers import Slot, demonstration, make_ranker
-from perrec_eval.records import Group
-from perrec_eval.retrieval import retrieve_groups
 from perrec_eval.run import render_slot
-from perrec_eval.types import METHODS, Message, Method
+from perrec_eval.tasks.perrecbench import context, prompts, protocols
+from perrec_eval.tasks.perrecbench.context import GroupContext
+from perrec_eval.tasks.perrecbench.presentation import listwise_orders
+from perrec_eval.tasks.perrecbench.rankers import Slot
+from perrec_eval.tasks.perrecbench.records import Group
+from perrec_eval.tasks.perrecbench.retrieval import retrieve_groups
+from perrec_eval.tasks.perrecbench.vocabulary import METHODS, Method
+from perrec_eval.types import Message
 from sft.config import DataConfig
 from sft.outdir import is_empty, refuse_overlap, replaced
 
@@ -96,27 +98,26 @@ class Example:
 def truth(method: Method, group: Group, slot: Slot) -> float | str | list[int]:
     """The true answer to the runner's request `slot` of `group` (the few-shot demonstrations' rule).
 
-    >>> from perrec_eval.records import User
+    >>> from perrec_eval.tasks.perrecbench.records import User
     >>> users = tuple(User(f"u{i}", r, 0, 3.0, 3.0, r - 3.0, ()) for i, r in enumerate([2.0, 5.0, 4.0]))
     >>> group = Group("g", "Books", "medium", None, 0, users)
-    >>> from perrec_eval.rankers import ListSlot, PairSlot, UserSlot
+    >>> from perrec_eval.tasks.perrecbench.rankers import ListSlot, PairSlot, UserSlot
     >>> truth("pointwise", group, UserSlot(1)), truth("pairwise", group, PairSlot(2, 0))
     (5.0, 'A')
     >>> truth("listwise", group, ListSlot(3))
     [2, 3, 1]
     """
-    shown = [group.users[i] for i in slot.users]
-    _, answer = demonstration(method, [u.relative_rating for u in shown], [u.rating for u in shown])
-    return answer
+    return protocols.get(method).true_answer(group.relative_ratings, group.ratings, slot)
 
 
 def group_examples(method: Method, ctx: GroupContext, variant: str) -> list[Example]:
     """Every request the runner sends for `ctx` with `method` (all pairs for pairwise), with its truth."""
     group = ctx.group
     examples = []
-    for slot in make_ranker(method, group.avg_ratings, listwise_order=ctx.listwise_order).pending():
+    protocol = protocols.get(method)
+    for slot in protocol.ranker(group.avg_ratings, listwise_order=ctx.listwise_order).pending():
         answer = truth(method, group, slot)
-        text = prompts.format_answer(method, answer, n_users=len(slot.users))
+        text = protocol.format_answer(answer, n_users=len(slot.users))
         examples.append(
             Example(
                 format=method,
@@ -187,7 +188,7 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
     retrieved = retrieve_groups(all_groups, config.k)
     profiles = None
     if config.profiles:
-        from perrec_eval.profiles import check_profiles, load_profiles
+        from perrec_eval.tasks.perrecbench.profiles import check_profiles, load_profiles
 
         profiles = load_profiles(config.profiles)
         users = {(group.group_id, user.user_id) for group in all_groups for user in group.users}

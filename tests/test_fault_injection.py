@@ -157,7 +157,8 @@ def test_evaluate_refuses_a_folder_holding_another_models_run(bench: Path, tmp_p
 def test_evaluate_overwrite_killed_at_start_leaves_no_run_json(
     bench: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    from perrec_eval import context, rundir
+    from perrec_eval import rundir
+    from perrec_eval.tasks.perrecbench import context
 
     out = tmp_path / "run"
     assert main(_eval_argv(bench, out)) == 0

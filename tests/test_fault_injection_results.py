@@ -247,7 +247,7 @@ def test_cli_damaged_samples_line_is_one_line_naming_it(fake_run, tmp_path, caps
 def test_cli_profiles_into_a_damaged_profiles_file_is_one_line(bench, tmp_path, capsys):
     out = tmp_path / "profiles.jsonl"
     first = {"group_id": "t0000", "user_id": "U0_0", "profile": "x", "engine": "fake", "model": "constant"}
-    from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS
+    from perrec_eval.tasks.perrecbench.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS
 
     first |= {"max_items": DEFAULT_MAX_ITEMS, "max_chars": DEFAULT_MAX_CHARS}
     out.write_text(json.dumps(first) + '\n{"group_id": ')

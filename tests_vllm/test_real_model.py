@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perrec_eval import structured
+from perrec_eval.tasks.perrecbench import structured
 from tests.real_model import FetchError, fetch_smollm2
 from tests_vllm.conftest import MAIN_PYTHON, PERRECBENCH, ROOT, evaluate, read_json, run
 

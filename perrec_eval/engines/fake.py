@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from perrec_eval import prompts
 from perrec_eval.cliconfig import option
 from perrec_eval.engines._common import coerce_fields, split_evenly
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks.perrecbench import prompts
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -62,12 +62,12 @@ def request_kind(request: ChatRequest) -> RequestKind | None:
     """Which of the package's templates wrote `request`, told by its system prompt (or its profile frame).
 
     Args:
-        request: a request rendered by `perrec_eval.prompts.render` or `render_profile`.
+        request: a request rendered by `perrec_eval.tasks.perrecbench.prompts.render` or `render_profile`.
 
     Returns:
         ``pointwise``, ``pairwise``, ``listwise`` or ``profile``; None for a request from anywhere else.
 
-    >>> from perrec_eval.records import HistoryItem
+    >>> from perrec_eval.tasks.perrecbench.records import HistoryItem
     >>> request_kind(ChatRequest(tuple(prompts.render_profile([HistoryItem(None, "Dune", None, 5.0, 0)]))))
     'profile'
     >>> request_kind(ChatRequest(({"role": "user", "content": "hello"},))) is None

@@ -376,7 +376,7 @@ class OpenAIEngine:
 
     def _body(self, request: ChatRequest, params: GenParams, drawn: int) -> dict[str, Any]:
         """The arguments of the chat request for the samples after the first `drawn`."""
-        from perrec_eval import structured
+        from perrec_eval.tasks.perrecbench import structured
 
         body: dict[str, Any] = {"model": self.adapter or self.model, "n": params.n - drawn, "stream": False}
         body["messages"] = [dict(message) for message in request.messages]

@@ -24,7 +24,7 @@ from perrec_eval import fileio, ptc
 from perrec_eval.leaderboard.board import N_RESAMPLES, Row, Table
 from perrec_eval.leaderboard.runs import PROMPTING, SETTINGS, Cell, Run
 from perrec_eval.leaderboard.versus import against_baselines
-from perrec_eval.types import LEVEL_SIZES, LEVELS, METHODS
+from perrec_eval.tasks.perrecbench.vocabulary import LEVEL_SIZES, LEVELS, METHODS
 
 NO_DOMAIN = "(no domain)"
 

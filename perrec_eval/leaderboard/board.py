@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from perrec_eval import ptc, scoring
+from perrec_eval import ptc
 from perrec_eval.leaderboard import compare
 from perrec_eval.leaderboard.diagnostics import cell_diagnostics
 from perrec_eval.leaderboard.published import Published
 from perrec_eval.leaderboard.runs import Cell, Run
-from perrec_eval.records import clusters_of
-from perrec_eval.types import LEVELS, METHODS
+from perrec_eval.tasks.perrecbench import scoring
+from perrec_eval.tasks.perrecbench.records import clusters_of
+from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS
 
 ALPHA = 0.05
 N_RESAMPLES = 10_000

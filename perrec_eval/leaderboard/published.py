@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from perrec_eval.types import LEVELS, METHODS
+from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS
 
 CELLS: tuple[tuple[str, str], ...] = tuple((level, method) for level in LEVELS for method in METHODS)
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from perrec_eval import rundir
 from perrec_eval.errors import DataError
-from perrec_eval.records import PredictionRecord
 from perrec_eval.results import CellScore, RunInfo, Scores, read_run_info
+from perrec_eval.tasks.perrecbench.records import PredictionRecord
 
 BASELINE = "baseline"
 # Settings that can tell two runs of one model apart, in the order a row label shows them.

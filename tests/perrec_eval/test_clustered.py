@@ -14,8 +14,8 @@ from dataset_builder.config import BuildConfig
 from dataset_builder.synth import write_synthetic
 from perrec_eval import ptc
 from perrec_eval.cli import main
-from perrec_eval.records import PredictionRecord, clusters_of
-from perrec_eval.scoring import score_cells
+from perrec_eval.tasks.perrecbench.records import PredictionRecord, clusters_of
+from perrec_eval.tasks.perrecbench.scoring import score_cells
 
 
 def duplicated(copies: int, items: int = 60, seed: int = 0):

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from perrec_eval import prompts
 from perrec_eval.engines import (
     ENGINE_NAMES,
     Engine,
@@ -25,7 +24,8 @@ from perrec_eval.engines.hf import HFOptions
 from perrec_eval.engines.openai import OpenAIOptions
 from perrec_eval.engines.vllm import VLLMOptions
 from perrec_eval.errors import ConfigError, PerrecbenchError
-from perrec_eval.records import HistoryItem, Query, UserView
+from perrec_eval.tasks.perrecbench import prompts
+from perrec_eval.tasks.perrecbench.records import HistoryItem, Query, UserView
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 

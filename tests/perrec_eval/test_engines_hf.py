@@ -237,7 +237,7 @@ def test_hf_engine_a_folder_without_a_model_is_one_config_error(tmp_path):
 
 @pytest.mark.parametrize("answer_format", ["pointwise", "pairwise", "listwise:3"])
 def test_hf_engine_structured_outputs_keep_every_answer_in_format(engine, answer_format):
-    from perrec_eval import parsing, structured
+    from perrec_eval.tasks.perrecbench import protocols, structured
 
     greedy = GenParams(temperature=0.0, max_tokens=64, answer_format=answer_format)
     sampled = GenParams(temperature=1.0, max_tokens=64, n=2, answer_format=answer_format)
@@ -246,12 +246,12 @@ def test_hf_engine_structured_outputs_keep_every_answer_in_format(engine, answer
         for text, reason in zip(completion.texts, completion.extra["finish_reasons"], strict=True):
             assert reason == "stop", (text, reason)
             assert re.fullmatch(structured.answer_regex(answer_format), text), text
-            assert parsing.parse(method, text, n_users=3).ok, text
+            assert protocols.parse(method, text, n_users=3).ok, text
     assert answer_format in engine.info()["structured_outputs"]["formats"]
 
 
 def test_hf_engine_unconstrained_answers_are_not_in_format(engine):
-    from perrec_eval import structured
+    from perrec_eval.tasks.perrecbench import structured
 
     texts = [c.texts[0] for c in engine.generate(MIXED[:4], GenParams(temperature=0.0, max_tokens=12))]
     pairwise = structured.answer_regex("pairwise")

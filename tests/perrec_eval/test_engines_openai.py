@@ -77,7 +77,7 @@ def test_openai_engine_sends_every_sampling_parameter(stub_factory):
 
 
 def test_openai_engine_sends_structured_outputs_as_vllm_regex_by_default(stub_factory):
-    from perrec_eval.structured import answer_regex
+    from perrec_eval.tasks.perrecbench.structured import answer_regex
 
     server = stub_factory()
     engine = make_engine(server, extra_body='{"top_k": -1}')

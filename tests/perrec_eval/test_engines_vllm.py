@@ -264,7 +264,7 @@ def test_vllm_engine_records_cached_prompt_tokens(vllm_engine):
 
 
 def test_vllm_engine_sends_the_answer_format_as_a_structured_output_regex(vllm_engine):
-    from perrec_eval.structured import answer_regex
+    from perrec_eval.tasks.perrecbench.structured import answer_regex
 
     vllm_engine.generate([make_request("a")], GenParams(max_tokens=8, answer_format="listwise:3"))
     vllm_engine.generate([make_request("b")], GenParams(max_tokens=8))

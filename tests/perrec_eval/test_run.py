@@ -202,7 +202,7 @@ def test_load_groups_hides_history_items_without_metadata(tmp_path):
     import datasets
 
     from dataset_builder.schema import FEATURES
-    from perrec_eval.context import load_groups
+    from perrec_eval.tasks.perrecbench.context import load_groups
     from tests.benchmark_fixture import make_rows
 
     rows = make_rows(1)

@@ -152,8 +152,8 @@ def test_max_groups_is_a_seeded_sample_recorded_in_run_json(bench, tmp_path):
 def test_sample_groups_spreads_over_domains():
     from dataclasses import replace
 
-    from perrec_eval.context import sample_groups
-    from perrec_eval.records import Group
+    from perrec_eval.tasks.perrecbench.context import sample_groups
+    from perrec_eval.tasks.perrecbench.records import Group
     from tests.benchmark_fixture import make_rows
 
     base = Group.from_row(make_rows(1)[0])
@@ -189,7 +189,7 @@ def test_baselines_run_pointwise_only_and_reject_other_methods():
 
 
 def test_missing_local_data_folder_fails_at_once(tmp_path):
-    from perrec_eval.context import load_groups
+    from perrec_eval.tasks.perrecbench.context import load_groups
 
     with pytest.raises(DataError, match="perrecbench build"):
         load_groups(tmp_path / "typo", "easy")

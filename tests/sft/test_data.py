@@ -9,11 +9,11 @@ from pathlib import Path
 import datasets
 import pytest
 
-from perrec_eval import context, parsing
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.run import evaluate
+from perrec_eval.tasks.perrecbench import context, protocols
 from sft.config import DataConfig
 from sft.data import INFO_FILE, build, build_examples, load_train_contexts
 from tests.benchmark_fixture import write_tiny_benchmark
@@ -42,7 +42,7 @@ def test_sft_data_answers_parse_back_to_the_truth(examples, sft_bench):
     users = train_users(sft_bench)
     for example in examples["mixed"]:
         text = example.completion[0]["content"]
-        parsed = parsing.parse(example.format, text, n_users=len(example.user_ids))
+        parsed = protocols.parse(example.format, text, n_users=len(example.user_ids))
         assert parsed.ok and parsed.value == example.answer
         shown = [users[user_id] for user_id in example.user_ids]
         if example.format == "pointwise":

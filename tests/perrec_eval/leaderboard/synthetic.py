@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import rundir
-from perrec_eval.records import PredictionRecord
 from perrec_eval.results import RunInfo
-from perrec_eval.scoring import score_cells
+from perrec_eval.tasks.perrecbench.records import PredictionRecord
+from perrec_eval.tasks.perrecbench.scoring import score_cells
 
 TRUTH = [0.9, -0.8]  # relative ratings of a group of 2: user 1 preferred
 

@@ -10,9 +10,9 @@ import pytest
 
 from dataset_builder.build import build
 from dataset_builder.synth import write_synthetic
-from perrec_eval import cf
 from perrec_eval.cli import main
-from perrec_eval.records import Group
+from perrec_eval.tasks.perrecbench import cf
+from perrec_eval.tasks.perrecbench.records import Group
 from tests.dataset_builder.build_fixture import config
 
 T = 1_000_000  # the group's window start

@@ -6,8 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perrec_eval.records import Group, HistoryItem, Query, User
-from perrec_eval.retrieval import RETRIEVAL_INFO, Retrieved, retrieve, retrieve_groups, tokenize
+from perrec_eval.tasks.perrecbench.records import Group, HistoryItem, Query, User
+from perrec_eval.tasks.perrecbench.retrieval import (
+    RETRIEVAL_INFO,
+    Retrieved,
+    retrieve,
+    retrieve_groups,
+    tokenize,
+)
 
 
 def item(title, timestamp, author=None, rating=4.0, asin=None):

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perrec_eval.rankers import (
+from perrec_eval.tasks.perrecbench.protocols import get
+from perrec_eval.tasks.perrecbench.rankers import (
     AllPairsRanker,
     HeapsortRanker,
     ListSlot,
@@ -17,9 +18,15 @@ from perrec_eval.rankers import (
     PointwiseRanker,
     UserSlot,
     consistent_winner,
-    demonstration,
-    make_ranker,
 )
+
+
+def make_ranker(method, avg_ratings, **options):
+    return get(method).ranker(avg_ratings, **options)
+
+
+def demonstration(method, relative_ratings, ratings):
+    return get(method).demonstration(relative_ratings, ratings)
 
 
 def _truthful(values):
@@ -140,6 +147,7 @@ def test_make_ranker_picks_the_class_and_rejects_unknown_names():
     assert isinstance(make_ranker("pointwise", [3.0, 4.0]), PointwiseRanker)
     assert isinstance(make_ranker("pairwise", [3.0, 4.0]), AllPairsRanker)
     assert isinstance(make_ranker("listwise", [3.0, 4.0]), ListwiseRanker)
+    assert isinstance(make_ranker("pairwise", [3.0, 4.0], pairwise_strategy="heapsort"), HeapsortRanker)
     with pytest.raises(ValueError, match="pairwise strategy"):
         make_ranker("pairwise", [3.0, 4.0], pairwise_strategy="bubble")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown method"):

@@ -25,7 +25,7 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
-from perrec_eval.records import Group
+from perrec_eval.tasks.perrecbench.records import Group
 
 Presentation = Literal["balanced", "dataset"]
 PRESENTATIONS: tuple[str, ...] = ("balanced", "dataset")
@@ -51,7 +51,7 @@ def balanced_orders(groups: Sequence[Group], *, seed: int, level: str) -> dict[s
     Returns:
         group id -> the group positions shown as User1, User2, ... .
 
-    >>> from perrec_eval.records import User
+    >>> from perrec_eval.tasks.perrecbench.records import User
     >>> def group(gid, rels):
     ...     users = tuple(User(f"u{i}", 3.0 + r, 0, 3.0, 3.0, r, ()) for i, r in enumerate(rels))
     ...     return Group(gid, "Books", "medium", None, 0, users)

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from perrec_eval import fileio, prompts
+from perrec_eval import fileio
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import DataError
-from perrec_eval.records import Group, HistoryItem, UserKey
+from perrec_eval.tasks.perrecbench import prompts
+from perrec_eval.tasks.perrecbench.records import Group, HistoryItem, UserKey
 from perrec_eval.types import ChatRequest, GenParams
 
 logger = logging.getLogger(__name__)

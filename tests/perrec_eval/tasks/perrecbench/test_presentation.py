@@ -11,10 +11,10 @@ import pytest
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, _listwise_user_marker, constant, request_kind
 from perrec_eval.errors import ConfigError
-from perrec_eval.presentation import balanced_orders, true_ranks
 from perrec_eval.ptc import compute_ptc
-from perrec_eval.records import Group, User
 from perrec_eval.run import evaluate
+from perrec_eval.tasks.perrecbench.presentation import balanced_orders, true_ranks
+from perrec_eval.tasks.perrecbench.records import Group, User
 from tests.benchmark_fixture import write_tiny_benchmark, write_truth_profiles
 
 
@@ -142,7 +142,7 @@ def test_balanced_orders_are_seeded_and_permutations():
 def test_paper_mode_outputs_are_those_of_the_runner_without_presentations(bench, tmp_path, monkeypatch):
     # --paper-mode (dataset presentation) must write what the runner wrote before presentations existed:
     # every listwise request in group order, byte for byte.
-    from perrec_eval import presentation
+    from perrec_eval.tasks.perrecbench import presentation
 
     folder, profiles = bench
     config = dict(data=str(folder), engine="fake", model="constant", profiles=str(profiles), paper_mode=True)

@@ -21,13 +21,12 @@ with and without it are never in the same leaderboard row, and the report names 
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
-from perrec_eval.types import METHODS
+from perrec_eval.tasks.perrecbench.protocols import MAX_LISTWISE_USERS, get, split_format
 
-MAX_LISTWISE_USERS = 5
-_RATING = r"([1-4](\.[0-9])?|5(\.0)?)"
+__all__ = ["MAX_LISTWISE_USERS", "answer_format", "answer_regex", "json_schema"]
+
 _COT_PREFIX = r"[\s\S]*"
 
 
@@ -37,23 +36,7 @@ def answer_format(method: str, n_users: int, *, cot: bool = False) -> str:
     >>> answer_format("listwise", 3), answer_format("pairwise", 2, cot=True)
     ('listwise:3', 'pairwise+cot')
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {list(METHODS)}")
-    spec = f"listwise:{n_users}" if method == "listwise" else method
-    return spec + ("+cot" if cot else "")
-
-
-def _split(spec: str) -> tuple[str, int | None, bool]:
-    body, _, suffix = spec.partition("+")
-    if suffix not in ("", "cot"):
-        raise ValueError(f"unknown answer-format suffix {suffix!r} in {spec!r}; the only one is +cot")
-    method, _, size = body.partition(":")
-    if method not in METHODS or (method == "listwise") != bool(size):
-        raise ValueError(f"answer format {spec!r} is not pointwise, pairwise or listwise:N")
-    n_users = int(size) if size else None
-    if n_users is not None and not 1 <= n_users <= MAX_LISTWISE_USERS:
-        raise ValueError(f"listwise structured outputs list every order: at most {MAX_LISTWISE_USERS} users")
-    return method, n_users, suffix == "cot"
+    return get(method).answer_format(n_users, cot=cot)
 
 
 def answer_regex(spec: str) -> str:
@@ -69,15 +52,8 @@ def answer_regex(spec: str) -> str:
     >>> bool(re.fullmatch(answer_regex("pointwise+cot"), 'Step 1 ...\\n{"predicted_rating": 4.5}'))
     True
     """
-    method, n_users, cot = _split(spec)
-    if method == "pointwise":
-        answer = r'\{"predicted_rating": ' + _RATING + r"\}"
-    elif method == "pairwise":
-        answer = r"\[User [AB]\]"
-    else:
-        assert n_users is not None
-        orders = [", ".join(map(str, order)) for order in itertools.permutations(range(1, n_users + 1))]
-        answer = r'\{"predicted_ranking": \[(' + "|".join(orders) + r")\]\}"
+    protocol, n_users, cot = split_format(spec)
+    answer = protocol.answer_regex(n_users)
     return (_COT_PREFIX + answer) if cot else answer
 
 
@@ -92,19 +68,5 @@ def json_schema(spec: str) -> dict[str, Any] | None:
     >>> json_schema("pairwise") is None
     True
     """
-    method, n_users, cot = _split(spec)
-    if cot or method == "pairwise":
-        return None
-    if method == "pointwise":
-        value: dict[str, Any] = {"type": "number", "minimum": 1, "maximum": 5}
-        key = "predicted_rating"
-    else:
-        item = {"type": "integer", "minimum": 1, "maximum": n_users}
-        value = {"type": "array", "items": item, "minItems": n_users, "maxItems": n_users}
-        key = "predicted_ranking"
-    return {
-        "type": "object",
-        "properties": {key: value},
-        "required": [key],
-        "additionalProperties": False,
-    }
+    protocol, n_users, cot = split_format(spec)
+    return None if cot else protocol.json_schema(n_users)

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from perrec_eval import parsing, structured
 from perrec_eval.cache import key_of
 from perrec_eval.config import EvalConfig, token_budgets
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks.perrecbench import protocols, structured
 from perrec_eval.types import ChatRequest, GenParams
 
 REQUEST = ChatRequest(messages=({"role": "user", "content": "hi"},))
@@ -30,7 +30,7 @@ def test_structured_listwise_accepts_exactly_the_permutations(n_users):
         text = json.dumps({"predicted_ranking": list(ranking)})
         assert _in_format(spec, text) == (sorted(ranking) == list(users)), text
         if _in_format(spec, text):
-            assert parsing.parse("listwise", text, n_users=n_users).value == list(ranking)
+            assert protocols.parse("listwise", text, n_users=n_users).value == list(ranking)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_structured_listwise_accepts_exactly_the_permutations(n_users):
 def test_structured_pointwise_is_a_rating_in_range(text, ok):
     assert _in_format("pointwise", text) == ok
     if ok:
-        assert parsing.parse("pointwise", text).ok
+        assert protocols.parse("pointwise", text).ok
 
 
 def test_structured_pairwise_is_one_label():

@@ -2,9 +2,15 @@ from dataclasses import replace
 
 import pytest
 
-from perrec_eval.baselines import BASELINES, USES_RETRIEVAL, affinity, predict, ranking_scores
-from perrec_eval.records import Group, HistoryItem
-from perrec_eval.retrieval import Retrieved, retrieve_groups
+from perrec_eval.tasks.perrecbench.baselines import (
+    BASELINES,
+    USES_RETRIEVAL,
+    affinity,
+    predict,
+    ranking_scores,
+)
+from perrec_eval.tasks.perrecbench.records import Group, HistoryItem
+from perrec_eval.tasks.perrecbench.retrieval import Retrieved, retrieve_groups
 
 
 def review(title, rating, timestamp):

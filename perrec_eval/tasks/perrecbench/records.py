@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perrec_eval.types import Level, Method
+from perrec_eval.tasks.perrecbench.vocabulary import Level, Method
 
 UserKey = tuple[str, str]  # (group_id, user_id): a user as one group sees them (profiles, retrieval)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perrec_eval.records import Group, PredictionRecord, SampleRecord
+from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord
 from tests.benchmark_fixture import make_rows
 
 

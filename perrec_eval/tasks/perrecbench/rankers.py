@@ -13,8 +13,6 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from perrec_eval.types import Method
-
 PairwiseStrategy = Literal["allpairs", "heapsort"]
 PredictionFormat = Literal["scores", "ranking"]
 
@@ -299,51 +297,3 @@ class HeapsortRanker(Ranker):
 
     def prediction(self) -> Prediction:
         return Prediction("ranking", [index + 1 for index in reversed(self._order)])
-
-
-def make_ranker(
-    method: Method,
-    avg_ratings: Sequence[float],
-    *,
-    pairwise_strategy: PairwiseStrategy = "allpairs",
-    listwise_order: Sequence[int] | None = None,
-) -> Ranker:
-    """The ranker for one group; `listwise_order` is the listwise presentation (None: group order).
-
-    >>> type(make_ranker("pairwise", [3.0, 4.0], pairwise_strategy="heapsort")).__name__
-    'HeapsortRanker'
-    """
-    if method == "pointwise":
-        return PointwiseRanker(avg_ratings)
-    if method == "listwise":
-        return ListwiseRanker(len(avg_ratings), listwise_order)
-    if method == "pairwise":
-        if pairwise_strategy == "allpairs":
-            return AllPairsRanker(len(avg_ratings))
-        if pairwise_strategy == "heapsort":
-            return HeapsortRanker(len(avg_ratings))
-        raise ValueError(f"unknown pairwise strategy {pairwise_strategy!r}: use 'allpairs' or 'heapsort'")
-    raise ValueError(f"unknown method {method!r}: use pointwise, pairwise or listwise")
-
-
-def demonstration(
-    method: Method, relative_ratings: Sequence[float], ratings: Sequence[float]
-) -> tuple[Slot, float | str | list[int]]:
-    """What a few-shot demonstration of `method` shows of a held-out group, and its true answer.
-
-    Pointwise shows the first user with the true rating; pairwise the first two users with the one of
-    higher relative rating; listwise every user with the true best-first order.
-
-    >>> demonstration("pairwise", [0.5, -1.0, 2.0], [5.0, 3.0, 5.0])
-    (PairSlot(a=0, b=1), 'A')
-    >>> demonstration("listwise", [0.5, -1.0, 2.0], [5.0, 3.0, 5.0])
-    (ListSlot(n_users=3, order=None), [3, 1, 2])
-    """
-    if method == "pointwise":
-        return UserSlot(0), ratings[0]
-    if method == "pairwise":
-        return PairSlot(0, 1), "A" if relative_ratings[0] > relative_ratings[1] else "B"
-    if method == "listwise":
-        order = sorted(range(len(relative_ratings)), key=lambda i: -relative_ratings[i])
-        return ListSlot(len(relative_ratings)), [i + 1 for i in order]
-    raise ValueError(f"unknown method {method!r}: use pointwise, pairwise or listwise")

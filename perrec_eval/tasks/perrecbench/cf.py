@@ -2,7 +2,7 @@
 
 They learn from everyone's ratings (the build's ``--with-interactions`` files, test labels removed) and
 predict each user's rating of the query item; like every baseline they rank users by predicted rating minus
-the user's average (:func:`perrec_eval.baselines.ranking_scores`), so their cells sit beside the LLMs'
+the user's average (:func:`baselines.ranking_scores`), so their cells sit beside the LLMs'
 pointwise cells.
 
 **The past-only rule.** For a group whose window starts at ``window_start`` (the earliest query review of its
@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from perrec_eval.errors import DataError
-from perrec_eval.records import Group
+from perrec_eval.tasks.perrecbench.records import Group
 
 CF_BASELINES: tuple[str, ...] = ("mf", "item-knn")
 CUTS = 4  # mf: models per domain, each at a time cut

@@ -1,7 +1,7 @@
 """Groups as the prompts see them: load a level, retrieve each user's history, attach profiles.
 
 This is the runner's boundary with the dataset: rows become `records.Group` here (and only here), with the
-untitled-item rule applied once (see `perrec_eval.records`).
+untitled-item rule applied once (see `perrec_eval.tasks.perrecbench.records`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perrec_eval.errors import DataError
-from perrec_eval.records import Group, UserKey, UserView
-from perrec_eval.retrieval import Retrieved
+from perrec_eval.tasks.perrecbench.records import Group, UserKey, UserView
+from perrec_eval.tasks.perrecbench.retrieval import Retrieved
 
 
 def load_groups(
@@ -200,7 +200,7 @@ def dataset_fingerprint(data: str | os.PathLike) -> str:
 @dataclass(frozen=True, slots=True)
 class GroupContext:
     """A group as the prompts see it: the query, each user's retrieved history and profile, and the order
-    a listwise prompt shows the users in (`perrec_eval.presentation`; None: the dataset's order)."""
+    a listwise prompt shows the users in (`presentation`; None: the dataset's order)."""
 
     group: Group
     level: str
@@ -271,7 +271,7 @@ class TestLabels:
     whatever split rule the benchmark was built with (``--split-rule none`` keeps test ratings in train
     histories): a group that shows one, as one of its users' query review or in a history, is left out.
 
-    >>> from perrec_eval.records import HistoryItem, Query, User
+    >>> from perrec_eval.tasks.perrecbench.records import HistoryItem, Query, User
     >>> item = HistoryItem("q1", "Dune", None, 5.0, 1)
     >>> user = User("u", 4.0, 2, 3.0, 3.0, 1.0, (item,))
     >>> group = Group("g", "Books", "easy", Query("q2", "Emma"), 0, (user,))

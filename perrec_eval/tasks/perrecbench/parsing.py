@@ -1,6 +1,7 @@
 """Reading model answers: a rating, "A"/"B", or a best-first ranking, with a reason whenever there is none.
 
-`parse(method, text, n_users)` never raises on model output: a failure is a `ParseResult` with `ok=False`,
+`protocols.parse(method, text, n_users)` (each protocol calls its reader here) never raises on model
+output: a failure is a `ParseResult` with `ok=False`,
 `value=None` and a short machine-readable `reason` (see `REASONS`), plus a human-readable `detail`.
 
 Before reading, the text is cleaned: `<think>…</think>` blocks (also `<thinking>`, `<reasoning>`) are
@@ -45,7 +46,7 @@ Leniency, side by side (what each parser accepts beyond the exact requested form
 So pairwise is the more lenient of the two: a chatty model parses more often pairwise than pointwise.
 `--structured-outputs` removes the difference (every answer is in the exact form).
 
-`majority(method, values, how=...)` combines the parsed values of self-consistency samples: mean
+`protocols.majority(method, values, how=...)` combines the parsed values of self-consistency samples: mean
 (default), median or mode of the ratings for pointwise; the most frequent answer for pairwise/listwise,
 ties going to the answer seen first.
 """
@@ -56,13 +57,10 @@ import ast
 import json
 import math
 import re
-import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-
-from perrec_eval.types import METHODS
 
 REASONS: dict[str, str] = {
     "empty": "no text, or nothing left once reasoning blocks are removed",
@@ -116,7 +114,7 @@ _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"
 _OUT_OF_FIVE = r"(?:(?:/|out\s+of)\s*5(?:\.0)?)?\s*"
 
 
-def _clean(text: str | None) -> tuple[str, ParseResult | None]:
+def clean(text: str | None) -> tuple[str, ParseResult | None]:
     """Remove reasoning blocks and fence markers; return the text or the failure it already is."""
     if text is None or not text.strip():
         return "", _fail("empty")
@@ -263,7 +261,7 @@ _BARE_RATING = re.compile(
 )
 
 
-def _parse_pointwise(text: str) -> ParseResult:
+def parse_rating(text: str) -> ParseResult:
     value, end, any_json = _last_keyed_value(text, "predicted_rating", "rating")
     pairs = list(_RATING_PAIR.finditer(text))
     if pairs and pairs[-1].start() >= end:  # a later, unparsable (e.g. truncated) answer
@@ -291,7 +289,7 @@ _LISTING = re.compile(r"[-•\s]*\[?\s*(?i:user)[ \t-]*([AB])\s*\]?\s*:\s*\S")
 _BARE_LABEL = re.compile(r"(?:(?i:(?:final\s+)?answer)\s*(?i:is)?\s*:?\s*)?\[?\s*([AB])\s*\]?\s*\.?")
 
 
-def _parse_pairwise(text: str) -> ParseResult:
+def parse_label(text: str) -> ParseResult:
     text = _ECHOED_OPTIONS.sub(" ", text)
     mentions = list(_LABEL.finditer(text))
     if not mentions:
@@ -369,7 +367,7 @@ def _ranking(value: Any, n_users: int) -> ParseResult:
     return ParseResult(ok=True, value=ranking)
 
 
-def _parse_listwise(text: str, n_users: int) -> ParseResult:
+def parse_ranking(text: str, n_users: int) -> ParseResult:
     value, end, any_json = _last_keyed_value(text, "predicted_ranking", "rank")
     pairs = list(_RANKING_PAIR.finditer(text))
     if pairs and pairs[-1].start() >= end:  # a later, unparsable (e.g. truncated) answer
@@ -384,89 +382,8 @@ def _parse_listwise(text: str, n_users: int) -> ParseResult:
     return _fail("no_json", 'no {"predicted_ranking": [...]} and the reply is not a bare list')
 
 
-def parse(method: str, text: str | None, n_users: int | None = None) -> ParseResult:
-    """Read one model reply for `method`.
-
-    Args:
-        method: pointwise, pairwise or listwise.
-        text: the reply (None counts as empty).
-        n_users: group size; required for listwise (the ranking must be a permutation of 1..n_users).
-
-    Returns:
-        A ParseResult: rating (float) | "A"/"B" | best-first 1-based indices, or a failure reason.
-
-    >>> parse("pointwise", 'Sure! {"predicted_rating": 4}').value
-    4.0
-    >>> parse("pairwise", "**[User B]**").value
-    'B'
-    >>> parse("listwise", '```json\\n{"predicted_ranking": [2, 1, 3]}\\n```', n_users=3).value
-    [2, 1, 3]
-    >>> parse("listwise", '{"predicted_ranking": [1, 1, 3]}', n_users=3).reason
-    'not_permutation'
-    """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {list(METHODS)}")
-    if method == "listwise" and (isinstance(n_users, bool) or not isinstance(n_users, int) or n_users < 1):
-        raise ValueError(
-            f"parse('listwise', ...) needs n_users, the group size (a positive int); got {n_users!r}"
-        )
-    cleaned, failure = _clean(text)
-    if failure is not None:
-        return failure
-    if method == "pointwise":
-        return _parse_pointwise(cleaned)
-    if method == "pairwise":
-        return _parse_pairwise(cleaned)
-    assert n_users is not None
-    return _parse_listwise(cleaned, n_users)
-
-
-def _first_most_common(values: Sequence[Any]) -> Any:
+def first_most_common(values: Sequence[Any]) -> Any:
     """The most frequent value; among equally frequent ones, the one seen first."""
     counts = Counter(values)
     best = max(counts.values())
     return next(v for v in values if counts[v] == best)
-
-
-def majority(method: str, values: Sequence[Value], *, how: PointwiseAggregate = "mean") -> Value:
-    """Combine the parsed answers of one request's samples (self-consistency) into one answer.
-
-    Pass the values of the successful ParseResults only (failures have no value). Pointwise: `mean`
-    (default), `median` or `mode` of the ratings. Pairwise and listwise: the most frequent answer (`how` is
-    ignored); a tie goes to the answer that appeared first, so sample order decides ties deterministically.
-
-    Args:
-        method: pointwise, pairwise or listwise.
-        values: ratings | "A"/"B" labels | best-first rankings, in sample order; at least one.
-        how: pointwise aggregate.
-
-    Returns:
-        A rating (float), a label, or a ranking (list).
-
-    >>> majority("pairwise", ["B", "A", "B"])
-    'B'
-    >>> majority("pointwise", [4.0, 5.0])
-    4.5
-    >>> majority("listwise", [[2, 1], [1, 2]])
-    [2, 1]
-    """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {list(METHODS)}")
-    if how not in ("mean", "median", "mode"):
-        raise ValueError(f"the pointwise aggregate must be mean, median or mode, got {how!r}")
-    if not values:
-        raise ValueError(
-            "majority needs at least one parsed value; a request whose samples all failed has none"
-        )
-    if isinstance(values[0], ParseResult):
-        raise TypeError("majority takes parsed values (result.value of the ok results), not ParseResults")
-    if method == "pointwise":
-        ratings = [float(v) for v in values]  # type: ignore[arg-type]
-        if how == "mean":
-            return statistics.fmean(ratings)
-        if how == "median":
-            return float(statistics.median(ratings))
-        return _first_most_common(ratings)
-    keys = [tuple(v) if isinstance(v, list | tuple) else v for v in values]
-    winner = _first_most_common(keys)
-    return list(winner) if isinstance(winner, tuple) else winner

@@ -6,8 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perrec_eval.parsing import REASONS, ParseResult, majority, parse
-from perrec_eval.prompts import format_answer
+from perrec_eval.tasks.perrecbench.parsing import REASONS, ParseResult
+from perrec_eval.tasks.perrecbench.protocols import get, majority, parse
+
+
+def format_answer(method, answer, n_users=None):
+    return get(method).format_answer(answer, n_users)
 
 # ---------------------------------------------------------------- pointwise
 POINTWISE_OK = [

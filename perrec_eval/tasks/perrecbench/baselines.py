@@ -20,7 +20,7 @@ ranking score is, as for the pointwise method, the predicted rating minus the us
   says so). Its ranking score ``CONSTANT_RATING - avg(u)`` orders users by ascending average rating, so its
   PTC is the pointwise floor: not 0, because under the paper's pointwise definition users with low averages
   tend to have higher relative ratings. Every run's pointwise cells report this floor on their own groups
-  (`perrec_eval.scoring.constant_floor`).
+  (`perrec_eval.tasks.perrecbench.scoring.constant_floor`).
 - ``history-affinity``: predicted = avg + the BM25-score-weighted mean of ``rating - avg`` over the user's
   retrieved history items (0 when the total weight is 0): users who rated similar items above their own
   average are predicted to like the query item more.
@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from perrec_eval.records import Group, HistoryItem, User
-from perrec_eval.retrieval import Retrieved
+from perrec_eval.tasks.perrecbench.records import Group, HistoryItem, User
+from perrec_eval.tasks.perrecbench.retrieval import Retrieved
 
 BASELINES: tuple[str, ...] = ("random", "rating-bias", "item-quality", "constant", "history-affinity")
 # Only these read `retrieved`; the others can be given an empty mapping (retrieval costs ~3 ms per user).
@@ -152,7 +152,7 @@ def predict(name: str, group: Group, retrieved: RetrievedByUser, *, seed: int = 
     Returns:
         One predicted rating per user.
 
-    >>> from perrec_eval.records import Query
+    >>> from perrec_eval.tasks.perrecbench.records import Query
     >>> users = tuple(User(uid, 4.0, 0, avg, avg, 4.0 - avg, ()) for uid, avg in (("a", 3.0), ("b", 4.0)))
     >>> group = Group("g", "Books", "easy", Query("q", "Dune", average_rating=4.5), 0, users)
     >>> predict("rating-bias", group, {}), predict("item-quality", group, {})
@@ -173,7 +173,7 @@ def ranking_scores(group: Group, predicted: Sequence[float]) -> list[float]:
     Returns:
         ``predicted[i] - users[i].avg_rating`` for each user.
 
-    >>> from perrec_eval.records import Query
+    >>> from perrec_eval.tasks.perrecbench.records import Query
     >>> users = tuple(User(uid, 4.0, 0, avg, avg, 4.0 - avg, ()) for uid, avg in (("a", 3.0), ("b", 4.0)))
     >>> ranking_scores(Group("g", "Books", "easy", Query("q", "Dune"), 0, users), [4.5, 4.5])
     [1.5, 0.5]

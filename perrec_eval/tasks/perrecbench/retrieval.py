@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from perrec_eval import progress
-from perrec_eval.records import Group, HistoryItem, Query, UserKey
+from perrec_eval.tasks.perrecbench.records import Group, HistoryItem, Query, UserKey
 
 BM25_METHOD = "lucene"
 BM25_K1 = 1.5

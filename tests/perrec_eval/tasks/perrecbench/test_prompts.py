@@ -13,9 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from perrec_eval import prompts
-from perrec_eval.prompts import Demonstration, TemplateError, load_templates, render, render_profile
-from perrec_eval.records import HistoryItem, Query, UserView
+from perrec_eval.tasks.perrecbench import prompts
+from perrec_eval.tasks.perrecbench.prompts import (
+    Demonstration,
+    TemplateError,
+    load_templates,
+    render,
+    render_profile,
+)
+from perrec_eval.tasks.perrecbench.records import HistoryItem, Query, UserView
 
 # ---------------------------------------------------------------- fixtures: inputs
 BOOK = Query("B1", "The Women: A Novel", "Kristin Hannah")
@@ -459,7 +465,7 @@ def test_prompts_render_returns_fresh_messages():
 
 # ---------------------------------------------------------------- template files
 def template_dir() -> Path:
-    return Path(str(resources.files("perrec_eval") / "templates"))
+    return Path(str(resources.files("perrec_eval.tasks.perrecbench") / "templates"))
 
 
 def test_prompts_template_info_hashes_the_package_files():

@@ -1,6 +1,6 @@
 """Prompts as data: the PerRecBench chat messages of PROTOCOL §3–4, rendered from YAML package data.
 
-The exact text lives in `perrec_eval/templates/*.yaml` (`common`, `pointwise`, `pairwise`, `listwise`,
+The exact text lives in `templates/*.yaml` beside this module (`common`, `pointwise`, `pairwise`, `listwise`,
 `profile`). Placeholders are `${name}` (`string.Template`), so the literal JSON braces of the prompts need no
 escaping. Every string is checked when the files load: a missing or unknown placeholder, a missing or
 unknown key, or a missing variant raises `TemplateError` naming the file and the key. `template_info()`
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import numbers
 import string
@@ -39,16 +38,13 @@ from typing import Any
 
 import yaml
 
-from perrec_eval.records import HistoryItem, Query, UserView
-from perrec_eval.types import METHODS, Message
+from perrec_eval.tasks.perrecbench import protocols
+from perrec_eval.tasks.perrecbench.records import HistoryItem, Query, UserView
+from perrec_eval.tasks.perrecbench.vocabulary import METHODS
+from perrec_eval.types import Message
 
 VARIANTS: tuple[str, ...] = ("default", "no_profile", "cot", "cot_no_profile")
 TEMPLATE_IDS: tuple[str, ...] = ("common", "pointwise", "pairwise", "listwise", "profile")
-USERS_PER_PROMPT: dict[str, str] = {
-    "pointwise": "exactly 1",
-    "pairwise": "exactly 2 (A then B)",
-    "listwise": "2 or more",
-}
 
 # What each template string must contain: exactly these placeholders, no more, no fewer.
 _COMMON_FIELDS: dict[str, frozenset[str]] = {
@@ -234,7 +230,7 @@ def load_templates(directory: str | Path | Traversable | None = None) -> Templat
         TemplateError: a file is missing, is not UTF-8 YAML, or does not match the expected layout.
     """
     if directory is None:
-        folder: Path | Traversable = resources.files("perrec_eval") / "templates"
+        folder: Path | Traversable = resources.files(__package__) / "templates"
     elif isinstance(directory, Traversable):
         folder = directory
     else:
@@ -337,8 +333,9 @@ def _user_message(
     templates: TemplateSet, method: str, variant: str, query: Query, users: Sequence[UserView], where: str
 ) -> str:
     count = len(users)
-    if not {"pointwise": count == 1, "pairwise": count == 2, "listwise": count >= 2}[method]:
-        raise ValueError(f"{where}{method} needs {USERS_PER_PROMPT[method]} users per prompt, got {count}")
+    protocol = protocols.get(method)
+    if not protocol.accepts(count):
+        raise ValueError(f"{where}{method} needs {protocol.users_per_prompt} users per prompt, got {count}")
     blocks = [
         _user_block(templates, method, variant, user, i, f"{where}users[{i - 1}]")
         for i, user in enumerate(users, start=1)
@@ -347,53 +344,7 @@ def _user_message(
         templates.common["query"], title=query.title, author_line=_author_line(templates, query)
     )
     template = templates.methods[method].variants[variant].user
-    if method == "pointwise":
-        return _substitute(template, user_data=blocks[0], query=query_block)
-    if method == "pairwise":
-        return _substitute(template, user_a=blocks[0], user_b=blocks[1], query=query_block)
-    return _substitute(template, users="".join(blocks), query=query_block)
-
-
-def format_answer(method: str, answer: Any, n_users: int | None = None) -> str:
-    """The true answer of a demonstration, written exactly as the prompt asks the model to answer.
-
-    Args:
-        method: pointwise, pairwise or listwise.
-        answer: rating in [1, 5] | "A" or "B" | best-first 1-based user indices.
-        n_users: listwise only: the group size the ranking must be a permutation of (default: its length).
-
-    Returns:
-        The answer text.
-
-    >>> format_answer("pointwise", 4)
-    '{"predicted_rating": 4.0}'
-    >>> format_answer("pairwise", "B")
-    '[User B]'
-    >>> format_answer("listwise", [2, 1, 3])
-    '{"predicted_ranking": [2, 1, 3]}'
-    """
-    if method == "pointwise":
-        rating = _number(answer, "a pointwise answer")
-        if not 1 <= rating <= 5:
-            raise ValueError(f"a pointwise answer must be a rating in [1, 5], got {answer!r}")
-        return '{"predicted_rating": ' + str(rating) + "}"
-    if method == "pairwise":
-        if answer not in ("A", "B"):
-            raise ValueError(f"a pairwise answer must be 'A' or 'B', got {answer!r}")
-        return f"[User {answer}]"
-    if method == "listwise":
-        if isinstance(answer, str | bytes) or not isinstance(answer, Sequence):
-            raise ValueError(f"a listwise answer must be a list of 1-based user indices, got {answer!r}")
-        ranking = list(answer)
-        size = len(ranking) if n_users is None else n_users
-        if any(isinstance(i, bool) or not isinstance(i, numbers.Integral) for i in ranking) or sorted(
-            ranking
-        ) != list(range(1, size + 1)):
-            raise ValueError(
-                f"a listwise answer must be a permutation of 1..{size} (best first), got {answer!r}"
-            )
-        return json.dumps({"predicted_ranking": [int(i) for i in ranking]})
-    raise ValueError(f"unknown method {method!r}; choose one of {list(METHODS)}")
+    return _substitute(template, **protocol.prompt_fields(blocks), query=query_block)
 
 
 def _checked_method_variant(templates: TemplateSet, method: str, variant: str) -> None:
@@ -425,7 +376,7 @@ def render(
     Returns:
         `[system, (user, assistant) per demonstration, user]` messages as `{"role", "content"}` dicts.
 
-    >>> from perrec_eval.records import HistoryItem, Query, UserView
+    >>> from perrec_eval.tasks.perrecbench.records import HistoryItem, Query, UserView
     >>> user = UserView((HistoryItem(None, "Cup", None, 4.0, 0),), most_common_rating=4.0, avg_rating=4.0)
     >>> messages = render("pointwise", Query(None, "Mug"), [user], variant="no_profile")
     >>> print(messages[1]["content"])
@@ -458,7 +409,7 @@ def render(
         content = _user_message(templates, method, variant, demo.query, demo.users, where)
         messages.append({"role": "user", "content": content})
         try:
-            answer = format_answer(method, demo.answer, n_users=len(demo.users))
+            answer = protocols.get(method).format_answer(demo.answer, n_users=len(demo.users))
         except ValueError as err:
             raise ValueError(f"{where}answer: {err}") from err
         messages.append({"role": "assistant", "content": answer})
@@ -475,7 +426,7 @@ def render_profile(history: Sequence[HistoryItem]) -> list[Message]:
     Returns:
         `[user]` (no system message: the released one is unknown; see the module docstring).
 
-    >>> from perrec_eval.records import HistoryItem
+    >>> from perrec_eval.tasks.perrecbench.records import HistoryItem
     >>> messages = render_profile([HistoryItem(None, "Dune", "Frank Herbert", 5.0, 0)])
     >>> print(messages[0]["content"].split("### Task")[0])
     ### User Behavior history

@@ -9,10 +9,10 @@ from typing import Any
 
 from perrec_eval import ptc
 from perrec_eval.engines.base import permanent_fix
-from perrec_eval.rankers import ListSlot, Prediction
-from perrec_eval.records import Group, PredictionRecord, SampleRecord, clusters_of
 from perrec_eval.results import CellScore, Scores
-from perrec_eval.types import LEVELS, METHODS, Method
+from perrec_eval.tasks.perrecbench.rankers import ListSlot, Prediction
+from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord, clusters_of
+from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS, Method
 
 CONFIDENCE_LEVEL = 0.95
 # 10,000 resamples: with 1,000 the interval's ends moved by about +-0.006 between seeds.
