@@ -424,6 +424,17 @@ def check_choices(config: Any) -> None:
             raise ConfigError(f"{_flag(field)} must be {choices}, got {value!r}")
 
 
+def check_task(name: str) -> None:
+    """Refuse a --task that names no family, in one line listing the families.
+
+    Raises:
+        ConfigError: an unknown task.
+    """
+    from perrec_eval import tasks
+
+    tasks.get(name)
+
+
 def check_once(flag: str, values: tuple[str, ...]) -> None:
     """Refuse a list that names one value twice (``--levels easy,easy`` would score each group twice).
 

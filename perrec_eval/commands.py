@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 
 from perrec_eval.cliconfig import add_command
-from perrec_eval.config import BASELINE_ENGINE, ConvertGGUFConfig, EvalConfig, ProfilesConfig, ScoreConfig
+from perrec_eval.config import (
+    BASELINE_ENGINE,
+    ConvertGGUFConfig,
+    EvalConfig,
+    ProfilesConfig,
+    ScoreConfig,
+    TasksConfig,
+)
 from perrec_eval.results import Scores, read_run_info
 
 
@@ -48,11 +55,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_command(
         subparsers,
+        "tasks",
+        TasksConfig,
+        list_tasks,
+        help="list the task families with their cells, metrics and baselines",
+    )
+    add_command(
+        subparsers,
         "convert-gguf",
         ConvertGGUFConfig,
         convert_gguf,
         help="write a GGUF model file as a transformers model folder (for --engine vllm)",
     )
+
+
+def list_tasks(config: TasksConfig) -> int:
+    """Print every task family: its cells, metrics and baselines (``--json``: the same as JSON)."""
+    from perrec_eval import tasks
+
+    described = [tasks.get(name).describe() for name in tasks.names()]
+    if config.json:
+        print(json.dumps(described, indent=2, ensure_ascii=False))
+        return 0
+    for task in (tasks.get(name) for name in tasks.names()):
+        metrics = ", ".join(
+            f"{m.name} ({'higher' if m.higher_is_better else 'lower'} is better, {m.aggregation})"
+            for m in task.metrics
+        )
+        print(f"{task.name}: {task.title}: {task.description}")
+        print(f"  cells:     {task.subset_axis} ({', '.join(task.subsets)}) × {task.protocol_axis} "
+              f"({', '.join(task.protocols)})")
+        print(f"  metrics:   {metrics}")
+        print(f"  baselines: {', '.join(task.baselines)}")
+    return 0
 
 
 def convert_gguf(config: ConvertGGUFConfig) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from perrec_eval.cliconfig import check_choices, check_once, option
+from perrec_eval.cliconfig import check_choices, check_once, check_task, option
 from perrec_eval.errors import ConfigError
 from perrec_eval.secrets import check_env_name
 from perrec_eval.tasks.perrecbench.presentation import Presentation
@@ -95,6 +95,9 @@ class DataSpec:
 
     level_choices: ClassVar[tuple[str, ...]] = LEVELS
 
+    task: str = option(
+        "task family (`perrecbench tasks` lists them)", default="perrecbench"
+    )
     data: str = option("benchmark folder written by `perrecbench build` (or a Hub dataset id)")
     levels: tuple[str, ...] = option(
         "levels whose groups are used (sft data also takes full: the 5-user groups)", default=LEVELS
@@ -112,6 +115,7 @@ class DataSpec:
 
     def __post_init__(self) -> None:
         check_choices(self)  # every Literal field of the config, its engine settings' included
+        check_task(self.task)
         if not self.levels or any(level not in self.level_choices for level in self.levels):
             raise ConfigError(
                 f"--levels must be a non-empty subset of {','.join(self.level_choices)}, got {self.levels}"
@@ -458,6 +462,9 @@ class ScoreConfig:
     """Settings of `perrecbench score`: re-score a finished run from its saved predictions."""
 
     run_dir: str = option("run folder written by `perrecbench evaluate`", positional=True)
+    task: str = option(
+        "task family (`perrecbench tasks` lists them)", default="perrecbench"
+    )
     variant: Literal["tau_b", "paper"] | None = option(
         "metric variant (default: the run's own)", default=None
     )
@@ -465,6 +472,16 @@ class ScoreConfig:
         "failed groups score 0 (zero) or are dropped (skip); default: the run's own", default=None
     )
     write: bool = option("rewrite scores.json and report.md with the new scores", default=False)
+
+    def __post_init__(self) -> None:
+        check_task(self.task)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TasksConfig:
+    """Settings of `perrecbench tasks`: list the task families."""
+
+    json: bool = option("print the families as JSON", default=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

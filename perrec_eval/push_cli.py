@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass
 
 from perrec_eval import cliconfig
-from perrec_eval.cliconfig import option
+from perrec_eval.cliconfig import check_task, option
 from perrec_eval.errors import ConfigError
 
 FLOW = """publishing, in order (add --dry-run to any of them to see what it would send):
@@ -74,6 +74,9 @@ class PushResultsConfig:
     """Settings of `perrecbench push results`: a run's PTC cells into its model's repository."""
 
     run: str = option("run folder of `perrecbench evaluate` (one model, or one adapter)", positional=True)
+    task: str = option(
+        "task family (`perrecbench tasks` lists them)", default="perrecbench"
+    )
     repo: str = option(
         "the evaluated model's Hub repository (the adapter's, with --adapter)", metavar="ORG/NAME"
     )
@@ -96,6 +99,9 @@ class PushResultsConfig:
     )
     dry_run: bool = _dry_run()
     stage: str | None = _stage()
+
+    def __post_init__(self) -> None:
+        check_task(self.task)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

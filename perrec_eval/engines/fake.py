@@ -1,95 +1,32 @@
 """A scripted engine for tests, smoke runs and benchmarks: a Python callable writes every answer.
 
 `SCRIPTS` holds the named responders that ``--engine fake --model NAME`` can run without any Python code;
-`constant` answers every benchmark request with a fixed, well-formed answer.
+`constant` answers every request a task family rendered with that family's fixed, well-formed answer.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
-import re
-import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from perrec_eval import tasks
 from perrec_eval.cliconfig import option
 from perrec_eval.engines._common import coerce_fields, split_evenly
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError
-from perrec_eval.tasks.perrecbench import prompts
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
 
 Responder = Callable[[ChatRequest, GenParams, int], "str | Completion"]
-RequestKind = Literal["pointwise", "pairwise", "listwise", "profile"]
-
-CONSTANT_PROFILE = "Likes well-made things; rates generously."
-
-
-@functools.cache
-def _method_of_system_prompt() -> dict[str, str | None]:
-    """Each system prompt of the ranking templates → its method (None if two methods shared one)."""
-    methods: dict[str, str | None] = {}
-    for method, templates in prompts.load_templates().methods.items():
-        for variant in templates.variants.values():
-            known = methods.setdefault(variant.system, method)
-            if known != method:
-                methods[variant.system] = None
-    return methods
-
-
-@functools.cache
-def _profile_frame() -> tuple[str | None, str, str]:
-    """The profile request's system prompt, and the text of its user message before and after the history."""
-    template = prompts.load_templates().profile
-    before, _, after = template.user.partition("${behaviors}")
-    return template.system, before, after
-
-
-@functools.cache
-def _listwise_user_marker() -> re.Pattern[str]:
-    """Matches the line that opens each user's block in a listwise prompt, whatever the user's index."""
-    block = prompts.load_templates().methods["listwise"].user_block
-    first_line = string.Template(block).safe_substitute(index="\0").splitlines()[0]
-    return re.compile(r"\d+".join(re.escape(part) for part in first_line.split("\0")))
-
-
-def request_kind(request: ChatRequest) -> RequestKind | None:
-    """Which of the package's templates wrote `request`, told by its system prompt (or its profile frame).
-
-    Args:
-        request: a request rendered by `perrec_eval.tasks.perrecbench.prompts.render` or `render_profile`.
-
-    Returns:
-        ``pointwise``, ``pairwise``, ``listwise`` or ``profile``; None for a request from anywhere else.
-
-    >>> from perrec_eval.tasks.perrecbench.records import HistoryItem
-    >>> request_kind(ChatRequest(tuple(prompts.render_profile([HistoryItem(None, "Dune", None, 5.0, 0)]))))
-    'profile'
-    >>> request_kind(ChatRequest(({"role": "user", "content": "hello"},))) is None
-    True
-    """
-    messages = request.messages
-    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
-    if system is not None and system in _method_of_system_prompt():
-        return _method_of_system_prompt()[system]  # type: ignore[return-value]
-    profile_system, before, after = _profile_frame()
-    last = messages[-1]["content"] if messages else ""
-    if system == profile_system and last.startswith(before) and last.endswith(after):
-        return "profile"
-    return None
-
-
 def constant(request: ChatRequest, params: GenParams, sample_index: int) -> str | Completion:
-    """The `constant` script: the same well-formed answer to every request of a kind.
+    """The `constant` script: each task family's fixed, well-formed answer to a request of its templates.
 
-    Pairwise: ``[User A]``; listwise: the identity ranking ``{"predicted_ranking": [1, ..., N]}``; profile:
-    `CONSTANT_PROFILE`; pointwise: ``{"predicted_rating": 4}``. A request that none of the package's
-    templates wrote gets a failed completion saying so.
+    PerRecBench's: ``[User A]`` pairwise, the identity ranking listwise, ``{"predicted_rating": 4}``
+    pointwise, a fixed profile (`perrec_eval.tasks.perrecbench.fake`). A request that no family's templates
+    wrote gets a failed completion saying so.
 
     Args:
         request: the chat request.
@@ -99,16 +36,10 @@ def constant(request: ChatRequest, params: GenParams, sample_index: int) -> str 
     Returns:
         The answer text, or a failed `Completion`.
     """
-    kind = request_kind(request)
-    if kind == "pairwise":
-        return "[User A]"
-    if kind == "listwise":
-        users = len(_listwise_user_marker().findall(request.messages[-1]["content"]))
-        return json.dumps({"predicted_ranking": list(range(1, max(1, users) + 1))})
-    if kind == "profile":
-        return CONSTANT_PROFILE
-    if kind == "pointwise":
-        return '{"predicted_rating": 4}'
+    for name in tasks.names():
+        answer = tasks.get(name).constant_answer(request)
+        if answer is not None:
+            return answer
     return Completion(
         texts=(),
         error="the 'constant' fake script answers only requests rendered from perrec_eval's templates",

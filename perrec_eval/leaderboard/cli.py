@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from perrec_eval.cliconfig import add_command, option
+from perrec_eval.cliconfig import add_command, check_task, option
 from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
 
@@ -34,8 +34,12 @@ class ReportConfig:
     plots: bool = option("draw the PNG plots (needs the report extra: matplotlib)", default=True)
     resamples: int = option("resamples of the paired significance tests", default=10_000)
     seed: int = option("seed of the significance tests' resampling", default=0)
+    task: str = option(
+        "task family (`perrecbench tasks` lists them)", default="perrecbench"
+    )
 
     def __post_init__(self) -> None:
+        check_task(self.task)
         if isinstance(self.run_dirs, str):
             object.__setattr__(self, "run_dirs", (self.run_dirs,))
         if not self.run_dirs:

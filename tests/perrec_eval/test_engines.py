@@ -19,12 +19,13 @@ from perrec_eval.engines import (
     options_class,
     parse_options,
 )
-from perrec_eval.engines.fake import SCRIPTS, FakeEngine, FakeOptions, request_kind
+from perrec_eval.engines.fake import SCRIPTS, FakeEngine, FakeOptions
 from perrec_eval.engines.hf import HFOptions
 from perrec_eval.engines.openai import OpenAIOptions
 from perrec_eval.engines.vllm import VLLMOptions
 from perrec_eval.errors import ConfigError, PerrecbenchError
 from perrec_eval.tasks.perrecbench import prompts
+from perrec_eval.tasks.perrecbench.fake import request_kind
 from perrec_eval.tasks.perrecbench.records import HistoryItem, Query, UserView
 from perrec_eval.types import ChatRequest, Completion, GenParams
 

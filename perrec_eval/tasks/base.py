@@ -1,0 +1,167 @@
+"""What a task family is: the one small interface every benchmark of the house plugs in behind.
+
+A family (PerRecBench, LLMRec, RecBench+) is a folder `perrec_eval/tasks/<name>/` whose module `task.py`
+defines `TASK`, a `Task`. General code (engines, cache, runs, statistics, reports, publishing, fine-tuning)
+speaks only of what is declared here:
+
+- **docs**: the units scored (a PerRecBench group, an LLMRec instance, a RecBench+ query), each with an
+  `id`, its `truth` and an optional `cluster` (docs of one cluster are resampled together);
+- **cells**: the columns of a family's results, a subset of its docs crossed with a request protocol
+  (PerRecBench: level × method), named by the family's own axis words;
+- **protocols**: one object per way of asking (render, answer format, parse, budget, true answer), driven
+  by lockstep runners: `pending()` requests of every doc of a cell go to the engine in one call per step;
+- **metrics**: declared with their direction, aggregation, interval and paired test (`perrec_eval.stats`);
+- **baselines**: no-LLM systems scored through the same runner and run folder as models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One scored unit of a family: its id, its truth and, when docs are not independent, its cluster."""
+
+    id: str
+    truth: Any
+    cluster: str | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Cell:
+    """One cell of a family's results: the docs of `subset` asked with `protocol`.
+
+    >>> str(Cell("easy", "listwise"))
+    'easy/listwise'
+    """
+
+    subset: str
+    protocol: str
+
+    def __str__(self) -> str:
+        return f"{self.subset}/{self.protocol}"
+
+
+class Runner(Protocol):
+    """The lockstep state machine of one doc under one protocol (the best idea in the house).
+
+    The driver collects `pending()` slots of every doc of a cell, sends them to the engine in one call,
+    `feed`s each doc its parsed answers, and repeats until every runner is `done`.
+    """
+
+    @property
+    def done(self) -> bool: ...
+
+    def pending(self) -> list[Any]: ...
+
+    def feed(self, answers: Mapping[Any, Any]) -> None: ...
+
+    def prediction(self) -> Any: ...
+
+
+class RequestProtocol(Protocol):
+    """One way of asking a model about a doc: what a family's protocol object provides."""
+
+    name: str
+    max_tokens: int
+
+    def parse(self, text: str | None, n_items: int | None = None) -> Any: ...
+
+    def format_answer(self, answer: Any, n_items: int | None = None) -> str: ...
+
+    def answer_format(self, n_items: int, *, cot: bool = False) -> str: ...
+
+    def answer_regex(self, n_items: int | None) -> str: ...
+
+    def json_schema(self, n_items: int | None) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    """A task family: its name, cells, protocols, metrics and baselines.
+
+    `subsets` and `protocols` span the cells, named `subset_axis` and `protocol_axis` in tables (PerRecBench:
+    level and method). `metrics` lists the family's metrics, the headline first. `builder` is the module
+    of the family's builder (`perrecbench build --task NAME`). `answer_formats(spec)` gives the regex and
+    JSON schema of an answer-format spec of the family's protocols (`--structured-outputs`);
+    `constant_answer(request)` the fake engine's `constant` answer to a request the family rendered (None
+    for any other request).
+    """
+
+    name: str
+    title: str
+    description: str
+    subset_axis: str
+    protocol_axis: str
+    subsets: tuple[str, ...]
+    protocols: Mapping[str, RequestProtocol]
+    metrics: tuple[Any, ...]
+    baselines: tuple[str, ...]
+    builder: str
+    answer_formats: Callable[[str], tuple[str, dict[str, Any] | None]] = field(repr=False)
+    constant_answer: Callable[[Any], str | None] = field(repr=False)
+
+    def answer_regex(self, spec: str) -> str:
+        """The regular expression of the family's answer-format `spec` (structured outputs)."""
+        return self.answer_formats(spec)[0]
+
+    def json_schema(self, spec: str) -> dict[str, Any] | None:
+        """The JSON schema of the family's answer-format `spec`, if one fits."""
+        return self.answer_formats(spec)[1]
+
+    def __post_init__(self) -> None:
+        if not self.subsets or not self.protocols or not self.metrics:
+            raise ValueError(f"task {self.name!r} needs at least one subset, protocol and metric")
+
+    @property
+    def headline(self) -> Any:
+        """The metric a leaderboard ranks by."""
+        return self.metrics[0]
+
+    def protocol(self, name: str) -> RequestProtocol:
+        """The protocol `name`; a ValueError lists the known ones."""
+        try:
+            return self.protocols[name]
+        except KeyError:
+            known = list(self.protocols)
+            raise ValueError(
+                f"unknown {self.protocol_axis} {name!r} of task {self.name}; choose one of {known}"
+            ) from None
+
+    def cells(
+        self, subsets: Iterable[str] | None = None, protocols: Iterable[str] | None = None
+    ) -> tuple[Cell, ...]:
+        """The cells of `subsets` × `protocols` (default: all), in the family's order."""
+        chosen_subsets = self.subsets if subsets is None else tuple(subsets)
+        chosen = tuple(self.protocols) if protocols is None else tuple(protocols)
+        return tuple(Cell(s, p) for s in chosen_subsets for p in chosen)
+
+    def describe(self) -> dict[str, Any]:
+        """What `perrecbench tasks` shows of the family (JSON-ready)."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "cells": f"{self.subset_axis} × {self.protocol_axis}",
+            self.subset_axis + "s": list(self.subsets),
+            self.protocol_axis + "s": list(self.protocols),
+            "metrics": [_metric_json(metric) for metric in self.metrics],
+            "baselines": list(self.baselines),
+        }
+
+
+def _metric_json(metric: Any) -> dict[str, Any]:
+    names = ("name", "higher_is_better", "aggregation")
+    return {name: getattr(metric, name) for name in names if hasattr(metric, name)}
+
+
+def check_unique_protocols(tasks: Sequence[Task]) -> None:
+    """Protocol names name answer formats across families (an engine resolves a format by its name)."""
+    seen: dict[str, str] = {}
+    for task in tasks:
+        for name in task.protocols:
+            if seen.setdefault(name, task.name) != task.name:
+                raise ValueError(f"protocol {name!r} is declared by tasks {seen[name]} and {task.name}")
