@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from perrec_eval import progress, report
+from perrec_eval import report
 from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.engines.base import Engine
@@ -27,6 +27,7 @@ from perrec_eval.leaderboard.runs import load_runs
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import Metric, RunInfo, Scores
 from perrec_eval.rundir import adapter_fingerprint, claim, run_cost, versions, write_run
+from perrec_eval.runner import drive
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, presentation, prompts, protocols
 from perrec_eval.tasks.perrecbench.context import GroupContext
@@ -84,16 +85,6 @@ def _blocked(ctx: GroupContext, slot: Slot, demos: Demonstrations) -> str | None
     return demos.error
 
 
-def _ask(engine: Engine, requests: Sequence[ChatRequest | str], params: GenParams) -> list[Completion]:
-    """Send the renderable requests in one call; a blocked one (its reason as a str) fails without a call."""
-    sendable = [request for request in requests if isinstance(request, ChatRequest)]
-    answered = iter(engine.generate(sendable, params) if sendable else [])
-    return [
-        next(answered) if isinstance(request, ChatRequest) else Completion(texts=(), error=request)
-        for request in requests
-    ]
-
-
 def run_method(
     method: Method,
     groups: Sequence[GroupContext],
@@ -124,38 +115,18 @@ def run_method(
         for g in groups
     }
     by_id = {g.group_id: g for g in groups}
-    samples: list[SampleRecord] = []
+
+    def ask(gid: str, slot: Slot) -> ChatRequest | str:
+        reason = _blocked(by_id[gid], slot, demonstrations)
+        demos = demonstrations.for_group(gid)
+        return reason or ChatRequest(tuple(render_slot(method, by_id[gid], slot, variant, demos)))
+
+    def read(gid, slot, step, request, completion) -> tuple[Any, SampleRecord]:
+        sample = _sample(method, by_id[gid], slot, step, engine, request, completion, params, aggregate)
+        return sample.value, sample
+
     level = groups[0].level if groups else ""
-    step = 0
-    with progress.bar(desc=f"{level} {method}", unit="req", disable=not groups) as bar:
-        while True:
-            batch = [
-                (gid, slot) for gid, ranker in rankers.items() if not ranker.done for slot in ranker.pending()
-            ]
-            if not batch:
-                break
-            requests: list[ChatRequest | str] = []
-            for gid, slot in batch:
-                reason = _blocked(by_id[gid], slot, demonstrations)
-                demos = demonstrations.for_group(gid)
-                requests.append(
-                    reason or ChatRequest(tuple(render_slot(method, by_id[gid], slot, variant, demos)))
-                )
-            bar.total = (bar.total or 0) + len(requests)
-            bar.set_postfix(step=step + 1)
-            completions = _ask(engine, requests, params)
-            answers: dict[str, dict[Slot, Any]] = {}
-            for (gid, slot), request, completion in zip(batch, requests, completions, strict=True):
-                sample = _sample(
-                    method, by_id[gid], slot, step, engine, request, completion, params, aggregate
-                )
-                answers.setdefault(gid, {})[slot] = sample.value
-                samples.append(sample)
-            for gid, ranker in rankers.items():
-                if not ranker.done and gid in answers:
-                    ranker.feed(answers[gid])
-            bar.update(len(requests))
-            step += 1
+    samples = drive(rankers, ask, read, engine, params, desc=f"{level} {method}")
     return {gid: ranker.prediction() for gid, ranker in rankers.items()}, samples
 
 

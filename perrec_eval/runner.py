@@ -1,0 +1,95 @@
+"""The lockstep driver: every family's requests reach the engine through it, one call per step.
+
+Each doc of a cell has a runner (a state machine: `pending()` slots, `feed(answers)`, `done`,
+`prediction()`). At each step the driver collects the pending slots of *every* runner, renders them, sends
+them to the engine in one call, reads each answer back and feeds each runner its answers. One-shot
+protocols take one step; adaptive ones (PerRecBench's heapsort) take a few, still one call per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from perrec_eval import progress
+from perrec_eval.engines.base import Engine
+from perrec_eval.types import ChatRequest, Completion, GenParams
+
+S = TypeVar("S")
+
+
+class Runner(Protocol):
+    """The state machine of one doc: what to ask next, and its prediction once done."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def pending(self) -> list[Any]: ...
+
+    def feed(self, answers: Mapping[Any, Any]) -> None: ...
+
+    def prediction(self) -> Any: ...
+
+
+# (doc id, slot) -> the request, or why it cannot be sent (a str: it fails as an engine error, unsent)
+Ask = Callable[[str, Hashable], "ChatRequest | str"]
+# (doc id, slot, step, request, completion) -> (the parsed answer fed to the runner, the sample record)
+Read = Callable[[str, Hashable, int, "ChatRequest | str", Completion], tuple[Any, S]]
+
+
+def ask_engine(engine: Engine, requests: Sequence[ChatRequest | str], params: GenParams) -> list[Completion]:
+    """Send the renderable requests in one call; a blocked one (its reason as a str) fails without a call."""
+    sendable = [request for request in requests if isinstance(request, ChatRequest)]
+    answered = iter(engine.generate(sendable, params) if sendable else [])
+    return [
+        next(answered) if isinstance(request, ChatRequest) else Completion(texts=(), error=request)
+        for request in requests
+    ]
+
+
+def drive(
+    runners: Mapping[str, Runner],
+    ask: Ask,
+    read: Read[S],
+    engine: Engine,
+    params: GenParams,
+    *,
+    desc: str,
+) -> list[S]:
+    """Run every runner to the end, all pending requests of a step in one engine call.
+
+    Args:
+        runners: doc id -> its runner.
+        ask: renders a slot of a doc as a request (or says why it cannot be sent).
+        read: parses a completion into the answer its runner is fed, and the sample record kept.
+        engine: answers the requests.
+        params: sampling parameters of every request.
+        desc: the progress bar's label.
+
+    Returns:
+        One sample record per request, in the order asked.
+    """
+    samples: list[S] = []
+    step = 0
+    with progress.bar(desc=desc, unit="req", disable=not runners) as bar:
+        while True:
+            batch = [
+                (doc, slot) for doc, runner in runners.items() if not runner.done for slot in runner.pending()
+            ]
+            if not batch:
+                break
+            requests = [ask(doc, slot) for doc, slot in batch]
+            bar.total = (bar.total or 0) + len(requests)
+            bar.set_postfix(step=step + 1)
+            completions = ask_engine(engine, requests, params)
+            answers: dict[str, dict[Any, Any]] = {}
+            for (doc, slot), request, completion in zip(batch, requests, completions, strict=True):
+                value, sample = read(doc, slot, step, request, completion)
+                answers.setdefault(doc, {})[slot] = value
+                samples.append(sample)
+            for doc, runner in runners.items():
+                if not runner.done and doc in answers:
+                    runner.feed(answers[doc])
+            bar.update(len(requests))
+            step += 1
+    return samples
