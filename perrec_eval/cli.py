@@ -48,6 +48,12 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        cliconfig.select_task(argv)  # a family may give a command its own options
+    except PerrecbenchError as err:
+        print(f"perrecbench: error: {err}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     verbose, debug = getattr(args, "verbose", False), getattr(args, "debug", False)

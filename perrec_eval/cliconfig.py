@@ -424,6 +424,41 @@ def check_choices(config: Any) -> None:
             raise ConfigError(f"{_flag(field)} must be {choices}, got {value!r}")
 
 
+# The task family named by --task on this command line (None: the default), set by the CLI before it builds
+# its parser: a family may give a command its own options (`for_task`).
+_selected_task: str | None = None
+
+
+def select_task(argv: Sequence[str]) -> None:
+    """Remember the family that ``--task NAME`` (or ``--task=NAME``) of `argv` names, before parsing.
+
+    Raises:
+        ConfigError: an unknown family.
+    """
+    global _selected_task
+    _selected_task = None
+    for i, arg in enumerate(argv):
+        if arg == "--task" and i + 1 < len(argv):
+            _selected_task = argv[i + 1]
+        elif arg.startswith("--task="):
+            _selected_task = arg.partition("=")[2]
+    if _selected_task is not None:
+        check_task(_selected_task)
+
+
+def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
+    """The config class and handler of `command` for the family on the command line.
+
+    PerRecBench (the default) and any family that runs `command` its own way (`Task.handlers`) keep
+    theirs; other families run through the general path (`perrec_eval.tasks.general_command`).
+    """
+    from perrec_eval import tasks
+
+    if _selected_task is None or _selected_task == tasks.DEFAULT_TASK:
+        return cls, handler
+    return tasks.command_for(tasks.get(_selected_task), command, cls, handler)
+
+
 def check_task(name: str) -> None:
     """Refuse a --task that names no family, in one line listing the families.
 

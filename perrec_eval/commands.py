@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from perrec_eval.cliconfig import add_command
+from perrec_eval.cliconfig import add_command, for_task
 from perrec_eval.config import (
     BASELINE_ENGINE,
     ConvertGGUFConfig,
@@ -34,8 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_command(
         subparsers,
         "evaluate",
-        EvalConfig,
-        evaluate,
+        *for_task("evaluate", EvalConfig, evaluate),
         epilog=epilog,
         help="rank the benchmark's groups with a model (or a no-LLM baseline) and score PTC",
         description="Evaluate a model on a built benchmark; writes run.json, samples.jsonl, "
@@ -43,13 +42,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "scores.json and report.md into --out. Running the same command again resumes from the cache.",
     )
     add_command(
-        subparsers, "score", ScoreConfig, score, help="re-score a finished run from its saved predictions"
+        subparsers,
+        "score",
+        *for_task("score", ScoreConfig, score),
+        help="re-score a finished run from its saved predictions",
     )
     add_command(
         subparsers,
         "profiles",
-        ProfilesConfig,
-        profiles,
+        *for_task("profiles", ProfilesConfig, profiles),
         help="write one user profile per (group, user) with an LLM",
         epilog=epilog,
     )

@@ -109,6 +109,85 @@ class Scores:
         return cls(**{**known, "cells": tuple(CellScore.from_json(cell) for cell in data["cells"])})
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricValue:
+    """One metric of one cell: its value over the cell's docs and its interval (None: no doc to score)."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FamilyCell:
+    """One cell of a family run through the general path: its counts and every metric with its interval."""
+
+    subset: str
+    protocol: str
+    num_docs: int
+    num_failed: int
+    num_requests: int = 0
+    num_engine_errors: int = 0
+    num_clusters: int | None = None
+    metrics: Mapping[str, MetricValue]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "metrics"}
+        if self.num_clusters is None:
+            del out["num_clusters"]
+        out["metrics"] = {name: vars_of(value) for name, value in self.metrics.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FamilyCell:
+        known = {f.name: data[f.name] for f in fields(cls) if f.name in data and f.name != "metrics"}
+        metrics = {name: MetricValue(**value) for name, value in data["metrics"].items()}
+        return cls(**known, metrics=metrics)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FamilyScores:
+    """scores.json of a family run through the general path (`perrec_eval.evaluation`)."""
+
+    task: str
+    headline: str
+    confidence_level: float
+    ci_method: str
+    n_resamples: int
+    complete: bool
+    num_engine_errors: int
+    first_engine_error: str | None
+    cells: tuple[FamilyCell, ...]
+    average: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["cells"] = [cell.to_json() for cell in self.cells]
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FamilyScores:
+        known = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        return cls(**{**known, "cells": tuple(FamilyCell.from_json(cell) for cell in data["cells"])})
+
+
+def vars_of(record: Any) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def read_family_scores(path: str | os.PathLike) -> FamilyScores:
+    """A general-path run's scores.json, checked.
+
+    Raises:
+        DataError: not such a file; the message names it and the fix.
+    """
+    fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
+    try:
+        return FamilyScores.from_json(fileio.read_json(path))
+    except (KeyError, TypeError, AttributeError) as err:
+        raise DataError(f"{path} is not a run's scores ({type(err).__name__}: {err}): {fix}") from err
+
+
 def read_scores(path: str | os.PathLike) -> Scores:
     """A scores.json, checked: a JSON object whose cells carry their level, method, counts and numbers.
 
@@ -148,6 +227,17 @@ class Metric:
         return {"variant": self.variant, "invalid": self.invalid}
 
 
+@dataclass(frozen=True, slots=True)
+class FamilyMetric:
+    """What a general-path run of a family is ranked by: its task and headline metric."""
+
+    task: str
+    headline: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"task": self.task, "headline": self.headline}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunInfo:
     """A run's run.json: its config, engine, metric, versions and groups; model runs add how they ran.
@@ -163,7 +253,7 @@ class RunInfo:
     engine_errors: Mapping[str, Any] | None = None
     prompt_variant: str | None = None
     presentation: str | None = None
-    metric: Metric
+    metric: Metric | FamilyMetric
     engine: Mapping[str, Any]
     versions: Mapping[str, str | None] | None = None
     templates: Mapping[str, Any] | None = None
@@ -185,6 +275,11 @@ class RunInfo:
     @property
     def is_baseline(self) -> bool:
         return self.engine.get("name") == "baseline"
+
+    @property
+    def task(self) -> str:
+        """The run's task family (runs written before families existed are PerRecBench's)."""
+        return self.config.get("task", "perrecbench")
 
     def to_json(self) -> dict[str, Any]:
         layout = _BASELINE_LAYOUT if self.is_baseline else [f.name for f in fields(self) if f.name != "cf"]
@@ -211,11 +306,15 @@ class RunInfo:
             if not isinstance(data.get(part), Mapping):
                 raise DataError(f"{path} has no {part!r} part: {RERUN}")
         metric = data["metric"]
+        parts = {f.name: data.get(f.name) for f in fields(cls)}
+        if "headline" in metric:  # a family run through the general path
+            if not isinstance(metric.get("task"), str) or not isinstance(metric["headline"], str):
+                raise DataError(f"{path}: metric {metric!r} does not name its task and headline metric")
+            return cls(**{**parts, "metric": FamilyMetric(metric["task"], metric["headline"])})
         if metric.get("variant") not in ("tau_b", "paper") or metric.get("invalid") not in ("zero", "skip"):
             raise DataError(
                 f"{path}: metric {metric!r} is not a variant (tau_b|paper) and invalid (zero|skip)"
             )
-        parts = {f.name: data.get(f.name) for f in fields(cls)}
         return cls(**{**parts, "metric": Metric(metric["variant"], metric["invalid"])})
 
 

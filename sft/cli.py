@@ -64,8 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cliconfig.add_command(
         commands,
         "data",
-        DataConfig,
-        run_data,
+        *cliconfig.for_task("sft data", DataConfig, run_data),
         help="chat examples (prompt + true answer) from the benchmark's train split",
         description="Write conversational prompt-completion examples from the train split: each prompt is\n"
         "the request `perrecbench evaluate` sends, each completion the true answer in the format the\n"

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from perrec_eval.cliconfig import add_command, check_task, option
+from perrec_eval.cliconfig import add_command, check_task, for_task, option
 from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
 
@@ -80,8 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_command(
         subparsers,
         "sweep",
-        SweepConfig,
-        sweep,
+        *for_task("sweep", SweepConfig, sweep),
         help="evaluate one engine over a grid of k and shots (paper Fig. 6), then report the grid",
         description="Evaluate one model at every (k, shots) pair of --ks x --shots-grid, each into "
         "OUT/k<K>-shots<S>/ (resumable), then write the grid's report into OUT/report/.",
@@ -90,6 +90,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def report(config: ReportConfig) -> int:
+    """Compare runs: PerRecBench's leaderboard, and one section per other family (never one table)."""
+    from perrec_eval import rundir
+    from perrec_eval.leaderboard import family
+
+    folders = [run for folder in config.run_dirs for run in rundir.run_folders(folder)]
+    general = [folder for folder in folders if family.is_family_run(folder)]
+    if not general:
+        return _report_perrecbench(config)
+    own = [str(folder) for folder in folders if folder not in general]
+    if own:
+        sub = config.out and str(Path(config.out) / "perrecbench")
+        _report_perrecbench(dataclasses.replace(config, run_dirs=tuple(own), out=sub))
+    sections = family.report(general, n_resamples=config.resamples, seed=config.seed)
+    for section in sections:
+        print(family.markdown(section))
+    if config.out:
+        written = family.write(sections, config.out)
+        print(f"report written to {config.out}/ (leaderboard.md, .json): open {written}")
+    return 0
+
+
+def _report_perrecbench(config: ReportConfig) -> int:
     from perrec_eval.leaderboard import assemble, render
 
     if config.out:

@@ -11,12 +11,24 @@ is a folder beside `perrecbench/` and one line in `_FAMILIES`; `register` adds a
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 from perrec_eval.errors import ConfigError
-from perrec_eval.tasks.base import Cell, Doc, Task, check_unique_protocols
+from perrec_eval.tasks.base import Cell, Doc, Parsed, Task, check_unique_protocols
 
-__all__ = ["DEFAULT_TASK", "Cell", "Doc", "Task", "answer_regex", "get", "json_schema", "names", "register"]
+__all__ = [
+    "DEFAULT_TASK",
+    "Cell",
+    "Doc",
+    "Parsed",
+    "Task",
+    "answer_regex",
+    "get",
+    "json_schema",
+    "names",
+    "register",
+]
 
 DEFAULT_TASK = "perrecbench"
 # name -> module defining TASK; imported on first use only.
@@ -83,6 +95,37 @@ def json_schema(spec: str) -> dict[str, Any] | None:
     """A JSON schema of format `spec` for servers that only take ``response_format``; None if none fits."""
     task, _ = _protocol_of_format(spec)
     return task.json_schema(spec)
+
+
+# The general path's command-line commands: command -> "module:ConfigClass:handler".
+GENERAL_COMMANDS: dict[str, str] = {
+    "evaluate": "perrec_eval.evaluation:TaskEvalConfig:evaluate_command",
+    "score": "perrec_eval.evaluation:TaskScoreConfig:score_command",
+    "sft data": "sft.family_data:FamilyDataConfig:write_command",
+}
+# Commands that take any family's runs and tell the families apart themselves.
+EVERY_FAMILY = ("report", "push results")
+
+
+def _load(spec: str) -> tuple[type, Callable[[Any], int]]:
+    module, cls, handler = spec.split(":")
+    loaded = importlib.import_module(module)
+    return getattr(loaded, cls), getattr(loaded, handler)
+
+
+def command_for(task: Task, command: str, cls: type, handler: Callable[[Any], int]) -> tuple[type, Any]:
+    """The config class and handler of `command` for `task`: its own, the general path's, or a refusal."""
+    if command in task.handlers:
+        return _load(task.handlers[command])
+    if command in EVERY_FAMILY:
+        return cls, handler
+    if command in GENERAL_COMMANDS and task.load_docs is not None:
+        return _load(GENERAL_COMMANDS[command])
+
+    def refuse(config: Any) -> int:
+        raise ConfigError(f"task {task.name} has no `{command}` command (`perrecbench tasks` describes it)")
+
+    return cls, refuse
 
 
 def describe_cell(task: Task, cell: Cell) -> str:

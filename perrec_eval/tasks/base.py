@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from perrec_eval.runner import Runner
+
 
 @dataclass(frozen=True, slots=True)
 class Doc:
@@ -28,6 +30,19 @@ class Doc:
     id: str
     truth: Any
     cluster: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A reply as a protocol read it: `value` when `ok`, else `reason` (short, machine-readable) and `detail`.
+
+    Failures are data, never exceptions: the runner counts them per cell.
+    """
+
+    ok: bool
+    value: Any = None
+    reason: str | None = None
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -45,38 +60,31 @@ class Cell:
         return f"{self.subset}/{self.protocol}"
 
 
-class Runner(Protocol):
-    """The lockstep state machine of one doc under one protocol (the best idea in the house).
-
-    The driver collects `pending()` slots of every doc of a cell, sends them to the engine in one call,
-    `feed`s each doc its parsed answers, and repeats until every runner is `done`.
-    """
-
-    @property
-    def done(self) -> bool: ...
-
-    def pending(self) -> list[Any]: ...
-
-    def feed(self, answers: Mapping[Any, Any]) -> None: ...
-
-    def prediction(self) -> Any: ...
-
-
 class RequestProtocol(Protocol):
-    """One way of asking a model about a doc: what a family's protocol object provides."""
+    """One way of asking a model about a doc: what a family's protocol object provides.
+
+    `runner(doc)` makes the doc's lockstep state machine, whose slots `render` turns into chat messages;
+    `parse` reads a reply to a slot, `combine` merges several samples' parsed values; `true_answer` and
+    `format_answer` write what a correct reply to a slot is (few-shot demonstrations, SFT targets, the
+    fake engine's oracle); `answer_format` names the structured-output format of a doc's answers.
+    """
 
     name: str
     max_tokens: int
 
-    def parse(self, text: str | None, n_items: int | None = None) -> Any: ...
+    def runner(self, doc: Doc) -> Runner: ...
 
-    def format_answer(self, answer: Any, n_items: int | None = None) -> str: ...
+    def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]: ...
 
-    def answer_format(self, n_items: int, *, cot: bool = False) -> str: ...
+    def parse(self, text: str | None, slot: Any) -> Any: ...
 
-    def answer_regex(self, n_items: int | None) -> str: ...
+    def combine(self, values: Sequence[Any]) -> Any: ...
 
-    def json_schema(self, n_items: int | None) -> dict[str, Any] | None: ...
+    def true_answer(self, doc: Doc, slot: Any) -> Any: ...
+
+    def format_answer(self, answer: Any, slot: Any) -> str: ...
+
+    def answer_format(self, doc: Doc, *, cot: bool = False) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +97,12 @@ class Task:
     JSON schema of an answer-format spec of the family's protocols (`--structured-outputs`);
     `constant_answer(request)` the fake engine's `constant` answer to a request the family rendered (None
     for any other request).
+
+    The general runs need three functions: `load_docs(data, subset, split, max_docs=, seed=)` reads the
+    docs of a build, `score_doc(metric, prediction, truth)` gives a doc's value of a mean metric (or its
+    item of a corpus metric; `prediction` is None for a failed doc) and `predict_baseline(name, docs,
+    data=, seed=)` answers every doc as a no-LLM baseline. A family may run a command its own way
+    instead (`handlers`); PerRecBench does, for files byte-identical to the ones it always wrote.
     """
 
     name: str
@@ -103,6 +117,12 @@ class Task:
     builder: str
     answer_formats: Callable[[str], tuple[str, dict[str, Any] | None]] = field(repr=False)
     constant_answer: Callable[[Any], str | None] = field(repr=False)
+    # The general runs (`perrec_eval.evaluation`): docs, each doc's metric values, the baselines' answers.
+    load_docs: Callable[..., Sequence[Doc]] | None = field(default=None, repr=False)
+    score_doc: Callable[[str, Any, Any], Any] | None = field(default=None, repr=False)
+    predict_baseline: Callable[..., Sequence[Any]] | None = field(default=None, repr=False)
+    # Commands a family runs its own way ("evaluate", "score", "sft data"): name -> "module:Config:handler"
+    handlers: Mapping[str, str] = field(default_factory=dict)
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""

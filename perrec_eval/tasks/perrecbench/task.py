@@ -6,7 +6,7 @@ cells are level × method; the headline metric is PTC, the mean Kendall tau over
 
 from __future__ import annotations
 
-from perrec_eval.stats import MetricSpec
+from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.tasks.base import Task
 from perrec_eval.tasks.perrecbench import structured
 from perrec_eval.tasks.perrecbench.baselines import BASELINES
@@ -32,7 +32,7 @@ TASK = Task(
     metrics=(
         MetricSpec(name="ptc", higher_is_better=True),
         MetricSpec(name="mae", higher_is_better=False),
-        MetricSpec(name="rmse", higher_is_better=False, aggregation="corpus"),
+        MetricSpec(name="rmse", higher_is_better=False, aggregation="corpus", corpus=rmse),
     ),
     baselines=(*BASELINES, *CF_BASELINES),
     builder="dataset_builder.perrecbench",

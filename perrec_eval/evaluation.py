@@ -1,0 +1,517 @@
+"""A family's run through the general path: docs → requests → answers → predictions → metrics → run folder.
+
+Any family that declares `load_docs`, its protocols and `score_doc` (`perrec_eval.tasks.base.Task`) runs
+here with every engine, the answer cache, resumption, the run folder's files, intervals over docs and
+baselines scored like models. The files:
+
+- ``samples.jsonl``: one line per request (`DocSample`), as PerRecBench writes its own;
+- ``predictions.jsonl``: one line per (cell, doc) (`DocPrediction`): the parsed prediction and the truth;
+- ``scores.json``: `results.FamilyScores`, every metric of every cell with its interval;
+- ``run.json``: `results.RunInfo`, the same record as every run's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perrec_eval import fileio
+from perrec_eval.cache import CachedEngine, request_key
+from perrec_eval.cliconfig import check_task, option
+from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
+from perrec_eval.engines.base import Engine
+from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.lock import folder_lock
+from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
+from perrec_eval.rundir import claim, run_cost, versions, write_run
+from perrec_eval.runner import drive
+from perrec_eval.secrets import redact
+from perrec_eval.tasks import Cell, Doc, Task, get
+from perrec_eval.types import ChatRequest, Completion, GenParams
+
+CONFIDENCE_LEVEL = 0.95
+N_RESAMPLES = 10_000
+CI_METHOD = "percentile bootstrap over docs (by cluster where docs share one)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskEvalConfig(EngineSpec):
+    """Settings of `perrecbench evaluate --task NAME` for a family run through the general path."""
+
+    task: str = option("task family (`perrecbench tasks` lists them)", default="perrecbench")
+    data: str = option("benchmark folder written by `perrecbench build --task NAME`")
+    out: str = option("run folder; running the same command again resumes from its cache")
+    subsets: tuple[str, ...] | None = option(
+        "the family's subsets to evaluate (the first axis of its cells) (comma-separated)",
+        default=None,
+        shown="all",
+    )
+    protocols: tuple[str, ...] | None = option(
+        "the family's request protocols (the second axis of its cells) (comma-separated)",
+        default=None,
+        shown="all",
+    )
+    split: str = option("dataset split to evaluate", default="test")
+    max_docs: int | None = option("use N docs of each subset: a seeded sample (default: all)", default=None)
+    seed: int = option("seed of the --max-docs sample, sampling and the bootstrap intervals", default=0)
+    label: str | None = option("the name of this run's rows in reports (default: the model's)", default=None)
+    samples: int = option("self-consistency: samples per request (the most frequent answer wins)", default=1)
+    temperature: float = option("sampling temperature (0 = greedy)", default=0.1)
+    top_p: float = option("nucleus sampling top-p", default=1.0)
+    structured_outputs: bool = option("constrain every answer to its protocol's format", default=False)
+    overwrite: bool = option(
+        "replace a finished run of other settings in --out (the same command resumes without it)",
+        default=False,
+    )
+
+    def __post_init__(self) -> None:
+        EngineSpec.__post_init__(self)
+        check_task(self.task)
+        task = self.family
+        for name, chosen, known in (
+            ("subsets", self.subsets, task.subsets),
+            ("protocols", self.protocols, tuple(task.protocols)),
+        ):
+            if isinstance(chosen, str):
+                chosen = tuple(part for part in chosen.split(",") if part)
+                object.__setattr__(self, name, chosen)
+            if chosen is not None and (not chosen or any(c not in known for c in chosen)):
+                raise ConfigError(f"--{name} of task {task.name} must be a subset of {','.join(known)}")
+        if self.max_docs is not None and self.max_docs < 1:
+            raise ConfigError(f"--max-docs must be >= 1, got {self.max_docs}")
+        if self.samples < 1:
+            raise ConfigError(f"--samples must be >= 1, got {self.samples}")
+        if self.engine == BASELINE_ENGINE and self.model != "all" and self.model not in task.baselines:
+            raise ConfigError(
+                f"unknown baseline {self.model!r} of task {task.name}: choose one of "
+                f"{', '.join(task.baselines)} or all"
+            )
+
+    @property
+    def family(self) -> Task:
+        return get(self.task)
+
+    def cells(self) -> tuple[Cell, ...]:
+        return self.family.cells(self.subsets, self.protocols)
+
+    def token_budgets(self) -> dict[str, int]:
+        """The answer budget of each protocol: its default, or ``--max-new-tokens`` (N, or NAME=N,...)."""
+        protocols = getattr(self, "task", None) and self.family.protocols
+        budgets = {name: p.max_tokens for name, p in (protocols or {}).items()}
+        for part in self.max_new_tokens:
+            for entry in (e.strip() for e in part.split(",") if e.strip()):
+                name, sep, value = entry.rpartition("=")
+                targets = [name] if sep else list(budgets)
+                if not value.isdigit() or int(value) < 1 or any(t not in budgets for t in targets):
+                    raise ConfigError(
+                        f"--max-new-tokens {entry!r}: one number, or NAME=N with NAME one of "
+                        f"{', '.join(budgets)}"
+                    )
+                budgets.update(dict.fromkeys(targets, int(value)))
+        return budgets
+
+    def params(self, protocol: str, doc: Doc | None = None) -> GenParams:
+        answer_format = None
+        if self.structured_outputs and doc is not None:
+            answer_format = self.family.protocols[protocol].answer_format(doc)
+        return GenParams(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            max_tokens=self.token_budgets()[protocol],
+            n=self.samples,
+            seed=self.seed,
+            answer_format=answer_format,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DocSample:
+    """One engine request of a run and what came back (a line of ``samples.jsonl``)."""
+
+    id: str
+    subset: str
+    protocol: str
+    step: int
+    slot: Any
+    key: str | None
+    texts: list[str]
+    parsed: list[Any]
+    value: Any
+    ok: bool
+    reason: str | None
+    num_failed_samples: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    error: str | None = None
+    finish_reasons: list[str | None] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class DocPrediction:
+    """A doc's prediction in one cell and its truth (a line of ``predictions.jsonl``); None: it failed."""
+
+    subset: str
+    protocol: str
+    id: str
+    prediction: Any
+    truth: Any
+    cluster: str | None = None
+
+    @property
+    def cell(self) -> Cell:
+        return Cell(self.subset, self.protocol)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in self.__slots__}
+        if self.cluster is None:
+            del out["cluster"]
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DocPrediction:
+        return cls(**{name: data.get(name) for name in cls.__slots__})
+
+
+def run_cell(
+    task: Task,
+    cell: Cell,
+    docs: Sequence[Doc],
+    engine: Engine,
+    config: TaskEvalConfig,
+) -> tuple[list[DocPrediction], list[DocSample]]:
+    """Every doc of `cell` through its protocol's runners, one engine call per lockstep step."""
+    protocol = task.protocols[cell.protocol]
+    by_id = {doc.id: doc for doc in docs}
+    runners = {doc.id: protocol.runner(doc) for doc in docs}
+    params = {doc.id: config.params(cell.protocol, doc) for doc in docs}
+    # One call per step needs one GenParams: docs whose formats differ go in separate drives.
+    groups: dict[GenParams, dict[str, Any]] = {}
+    for doc_id, runner in runners.items():
+        groups.setdefault(params[doc_id], {})[doc_id] = runner
+    samples: list[DocSample] = []
+    for doc_params, chunk in groups.items():
+
+        def ask(doc_id: str, slot: Any) -> ChatRequest:
+            return ChatRequest(tuple(protocol.render(by_id[doc_id], slot)))
+
+        def read(doc_id, slot, step, request, completion, doc_params=doc_params):
+            sample = _sample(protocol, cell, doc_id, slot, step, engine, request, completion, doc_params)
+            return sample.value, sample
+
+        samples += drive(chunk, ask, read, engine, doc_params, desc=str(cell))
+    predictions = [
+        DocPrediction(cell.subset, cell.protocol, d.id, runners[d.id].prediction(), d.truth, d.cluster)
+        for d in docs
+    ]
+    return predictions, samples
+
+
+def _sample(protocol, cell, doc_id, slot, step, engine, request, completion: Completion, params) -> DocSample:
+    parsed = [protocol.parse(text, slot) for text in completion.texts]
+    good = [p.value for p in parsed if p.ok]
+    value = protocol.combine(good) if good else None
+    reasons = [p.reason for p in parsed if not p.ok]
+    reason = completion.error or (reasons[0] if value is None and reasons else None)
+    return DocSample(
+        id=doc_id,
+        subset=cell.subset,
+        protocol=cell.protocol,
+        step=step,
+        slot=slot.to_json() if hasattr(slot, "to_json") else slot,
+        key=request_key(engine, request, params) if isinstance(request, ChatRequest) else None,
+        texts=list(completion.texts),
+        parsed=[p.value if p.ok else None for p in parsed],
+        value=value,
+        ok=value is not None,
+        reason=reason if value is None else None,
+        num_failed_samples=len(parsed) - len(good) if completion.ok else params.n,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        error=completion.error,
+        finish_reasons=completion.extra.get("finish_reasons"),
+    )
+
+
+def score(
+    task: Task,
+    predictions: Iterable[DocPrediction],
+    samples: Iterable[DocSample] = (),
+    *,
+    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+) -> FamilyScores:
+    """Every metric of every cell, with its interval over docs (by cluster where docs share one)."""
+    by_cell: dict[Cell, list[DocPrediction]] = {}
+    for record in predictions:
+        by_cell.setdefault(record.cell, []).append(record)
+    errors = [s for s in samples if s.error is not None]
+    per_cell_errors: dict[Cell, int] = {}
+    per_cell_requests: dict[Cell, int] = {}
+    for sample in samples:
+        cell = Cell(sample.subset, sample.protocol)
+        per_cell_requests[cell] = per_cell_requests.get(cell, 0) + 1
+        per_cell_errors[cell] = per_cell_errors.get(cell, 0) + (sample.error is not None)
+    order = {cell: i for i, cell in enumerate(task.cells())}
+    cells = []
+    for cell in sorted(by_cell, key=lambda c: order.get(c, len(order))):
+        records = by_cell[cell]
+        clusters = [r.cluster for r in records]
+        clustered = len(set(clusters)) < len(clusters) and None not in clusters
+        metrics = {}
+        for metric in task.metrics:
+            items = [task.score_doc(metric.name, r.prediction, r.truth) for r in records]
+            value = metric.value(items)
+            low, high = metric.interval(
+                items,
+                clusters if clustered else None,
+                confidence_level=CONFIDENCE_LEVEL,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+            metrics[metric.name] = MetricValue(
+                value=_number(value), ci_low=_number(low), ci_high=_number(high)
+            )
+        cells.append(
+            FamilyCell(
+                subset=cell.subset,
+                protocol=cell.protocol,
+                num_docs=len(records),
+                num_failed=sum(r.prediction is None for r in records),
+                num_requests=per_cell_requests.get(cell, 0),
+                num_engine_errors=per_cell_errors.get(cell, 0),
+                num_clusters=len(set(clusters)) if clustered else None,
+                metrics=metrics,
+            )
+        )
+    headline = task.headline.name
+    values = [c.metrics[headline].value for c in cells if c.metrics[headline].value is not None]
+    return FamilyScores(
+        task=task.name,
+        headline=headline,
+        confidence_level=CONFIDENCE_LEVEL,
+        ci_method=CI_METHOD,
+        n_resamples=n_resamples,
+        complete=not errors,
+        num_engine_errors=len(errors),
+        first_engine_error=errors[0].error if errors else None,
+        cells=tuple(cells),
+        average=sum(values) / len(values) if values else None,
+    )
+
+
+def _number(value: float) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def fingerprint(data: str) -> str:
+    """sha256 of the build's manifest (or of its parquet files' names, which are content hashes)."""
+    folder = Path(data)
+    manifest = folder / "manifest.json"
+    if manifest.is_file():
+        return hashlib.sha256(manifest.read_bytes()).hexdigest()
+    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) if folder.is_dir() else []
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+
+
+def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
+    """The docs of each chosen subset (a seeded sample of --max-docs of each)."""
+    task = config.family
+    if task.load_docs is None:
+        raise ConfigError(f"task {task.name} runs `evaluate` its own way, not through the general path")
+    return {
+        subset: list(
+            task.load_docs(config.data, subset, config.split, max_docs=config.max_docs, seed=config.seed)
+        )
+        for subset in dict.fromkeys(cell.subset for cell in config.cells())
+    }
+
+
+def run_record(config: TaskEvalConfig) -> dict[str, Any]:
+    """The config as run.json records it (secrets redacted)."""
+    return redact(dataclasses.asdict(config))
+
+
+def evaluate(config: TaskEvalConfig, engine: Engine | None = None) -> FamilyScores:
+    """Run a model (or, with ``--engine baseline``, each baseline) on the family's docs into `config.out`.
+
+    Requests go through the run's cache, so the same command resumes; a killed run loses no answer.
+
+    Raises:
+        DataError: another process works in `config.out`, or it holds another config's finished run.
+    """
+    if config.engine == BASELINE_ENGINE:
+        return evaluate_baselines(config)
+    out = Path(config.out)
+    with folder_lock(out):
+        claim(out, run_record(config), overwrite=config.overwrite)
+        out.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        engine = engine if engine is not None else config.load_engine()
+        cached = CachedEngine(engine, out / "cache.jsonl")
+        task, docs = config.family, load_docs(config)
+        predictions: list[DocPrediction] = []
+        samples: list[DocSample] = []
+        for cell in config.cells():
+            cell_predictions, cell_samples = run_cell(task, cell, docs[cell.subset], cached, config)
+            predictions += cell_predictions
+            samples += cell_samples
+        scores = score(task, predictions, samples, seed=config.seed)
+        info = _run_info(config, scores, docs, engine=redact(engine.info()))
+        info = dataclasses.replace(
+            info,
+            complete=scores.complete,
+            engine_errors={"requests": scores.num_engine_errors, "first": scores.first_engine_error},
+            cache={"hits": cached.hits, "misses": cached.misses},
+            cost=run_cost(samples, time.perf_counter() - started, cached.hits),
+            label=config.label or default_label(engine.model),
+            generation={
+                "max_new_tokens": config.token_budgets(),
+                "structured_outputs": config.structured_outputs,
+            },
+        )
+        write_run(out, samples=samples, records=predictions, scores=scores, run_info=info, report=None)
+    return scores
+
+
+def evaluate_baselines(config: TaskEvalConfig) -> FamilyScores:
+    """Score the family's no-LLM baselines like models, one run folder each (``out/<name>`` for several)."""
+    task = config.family
+    if task.predict_baseline is None:
+        raise ConfigError(f"task {task.name} has no baselines")
+    names = task.baselines if config.model == "all" else (config.model,)
+    last = None
+    with folder_lock(config.out):
+        docs = load_docs(config)
+        for name in names:
+            out = Path(config.out) / name if len(names) > 1 else Path(config.out)
+            sub = dataclasses.replace(config, model=name, out=str(out))
+            with folder_lock(out):
+                claim(out, run_record(sub), overwrite=config.overwrite)
+                out.mkdir(parents=True, exist_ok=True)
+                predictions = []
+                for cell in config.cells():
+                    answers = task.predict_baseline(
+                        name, docs[cell.subset], data=config.data, seed=config.seed
+                    )
+                    predictions += [
+                        DocPrediction(cell.subset, cell.protocol, doc.id, answer, doc.truth, doc.cluster)
+                        for doc, answer in zip(docs[cell.subset], answers, strict=True)
+                    ]
+                last = score(task, predictions, seed=config.seed)
+                info = _run_info(sub, last, docs, engine={"name": BASELINE_ENGINE, "model": name})
+                write_run(out, samples=None, records=predictions, scores=last, run_info=info, report=None)
+    assert last is not None
+    return last
+
+
+def _run_info(
+    config: TaskEvalConfig, scores: FamilyScores, docs: Mapping[str, list[Doc]], *, engine: Mapping[str, Any]
+) -> RunInfo:
+    return RunInfo(
+        config=run_record(config),
+        metric=FamilyMetric(scores.task, scores.headline),
+        engine=engine,
+        versions=versions("perrecbench", "datasets", "transformers", "torch", "openai", "vllm"),
+        dataset_fingerprint=fingerprint(config.data),
+        groups={subset: [doc.id for doc in subset_docs] for subset, subset_docs in docs.items()},
+    )
+
+
+def read_predictions(run_dir: str | Path) -> list[DocPrediction]:
+    """predictions.jsonl of a general-path run."""
+    path = Path(run_dir) / "predictions.jsonl"
+    try:
+        return [DocPrediction.from_json(line) for line in fileio.read_jsonl(path)]
+    except TypeError as err:
+        raise DataError(
+            f"{path} is not a run's predictions ({err}): run `perrecbench evaluate` again"
+        ) from err
+
+
+def read_samples(run_dir: str | Path) -> list[DocSample]:
+    """samples.jsonl of a general-path run (none for a baseline's run)."""
+    path = Path(run_dir) / "samples.jsonl"
+    if not path.is_file():
+        return []
+    try:
+        return [DocSample(**line) for line in fileio.read_jsonl(path)]
+    except TypeError as err:
+        raise DataError(f"{path} is not a run's samples ({err}): run `perrecbench evaluate` again") from err
+
+
+def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:
+    """The scores of a finished general-path run, computed again from its predictions and samples."""
+    return score(task, read_predictions(run_dir), read_samples(run_dir), seed=seed)
+
+
+def evaluate_command(config: TaskEvalConfig) -> int:
+    """`perrecbench evaluate --task NAME` for a family on the general path: run, print its table."""
+    import sys
+
+    from perrec_eval.leaderboard import family
+
+    scores = evaluate(config)
+    folders = rundir_folders(config)
+    for section in family.report(folders):
+        print(family.markdown(section))
+    print(f"written to {config.out}/ (scores.json, predictions.jsonl, run.json)")
+    print(f"next: perrecbench report {config.out} --out {config.out.rstrip('/')}-report")
+    if not scores.complete:
+        print(
+            f"perrecbench evaluate: {scores.num_engine_errors} requests failed (first: "
+            f"{scores.first_engine_error}); the scores are provisional: run the same command again to "
+            "retry them",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def rundir_folders(config: TaskEvalConfig) -> list[Path]:
+    from perrec_eval.rundir import run_folders
+
+    return run_folders(config.out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskScoreConfig:
+    """Settings of `perrecbench score --task NAME`: a family's run scored again from its predictions."""
+
+    run_dir: str = option("run folder written by `perrecbench evaluate --task NAME`", positional=True)
+    task: str = option("task family (`perrecbench tasks` lists them)", default="perrecbench")
+    write: bool = option("rewrite scores.json with the new scores", default=False)
+
+    def __post_init__(self) -> None:
+        check_task(self.task)
+
+
+def score_command(config: TaskScoreConfig) -> int:
+    """Print a run's scores computed again from its predictions.jsonl (``--write``: save them)."""
+    import json
+    import sys
+
+    from perrec_eval.results import read_run_info
+    from perrec_eval.rundir import one_run_folder
+
+    run_dir = one_run_folder(config.run_dir)
+    info = read_run_info(run_dir)
+    if info.task != config.task:
+        raise ConfigError(f"{run_dir} is a run of task {info.task}: pass --task {info.task}")
+    scores = rescore(run_dir, get(config.task), seed=int(info.config.get("seed", 0)))
+    json.dump(scores.to_json(), sys.stdout, indent=2)
+    print()
+    if config.write:
+        fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
+        print(f"written to {run_dir}/scores.json", file=sys.stderr)
+    else:
+        print(f"not saved: add --write to rewrite {run_dir}/scores.json", file=sys.stderr)
+    return 0

@@ -1,0 +1,192 @@
+"""The leaderboard of a family run through the general path: runs × cells, intervals, tests against the best.
+
+Each family gets its own section: runs of different families never share a table. Within a family,
+runs are compared only on one build (dataset fingerprint), split and doc set; each cell shows the headline
+metric with its interval, and the best run of each cell is tested against every other run on the same
+docs with the metric's paired test (sign-flip for per-doc means, paired bootstrap for corpus metrics).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perrec_eval import fileio, rundir
+from perrec_eval.errors import DataError
+from perrec_eval.results import FamilyScores, RunInfo, read_family_scores, read_run_info
+from perrec_eval.tasks import Cell, Task, get
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyRun:
+    """A finished general-path run folder, loaded for comparison."""
+
+    path: Path
+    label: str
+    info: RunInfo
+    scores: FamilyScores
+    predictions: tuple[Any, ...]
+
+    @property
+    def task(self) -> str:
+        return self.info.task
+
+    def doc_ids(self) -> frozenset[tuple[str, str, str]]:
+        return frozenset((p.subset, p.protocol, p.id) for p in self.predictions)
+
+
+def load(folder: str | os.PathLike) -> FamilyRun:
+    """A general-path run folder (run.json, scores.json, predictions.jsonl)."""
+    from perrec_eval.evaluation import read_predictions
+
+    path = Path(folder)
+    info = read_run_info(path)
+    label = info.label or info.engine.get("model") or path.name
+    scores = read_family_scores(path / "scores.json")
+    return FamilyRun(path, str(label), info, scores, tuple(read_predictions(path)))
+
+
+def is_family_run(folder: str | os.PathLike) -> bool:
+    """Whether a run folder was written by the general path (its run.json names a family's headline)."""
+    try:
+        metric = fileio.read_json(Path(folder) / "run.json").get("metric", {})
+    except (OSError, ValueError, AttributeError, DataError):
+        return False
+    return isinstance(metric, dict) and "headline" in metric
+
+
+def check_comparable(runs: Sequence[FamilyRun]) -> None:
+    """Refuse runs of one family over different builds, splits or doc sets (one line naming the fix)."""
+    if not runs:
+        return
+    first = runs[0]
+    for run in runs[1:]:
+        for what, a, b in (
+            ("builds (dataset fingerprints)", first.info.dataset_fingerprint, run.info.dataset_fingerprint),
+            ("splits", first.info.config.get("split"), run.info.config.get("split")),
+            ("doc sets", first.doc_ids(), run.doc_ids()),
+        ):
+            if a != b:
+                raise DataError(
+                    f"runs {first.path} and {run.path} of task {first.task} differ in their {what}: compare "
+                    "runs of one build, split and doc set (same --data, --split, --max-docs and --seed)"
+                )
+
+
+def _per_doc(task: Task, run: FamilyRun, cell: Cell, metric: Any) -> tuple[list[str], list[Any], list[Any]]:
+    records = sorted((p for p in run.predictions if p.cell == cell), key=lambda p: p.id)
+    items = [task.score_doc(metric.name, p.prediction, p.truth) for p in records]
+    return [p.id for p in records], items, [p.cluster for p in records]
+
+
+def section(
+    task: Task, runs: Sequence[FamilyRun], *, n_resamples: int = 10_000, seed: int = 0
+) -> dict[str, Any]:
+    """One family's leaderboard as data: per run and cell the headline metric, its interval and the paired
+    test against the cell's best run."""
+    check_comparable(runs)
+    metric = task.headline
+    present = {Cell(c.subset, c.protocol) for run in runs for c in run.scores.cells}
+    cells = [cell for cell in task.cells() if cell in present]
+    rows = []
+    for run in runs:
+        by_cell = {Cell(c.subset, c.protocol): c for c in run.scores.cells}
+        rows.append({"label": run.label, "path": str(run.path), "cells": {}, "average": run.scores.average})
+        for cell in cells:
+            value = by_cell[cell].metrics[metric.name] if cell in by_cell else None
+            rows[-1]["cells"][str(cell)] = (
+                None
+                if value is None
+                else {"value": value.value, "ci_low": value.ci_low, "ci_high": value.ci_high}
+            )
+    sign = 1 if metric.higher_is_better else -1
+    for cell in cells:
+        scored = [
+            (row, run)
+            for row, run in zip(rows, runs, strict=True)
+            if (row["cells"][str(cell)] or {}).get("value") is not None
+        ]
+        if len(scored) < 2:
+            continue
+        best_row, best_run = max(scored, key=lambda pair: sign * pair[0]["cells"][str(cell)]["value"])
+        best_row["cells"][str(cell)]["best"] = True
+        _, best_items, clusters = _per_doc(task, best_run, cell, metric)
+        shared = clusters if len(set(clusters)) < len(clusters) and None not in clusters else None
+        for row, run in scored:
+            if run is best_run:
+                continue
+            _, items, _ = _per_doc(task, run, cell, metric)
+            test = metric.paired_test(best_items, items, shared, n_resamples=n_resamples, seed=seed)
+            row["cells"][str(cell)]["vs_best"] = {"difference": test.difference, "p_value": test.p_value}
+    return {
+        "task": task.name,
+        "title": task.title,
+        "headline": metric.name,
+        "higher_is_better": metric.higher_is_better,
+        "cells": [str(cell) for cell in cells],
+        "rows": rows,
+    }
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.3f}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """A section as a markdown table: the best of each cell in bold, a dagger where it is not significantly
+    better (paired test at 5%)."""
+    direction = "higher" if data["higher_is_better"] else "lower"
+    lines = [
+        f"## {data['title']}: {data['headline']} ({direction} is better)",
+        "",
+        "| run | " + " | ".join(data["cells"]) + " | average |",
+        "|---|" + "---:|" * (len(data["cells"]) + 1),
+    ]
+    for row in data["rows"]:
+        shown = []
+        for cell in data["cells"]:
+            value = row["cells"].get(cell)
+            if value is None:
+                shown.append("–")
+                continue
+            text = f"{_fmt(value['value'])} [{_fmt(value['ci_low'])}, {_fmt(value['ci_high'])}]"
+            if value.get("best"):
+                text = f"**{text}**"
+            test = value.get("vs_best")
+            if test is not None and not test["p_value"] < ALPHA:
+                text += " †"
+            shown.append(text)
+        label = row["label"].replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {label} | " + " | ".join(shown) + f" | {_fmt(row['average'])} |")
+    lines += [
+        "",
+        "95% bootstrap intervals over docs. Bold: the best run of a cell; †: not significantly different "
+        f"from it (paired test, p ≥ {ALPHA}).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def report(folders: Sequence[str | os.PathLike], *, n_resamples: int = 10_000, seed: int = 0) -> list[dict]:
+    """One section per family of the runs in `folders` (a folder of runs stands for all of them)."""
+    runs = [load(run) for folder in folders for run in rundir.run_folders(folder)]
+    families: dict[str, list[FamilyRun]] = {}
+    for run in runs:
+        families.setdefault(run.task, []).append(run)
+    return [
+        section(get(name), members, n_resamples=n_resamples, seed=seed) for name, members in families.items()
+    ]
+
+
+def write(sections: Sequence[dict[str, Any]], out: str | os.PathLike) -> Path:
+    """leaderboard.md and leaderboard.json of the sections into `out` (each file written atomically)."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    fileio.write_text(folder / "leaderboard.md", "\n".join(markdown(s) for s in sections))
+    fileio.write_json(folder / "leaderboard.json", list(sections))
+    return folder / "leaderboard.md"

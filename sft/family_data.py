@@ -1,0 +1,141 @@
+"""`perrecbench sft data --task NAME` for a family on the general path: chat examples from its train split.
+
+Each example is a request the runner sends for a train doc (its protocol's runner's first requests,
+rendered by the protocol) paired with the true answer written as the prompt asks for it
+(`true_answer` + `format_answer`), so the protocol's own parser reads every answer back to its truth. The
+folder is a `datasets` folder (a parquet file named by its content, a card with ``configs:``) and
+``sft_data.json``, the file `perrecbench sft train` reads, as PerRecBench's examples folders are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perrec_eval import fileio
+from perrec_eval.cliconfig import check_task, option
+from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.lock import folder_lock
+from perrec_eval.tasks import Doc, Task, get
+from sft.data import INFO_FILE, check_out
+from sft.outdir import replaced
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FamilyDataConfig:
+    """Settings of `perrecbench sft data --task NAME`: a family's training examples."""
+
+    task: str = option("task family (`perrecbench tasks` lists them)", default="perrecbench")
+    data: str = option("benchmark folder written by `perrecbench build --task NAME`")
+    out: str = option(
+        "output folder: a `datasets` folder (parquet + card) that `perrecbench sft train` reads"
+    )
+    format: str = option(
+        "one request protocol of the family, or mixed (all of them, shuffled)", default="mixed"
+    )
+    subsets: tuple[str, ...] | None = option(
+        "the family's subsets whose train docs give examples (comma-separated)", default=None, shown="all"
+    )
+    max_docs: int | None = option(
+        "use N train docs of each subset: a seeded sample (default: all)", default=None
+    )
+    seed: int = option("seed of the --max-docs sample and of the mixed shuffle", default=0)
+
+    def __post_init__(self) -> None:
+        check_task(self.task)
+        task = get(self.task)
+        if self.format != "mixed" and self.format not in task.protocols:
+            raise ConfigError(
+                f"--format must be mixed or one of {', '.join(task.protocols)}, got {self.format!r}"
+            )
+        if isinstance(self.subsets, str):
+            object.__setattr__(self, "subsets", tuple(s for s in self.subsets.split(",") if s))
+        if self.subsets is not None and any(s not in task.subsets for s in self.subsets):
+            raise ConfigError(f"--subsets of task {task.name} must be a subset of {','.join(task.subsets)}")
+
+
+def examples(task: Task, docs: dict[str, list[Doc]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One row per request a runner sends first for a train doc, with the true answer as its completion."""
+    rows = []
+    for protocol_name in protocols:
+        protocol = task.protocols[protocol_name]
+        for subset, subset_docs in docs.items():
+            for doc in subset_docs:
+                for slot in protocol.runner(doc).pending():
+                    answer = protocol.true_answer(doc, slot)
+                    rows.append(
+                        {
+                            "prompt": protocol.render(doc, slot),
+                            "completion": [
+                                {"role": "assistant", "content": protocol.format_answer(answer, slot)}
+                            ],
+                            "format": protocol_name,
+                            "subset": subset,
+                            "id": doc.id,
+                            "answer": json.dumps(answer),
+                        }
+                    )
+    return rows
+
+
+def write_command(config: FamilyDataConfig) -> int:
+    """Write the examples folder; print where and how many."""
+    import datasets
+
+    task = get(config.task)
+    protocols = tuple(task.protocols) if config.format == "mixed" else (config.format,)
+    subsets = config.subsets or task.subsets
+    out = Path(config.out)
+    check_out(out, {"--data": config.data})
+    with folder_lock(out):
+        docs = {
+            subset: list(
+                task.load_docs(config.data, subset, "train", max_docs=config.max_docs, seed=config.seed)
+            )
+            for subset in subsets
+        }
+        rows = examples(task, docs, protocols)
+        if not rows:
+            raise DataError(f"no examples: {config.data} has no train docs in {', '.join(subsets)}")
+        if config.format == "mixed":
+            random.Random(config.seed).shuffle(rows)
+        digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:12]
+        name = f"train-{digest}.parquet"
+        info = {
+            "task": task.name,
+            "format": config.format,
+            "file": name,
+            "examples": len(rows),
+            "examples_per_format": {p: sum(r["format"] == p for r in rows) for p in protocols},
+            "source": config.data,
+            "split": "train",
+        }
+        with replaced(out) as tmp:
+            datasets.Dataset.from_list(rows).to_parquet(str(tmp / name))
+            fileio.write_json(tmp / INFO_FILE, info)
+            fileio.write_text(tmp / "README.md", card(task, info))
+    print(f"{len(rows)} examples of task {task.name} written to {out}/ ({name})")
+    return 0
+
+
+def card(task: Task, info: dict[str, Any]) -> str:
+    """The examples folder's card: YAML ``configs:`` and what it holds."""
+    import yaml
+
+    header = {
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": info["file"]}]}],
+        "task_categories": ["text-generation"],
+        "tags": ["perrecbench", task.name, "sft", "trl"],
+    }
+    counts = "\n".join(f"- {fmt}: {n:,}" for fmt, n in info["examples_per_format"].items())
+    source = Path(info["source"]).name
+    return (
+        f"---\n{yaml.safe_dump(header, sort_keys=False)}---\n\n# {task.title}: training examples\n\n"
+        f"{info['examples']:,} conversational prompt-completion examples from the train split of "
+        f"`{source}`: each prompt is the request `perrecbench evaluate` sends, each completion its true "
+        f"answer.\n\n{counts}\n"
+    )
