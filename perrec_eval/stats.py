@@ -6,11 +6,15 @@ docs may share a **cluster** (several docs drawn from one query item): a cluster
 and their signs flipped, together. ``clusters=None``, or every id distinct, is the plain case over docs,
 draw for draw.
 
-- Intervals: :func:`bootstrap_interval` (percentile bootstrap of a mean, cluster bootstrap with clusters).
+- Intervals: :func:`bootstrap_interval` (percentile bootstrap of a mean, cluster bootstrap with clusters)
+  and :func:`corpus_interval` (resample docs, recompute the corpus value).
 - Paired tests of two systems on the same docs: :func:`signflip_test` and :func:`paired_bootstrap_test`
-  of per-doc differences. p-values are two-sided; resampled ones carry the +1 correction, so are never 0.
+  of per-doc differences, :func:`corpus_paired_test` of a corpus metric. p-values are two-sided; resampled
+  ones carry the +1 correction, so are never 0.
 - Planning: :func:`design_effect` of clusters, :func:`resolution` and :func:`docs_for_half_width` given a
   per-doc variance (normal approximation).
+- :class:`MetricSpec`: a metric's declaration (direction, aggregation), which picks its interval and its
+  paired test from the above; :func:`rmse` is a corpus function ready for it.
 
 Every resampling statistic takes ``seed``: an int, or a ``numpy.random.Generator`` that is used as it is,
 so that two statistics can share one stream. Only numpy and the standard library are imported: the metric
@@ -27,16 +31,20 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 logger = logging.getLogger(__name__)
 
+Corpus = Callable[[Sequence[Any]], float]
 Seed = int | np.random.Generator
+Aggregation = Literal["mean", "corpus"]
+
+AGGREGATIONS: tuple[str, ...] = ("mean", "corpus")
 
 # Resampling draws at most this many indices at once, so 100k docs x 10k resamples stays in memory.
 _RESAMPLE_CHUNK = 2_000_000
@@ -381,6 +389,155 @@ def paired_bootstrap_test(
     return _paired_differences(differences, clusters, alpha, n_resamples, seed, None)
 
 
+def _resampled_docs(
+    n: int, n_resamples: int, rng: np.random.Generator, codes: np.ndarray | None
+) -> Iterator[np.ndarray]:
+    """The doc indices of each bootstrap resample of ``n`` docs, one resample at a time.
+
+    The indices are those of :func:`bootstrap_interval` with the same generator (drawn in the same chunks
+    of at most 2,000,000 integers); with cluster ``codes`` a resample is the drawn clusters' docs.
+    """
+    if codes is None:
+        units, members = n, None
+    else:
+        order = np.argsort(codes, kind="stable")
+        members = np.split(order, np.cumsum(np.bincount(codes))[:-1])
+        units = len(members)
+    chunk = max(1, _RESAMPLE_CHUNK // units)
+    for start in range(0, n_resamples, chunk):
+        for draw in rng.integers(0, units, size=(min(chunk, n_resamples - start), units)):
+            yield draw if members is None else np.concatenate([members[c] for c in draw.tolist()])
+
+
+def _corpus_value(corpus: Corpus, items: Sequence[Any]) -> float:
+    value = float(corpus(items))
+    if math.isnan(value):
+        raise ValueError(f"the corpus function gave NaN on {len(items)} docs; it must be defined on any docs")
+    return value
+
+
+def corpus_interval(
+    items: Sequence[Any],
+    corpus: Corpus,
+    clusters: Sequence[Any] | None = None,
+    *,
+    confidence_level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: Seed = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of a corpus-level metric: resample docs, recompute the metric.
+
+    ``corpus`` is called once per resample, on a list of ``len(items)`` items: the cost is ``n_resamples``
+    times gathering the items and one corpus evaluation, where :func:`bootstrap_interval` is one numpy
+    operation (:func:`rmse` of 10,000 one-number docs: about 2 ms a resample on one core, 2 s for 1,000,
+    against 0.25 ms for the mean's bootstrap). Keep ``corpus`` vectorised and its items small (per-doc
+    n-gram counts for BLEU, not texts to tokenize again). The indices are drawn in chunks of at most
+    2,000,000, and they are those :func:`bootstrap_interval` draws with the same seed.
+
+    Args:
+        items: one item per doc, whatever ``corpus`` reads (an (error, weight) pair, a (hypothesis,
+            reference) pair, sufficient statistics).
+        corpus: the metric of a list of items.
+        clusters: one cluster id per doc, or None: whole clusters are resampled.
+        confidence_level: e.g. 0.95.
+        n_resamples: bootstrap resamples.
+        seed: an int, or a Generator to draw from.
+
+    Returns:
+        ``(low, high)``, holding ``corpus(items)``; NaN for no items.
+
+    >>> def rmse(errors):
+    ...     return math.sqrt(sum(e * e for e in errors) / len(errors))
+    >>> corpus_interval([1.0, -1.0, 1.0, -1.0], rmse)  # every resample has RMSE 1
+    (1.0, 1.0)
+    """
+    check_resampling(confidence_level, n_resamples)
+    if len(items) == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    codes = cluster_codes(clusters, len(items))
+    estimate = _corpus_value(corpus, list(items))
+    resampled = np.array(
+        [
+            _corpus_value(corpus, [items[i] for i in docs.tolist()])
+            for docs in _resampled_docs(len(items), n_resamples, rng, codes)
+        ],
+        dtype=np.float64,
+    )
+    return _percentile(resampled, estimate, 1.0 - confidence_level)
+
+
+def corpus_paired_test(
+    items_a: Sequence[Any],
+    items_b: Sequence[Any],
+    corpus: Corpus,
+    clusters: Sequence[Any] | None = None,
+    *,
+    alpha: float = 0.05,
+    n_resamples: int = 1000,
+    seed: Seed = 0,
+) -> PairedTest:
+    """Paired bootstrap test of a corpus-level metric: corpus(a) - corpus(b) = 0.
+
+    Each resample draws docs (or clusters) once for both systems and recomputes both corpus values; the
+    p-value is the share of resampled differences, centred on the observed one, at least as far from it as
+    the observed one is from 0 (+1 correction), and the interval the (1 - alpha) percentile interval of
+    the same resampled differences. Cost: ``2 x n_resamples`` corpus evaluations (see
+    :func:`corpus_interval`).
+
+    Args:
+        items_a: system a's item per doc.
+        items_b: system b's item per doc, same docs in the same order.
+        corpus: the metric of a list of items.
+        clusters: one cluster id per doc, or None.
+        alpha: level of the test; the interval is the (1 - alpha) one.
+        n_resamples: bootstrap resamples.
+        seed: an int, or a Generator to draw from.
+
+    Returns:
+        A :class:`PairedTest` (``difference`` = corpus(a) - corpus(b)).
+
+    >>> def rmse(errors):
+    ...     return math.sqrt(sum(e * e for e in errors) / len(errors))
+    >>> corpus_paired_test([0.5, -1.0, 0.25], [0.5, -1.0, 0.25], rmse).p_value  # identical systems
+    1.0
+    >>> errors = [0.5, -1.0, 0.25, 1.5, -0.75] * 4
+    >>> corpus_paired_test(errors, [e * 2 for e in errors], rmse, n_resamples=999).p_value
+    0.001
+    """
+    _check_alpha(alpha, n_resamples)
+    if len(items_a) != len(items_b):
+        raise ValueError(
+            f"got {len(items_a)} items for a but {len(items_b)} for b; score both systems on the same docs"
+        )
+    n = len(items_a)
+    codes = cluster_codes(clusters, n)
+    num_clusters = n if codes is None else int(codes.max()) + 1
+    if n == 0:
+        logger.warning("no docs to compare: the difference and its p-value are NaN")
+        return PairedTest(math.nan, math.nan, math.nan, math.nan, 0, 0)
+    rng = np.random.default_rng(seed)
+    difference = _corpus_value(corpus, list(items_a)) - _corpus_value(corpus, list(items_b))
+    resampled = np.array(
+        [
+            _corpus_value(corpus, [items_a[i] for i in docs])
+            - _corpus_value(corpus, [items_b[i] for i in docs])
+            for docs in map(np.ndarray.tolist, _resampled_docs(n, n_resamples, rng, codes))
+        ],
+        dtype=np.float64,
+    )
+    extreme = int((np.abs(resampled - difference) >= abs(difference) - _TOLERANCE).sum())
+    low, high = _percentile(resampled, difference, alpha)
+    return PairedTest(
+        difference=difference,
+        p_value=(extreme + 1) / (n_resamples + 1),
+        ci_low=low,
+        ci_high=high,
+        num_compared=n,
+        num_clusters=num_clusters,
+    )
+
+
 def resolution(
     variance: float,
     num_docs: int,
@@ -433,3 +590,134 @@ def docs_for_half_width(variance: float, half_width: float, *, confidence_level:
     """
     z_alpha = NormalDist().inv_cdf(0.5 + confidence_level / 2)
     return math.ceil((z_alpha / half_width) ** 2 * variance - 1e-9)
+
+
+def rmse(items: Sequence[float | Sequence[float]]) -> float:
+    """Root mean squared error over every error of every doc: a corpus function for :class:`MetricSpec`.
+
+    Args:
+        items: per doc, its error (predicted - true) or the list of its errors (one per rated user, say;
+            a doc without a prediction gives an empty list).
+
+    Returns:
+        ``sqrt(mean of the squared errors)``, the mean exactly rounded (as :func:`mean`); NaN for no error.
+
+    >>> rmse([[3.0, -1.0], [], 1.0]) == math.sqrt((9.0 + 1.0 + 1.0) / 3)
+    True
+    """
+    try:
+        errors = np.asarray(items, dtype=np.float64).ravel()
+    except ValueError:  # ragged: docs with different numbers of errors
+        errors = np.concatenate([np.atleast_1d(np.asarray(item, dtype=np.float64)) for item in items])
+    return math.sqrt(mean(errors**2)) if errors.size else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """A metric as a family declares it: its name, its direction and how it aggregates over docs, which
+    decide its interval and its paired test.
+
+    - ``aggregation="mean"``: one finite value per doc (a failed doc carries the value its family gives
+      it); the metric is their mean, the interval the percentile bootstrap over docs
+      (:func:`bootstrap_interval`), the paired test the sign-flip test of per-doc differences
+      (:func:`signflip_test`).
+    - ``aggregation="corpus"``: one item per doc, whatever ``corpus`` reads; the metric is
+      ``corpus(items)``, the interval the corpus bootstrap (:func:`corpus_interval`), the paired test the
+      paired bootstrap (:func:`corpus_paired_test`).
+
+    With clusters (one id per doc) the resampling and the sign flips go by cluster.
+
+    >>> accuracy = MetricSpec("accuracy")
+    >>> accuracy.value([1.0, 0.0, 1.0, 1.0])
+    0.75
+    >>> accuracy.paired_test([1.0, 0.5, 0.0], [1.0, 0.5, 0.0]).p_value  # identical systems
+    1.0
+    >>> accuracy.paired_test([1.0] * 8, [0.0] * 8).p_value  # better on every doc: 2 of the 2**8 sign patterns
+    0.0078125
+    >>> error = MetricSpec("rmse", higher_is_better=False, aggregation="corpus", corpus=rmse)
+    >>> errors = [[0.5, -1.0], [2.0], [0.0, 1.5]]  # per doc, its users' errors
+    >>> error.value(errors) == math.sqrt((0.25 + 1.0 + 4.0 + 0.0 + 2.25) / 5)
+    True
+    >>> error.paired_test(errors, errors).p_value
+    1.0
+    """
+
+    name: str
+    higher_is_better: bool = True
+    aggregation: Aggregation = "mean"
+    corpus: Corpus | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a metric needs a name, e.g. 'ptc'; got {self.name!r}")
+        if not isinstance(self.higher_is_better, bool):
+            raise ValueError(f"metric {self.name}: higher_is_better must be True or False")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(
+                f"metric {self.name}: aggregation must be 'mean' or 'corpus'; got {self.aggregation!r}"
+            )
+        if self.aggregation == "corpus" and not callable(self.corpus):
+            raise ValueError(
+                f"metric {self.name} aggregates over the corpus: pass corpus=, the function of a list of "
+                "per-doc items that gives its value (e.g. stats.rmse)"
+            )
+        if self.aggregation == "mean" and self.corpus is not None:
+            raise ValueError(
+                f"metric {self.name} is a mean over docs: drop corpus=, or declare aggregation='corpus'"
+            )
+
+    def value(self, items: Sequence[Any]) -> float:
+        """The metric of these docs: the mean of their values, or the corpus function of their items.
+
+        NaN for no docs.
+        """
+        if self.aggregation == "mean":
+            return mean(_finite(items, f"values of metric {self.name}"))
+        return _corpus_value(self.corpus, list(items)) if len(items) else math.nan
+
+    def interval(
+        self,
+        items: Sequence[Any],
+        clusters: Sequence[Any] | None = None,
+        *,
+        confidence_level: float = 0.95,
+        n_resamples: int = 1000,
+        seed: Seed = 0,
+    ) -> tuple[float, float]:
+        """Percentile bootstrap interval of the metric over docs (by cluster, if given)."""
+        if self.aggregation == "mean":
+            return bootstrap_interval(
+                items, clusters, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed
+            )
+        return corpus_interval(
+            items,
+            self.corpus,
+            clusters,
+            confidence_level=confidence_level,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+
+    def paired_test(
+        self,
+        items_a: Sequence[Any],
+        items_b: Sequence[Any],
+        clusters: Sequence[Any] | None = None,
+        *,
+        alpha: float = 0.05,
+        n_resamples: int = 1000,
+        seed: Seed = 0,
+    ) -> PairedTest:
+        """Paired test of metric(a) - metric(b) on the same docs, in the same order."""
+        if self.aggregation == "corpus":
+            return corpus_paired_test(
+                items_a, items_b, self.corpus, clusters, alpha=alpha, n_resamples=n_resamples, seed=seed
+            )
+        if len(items_a) != len(items_b):
+            raise ValueError(
+                f"got {len(items_a)} values for a but {len(items_b)} for b; score both systems on the same "
+                "docs"
+            )
+        what = f"values of metric {self.name}"
+        differences = _finite(items_a, what) - _finite(items_b, what)
+        return signflip_test(differences, clusters, alpha=alpha, n_resamples=n_resamples, seed=seed)
