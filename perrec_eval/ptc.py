@@ -547,7 +547,8 @@ def paired_test(
     ``method="permutation"`` flips the sign of each group's tau difference at random (paired
     randomisation test; exact when ``2**num_compared <= n_resamples``); ``"bootstrap"`` resamples groups
     and counts resampled differences, centred on the observed one, at least as far from it as the observed
-    one is from 0. Both p-values are two-sided; resampled ones carry the +1 correction, so are never 0.
+    one is from 0 (``stats.signflip_test`` and ``stats.paired_bootstrap_test`` of the per-group
+    differences). Both p-values are two-sided; resampled ones carry the +1 correction, so are never 0.
     The interval is always the paired percentile bootstrap of the difference. With ``invalid="skip"`` only
     groups valid for *both* systems are compared (so ``ptc_a`` / ``ptc_b`` can differ from
     :func:`compute_ptc` with ``"skip"``).

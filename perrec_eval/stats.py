@@ -18,7 +18,9 @@ draw for draw.
 
 Every resampling statistic takes ``seed``: an int, or a ``numpy.random.Generator`` that is used as it is,
 so that two statistics can share one stream. Only numpy and the standard library are imported: the metric
-Space bundles this module with ``ptc.py``.
+Space bundles this module with ``ptc.py``. The resampling is its own rather than scipy's
+(``scipy.stats.bootstrap``, ``permutation_test``): their draws would change every interval and p-value
+that earlier runs wrote; the tests check the exact sign-flip p-values against scipy's.
 
 >>> signflip_test([0.5, 0.25, 0.5, 1.0, 0.75, 0.5]).p_value  # exact: 2 of the 2**6 sign patterns
 0.03125
