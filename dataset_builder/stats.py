@@ -240,6 +240,8 @@ def resolution(
     >>> r["groups"], r["query_items"], r["design_effect"]
     (3, 2, 1.6667)
     """
+    from perrec_eval.stats import design_effect
+
     out: dict[str, Any] = {}
     for level, size in levels.items():
         rows = index if preset == "paper" else index.filter(pc.equal(index["level"], level))
@@ -248,9 +250,8 @@ def resolution(
             part = rows.filter(pc.is_in(rows["group_id"], pa.array(list(ids), pa.string())))
             if not part.num_rows:
                 continue
-            per_item = Counter(part.column("parent_asin").to_pylist())
-            deff = sum(m * m for m in per_item.values()) / part.num_rows
-            out[level][name] = resolution_entry(size, part.num_rows, len(per_item), deff)
+            items = part.column("parent_asin").to_pylist()
+            out[level][name] = resolution_entry(size, part.num_rows, len(set(items)), design_effect(items))
     return out
 
 

@@ -26,8 +26,9 @@ from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.cliconfig import check_task, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.engines.base import Engine
-from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.errors import ConfigError
 from perrec_eval.lock import folder_lock
+from perrec_eval.records import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
 from perrec_eval.rundir import claim, run_cost, versions, write_run
 from perrec_eval.runner import drive
@@ -128,57 +129,6 @@ class TaskEvalConfig(EngineSpec):
             seed=self.seed,
             answer_format=answer_format,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class DocSample:
-    """One engine request of a run and what came back (a line of ``samples.jsonl``)."""
-
-    id: str
-    subset: str
-    protocol: str
-    step: int
-    slot: Any
-    key: str | None
-    texts: list[str]
-    parsed: list[Any]
-    value: Any
-    ok: bool
-    reason: str | None
-    num_failed_samples: int
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    error: str | None = None
-    finish_reasons: list[str | None] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
-
-
-@dataclass(frozen=True, slots=True)
-class DocPrediction:
-    """A doc's prediction in one cell and its truth (a line of ``predictions.jsonl``); None: it failed."""
-
-    subset: str
-    protocol: str
-    id: str
-    prediction: Any
-    truth: Any
-    cluster: str | None = None
-
-    @property
-    def cell(self) -> Cell:
-        return Cell(self.subset, self.protocol)
-
-    def to_json(self) -> dict[str, Any]:
-        out = {name: getattr(self, name) for name in self.__slots__}
-        if self.cluster is None:
-            del out["cluster"]
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> DocPrediction:
-        return cls(**{name: data.get(name) for name in cls.__slots__})
 
 
 def run_cell(
@@ -424,28 +374,6 @@ def _run_info(
         dataset_fingerprint=fingerprint(config.data),
         groups={subset: [doc.id for doc in subset_docs] for subset, subset_docs in docs.items()},
     )
-
-
-def read_predictions(run_dir: str | Path) -> list[DocPrediction]:
-    """predictions.jsonl of a general-path run."""
-    path = Path(run_dir) / "predictions.jsonl"
-    try:
-        return [DocPrediction.from_json(line) for line in fileio.read_jsonl(path)]
-    except TypeError as err:
-        raise DataError(
-            f"{path} is not a run's predictions ({err}): run `perrecbench evaluate` again"
-        ) from err
-
-
-def read_samples(run_dir: str | Path) -> list[DocSample]:
-    """samples.jsonl of a general-path run (none for a baseline's run)."""
-    path = Path(run_dir) / "samples.jsonl"
-    if not path.is_file():
-        return []
-    try:
-        return [DocSample(**line) for line in fileio.read_jsonl(path)]
-    except TypeError as err:
-        raise DataError(f"{path} is not a run's samples ({err}): run `perrecbench evaluate` again") from err
 
 
 def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:

@@ -1,4 +1,4 @@
-"""Personalization Tau Correlation (PTC) and its companion statistics, vectorised over groups.
+"""Personalization Tau Correlation (PTC): Kendall tau per group, vectorised over groups.
 
 PTC is the PerRecBench score: for every group of users who rated the same item, Kendall's tau between the
 predicted and the true preference order of the group's users; then the plain mean over groups.
@@ -24,7 +24,8 @@ Variants:
   would score the reversed index order). A ranking that is not a permutation is invalid in both variants
   (the released parser let duplicates such as ``[1, 1, 3]`` through; PROTOCOL §5 makes them failures).
 
-Only numpy is imported (scipy is never needed), so this module loads fast and without ``evaluate``.
+Intervals, paired tests and resolution come from :mod:`perrec_eval.stats` (groups are its docs). Only
+numpy is imported besides it (scipy is never needed), so this module loads fast and without ``evaluate``.
 
 >>> compute_ptc([[1.5, -0.5, 0.4]], [[3, 1, 2]], prediction_format="ranking")["ptc"]
 0.3333333333333333
@@ -37,13 +38,13 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
+
+from perrec_eval import stats
 
 logger = logging.getLogger(__name__)
 
@@ -56,11 +57,6 @@ PREDICTION_FORMATS: tuple[str, ...] = ("scores", "ranking")
 VARIANTS: tuple[str, ...] = ("tau_b", "paper")
 INVALID_POLICIES: tuple[str, ...] = ("zero", "skip", "raise")
 TEST_METHODS: tuple[str, ...] = ("permutation", "bootstrap")
-
-# Resampling draws at most this many indices at once, so 100k groups x 10k resamples stays in memory.
-_RESAMPLE_CHUNK = 2_000_000
-# Resampled statistics equal to the observed one up to float rounding count as "at least as extreme".
-_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,114 +310,21 @@ def _apply_policy(
 def _mean(values: np.ndarray, what: str) -> float:
     if values.size == 0:
         logger.warning("%s: no valid group left to average; the result is NaN", what)
-        return math.nan
     # An exactly rounded sum: taus that cancel (a balanced presentation's pairs) give exactly 0.
-    return math.fsum(values.tolist()) / values.size
+    return stats.mean(values)
 
 
-def cluster_codes(clusters: Sequence[Any] | None, n: int) -> np.ndarray | None:
-    """Cluster index (0..k-1, in order of first appearance) of each of ``n`` groups; None when unclustered.
-
-    ``None`` or one cluster per group (every id distinct) means the groups are independent, and the
-    resampling is the plain one over groups, draw for draw.
-
-    >>> cluster_codes(["a", "b", "a"], 3).tolist(), cluster_codes(["a", "b", "c"], 3), cluster_codes(None, 2)
-    ([0, 1, 0], None, None)
-    """
+def _kept_clusters(clusters: Sequence[Any] | None, keep: np.ndarray, invalid: str) -> Sequence[Any] | None:
+    """The cluster ids of the groups that enter the mean (all, or the kept ones under ``invalid="skip"``)."""
     if clusters is None:
         return None
-    if len(clusters) != n:
-        raise ValueError(f"got {len(clusters)} cluster ids for {n} groups; give one cluster id per group")
-    codes: dict[Any, int] = {}
-    out = np.array([codes.setdefault(c, len(codes)) for c in clusters], dtype=np.int64)
-    return None if len(codes) == n else out
-
-
-def design_effect(clusters: Sequence[Any] | None) -> float:
-    """Upper bound ``Σ m_i² / Σ m_i`` of the variance inflation of a mean over clustered groups.
-
-    With ``m_i`` groups in cluster ``i`` the design effect is ``1 + (m̄ - 1) ρ`` with ``m̄ = Σ m_i² / Σ m_i``
-    and ``ρ`` the within-cluster correlation of the taus; ρ is unknown (and differs between systems), so this
-    is its bound at ρ = 1, the same for every run on the same groups. 1 without clusters.
-
-    >>> design_effect(None), design_effect(["a", "b"]), design_effect(["a", "a", "b"])
-    (1.0, 1.0, 1.6666666666666667)
-    """
-    if clusters is None or len(clusters) == 0:
-        return 1.0
-    sizes = Counter(clusters).values()
-    return sum(m * m for m in sizes) / len(clusters)
-
-
-def _cluster_sums(values: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per cluster: the sum of its groups' values and its number of groups."""
-    k = int(codes.max()) + 1
-    return np.bincount(codes, weights=values, minlength=k), np.bincount(codes, minlength=k).astype(np.float64)
-
-
-def _resampled_means(
-    values: np.ndarray, n_resamples: int, rng: np.random.Generator, codes: np.ndarray | None = None
-) -> np.ndarray:
-    """Means of ``n_resamples`` bootstrap resamples (with replacement) of ``values``.
-
-    With cluster ``codes`` whole clusters are drawn (cluster bootstrap) and each resample's mean is its
-    groups' total over its number of groups. The draws do not depend on the chunking (64-bit integers
-    come from the generator's 32-bit stream one by one).
-    """
-    if codes is not None:
-        sums, sizes = _cluster_sums(values, codes)
-        k = sums.size
-        chunk = max(1, _RESAMPLE_CHUNK // k)
-        means = []
-        for start in range(0, n_resamples, chunk):
-            draws = rng.integers(0, k, size=(min(chunk, n_resamples - start), k))
-            means.append(sums[draws].sum(axis=1) / sizes[draws].sum(axis=1))
-        return np.concatenate(means)
-    m = values.size
-    chunk = max(1, _RESAMPLE_CHUNK // m)
-    means = []
-    for start in range(0, n_resamples, chunk):
-        rows = min(chunk, n_resamples - start)
-        means.append(values[rng.integers(0, m, size=(rows, m))].mean(axis=1))
-    return np.concatenate(means)
-
-
-def _kept_codes(clusters: Sequence[Any] | None, keep: np.ndarray, invalid: str) -> np.ndarray | None:
-    """`cluster_codes` of the groups that enter the mean (all, or the kept ones under ``invalid="skip"``)."""
-    if clusters is None:
-        return None
-    cluster_codes(clusters, keep.size)  # checks the length
+    if len(clusters) != keep.size:
+        raise ValueError(
+            f"got {len(clusters)} cluster ids for {keep.size} groups; give one cluster id per group"
+        )
     if invalid == "skip":
-        clusters = [c for c, kept in zip(clusters, keep.tolist(), strict=True) if kept]
-    return cluster_codes(clusters, len(clusters))
-
-
-def _check_resampling(confidence_level: float | None, n_resamples: int) -> None:
-    if confidence_level is not None and not 0 < confidence_level < 1:
-        raise ValueError(f"confidence_level must be in (0, 1), e.g. 0.95; got {confidence_level}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, e.g. 1000; got {n_resamples!r}")
-
-
-def _percentile_interval(
-    values: np.ndarray,
-    estimate: float,
-    alpha: float,
-    n_resamples: int,
-    rng: np.random.Generator,
-    codes: np.ndarray | None = None,
-) -> tuple[float, float]:
-    """The (1 - alpha) percentile bootstrap interval of the mean; only float rounding is trimmed so it
-    holds the estimate."""
-    if values.size == 0:
-        return math.nan, math.nan
-    means = _resampled_means(values, n_resamples, rng, codes)
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2]).tolist()
-    if estimate < low <= estimate + _TOLERANCE:
-        low = estimate
-    if estimate - _TOLERANCE <= high < estimate:
-        high = estimate
-    return float(low), float(high)
+        return [c for c, kept in zip(clusters, keep.tolist(), strict=True) if kept]
+    return clusters
 
 
 def compute_ptc(
@@ -467,7 +370,7 @@ def compute_ptc(
     >>> compute_ptc(refs, [[1, 2], [1, 3, 2], [2, 2, 3]], prediction_format="ranking", return_groups=True)
     {'ptc': 0.6666666666666666, 'num_groups': 3, 'num_invalid': 1, 'groups': [1.0, 1.0, None]}
     """
-    _check_resampling(confidence_level, n_resamples)
+    stats.check_resampling(confidence_level, n_resamples)
     taus, valid = group_taus(references, predictions, prediction_format=prediction_format, variant=variant)
     values = _apply_policy(taus, valid, invalid, predictions, 0.0)
     result: dict[str, Any] = {
@@ -476,10 +379,13 @@ def compute_ptc(
         "num_invalid": int((~valid).sum()),
     }
     if confidence_level is not None:
-        rng = np.random.default_rng(seed)
-        codes = _kept_codes(clusters, valid, invalid)
-        alpha = 1.0 - confidence_level
-        low, high = _percentile_interval(values, result["ptc"], alpha, n_resamples, rng, codes)
+        low, high = stats.bootstrap_interval(
+            values,
+            _kept_clusters(clusters, valid, invalid),
+            confidence_level=confidence_level,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         result["ptc_ci_low"], result["ptc_ci_high"] = low, high
     if return_groups:
         result["groups"] = [t if ok else None for t, ok in zip(taus.tolist(), valid.tolist(), strict=True)]
@@ -621,75 +527,6 @@ def rating_errors(
     }
 
 
-def _signflip_p_value(
-    differences: np.ndarray,
-    n_resamples: int,
-    rng: np.random.Generator,
-    codes: np.ndarray | None = None,
-    max_draws: int = _RESAMPLE_CHUNK,
-) -> float:
-    """Two-sided paired permutation test: under H0 each group's difference is equally likely to flip sign.
-
-    With cluster ``codes`` a cluster's groups flip together (the sign of its summed difference). Exact (all
-    2**k sign patterns of the k units) when that is no more than ``n_resamples``, otherwise Monte Carlo with
-    the +1 correction, drawing at most ``max_draws`` signs at once. The signs are bytes taken four from each
-    32-bit draw, so a chunk whose size is not a multiple of 4 leaves the rest unused: ``max_draws`` is part
-    of the result, not only of the memory use.
-    """
-    m = differences.size
-    units = differences if codes is None else _cluster_sums(differences, codes)[0]
-    k = units.size
-    observed = abs(differences.mean())
-    if 2**k <= n_resamples:
-        signs = ((np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1) * 2 - 1
-        return float((np.abs(signs @ units / m) >= observed - _TOLERANCE).mean())
-    chunk = max(1, max_draws // k)
-    extreme = 0
-    for start in range(0, n_resamples, chunk):
-        rows = min(chunk, n_resamples - start)
-        signs = rng.integers(0, 2, size=(rows, k), dtype=np.int8) * 2 - 1
-        extreme += int((np.abs(signs @ units / m) >= observed - _TOLERANCE).sum())
-    return (extreme + 1) / (n_resamples + 1)
-
-
-def paired_differences_test(
-    differences: Sequence[float] | np.ndarray,
-    *,
-    clusters: Sequence[Any] | None = None,
-    n_resamples: int = 10_000,
-    alpha: float = 0.05,
-    seed: int = 0,
-    max_draws: int = _RESAMPLE_CHUNK,
-) -> dict[str, Any]:
-    """Sign-flip test of mean(differences) = 0 and its (1 - alpha) percentile-bootstrap interval, per
-    cluster if given.
-
-    The test of :func:`paired_test` on per-group differences already computed (e.g. the leaderboard's
-    mean over cells); ``max_draws`` as in its sign-flip (the leaderboard draws 1,000,000 at once).
-
-    >>> r = paired_differences_test([1.0, 1.0, 1.0, 1.0], clusters=["a", "a", "b", "b"])
-    >>> r["difference"], r["p_value"], r["num_clusters"]  # two clusters: 2 of 4 sign patterns
-    (1.0, 0.5, 2)
-    >>> paired_differences_test([1.0, -1.0] * 4)["p_value"]
-    1.0
-    """
-    _check_resampling(1.0 - alpha, n_resamples)
-    d = np.asarray(differences, dtype=np.float64)
-    codes = cluster_codes(clusters, d.size)
-    rng = np.random.default_rng(seed)
-    difference = _mean(d, "paired_differences_test")
-    p_value = math.nan if d.size == 0 else _signflip_p_value(d, n_resamples, rng, codes, max_draws)
-    low, high = _percentile_interval(d, difference, alpha, n_resamples, rng, codes)
-    return {
-        "difference": difference,
-        "p_value": float(p_value),
-        "ci_low": low,
-        "ci_high": high,
-        "num_compared": int(d.size),
-        "num_clusters": int(d.size if codes is None else codes.max() + 1),
-    }
-
-
 def paired_test(
     references: Sequence[Sequence[float]],
     predictions_a: Sequence[Sequence[float] | None],
@@ -710,7 +547,8 @@ def paired_test(
     ``method="permutation"`` flips the sign of each group's tau difference at random (paired
     randomisation test; exact when ``2**num_compared <= n_resamples``); ``"bootstrap"`` resamples groups
     and counts resampled differences, centred on the observed one, at least as far from it as the observed
-    one is from 0. Both p-values are two-sided; resampled ones carry the +1 correction, so are never 0.
+    one is from 0 (``stats.signflip_test`` and ``stats.paired_bootstrap_test`` of the per-group
+    differences). Both p-values are two-sided; resampled ones carry the +1 correction, so are never 0.
     The interval is always the paired percentile bootstrap of the difference. With ``invalid="skip"`` only
     groups valid for *both* systems are compared (so ``ptc_a`` / ``ptc_b`` can differ from
     :func:`compute_ptc` with ``"skip"``).
@@ -742,7 +580,7 @@ def paired_test(
     (2.0, 0.0078125, 2.0)
     """
     _check_choice("method", method, TEST_METHODS)
-    _check_resampling(confidence_level, n_resamples)
+    stats.check_resampling(confidence_level, n_resamples)
     if len(predictions_a) != len(predictions_b):
         raise ValueError(
             f"got {len(predictions_a)} predictions for a but {len(predictions_b)} for b; score both systems "
@@ -758,27 +596,23 @@ def paired_test(
     _apply_policy(taus_b, valid_b, invalid, predictions_b, 0.0)
     if invalid == "skip":
         taus_a, taus_b = taus_a[both], taus_b[both]
-    differences = taus_a - taus_b
-    codes = _kept_codes(clusters, both, invalid)
-    rng = np.random.default_rng(seed)
-    difference = _mean(differences, "paired_test")
-    if differences.size == 0:
-        p_value = math.nan
-    elif method == "permutation":
-        p_value = _signflip_p_value(differences, n_resamples, rng, codes)
-    else:
-        shifted = np.abs(_resampled_means(differences, n_resamples, rng, codes) - difference)
-        p_value = (int((shifted >= abs(difference) - _TOLERANCE).sum()) + 1) / (n_resamples + 1)
-    low, high = _percentile_interval(differences, difference, 1.0 - confidence_level, n_resamples, rng, codes)
+    test = stats.signflip_test if method == "permutation" else stats.paired_bootstrap_test
+    result = test(
+        taus_a - taus_b,
+        _kept_clusters(clusters, both, invalid),
+        alpha=1.0 - confidence_level,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
     return {
         "ptc_a": _mean(taus_a, "paired_test"),
         "ptc_b": _mean(taus_b, "paired_test"),
-        "difference": difference,
-        "p_value": float(p_value),
-        "ci_low": low,
-        "ci_high": high,
+        "difference": result.difference,
+        "p_value": result.p_value,
+        "ci_low": result.ci_low,
+        "ci_high": result.ci_high,
         "num_groups": len(references),
-        "num_compared": int(differences.size),
+        "num_compared": result.num_compared,
         "num_invalid_a": int((~valid_a).sum()),
         "num_invalid_b": int((~valid_b).sum()),
     }
@@ -825,16 +659,13 @@ def expected_resolution(
     """
     if num_groups < 1:
         raise ValueError(f"num_groups must be at least 1, got {num_groups}")
-    if not 0 < confidence_level < 1 or not 0 < power < 1:
-        raise ValueError("confidence_level and power must lie strictly between 0 and 1")
-    sigma2 = (null_tau_variance(num_users) if variance is None else variance) * design_effect
-    normal = NormalDist()
-    z_alpha = normal.inv_cdf(0.5 + confidence_level / 2)
-    z_power = normal.inv_cdf(power)
-    return {
-        "half_width": z_alpha * math.sqrt(sigma2 / num_groups),
-        "min_detectable_difference": (z_alpha + z_power) * math.sqrt(2 * sigma2 / num_groups),
-    }
+    return stats.resolution(
+        null_tau_variance(num_users) if variance is None else variance,
+        num_groups,
+        design_effect=design_effect,
+        confidence_level=confidence_level,
+        power=power,
+    )
 
 
 def groups_for_half_width(num_users: int, half_width: float, *, confidence_level: float = 0.95) -> int:
@@ -843,5 +674,6 @@ def groups_for_half_width(num_users: int, half_width: float, *, confidence_level
     >>> groups_for_half_width(2, 0.02), groups_for_half_width(3, 0.02), groups_for_half_width(4, 0.02)
     (9604, 3913, 2312)
     """
-    z_alpha = NormalDist().inv_cdf(0.5 + confidence_level / 2)
-    return math.ceil((z_alpha / half_width) ** 2 * null_tau_variance(num_users) - 1e-9)
+    return stats.docs_for_half_width(
+        null_tau_variance(num_users), half_width, confidence_level=confidence_level
+    )

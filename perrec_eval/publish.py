@@ -5,7 +5,7 @@ built without network by one function here:
 
 - `metric_upload`: the PTC `evaluate` module as a Gradio Space (module, card with the Space header,
   ``app.py``: the files `perrec_eval.metric_path()` ships with the package; ``requirements.txt`` and the
-  math it imports, ``perrec_eval/ptc.py``, so that the Space runs on its own);
+  math it imports, ``perrec_eval/ptc.py`` and ``stats.py``, so that the Space runs on its own);
 - `leaderboard_upload`: a report folder (`perrecbench report`) as a static Space (its ``index.html``);
 - `results_upload`: a run's PTC cells as ``.eval_results/*.yaml`` entries of a model repository
   (`huggingface_hub.EvalResultEntry`, the Hub's beta Eval Results format), pinned to the benchmark's dataset
@@ -302,18 +302,19 @@ def size_category(n: int) -> str:
 # ------------------------------------------------------------------------------------------ the metric
 
 
-SPACE_REQUIREMENTS = """# The Space runs the module with the math it imports (perrec_eval/ptc.py, bundled).
+SPACE_REQUIREMENTS = """# The Space runs the module with the math it imports (perrec_eval/ptc.py, stats.py).
 evaluate==0.4.6
 numpy>=1.26
 """
-_SPACE_PACKAGE = '"""The PTC math of perrecbench (perrec_eval/ptc.py), bundled with the metric Space."""\n'
+_SPACE_PACKAGE = '"""The PTC math of perrecbench (ptc.py, stats.py), bundled with the metric Space."""\n'
 
 
 def metric_upload(repo: str) -> Upload:
     """The PTC `evaluate` module as a Gradio Space, from the files the installed package ships.
 
-    The module imports its math from `perrec_eval.ptc`; the Space bundles that one file (as
-    ``perrec_eval/ptc.py``, numpy its only dependency), so the Space runs without perrecbench installed.
+    The module imports its math from `perrec_eval.ptc`; the Space bundles that file and the statistics it
+    imports (as ``perrec_eval/ptc.py`` and ``perrec_eval/stats.py``, numpy their only dependency), so the
+    Space runs without perrecbench installed.
     """
     from importlib import resources
 
@@ -331,7 +332,8 @@ def metric_upload(repo: str) -> Upload:
         raise DataError(f"{folder / 'README.md'} has no Space header (sdk: gradio, app_file: app.py)")
     files["requirements.txt"] = SPACE_REQUIREMENTS.encode()
     files["perrec_eval/__init__.py"] = _SPACE_PACKAGE.encode()
-    files["perrec_eval/ptc.py"] = resources.files("perrec_eval").joinpath("ptc.py").read_bytes()
+    for name in ("ptc.py", "stats.py"):
+        files[f"perrec_eval/{name}"] = resources.files("perrec_eval").joinpath(name).read_bytes()
     return Upload(
         repo=check_repo_id(repo),
         repo_type="space",

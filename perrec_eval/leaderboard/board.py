@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from perrec_eval import ptc
+from perrec_eval import ptc, stats
 from perrec_eval.leaderboard import compare
 from perrec_eval.leaderboard.diagnostics import cell_diagnostics
 from perrec_eval.leaderboard.published import Published
@@ -33,7 +33,7 @@ from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS
 
 ALPHA = 0.05
 N_RESAMPLES = 10_000
-_AVERAGE_DRAWS = 1_000_000  # signs drawn at once by the Avg. test (`ptc._signflip_p_value`'s max_draws)
+_AVERAGE_DRAWS = 1_000_000  # signs drawn at once by the Avg. test (`stats.signflip_test`'s max_draws)
 CELLS: tuple[Cell, ...] = tuple((level, method) for level in LEVELS for method in METHODS)
 _SCORE_FIELDS = (
     "ptc",
@@ -236,7 +236,7 @@ def build_table(
         _mark_best_cell(rows, cell, n_resamples, seed)
     _mark_best_average(rows, columns, n_resamples, seed)
     sizes = _cell_sizes(runs, columns)
-    effects = {cell: ptc.design_effect(clusters) for cell, clusters in _cell_clusters(runs, columns).items()}
+    effects = {cell: stats.design_effect(ids) for cell, ids in _cell_clusters(runs, columns).items()}
     return Table(
         number=number,
         rows=rows,
@@ -447,7 +447,7 @@ def item_differences(a: Run, b: Run, columns: Sequence[Cell]) -> np.ndarray | No
 def paired_average(
     a: Run, b: Run, columns: Sequence[Cell], *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> dict[str, Any]:
-    """`ptc.paired_differences_test` of avg(a) - avg(b) on per-group mean differences over `columns`; on
+    """`stats.signflip_test` of avg(a) - avg(b) on per-group mean differences over `columns`; on
     clustered tables on the query items' shares of it (`item_differences`), flipped per item.
 
     The interval is the (1 - `ALPHA`) one; signs are drawn a million at a time and the difference is
@@ -457,11 +457,9 @@ def paired_average(
     d = items if items is not None else group_differences(a, b, columns)
     if d.size == 0:
         return {"difference": None, "p_value": math.nan, "ci_low": None, "ci_high": None, "num_compared": 0}
-    result = ptc.paired_differences_test(
-        d, n_resamples=n_resamples, alpha=ALPHA, seed=seed, max_draws=_AVERAGE_DRAWS
-    )
+    result = stats.signflip_test(d, n_resamples=n_resamples, alpha=ALPHA, seed=seed, max_draws=_AVERAGE_DRAWS)
     keep = ("p_value", "ci_low", "ci_high", "num_compared")
-    return {"difference": float(d.mean())} | {name: result[name] for name in keep}
+    return {"difference": float(d.mean())} | {name: getattr(result, name) for name in keep}
 
 
 def _below(test: Mapping[str, Any] | None) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 
 from perrec_eval import fileio, rundir
 from perrec_eval.errors import DataError
+from perrec_eval.records import read_predictions
 from perrec_eval.results import FamilyScores, RunInfo, read_family_scores, read_run_info
 from perrec_eval.tasks import Cell, Task, get
 
@@ -43,8 +44,6 @@ class FamilyRun:
 
 def load(folder: str | os.PathLike) -> FamilyRun:
     """A general-path run folder (run.json, scores.json, predictions.jsonl)."""
-    from perrec_eval.evaluation import read_predictions
-
     path = Path(folder)
     info = read_run_info(path)
     label = info.label or info.engine.get("model") or path.name

@@ -428,11 +428,3 @@ def test_ptc_docstring_examples_pass():
     assert result.attempted >= 10
     assert result.failed == 0
 
-
-def test_paired_differences_test_draws_signs_in_whole_words_whatever_the_chunking():
-    # 102 groups: chunks of 400 resamples are 40,800 signs (whole 32-bit words), so the draws are the
-    # unchunked ones; the leaderboard's million-sign chunks (9,803 resamples) leave bytes unused.
-    differences = np.linspace(-1.0, 1.1, 102)
-    whole = ptc.paired_differences_test(differences, max_draws=102 * 400)
-    assert whole == ptc.paired_differences_test(differences, max_draws=10**9)
-    assert whole["num_compared"] == 102 and 0.0 < whole["p_value"] < 1.0

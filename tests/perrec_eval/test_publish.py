@@ -12,7 +12,7 @@ import yaml
 from huggingface_hub import DatasetCard, SpaceCard, parse_eval_result_entries
 from huggingface_hub.repocard import metadata_load
 
-from perrec_eval import metric_path, ptc
+from perrec_eval import metric_path, ptc, stats
 from perrec_eval.cli import main
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
@@ -81,19 +81,21 @@ def refusal(capsys, *argv: str) -> str:
 def test_push_metric_dry_run_lists_the_module_as_a_gradio_space(capsys, tmp_path):
     head, names = dry_run(capsys, "metric", "--repo", "org/ptc", "--stage", str(tmp_path / "stage"))
     assert (
-        head == "dry run: would upload 6 files to https://huggingface.co/spaces/org/ptc (space, sdk gradio):"
+        head == "dry run: would upload 7 files to https://huggingface.co/spaces/org/ptc (space, sdk gradio):"
     )
     assert names == [
         "README.md",
         "app.py",
         "perrec_eval/__init__.py",
         "perrec_eval/ptc.py",
+        "perrec_eval/stats.py",
         "ptc.py",
         "requirements.txt",
     ]
     for name in ("README.md", "app.py", "ptc.py"):
         assert (tmp_path / "stage" / name).read_bytes() == (Path(metric_path()) / name).read_bytes()
     assert (tmp_path / "stage" / "perrec_eval/ptc.py").read_bytes() == Path(ptc.__file__).read_bytes()
+    assert (tmp_path / "stage" / "perrec_eval/stats.py").read_bytes() == Path(stats.__file__).read_bytes()
     card = SpaceCard.load(tmp_path / "stage" / "README.md")
     assert (card.data.sdk, card.data.app_file) == ("gradio", "app.py")
     assert "perrecbench" not in (tmp_path / "stage" / "requirements.txt").read_text().split("\n", 1)[1]

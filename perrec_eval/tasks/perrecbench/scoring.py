@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from perrec_eval import ptc
+from perrec_eval import ptc, stats
 from perrec_eval.engines.base import permanent_fix
 from perrec_eval.results import CellScore, Scores
 from perrec_eval.tasks.perrecbench.rankers import ListSlot, Prediction
@@ -88,7 +88,7 @@ def score_cells(
         )
         count = counts.get((level, method), _Counts())
         value = _finite(result["ptc"])
-        effect = ptc.design_effect(clusters)
+        effect = stats.design_effect(clusters)
         out.append(
             CellScore(
                 level=level,
@@ -169,7 +169,7 @@ def cell_resolution(num_users: int, num_groups: int, design_effect: float = 1.0)
 
     The planning value of `perrec_eval.ptc.expected_resolution` with the null tau variance (a system that
     knows nothing; weak systems spread about as much), so every run on the same groups gets the same value.
-    Clustered groups pass `perrec_eval.ptc.design_effect`, the bound Σm²/Σm (taus of one item's groups
+    Clustered groups pass `perrec_eval.stats.design_effect`, the bound Σm²/Σm (taus of one item's groups
     perfectly correlated), which also depends on the groups alone.
 
     >>> round(cell_resolution(2, 200), 3), round(cell_resolution(4, 200), 3)

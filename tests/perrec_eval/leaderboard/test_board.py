@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perrec_eval import ptc
+from perrec_eval import stats
 from perrec_eval.leaderboard.board import build_table, paired_average, paired_cell
 from perrec_eval.leaderboard.runs import load_run, load_runs
 from tests.perrec_eval.leaderboard.synthetic import coin_flips, pointwise_records, write_run
@@ -99,8 +99,8 @@ def test_board_runs_with_another_metric_are_not_tested_against_the_best(runs):
 
 
 def test_board_average_test_is_exact_for_few_groups():
-    result = ptc.paired_differences_test([0.5, 0.5, 0.5])
-    assert result["p_value"] == pytest.approx(2 / 8)
+    result = stats.signflip_test([0.5, 0.5, 0.5])
+    assert result.p_value == pytest.approx(2 / 8)
 
 
 def test_board_rows_not_found_below_the_best_are_marked_tied(runs):
