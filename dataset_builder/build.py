@@ -5,13 +5,13 @@ The steps, each in its module:
 1. the domains (``--domains all``: every category of the source) and their files
    (:mod:`~dataset_builder.sources`);
 2. per domain, its groups from the stage cache, or selected again when an input's bytes changed
-   (:mod:`~dataset_builder.stages`, :mod:`~dataset_builder.selection`);
-3. the test / train split, per level for the large preset (:mod:`~dataset_builder.splits`);
+   (:mod:`~dataset_builder.stages`, :mod:`~dataset_builder.perrecbench.selection`);
+3. the test / train split, per level for the large preset (:mod:`~dataset_builder.perrecbench.splits`);
 4. into a temp folder next to ``out``: the config × split parquet files, the levels cut from each batch
-   (:mod:`~dataset_builder.assembly`, :mod:`~dataset_builder.levels`), the statistics counted on the same rows
-   (:mod:`~dataset_builder.stats`), ``--with-interactions`` (:mod:`~dataset_builder.interactions`), the
-   manifest (:mod:`~dataset_builder.manifest`) and the card (:mod:`~dataset_builder.card`); the folder is
-   renamed into place when complete;
+(:mod:`~dataset_builder.perrecbench.assembly`, :mod:`~dataset_builder.perrecbench.levels`), the statistics
+counted on the same rows (:mod:`~dataset_builder.perrecbench.stats`), ``--with-interactions``
+(:mod:`~dataset_builder.interactions`), the manifest (:mod:`~dataset_builder.manifest`) and the card
+(:mod:`~dataset_builder.perrecbench.card`); the folder is renamed into place when complete;
 5. ``--push-to-hub``: the upload of `perrecbench push benchmark`.
 """
 
@@ -30,14 +30,14 @@ from typing import Any
 import pyarrow as pa
 
 from dataset_builder import stages
-from dataset_builder import stats as stats_mod
-from dataset_builder.assembly import write_configs
-from dataset_builder.card import build_card
 from dataset_builder.config import BuildConfig, BuildError
 from dataset_builder.interactions import write_interactions
 from dataset_builder.manifest import check_out, manifest, version
+from dataset_builder.perrecbench import stats as stats_mod
+from dataset_builder.perrecbench.assembly import write_configs
+from dataset_builder.perrecbench.card import build_card
+from dataset_builder.perrecbench.splits import Split, merge_splits, split_levels
 from dataset_builder.sources import Source
-from dataset_builder.splits import Split, merge_splits, split_levels
 from perrec_eval.fileio import remove_stale, swap_in, write_json, write_text
 
 logger = logging.getLogger(__name__)

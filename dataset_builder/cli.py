@@ -104,7 +104,7 @@ def _run_build(config: BuildConfig) -> int:
         The exit status (0).
     """
     from dataset_builder.build import build
-    from dataset_builder.stats import format_table
+    from dataset_builder.perrecbench.stats import format_table
     from perrec_eval.fileio import read_json
 
     out = build(config)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dataset_builder.config import BuildConfig, BuildError
-from dataset_builder.splits import Split
+from dataset_builder.perrecbench.splits import Split
 from perrec_eval.fileio import read_json
 
 _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", "fsspec")

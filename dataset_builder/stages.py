@@ -1,11 +1,11 @@
 """The stage cache: each domain's selection, kept between builds and keyed by its inputs' bytes.
 
-A stage holds what :func:`dataset_builder.selection.run_domain` found in one domain: the groups (an Arrow IPC
-file of ``full`` rows, :mod:`dataset_builder.assembly`), their index (parquet, :data:`INDEX_SCHEMA`), with
-``--with-interactions`` the deduplicated reviews, and a JSON file of its accounting, written last (the
-completion marker). Its name hashes the selection parameters, the files' names and sizes and their **content
-hashes**, so a second run on unchanged inputs skips finished domains, and a file rewritten in place, even with
-its size and mtime restored, is selected again.
+A stage holds what :func:`dataset_builder.perrecbench.selection.run_domain` found in one domain: the groups
+(an Arrow IPC file of ``full`` rows, :mod:`dataset_builder.perrecbench.assembly`), their index (parquet,
+:data:`INDEX_SCHEMA`), with ``--with-interactions`` the deduplicated reviews, and a JSON file of its
+accounting, written last (the completion marker). Its name hashes the selection parameters, the files' names
+and sizes and their **content hashes**, so a second run on unchanged inputs skips finished domains, and a file
+rewritten in place, even with its size and mtime restored, is selected again.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dataset_builder.config import BuildConfig, portable_name
-from dataset_builder.selection import INDEX_SCHEMA, STAGES, run_domain
+from dataset_builder.perrecbench.selection import INDEX_SCHEMA, STAGES, run_domain
 from dataset_builder.sources import InputFile, Source
 from perrec_eval import progress
 from perrec_eval.fileio import pid_alive, read_json, write_json

@@ -15,15 +15,16 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from dataset_builder import assembly, schema, selection, stages
 from dataset_builder import build as build_mod
-from dataset_builder import stats as stats_mod
+from dataset_builder import stages
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
-from dataset_builder.groups import most_common_rating
-from dataset_builder.levels import level_rows, level_tables
-from dataset_builder.schema import FEATURES
-from dataset_builder.selection import run_domain
+from dataset_builder.perrecbench import assembly, schema, selection
+from dataset_builder.perrecbench import stats as stats_mod
+from dataset_builder.perrecbench.groups import most_common_rating
+from dataset_builder.perrecbench.levels import level_rows, level_tables
+from dataset_builder.perrecbench.schema import FEATURES
+from dataset_builder.perrecbench.selection import run_domain
 from dataset_builder.synth import write_synthetic
 from perrec_eval.cli import main as cli_main
 from tests.dataset_builder.build_fixture import config, five_user_source

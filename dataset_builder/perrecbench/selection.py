@@ -1,15 +1,15 @@
 """One domain's group selection in DuckDB (out of core) plus a small Python search: raw files → chosen users.
 
-Steps (each a progress tick): read + check the review file, deduplicate, per-user running counts and
-averages, read the metadata, filter candidates, search groups per item (Python, :mod:`dataset_builder.groups`:
-a seeded uniform draw in the chosen window; with ``--preset large`` several user-disjoint draws per item and
-level, :func:`item_groups`) into the tables ``chosen`` and ``windows`` (one group per ``gkey``), and finally
-hand the connection to :func:`dataset_builder.assembly.write_groups`, which streams the groups with the chosen
-users' histories to parquet; a small index (members and window summary per group) feeds the split and the
-neutrality statistics. DuckDB running out of memory becomes a :class:`BuildError` that names
-``--memory-limit``. Only the candidates of items that pass every SQL filter reach Python objects (one item
-at a time); history rows stay in DuckDB and Arrow buffers, so memory is bounded by the DuckDB limit plus a
-few batches.
+Steps (each a progress tick): read + check the review file, deduplicate, per-user running counts and averages,
+read the metadata, filter candidates, search groups per item (Python,
+:mod:`dataset_builder.perrecbench.groups`: a seeded uniform draw in the chosen window; with ``--preset large``
+several user-disjoint draws per item and level, :func:`item_groups`) into the tables ``chosen`` and
+``windows`` (one group per ``gkey``), and finally hand the connection to
+:func:`dataset_builder.perrecbench.assembly.write_groups`, which streams the groups with the chosen users'
+histories to parquet; a small index (members and window summary per group) feeds the split and the neutrality
+statistics. DuckDB running out of memory becomes a :class:`BuildError` that names ``--memory-limit``. Only the
+candidates of items that pass every SQL filter reach Python objects (one item at a time); history rows stay in
+DuckDB and Arrow buffers, so memory is bounded by the DuckDB limit plus a few batches.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataset_builder.assembly import write_groups
 from dataset_builder.config import BuildConfig, BuildError, duckdb_settings, out_of_memory
-from dataset_builder.groups import Candidate, Choice, find_group, find_groups, item_rng
 from dataset_builder.interactions import export_stage
+from dataset_builder.perrecbench.assembly import write_groups
+from dataset_builder.perrecbench.groups import Candidate, Choice, find_group, find_groups, item_rng
 from dataset_builder.sources import BadLines, InputFile, Source, bad_line_error, locate_bad_lines
 from perrec_eval import progress
 from perrec_eval.fileio import atomic_open

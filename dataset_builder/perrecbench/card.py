@@ -9,8 +9,8 @@ from typing import Any
 
 from dataset_builder.config import BuildConfig
 from dataset_builder.interactions import card_section
-from dataset_builder.schema import CONFIGS
-from dataset_builder.stats import format_table, resolution_entry
+from dataset_builder.perrecbench.schema import CONFIGS
+from dataset_builder.perrecbench.stats import format_table, resolution_entry
 from perrec_eval.publish import size_category
 
 
