@@ -26,7 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataset_builder.config import AvgScope, BuildConfig, BuildError
+from dataset_builder.config import BuildError
+from dataset_builder.perrecbench.config import AvgScope, BuildConfig
 from dataset_builder.perrecbench.levels import level_tables
 from dataset_builder.perrecbench.schema import ARROW_SCHEMA, CONFIGS
 from dataset_builder.perrecbench.stats import LeakCounts, SplitFigures

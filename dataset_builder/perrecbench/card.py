@@ -4,29 +4,14 @@ in ``DatasetCardData``)."""
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
-from dataset_builder.config import BuildConfig
-from dataset_builder.interactions import card_section
+from dataset_builder.card import configs_yaml, fill_card
+from dataset_builder.perrecbench.config import BuildConfig
+from dataset_builder.perrecbench.interactions import card_section
 from dataset_builder.perrecbench.schema import CONFIGS
 from dataset_builder.perrecbench.stats import format_table, resolution_entry
 from perrec_eval.publish import size_category
-
-
-def configs_yaml(files: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
-    """The card's ``configs:`` entries; splits without a file (empty) are left out (PITFALLS 2).
-
-    >>> configs_yaml({"easy": {"test": "easy/test-ab.parquet"}})
-    [{'config_name': 'easy', 'data_files': [{'split': 'test', 'path': 'easy/test-ab.parquet'}]}]
-    """
-    return [
-        {
-            "config_name": name,
-            "data_files": [{"split": split, "path": path} for split, path in splits.items()],
-        }
-        for name, splits in files.items()
-    ]
 
 
 def build_card(
@@ -48,8 +33,6 @@ def build_card(
             the title, the tags, a note under the title and the source section.
         interactions: what ``--with-interactions`` wrote (``manifest.json`` ``interactions``), or None.
     """
-    from huggingface_hub import DatasetCard, DatasetCardData
-
     n_groups = sum(s["all"]["groups"] for s in stats["splits"].values())
     synthetic = source_kind != "raw"
     header = {
@@ -104,11 +87,7 @@ def build_card(
         "source_section": _source_section(cfg, source_kind),
         "interactions_section": card_section(interactions),
     }
-    data = DatasetCardData(**header)
-    data.to_yaml(original_order=list(header))  # the header keeps this order (DatasetCardData has its own)
-    template = resources.files("hub_cards").joinpath("dataset_card.md").read_text(encoding="utf-8")
-    # jinja drops the template's final newline
-    return str(DatasetCard.from_template(data, template_str=template, **values)) + "\n"
+    return fill_card(header, "dataset_card.md", values)
 
 
 def level_groups(stats: dict[str, Any], level: str, split: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dataset_builder.config import Preset
+from dataset_builder.perrecbench.config import Preset
 from dataset_builder.perrecbench.schema import CONFIGS
 
 

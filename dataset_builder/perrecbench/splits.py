@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataset_builder.config import AvgScope, BuildConfig, SplitRule
+from dataset_builder.perrecbench.config import AvgScope, BuildConfig, SplitRule
 from dataset_builder.perrecbench.stats import funnel_message
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataset_builder.config import BuildConfig
+from dataset_builder.perrecbench.config import BuildConfig
 
 if TYPE_CHECKING:
     from dataset_builder.perrecbench.splits import Split
