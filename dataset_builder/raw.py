@@ -3,13 +3,13 @@ task family selects from.
 
 :func:`read_reviews` leaves the table ``rev`` (one row per (user, item): the earliest review, ties by rating
 then ``asin``), :func:`read_meta` the table ``meta`` (one row per item: the smallest record, so the choice
-never depends on line order). Both check every line with the rules of :func:`dataset_builder.sources.
-review_problem` / ``meta_problem``: ``--on-bad-line error`` stops at the first bad line with its file and
-number, ``skip`` counts and reports them. The review text and the richer metadata are read only when a family
-asks for them (``text=True``, ``details=True``), so a family that does not need them reads no more than it
-uses. The connection lives in one stage of the stage cache (:mod:`dataset_builder.stages`), which a family's
-selection runs; DuckDB running out of memory or meeting a cut file becomes a :class:`BuildError` naming the
-fix (:func:`duckdb_error`).
+never depends on line order). Both check every line with the rules of
+:func:`~dataset_builder.sources.review_problem` and ``meta_problem``: ``--on-bad-line error`` stops at the
+first bad line with its file and number, ``skip`` counts and reports them. The review text and the richer
+metadata are read only when a family asks for them (``text=True``, ``details=True``), so a family that does
+not need them reads no more than it uses. The connection lives in one stage of the stage cache
+(:mod:`dataset_builder.stages`), which a family's selection runs; DuckDB running out of memory or meeting a
+cut file becomes a :class:`BuildError` naming the fix (:func:`duckdb_error`).
 
 Tables (``ts`` is the review's time in ms; the optional columns in brackets):
 
