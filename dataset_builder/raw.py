@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from dataset_builder.config import BuildError, BuildSpec, duckdb_settings, out_of_memory
+from dataset_builder.config import BuildError, BuildSpec, OnBadLine, duckdb_settings, out_of_memory
 from dataset_builder.sources import BadLines, InputFile, Source, bad_line_error, locate_bad_lines
 
 logger = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def _text(column: str) -> str:
 
 
 def _check_bad(
-    con: duckdb.DuckDBPyConnection, source: Source, file: InputFile, table: str, on_bad_line: str
+    con: duckdb.DuckDBPyConnection, source: Source, file: InputFile, table: str, on_bad_line: OnBadLine
 ) -> tuple[int, BadLines | None]:
     """Count rows failing the checks; name them (file, line, reason) with a Python pass if there are any."""
     total, bad = con.sql(f"SELECT count(*), count_if(NOT ok) FROM {table}").fetchall()[0]
@@ -111,7 +111,7 @@ def read_reviews(
     con: duckdb.DuckDBPyConnection,
     source: Source,
     file: InputFile,
-    on_bad_line: str,
+    on_bad_line: OnBadLine,
     *,
     text: bool = False,
     tick: Callable[[str], None] = lambda stage: None,
@@ -184,7 +184,7 @@ def read_meta(
     con: duckdb.DuckDBPyConnection,
     source: Source,
     file: InputFile,
-    on_bad_line: str,
+    on_bad_line: OnBadLine,
     *,
     items: str | None = None,
     details: bool = False,

@@ -22,6 +22,7 @@ LEVELS: dict[str, int] = {"easy": 2, "medium": 3, "hard": 4}  # the large preset
 # `gap > min_gap + GAP_TOLERANCE` (the reference oracle decides it with exact fractions).
 GAP_TOLERANCE = 1e-9
 
+
 @dataclass(frozen=True, slots=True)
 class BuildConfig(BuildSpec):
     """PerRecBench's build: selection, split and levels (PROTOCOL §2)."""
