@@ -47,7 +47,7 @@ INPUT_STAGES = ("read reviews", "deduplicate", "user history", "read metadata", 
 OUTPUT_STAGES = ("histories", "write configs", "statistics")
 # Logged only by newer builds (older ones count them in "other": wall time outside the logged stages).
 EXTRA_STAGES = ("split", "card")
-GAP_TOLERANCE = 1e-9  # dataset_builder.config.GAP_TOLERANCE: gaps are compared with the builder's slack
+GAP_TOLERANCE = 1e-9  # dataset_builder.perrecbench.config.GAP_TOLERANCE: the builder's slack on gaps
 
 
 def _tree_rss(process: psutil.Process) -> int:
@@ -99,7 +99,7 @@ def run_measured(
     return wall, peak, out, err, _children_cpu() - cpu
 
 
-_TOOK = re.compile(r"INFO dataset_builder\.\w+: (?:[\w]+: )?(.+?) took ([\d.]+) s")
+_TOOK = re.compile(r"INFO dataset_builder\.[\w.]+: (?:[\w]+: )?(.+?) took ([\d.]+) s")
 
 
 def stage_seconds(log: str) -> dict[str, float]:

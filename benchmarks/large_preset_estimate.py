@@ -16,7 +16,7 @@ Model (see benchmarks/RESULTS.md, "Large preset", for the reasoning):
   groups than real data).
 * ``E_k(N)``: the expected number of user-disjoint valid k-groups the builder draws among ``N`` such
   reviewers in one window — measured by running the builder's own search
-  (:func:`dataset_builder.groups.find_groups`) on simulated windows.
+  (:func:`dataset_builder.perrecbench.groups.find_groups`) on simulated windows.
 * Calibration: the number of items ``I`` with ``N >= 2`` is set so that ``I · Σ_N p(N) · P(a valid 5-group
   among N)`` equals the paper's 666.
 """
@@ -28,7 +28,7 @@ import random
 
 import numpy as np
 
-from dataset_builder.groups import Candidate, find_groups
+from dataset_builder.perrecbench.groups import Candidate, find_groups
 
 PAPER_FIVE_USER_ITEMS = 666
 GRID = [*range(2, 21), 25, 30, 40, 50, 70, 100, 150, 200]

@@ -1,7 +1,10 @@
-"""Raw Amazon Reviews 2023 files → the PerRecBench benchmark folder (parquet + dataset card + statistics).
+"""Raw Amazon Reviews 2023 files → a task family's benchmark folder (parquet + dataset card + statistics).
 
-``config`` (the settings of ``perrecbench synth`` and ``build``) · ``synth/`` (synthetic raw files with a
-planted signal) · ``sources`` (local or ``hf://`` input files, bad-line checks) → ``selection`` (DuckDB
-selection of the chosen users, the search in ``groups``) → ``assembly`` (nested rows, parquet row groups) →
-``build`` (stages, splits, levels, output folder; ``card``, ``stats``, ``schema``) · ``cli`` (the commands).
+Shared by every family: ``config`` (the settings of ``perrecbench synth``, and :class:`BuildSpec`, those every
+build shares) · ``synth/`` (synthetic raw files with a planted signal) · ``sources`` (local or ``hf://`` input
+files, bad-line checks) · ``raw`` (one domain's reviews, with their title and text, and metadata read into
+DuckDB, checked and deduplicated) · ``stages`` (the stage cache) · ``build`` (the shared steps, the output
+folder, the push) · ``manifest`` · ``card`` · ``tasks`` (the registry of families) · ``cli`` (the commands).
+Each family's own code lives in its folder: ``perrecbench/`` (groups, levels, twins, splits, assembly,
+statistics, card).
 """

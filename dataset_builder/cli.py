@@ -1,18 +1,23 @@
 """`perrecbench synth` and `perrecbench build`: the builder's commands, their flags derived from the configs.
 
-The flags, defaults and help texts come from :class:`~dataset_builder.config.SynthConfig` and
-:class:`~dataset_builder.config.BuildConfig` (``--config FILE.yaml`` included); the handlers receive the
-validated config, call the library and print a summary. Heavy imports stay inside the handlers, so
-``perrecbench --help`` stays fast. Errors of the :mod:`perrec_eval.errors` family are printed as one line
-by :func:`perrec_eval.cli.main`.
+The flags, defaults and help texts come from :class:`~dataset_builder.config.SynthConfig` and, for ``build``,
+from the config of the task family ``--task`` names (:func:`dataset_builder.tasks.task_config`: the shared
+:class:`~dataset_builder.config.BuildSpec` plus the family's own fields; ``--config FILE.yaml`` included):
+``build`` reads ``--task`` first and then makes its parser from that family's config, so ``perrecbench build
+--task NAME --help`` shows that family's options. The handlers receive the validated config, call the library
+and print a summary. Heavy imports stay inside the handlers, so ``perrecbench --help`` stays fast. Errors of
+the :mod:`perrec_eval.errors` family are printed as one line by :func:`perrec_eval.cli.main`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
+from typing import Any
 
-from dataset_builder.config import BuildConfig, SynthConfig
+from dataset_builder.config import BuildSpec, SynthConfig
+from dataset_builder.tasks import DEFAULT_TASK, task_builder, task_config, task_names
 from perrec_eval import cliconfig
 
 
@@ -29,18 +34,54 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "preference signal, plus synth_truth.json with the planted parameters and synth_marker.json with\n"
         "the sha256 of every file written (a build from them is marked synthetic in its card).",
     )
-    cliconfig.add_command(
-        subparsers,
+    build = subparsers.add_parser(
         "build",
-        BuildConfig,
-        run_build,
-        help="build the benchmark (parquet + dataset card + stats) from raw Amazon Reviews 2023 files",
-        description="Select PerRecBench groups (PROTOCOL §2) from raw review and metadata files with DuckDB\n"
-        "and write a folder that datasets.load_dataset reads: configs easy/medium/hard/full, splits\n"
-        "test/train, a dataset card, stats.json and manifest.json. --preset paper (default) reproduces\n"
-        "the paper's 5-user groups; --preset large finds each level's groups directly, several per item,\n"
-        "for the resolution that model comparisons need (the card states each level's resolution).",
+        help="build a task family's benchmark (parquet + dataset card + stats) from raw Amazon Reviews 2023 "
+        "files",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    build.__class__ = _TaskParser  # its flags are added once --task is known (`_TaskParser.parse_known_args`)
+    build.add_argument(
+        "--task",
+        default=DEFAULT_TASK,
+        metavar="NAME",
+        help=f"the task family to build: {', '.join(task_names())} (default: {DEFAULT_TASK}); "
+        "`--task NAME --help` shows its options",
+    )
+
+
+class _TaskParser(argparse.ArgumentParser):
+    """The parser of ``perrecbench build``: reads ``--task`` from the arguments first, then adds the flags of
+    that family's config (and its description) before parsing them."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        args = list(sys.argv[1:] if args is None else args)
+        task = _task_of(args)
+        if task not in task_names():  # one line, as the CLI prints every error (argparse's adds the usage)
+            known = ", ".join(task_names())
+            self.exit(2, f"{self.prog}: error: unknown --task {task!r}; known tasks: {known}\n")
+        if getattr(self, "_task", None) is None:
+            self._task = task
+            cls = task_config(task)
+            self.description = cls.description
+            cliconfig.add_arguments(self, cls)
+            cliconfig.add_common_arguments(self)
+            self.set_defaults(handler=run_build, config_cls=cls)
+        return super().parse_known_args(args, namespace)
+
+
+def _task_of(args: list[str]) -> str:
+    """The value of ``--task`` (or an abbreviation argparse accepts, ``--ta`` up) in `args`, else the default.
+
+    >>> _task_of(["--source", "raw", "--task", "x"]), _task_of(["--tas=y"]), _task_of([])
+    ('x', 'y', 'perrecbench')
+    """
+    task = DEFAULT_TASK
+    for i, arg in enumerate(args):
+        flag, equals, value = arg.partition("=")
+        if len(flag) > 3 and "--task".startswith(flag):
+            task = value if equals else args[i + 1] if i + 1 < len(args) else task
+    return task
 
 
 def run_synth(config: SynthConfig) -> int:
@@ -84,7 +125,7 @@ def _run_synth(config: SynthConfig) -> int:
     return 0
 
 
-def run_build(config: BuildConfig) -> int:
+def run_build(config: BuildSpec) -> int:
     """``perrecbench build``, holding the lock beside ``--out`` (and ``--work-dir``): a second build into
     the same folder, or with the same stages, is refused instead of deleting the other's stage files."""
     from perrec_eval.lock import file_lock
@@ -94,8 +135,8 @@ def run_build(config: BuildConfig) -> int:
         return _run_build(config)
 
 
-def _run_build(config: BuildConfig) -> int:
-    """``perrecbench build``: build the folder and print its statistics (the paper's Table 4 layout).
+def _run_build(config: BuildSpec) -> int:
+    """``perrecbench build``: build the folder and print the family's summary of it.
 
     Args:
         config: the validated settings.
@@ -104,10 +145,7 @@ def _run_build(config: BuildConfig) -> int:
         The exit status (0).
     """
     from dataset_builder.build import build
-    from dataset_builder.stats import format_table
-    from perrec_eval.fileio import read_json
 
     out = build(config)
-    print(f"PerRecBench built in {out}")
-    print(format_table(read_json(out / "stats.json")))
+    print(task_builder(config.task).summary(out))
     return 0

@@ -8,14 +8,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from dataset_builder.config import BuildConfig, BuildError
-from dataset_builder.splits import Split
+from dataset_builder.config import BuildError, BuildSpec
 from perrec_eval.fileio import read_json
 
 _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", "fsspec")
 
 
-def check_out(config: BuildConfig) -> None:
+def check_out(config: BuildSpec) -> None:
     """Refuse an ``--out`` whose replacement would delete something that is not an earlier build.
 
     ``--overwrite`` replaces the whole folder, so ``--out`` may neither be nor contain a local ``--source``,
@@ -68,29 +67,28 @@ def version(package: str) -> str:
 
 
 def manifest(
-    cfg: BuildConfig,
+    parameters: dict[str, Any],
     results: dict[str, dict[str, Any]],
-    files: dict[str, dict[str, str]],
-    split: Split,
     provenance: dict[str, Any],
-    interactions: dict[str, dict[str, Any]] | None,
+    outputs: dict[str, Any],
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Parameters, where the inputs come from (synthetic or not), inputs (size + content hash, computed from
-    these bytes in this run), skipped lines, per-domain funnel, the train groups the split rule dropped,
-    output files, package versions, and the interactions files (``--with-interactions`` only).
+    these bytes in this run), skipped lines, per-domain funnel, the family's outputs, package versions, and
+    the family's extra entries.
 
     Args:
-        cfg: the build parameters.
+        parameters: the build's settings (a family config's ``as_manifest()``).
         results: each domain's stage (:func:`dataset_builder.stages.load`), in ``cfg.domains`` order.
-        files: ``{config: {split: relative parquet path}}``.
-        split: the test / train split.
-        provenance: :func:`dataset_builder.sources.source_kind`.
-        interactions: what :func:`dataset_builder.interactions.write_interactions` wrote, or None.
+        provenance: :meth:`dataset_builder.sources.Source.kind`.
+        outputs: the family's entries after the funnel (PerRecBench: its split and ``outputs``, the
+            ``{config: {split: relative parquet path}}`` of its files).
+        extra: entries after the versions (PerRecBench: ``interactions``), or None.
     """
     synthetic = set(provenance["synthetic_files"])
     info = {
         "source_kind": provenance["source_kind"],
-        "parameters": cfg.as_manifest(),
+        "parameters": parameters,
         "inputs": [
             {**entry, "synthetic": entry["file"] in synthetic}
             for r in results.values()
@@ -101,10 +99,7 @@ def manifest(
             "files": [b for r in results.values() for b in r["bad_lines"]],
         },
         "selection": {d: r["funnel"] for d, r in results.items()},
-        "split": {"rule": cfg.split_rule, "dropped_train_groups": split.dropped},
-        "outputs": files,
+        **outputs,
         "versions": {"python": platform.python_version(), **{p: version(p) for p in _PACKAGES}},
     }
-    if interactions is not None:
-        info["interactions"] = interactions
-    return info
+    return {**info, **(extra or {})}

@@ -1,11 +1,12 @@
 """The stage cache: each domain's selection, kept between builds and keyed by its inputs' bytes.
 
-A stage holds what :func:`dataset_builder.selection.run_domain` found in one domain: the groups (an Arrow IPC
-file of ``full`` rows, :mod:`dataset_builder.assembly`), their index (parquet, :data:`INDEX_SCHEMA`), with
-``--with-interactions`` the deduplicated reviews, and a JSON file of its accounting, written last (the
-completion marker). Its name hashes the selection parameters, the files' names and sizes and their **content
-hashes**, so a second run on unchanged inputs skips finished domains, and a file rewritten in place, even with
-its size and mtime restored, is selected again.
+A task family's selection of one domain (its :class:`StageSpec`: the raw files read with
+:mod:`dataset_builder.raw`, then selected from) writes its files into a work folder (PerRecBench: its groups,
+their index and, with ``--with-interactions``, the deduplicated reviews) and reports its accounting
+(:class:`StageOutput`); the stage keeps those files and a JSON file of the accounting, written last (the
+completion marker). A stage's name hashes the family's parameters, the files' names and sizes and their
+**content hashes**, so a second run on unchanged inputs skips finished domains, and a file rewritten in
+place, even with its size and mtime restored, is selected again.
 """
 
 from __future__ import annotations
@@ -16,24 +17,29 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from dataset_builder.config import BuildConfig, portable_name
-from dataset_builder.selection import INDEX_SCHEMA, STAGES, run_domain
+from dataset_builder.config import BuildSpec, portable_name
 from dataset_builder.sources import InputFile, Source
 from perrec_eval import progress
 from perrec_eval.fileio import pid_alive, read_json, write_json
 
 logger = logging.getLogger(__name__)
 
-# Bump when the stage content changes for the same inputs and parameters (invalidates old stage files).
-STAGE_VERSION = 6
+Tick = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class StageOutput:
+    """What a family's selection of one domain reports; its files are where it was told to write them."""
+
+    funnel: dict[str, int]  # what each step kept (the manifest's and the card's selection funnel)
+    bad_lines: list[dict[str, Any]]  # `dataset_builder.sources.BadLines.as_dict` of each file with some
+    counts: dict[str, Any] = field(default_factory=dict)  # recorded last in the stage's JSON (e.g. groups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,26 +50,40 @@ class DomainInputs:
     reviews: InputFile
     meta: InputFile
 
-    def selection(self, cfg: BuildConfig) -> dict[str, Any]:
+    def selection(self, spec: StageSpec) -> dict[str, Any]:
         """What a stage depends on besides the files' bytes (a cheap pre-check before hashing finishes)."""
-        selection = {
-            "version": STAGE_VERSION,
-            "params": cfg.selection_params(),
+        return {
+            "version": spec.version,
+            "params": spec.params,
             "files": [[portable_name(f.uri), f.size] for f in (self.reviews, self.meta)],
+            **spec.flags,
         }
-        if cfg.with_interactions:  # only then: stages of builds without it keep their keys
-            selection["interactions"] = True
-        return selection
 
-    def stage_key(self, cfg: BuildConfig, content_hashes: list[str]) -> str:
+    def stage_key(self, spec: StageSpec, content_hashes: list[str]) -> str:
         """The stage's name: the selection plus the content hashes of the two files."""
-        payload = {**self.selection(cfg), "hashes": content_hashes}
+        payload = {**self.selection(spec), "hashes": content_hashes}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def load(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, Any]:
-    """The domain's groups and accounting (the stage's JSON plus its files' paths), from its stage when the
-    inputs' bytes are unchanged.
+# A family's selection of one domain: (source, inputs, work folder, {name: file to write}, tick) → output.
+SelectDomain = Callable[[Source, DomainInputs, Path, dict[str, Path], Tick], StageOutput]
+
+
+@dataclass(frozen=True, slots=True)
+class StageSpec:
+    """A task family's stage of one domain: what it is keyed on, what it runs, which files it keeps."""
+
+    version: int  # bump when the stage content changes for the same inputs and parameters
+    params: dict[str, Any]  # the settings the selection depends on
+    flags: dict[str, Any]  # keyed on too, but present only when set (so the stages of builds without stay)
+    steps: tuple[str, ...]  # the names `select` ticks, in order (progress)
+    files: dict[str, str]  # each file's name in the results (e.g. ``groups_path``) → its suffix in the stage
+    select: SelectDomain
+
+
+def load(source: Source, item: DomainInputs, cfg: BuildSpec, spec: StageSpec) -> dict[str, Any]:
+    """The domain's accounting (the stage's JSON) plus its files' paths (``spec.files``' names), from its
+    stage when the inputs' bytes are unchanged.
 
     The content hashes are computed in a thread. When a stage with the same parameters and file sizes
     exists, the build waits for them to decide whether it can be reused; otherwise the selection runs while
@@ -72,28 +92,20 @@ def load(source: Source, item: DomainInputs, cfg: BuildConfig) -> dict[str, Any]
     stage_dir = cfg.stage_root / item.domain
     with ThreadPoolExecutor(max_workers=1) as pool:
         futures = [pool.submit(source.content_hash, f) for f in (item.reviews, item.meta)]
-        if any(read_json(p).get("selection") == item.selection(cfg) for p in stage_dir.glob("*.json")):
-            key = item.stage_key(cfg, [f.result() for f in futures])
+        if any(read_json(p).get("selection") == item.selection(spec) for p in stage_dir.glob("*.json")):
+            key = item.stage_key(spec, [f.result() for f in futures])
             if (stage_dir / f"{key}.json").exists():
                 logger.info("%s: inputs unchanged since the last run, reusing stage %s", item.domain, key)
-                return _read(stage_dir, key)
+                return _read(stage_dir, key, spec)
             logger.info(
                 "%s: an input changed since the last run (content hash), selecting again", item.domain
             )
-        key = _select(source, item, cfg, stage_dir, futures)
-    return _read(stage_dir, key)
-
-
-def group_index(results: dict[str, dict[str, Any]], domains: tuple[str, ...]) -> pa.Table:
-    """Every domain's index rows (:data:`INDEX_SCHEMA`), one table in ``group_id`` order."""
-    tables = [pq.read_table(results[d]["index_path"]) for d in domains if results[d]["groups"]]
-    if not tables:
-        return INDEX_SCHEMA.empty_table()
-    return pa.concat_tables(tables).sort_by("group_id")
+        key = _select(source, item, spec, stage_dir, futures)
+    return _read(stage_dir, key, spec)
 
 
 def _select(
-    source: Source, item: DomainInputs, cfg: BuildConfig, stage_dir: Path, hashes: list[Future[str]]
+    source: Source, item: DomainInputs, spec: StageSpec, stage_dir: Path, hashes: list[Future[str]]
 ) -> str:
     """Run the domain's selection into a work folder and save it as a stage; return the stage's key."""
     for stale in stage_dir.glob("work-*"):  # the work folders of builds that were killed
@@ -101,7 +113,7 @@ def _select(
         if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     work = stage_dir / f"work-{os.getpid()}"
-    bar = progress.bar(total=len(STAGES), desc=item.domain, unit="stage")
+    bar = progress.bar(total=len(spec.steps), desc=item.domain, unit="stage")
     started: list[tuple[str, float]] = []
 
     def tick(stage: str) -> None:
@@ -113,35 +125,24 @@ def _select(
         bar.set_postfix_str(stage)
 
     try:
-        groups, index = work / "groups.arrow", work / "index.parquet"
-        interactions = work / "interactions.parquet" if cfg.with_interactions else None
-        result = run_domain(
-            source,
-            item.reviews,
-            item.meta,
-            cfg,
-            work,
-            groups,
-            index,
-            tick=tick,
-            interactions_file=interactions,
-        )
+        files = {name: work / f"stage.{suffix}" for name, suffix in spec.files.items()}
+        result = spec.select(source, item, work, files, tick)
         tick("done")
         content = [h.result() for h in hashes]
-        key = item.stage_key(cfg, content)
+        key = item.stage_key(spec, content)
         info = {
             "domain": item.domain,
             "key": key,
-            "selection": item.selection(cfg),
+            "selection": item.selection(spec),
             "funnel": result.funnel,
             "bad_lines": result.bad_lines,
             "files": [
                 {"domain": f.domain, "kind": f.kind, "file": portable_name(f.uri), "size": f.size, "hash": h}
                 for f, h in zip((item.reviews, item.meta), content, strict=True)
             ],
-            "groups": result.groups,
+            **result.counts,
         }
-        _save(stage_dir, key, groups, index, info, interactions)
+        _save(stage_dir, key, {files[name]: suffix for name, suffix in spec.files.items()}, info)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         bar.update(bar.total - bar.n)
@@ -149,25 +150,20 @@ def _select(
     return key
 
 
-def _read(stage_dir: Path, key: str) -> dict[str, Any]:
+def _read(stage_dir: Path, key: str, spec: StageSpec) -> dict[str, Any]:
     info = read_json(stage_dir / f"{key}.json")
-    info["groups_path"] = stage_dir / f"{key}.arrow"
-    info["index_path"] = stage_dir / f"{key}.index.parquet"
-    info["interactions_path"] = stage_dir / f"{key}.interactions.parquet"
+    for name, suffix in spec.files.items():
+        info[name] = stage_dir / f"{key}.{suffix}"
     return info
 
 
-def _save(
-    stage_dir: Path, key: str, groups: Path, index: Path, info: dict[str, Any], interactions: Path | None
-) -> None:
-    """Move the groups, index (and interactions) files in, then write the JSON (the completion marker); drop
-    older stages."""
+def _save(stage_dir: Path, key: str, files: dict[Path, str], info: dict[str, Any]) -> None:
+    """Move the work files in (as ``<key>.<suffix>``), then write the JSON (the completion marker); drop
+    older stages (every file here: the work folders of running builds are folders)."""
     stage_dir.mkdir(parents=True, exist_ok=True)
-    for pattern in ("*.json", "*.arrow", "*.parquet"):
-        for old in stage_dir.glob(pattern):
+    for old in stage_dir.iterdir():
+        if old.is_file():
             old.unlink()
-    groups.replace(stage_dir / f"{key}.arrow")
-    index.replace(stage_dir / f"{key}.index.parquet")
-    if interactions is not None:
-        interactions.replace(stage_dir / f"{key}.interactions.parquet")
+    for path, suffix in files.items():
+        path.replace(stage_dir / f"{key}.{suffix}")
     write_json(stage_dir / f"{key}.json", info)

@@ -443,7 +443,9 @@ def select_task(argv: Sequence[str]) -> None:
         elif arg.startswith("--task="):
             _selected_task = arg.partition("=")[2]
     if _selected_task is not None:
-        check_task(_selected_task)
+        from perrec_eval import tasks
+
+        tasks.check_name(_selected_task)
 
 
 def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
@@ -456,6 +458,8 @@ def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
 
     if _selected_task is None or _selected_task == tasks.DEFAULT_TASK:
         return cls, handler
+    if _selected_task not in tasks.evaluable():
+        return cls, tasks.refusal(_selected_task, command, "it can be built but declares no Task yet")
     return tasks.command_for(tasks.get(_selected_task), command, cls, handler)
 
 

@@ -74,11 +74,11 @@ def list_tasks(config: TasksConfig) -> int:
     """Print every task family: its cells, metrics and baselines (``--json``: the same as JSON)."""
     from perrec_eval import tasks
 
-    described = [tasks.get(name).describe() for name in tasks.names()]
+    described = [tasks.get(name).describe() for name in tasks.evaluable()]
     if config.json:
         print(json.dumps(described, indent=2, ensure_ascii=False))
         return 0
-    for task in (tasks.get(name) for name in tasks.names()):
+    for task in (tasks.get(name) for name in tasks.evaluable()):
         metrics = ", ".join(
             f"{m.name} ({'higher' if m.higher_is_better else 'lower'} is better, {m.aggregation})"
             for m in task.metrics

@@ -25,10 +25,10 @@ from perrec_eval import fileio
 from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.cliconfig import check_task, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
+from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError
 from perrec_eval.lock import folder_lock
-from perrec_eval.records import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
 from perrec_eval.rundir import claim, run_cost, versions, write_run
 from perrec_eval.runner import drive

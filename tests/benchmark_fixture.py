@@ -15,7 +15,7 @@ from pathlib import Path
 
 import datasets
 
-from dataset_builder.schema import CONFIGS, FEATURES
+from dataset_builder.perrecbench.schema import CONFIGS, FEATURES
 
 TOPICS = ("garden", "kitchen", "camera", "novel", "boots", "laptop")
 

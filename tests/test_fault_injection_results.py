@@ -320,7 +320,7 @@ def test_cli_build_refuses_an_infinite_window(raw, tmp_path, capsys):
 def test_cli_build_interrupted_inside_a_duckdb_query_exits_130(raw, tmp_path, capsys, monkeypatch, kind):
     import duckdb
 
-    from dataset_builder import selection
+    from dataset_builder.perrecbench import selection
 
     def interrupted(*args, **kwargs):
         # What DuckDB raises for Ctrl-C inside a query (the Python API's RuntimeError, or its own class).
@@ -335,7 +335,7 @@ def test_cli_build_interrupted_inside_a_duckdb_query_exits_130(raw, tmp_path, ca
 
 
 def test_cli_other_runtime_errors_keep_their_traceback(raw, tmp_path, monkeypatch):
-    from dataset_builder import selection
+    from dataset_builder.perrecbench import selection
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
@@ -587,7 +587,7 @@ def test_cli_build_removes_the_folder_of_a_killed_build(raw, tmp_path, capsys):
 
 
 def test_cli_build_refuses_the_current_folder_before_selecting(raw, tmp_path, capsys, monkeypatch):
-    from dataset_builder import selection
+    from dataset_builder.perrecbench import selection
 
     def never(*args, **kwargs):
         raise AssertionError("the selection ran before --out was checked")

@@ -62,7 +62,7 @@ edition or format note added to the title (`` (Kindle Edition)`` for Books, `` [
 `` (2nd Edition)`` otherwise), and each review of the original gets a copy on the twin, same user and rating,
 ten days earlier (appended at the end of the review file). ``synth_truth.json`` records ``twin_items``,
 ``twin_reviews`` and the ``twins`` mapping per domain. A build must leave these out of the histories of the
-original's queries (``dataset_builder/twins.py``).
+original's queries (``dataset_builder/perrecbench/twins.py``).
 
 Modules: ``vocab`` (words, titles, review texts), ``model`` (the draws above) and ``writer`` (raw lines,
 faults, atomic files); the settings are :class:`dataset_builder.config.SynthConfig`.

@@ -36,7 +36,7 @@ def constant(request: ChatRequest, params: GenParams, sample_index: int) -> str 
     Returns:
         The answer text, or a failed `Completion`.
     """
-    for name in tasks.names():
+    for name in tasks.evaluable():
         answer = tasks.get(name).constant_answer(request)
         if answer is not None:
             return answer

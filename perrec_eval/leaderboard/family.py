@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio, rundir
+from perrec_eval.docrecords import read_predictions
 from perrec_eval.errors import DataError
-from perrec_eval.records import read_predictions
 from perrec_eval.results import FamilyScores, RunInfo, read_family_scores, read_run_info
 from perrec_eval.tasks import Cell, Task, get
 

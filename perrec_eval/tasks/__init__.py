@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from perrec_eval.errors import ConfigError
 from perrec_eval.tasks.base import Cell, Doc, Parsed, Task, check_unique_protocols
@@ -30,10 +30,27 @@ __all__ = [
     "register",
 ]
 
+class Family(NamedTuple):
+    """Where a family's parts live, each "module:NAME", imported on first use only.
+
+    `build_config`: its `perrecbench build` settings (a light module: the CLI imports it to build the
+    parser); `builder`: its `dataset_builder.tasks.Builder`; `task`: its `Task` (None while the family
+    can only be built).
+    """
+
+    build_config: str | None
+    builder: str | None
+    task: str | None = None
+
+
 DEFAULT_TASK = "perrecbench"
-# name -> module defining TASK; imported on first use only.
-_FAMILIES: dict[str, str] = {
-    "perrecbench": "perrec_eval.tasks.perrecbench.task",
+# The one registry of the house: the builder (`dataset_builder.tasks`) and the runner read it.
+_FAMILIES: dict[str, Family] = {
+    "perrecbench": Family(
+        "dataset_builder.perrecbench.config:BuildConfig",
+        "dataset_builder.perrecbench.builder:BUILDER",
+        "perrec_eval.tasks.perrecbench.task:TASK",
+    ),
 }
 _registered: dict[str, Task] = {}
 
@@ -41,6 +58,23 @@ _registered: dict[str, Task] = {}
 def names() -> tuple[str, ...]:
     """Every family's name: the built-in ones first, then the registered ones."""
     return (*_FAMILIES, *(name for name in _registered if name not in _FAMILIES))
+
+
+def check_name(name: str) -> None:
+    """Refuse a name no family has, in one line listing the families (nothing is imported).
+
+    Raises:
+        ConfigError: an unknown name.
+    """
+    if name not in names():
+        known = ", ".join(names())
+        raise ConfigError(f"unknown task {name!r}: choose one of {known} (`perrecbench tasks` lists them)")
+
+
+def load(spec: str) -> Any:
+    """The object a "module:NAME" spec names."""
+    module, _, attribute = spec.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def get(name: str) -> Task:
@@ -51,10 +85,10 @@ def get(name: str) -> Task:
     """
     if name in _registered:
         return _registered[name]
-    if name not in _FAMILIES:
-        known = ", ".join(names())
-        raise ConfigError(f"unknown task {name!r}: choose one of {known} (`perrecbench tasks` lists them)")
-    task = importlib.import_module(_FAMILIES[name]).TASK
+    check_name(name)
+    if _FAMILIES[name].task is None:
+        raise ConfigError(f"task {name} can be built but not yet evaluated: it declares no Task")
+    task = load(_FAMILIES[name].task)
     if task.name != name:
         raise ValueError(f"{_FAMILIES[name]}.TASK is named {task.name!r}, registered as {name!r}")
     _registered[name] = task
@@ -65,7 +99,7 @@ def register(task: Task, *, replace: bool = False) -> None:
     """Add a family defined outside this package (tests, plugins); its protocol names must be new."""
     if not replace and (task.name in _FAMILIES or task.name in _registered):
         raise ValueError(f"a task named {task.name!r} exists; pass replace=True to replace it")
-    check_unique_protocols([get(name) for name in names() if name != task.name] + [task])
+    check_unique_protocols([get(name) for name in evaluable() if name != task.name] + [task])
     _registered[task.name] = task
 
 
@@ -78,7 +112,7 @@ def unregister(name: str) -> None:
 
 def _protocol_of_format(spec: str) -> tuple[Task, str]:
     head = spec.partition("+")[0].partition(":")[0]
-    for name in names():
+    for name in evaluable():
         task = get(name)
         if head in task.protocols:
             return task, head
@@ -113,6 +147,11 @@ def _load(spec: str) -> tuple[type, Callable[[Any], int]]:
     return getattr(loaded, cls), getattr(loaded, handler)
 
 
+def evaluable() -> tuple[str, ...]:
+    """The families that declare a Task (the others can only be built so far)."""
+    return tuple(name for name in names() if name in _registered or _FAMILIES[name].task is not None)
+
+
 def command_for(task: Task, command: str, cls: type, handler: Callable[[Any], int]) -> tuple[type, Any]:
     """The config class and handler of `command` for `task`: its own, the general path's, or a refusal."""
     if command in task.handlers:
@@ -121,11 +160,16 @@ def command_for(task: Task, command: str, cls: type, handler: Callable[[Any], in
         return cls, handler
     if command in GENERAL_COMMANDS and task.load_docs is not None:
         return _load(GENERAL_COMMANDS[command])
+    return cls, refusal(task.name, command, "`perrecbench tasks` describes it")
+
+
+def refusal(name: str, command: str, why: str) -> Callable[[Any], int]:
+    """A handler that refuses `command` for family `name` in one line."""
 
     def refuse(config: Any) -> int:
-        raise ConfigError(f"task {task.name} has no `{command}` command (`perrecbench tasks` describes it)")
+        raise ConfigError(f"task {name} has no `{command}` command: {why}")
 
-    return cls, refuse
+    return refuse
 
 
 def describe_cell(task: Task, cell: Cell) -> str:

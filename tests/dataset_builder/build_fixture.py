@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataset_builder.config import BuildConfig
+from dataset_builder.perrecbench.config import BuildConfig
 
 DAY = 86_400_000
 T0 = 1_600_000_000_000  # 2020-09-13, milliseconds

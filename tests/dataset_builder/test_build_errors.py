@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from dataset_builder.build import build
-from dataset_builder.config import BuildConfig, BuildError
+from dataset_builder.config import BuildError
+from dataset_builder.perrecbench.config import BuildConfig
 from dataset_builder.synth import write_synthetic
 from tests.dataset_builder.build_fixture import Scenario, config, five_users
 

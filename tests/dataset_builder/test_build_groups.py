@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from dataset_builder.groups import (
+from dataset_builder.perrecbench.groups import (
     Candidate,
     chain_counts,
     draw_chain,

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from dataset_builder.build import build
-from dataset_builder.interactions import INTERACTIONS_SCHEMA
+from dataset_builder.perrecbench.interactions import INTERACTIONS_SCHEMA
 from dataset_builder.synth import write_synthetic
 from perrec_eval.tasks.perrecbench.context import dataset_fingerprint
 from tests.dataset_builder.build_fixture import config

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from dataset_builder.build import build
-from dataset_builder.config import BuildConfig, BuildConfigError
-from dataset_builder.groups import Candidate, find_group, find_groups, gap_ok, item_rng
-from dataset_builder.splits import split_levels
+from dataset_builder.config import BuildConfigError
+from dataset_builder.perrecbench.config import BuildConfig
+from dataset_builder.perrecbench.groups import Candidate, find_group, find_groups, gap_ok, item_rng
+from dataset_builder.perrecbench.splits import split_levels
 from dataset_builder.synth import write_synthetic
 from tests.dataset_builder import reference
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataset_builder.build import build
-from dataset_builder.config import BuildConfig
+from dataset_builder.perrecbench.config import BuildConfig
 from dataset_builder.synth import write_synthetic
 from tests.dataset_builder import reference
 

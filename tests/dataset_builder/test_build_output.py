@@ -15,15 +15,15 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from dataset_builder import assembly, schema, selection, stages
-from dataset_builder import build as build_mod
-from dataset_builder import stats as stats_mod
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
-from dataset_builder.groups import most_common_rating
-from dataset_builder.levels import level_rows, level_tables
-from dataset_builder.schema import FEATURES
-from dataset_builder.selection import run_domain
+from dataset_builder.perrecbench import assembly, schema, selection
+from dataset_builder.perrecbench import builder as perrecbench_builder
+from dataset_builder.perrecbench import stats as stats_mod
+from dataset_builder.perrecbench.groups import most_common_rating
+from dataset_builder.perrecbench.levels import level_rows, level_tables
+from dataset_builder.perrecbench.schema import FEATURES
+from dataset_builder.perrecbench.selection import run_domain
 from dataset_builder.synth import write_synthetic
 from perrec_eval.cli import main as cli_main
 from tests.dataset_builder.build_fixture import config, five_user_source
@@ -153,7 +153,7 @@ def _fail(*args, **kwargs):
 
 def test_build_output_second_run_resumes_from_stage_files(raw: Path, tmp_path: Path, monkeypatch) -> None:
     build(config(raw, tmp_path / "bench", min_history=10, test_groups=5))
-    monkeypatch.setattr(stages, "run_domain", _fail)
+    monkeypatch.setattr(perrecbench_builder, "run_domain", _fail)
     build(config(raw, tmp_path / "bench", min_history=10, test_groups=6, split_rule="none", overwrite=True))
     for changed in ({"min_history": 11}, {"seed": 3}):  # selection settings; the seed draws each group
         with pytest.raises(AssertionError, match="selected again"):
@@ -177,7 +177,8 @@ def test_build_output_file_rewritten_with_same_size_and_mtime_is_selected_again(
     os.utime(reviews, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert (reviews.stat().st_size, reviews.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     calls = []
-    monkeypatch.setattr(stages, "run_domain", lambda *a, **k: calls.append(1) or run_domain(*a, **k))
+    counted = lambda *a, **k: calls.append(1) or run_domain(*a, **k)  # noqa: E731
+    monkeypatch.setattr(perrecbench_builder, "run_domain", counted)
     second = build(config(source, first, overwrite=True))
     assert calls == [1]
     [entry] = [
@@ -205,7 +206,7 @@ def test_build_output_failure_leaves_nothing_half_written(tmp_path: Path, monkey
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(build_mod, "build_card", broken)
+    monkeypatch.setattr(perrecbench_builder, "build_card", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         build(config(source, tmp_path / "bench"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.stages", "raw"]

@@ -10,7 +10,7 @@ import pytest
 
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
-from dataset_builder.groups import Candidate, find_group, item_rng
+from dataset_builder.perrecbench.groups import Candidate, find_group, item_rng
 from tests.dataset_builder import reference
 from tests.dataset_builder.build_fixture import DAY, QUERY, T0, Scenario, config, five_users
 

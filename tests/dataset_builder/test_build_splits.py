@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataset_builder.build import build
-from dataset_builder.splits import GroupMembers, conflicts, domain_quotas, split_groups
+from dataset_builder.perrecbench.splits import GroupMembers, conflicts, domain_quotas, split_groups
 from tests.dataset_builder.build_fixture import DAY, T0, Scenario, config
 
 A, B = "QA00000001", "QB00000002"

@@ -10,8 +10,8 @@ import pytest
 
 from dataset_builder.build import build
 from dataset_builder.config import BuildError
+from dataset_builder.perrecbench.twins import are_twins, title_key
 from dataset_builder.synth import write_synthetic
-from dataset_builder.twins import are_twins, title_key
 from tests.dataset_builder.build_fixture import DAY, QUERY, T0, Scenario, config
 
 

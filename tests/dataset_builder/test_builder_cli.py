@@ -88,7 +88,7 @@ def test_builder_cli_build_help_shows_every_flag_with_a_default(capsys, monkeypa
     flags: dict[str, str] = {}  # flag -> its help entry (a long flag's text starts on the next line)
     text = help_text("build", capsys)
     assert "--no-progress" in text.split("common options:")[1]  # the process-wide switch
-    options = text.split("options:")[1]
+    options = text.split("common options:")[0].split("options:", 1)[1]  # the family's and the shared ones
     for line in options.splitlines():
         if line.strip().startswith("--"):
             flag = line.split()[0]
@@ -100,7 +100,7 @@ def test_builder_cli_build_help_shows_every_flag_with_a_default(capsys, monkeypa
         "--test-groups", "--split-rule", "--avg-scope", "--seed", "--threads", "--memory-limit",
         "--on-bad-line", "--overwrite", "--work-dir", "--push-to-hub", "--config",
         "--with-interactions",
-        "--preset", "--train-fraction", "--max-groups-per-item", "--keep-twins",
+        "--preset", "--train-fraction", "--max-groups-per-item", "--keep-twins", "--task",
     }  # fmt: skip
     assert set(flags) == expected
     for flag, line in flags.items():

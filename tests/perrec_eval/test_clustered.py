@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dataset_builder.build import build
-from dataset_builder.config import BuildConfig
+from dataset_builder.perrecbench.config import BuildConfig
 from dataset_builder.synth import write_synthetic
 from perrec_eval import ptc, stats
 from perrec_eval.cli import main

@@ -201,7 +201,7 @@ def test_run_cot_variant_changes_the_prompts_not_the_scoring(bench, tmp_path):
 def test_load_groups_hides_history_items_without_metadata(tmp_path):
     import datasets
 
-    from dataset_builder.schema import FEATURES
+    from dataset_builder.perrecbench.schema import FEATURES
     from perrec_eval.tasks.perrecbench.context import load_groups
     from tests.benchmark_fixture import make_rows
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from dataset_builder.schema import CONFIGS, FEATURES
+from dataset_builder.perrecbench.schema import CONFIGS, FEATURES
 from tests.benchmark_fixture import make_rows
 
 TARGETS = ("q_proj", "v_proj", "down_proj")

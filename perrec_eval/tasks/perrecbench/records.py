@@ -10,7 +10,7 @@
   `PredictionRecord` is one group's ranking input to the metric with the truth (a line of
   ``predictions.jsonl``).
 
-A group is read from the dataset row's shape (`dataset_builder.schema.FEATURES`); the two line records are
+A group is read from the dataset row's shape (the builder's `schema.FEATURES`); the two line records are
 written with `to_json()` and read back with `from_json()`.
 """
 
@@ -126,7 +126,7 @@ class Group:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Group:
-        """The group of a dataset row (`dataset_builder.schema.FEATURES`), untitled items dropped."""
+        """The group of a dataset row (the builder's `schema.FEATURES`), untitled items dropped."""
         return cls(
             group_id=row["group_id"],
             domain=row.get("domain") or "",

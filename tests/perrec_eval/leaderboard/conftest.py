@@ -8,7 +8,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from dataset_builder.stats import distributions, table4
+from dataset_builder.perrecbench.stats import distributions, table4
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.run import evaluate, evaluate_baselines

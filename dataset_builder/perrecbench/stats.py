@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataset_builder.config import BuildConfig
+from dataset_builder.perrecbench.config import BuildConfig
 
 if TYPE_CHECKING:
-    from dataset_builder.splits import Split
+    from dataset_builder.perrecbench.splits import Split
 
 # Figure 5 bins. Relative ratings: half-point bins; history lengths: a long tail, so widening bins.
 REL_EDGES: tuple[float, ...] = tuple(x / 2 for x in range(-8, 9))
@@ -134,8 +134,8 @@ def rel_figures(users: int, rel_sum: float, negatives: int) -> dict[str, Any]:
 
 def candidate_figures(index: pa.Table, prefix: str) -> dict[str, Any]:
     """:func:`rel_figures` of the candidates of the groups in ``index`` (rows of
-    :data:`dataset_builder.selection.INDEX_SCHEMA`): those of the chosen windows (``prefix="window"``) or
-    all the items' active candidates (``"item"``)."""
+    :data:`dataset_builder.perrecbench.selection.INDEX_SCHEMA`): those of the chosen windows
+    (``prefix="window"``) or all the items' active candidates (``"item"``)."""
 
     def total(name: str) -> Any:
         return pc.sum(index.column(f"{prefix}_{name}")).as_py() or 0
@@ -156,7 +156,7 @@ def compute(
 
     Args:
         cfg: the build parameters.
-        index: the group index (:data:`dataset_builder.selection.INDEX_SCHEMA`).
+        index: the group index (:data:`dataset_builder.perrecbench.selection.INDEX_SCHEMA`).
         level_splits: the split of each group set (``full``, or each level of the large preset).
         split: their union.
         figures: per split (``test``, ``train`` if any), fed with every ``full`` row written to it.
@@ -230,7 +230,7 @@ def resolution(
     the ``*_bound`` figures use it: the truth lies between the two sets of figures.
 
     Args:
-        index: the group index (:data:`dataset_builder.selection.INDEX_SCHEMA`).
+        index: the group index (:data:`dataset_builder.perrecbench.selection.INDEX_SCHEMA`).
         splits: group ids per split.
         levels: users per group of each level.
         preset: ``paper`` (every group gives every level) or ``large`` (each group is one level's).

@@ -1,8 +1,8 @@
 """Arrow assembly of the chosen groups into nested rows: the stage file, and the published parquet files.
 
-:func:`write_groups` reads what :mod:`dataset_builder.selection` left in the DuckDB connection (the tables
-``chosen``, ``act`` and ``meta``) as three sorted Arrow streams and assembles each group's nested row (query,
-users, histories) with Arrow offsets into a stage file (read back by :func:`read_stage`).
+:func:`write_groups` reads what :mod:`dataset_builder.perrecbench.selection` left in the DuckDB connection
+(the tables ``chosen``, ``act`` and ``meta``) as three sorted Arrow streams and assembles each group's nested
+row (query, users, histories) with Arrow offsets into a stage file (read back by :func:`read_stage`).
 :func:`write_configs` streams the stage files into the config × split parquet files
 (:class:`RowGroupWriter`: content-fixed row groups). Every file is written through
 :func:`perrec_eval.fileio.atomic_open`, so it is whole or absent. No history row becomes a Python object:
@@ -26,11 +26,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dataset_builder.config import AvgScope, BuildConfig, BuildError
-from dataset_builder.levels import level_tables
-from dataset_builder.schema import ARROW_SCHEMA, CONFIGS
-from dataset_builder.stats import LeakCounts, SplitFigures
-from dataset_builder.twins import author_key, title_key
+from dataset_builder.config import BuildError
+from dataset_builder.perrecbench.config import AvgScope, BuildConfig
+from dataset_builder.perrecbench.levels import level_tables
+from dataset_builder.perrecbench.schema import ARROW_SCHEMA, CONFIGS
+from dataset_builder.perrecbench.stats import LeakCounts, SplitFigures
+from dataset_builder.perrecbench.twins import author_key, title_key
 from perrec_eval import progress
 from perrec_eval.fileio import atomic_open
 
@@ -60,9 +61,9 @@ def write_groups(
     :func:`groups.most_common_rating`.
 
     Unless ``keep_twins``, a history row whose item is the query item under another id
-    (:func:`dataset_builder.twins.are_twins`) is left out; the table ``twin_counts`` (per group: rows
-    removed, members concerned) records what was. The user's average and most common rating still count it
-    (they are the user's own earlier ratings, and the selection stays the paper's).
+    (:func:`dataset_builder.perrecbench.twins.are_twins`) is left out; the table ``twin_counts`` (per group:
+    rows removed, members concerned) records what was. The user's average and most common rating still count
+    it (they are the user's own earlier ratings, and the selection stays the paper's).
 
     Args:
         con: the connection holding the selection's tables ``chosen`` (the chosen users, by group key and
@@ -343,10 +344,10 @@ def write_configs(
     the split rule dropped are not written); the statistics count the same ``full`` rows on the way.
 
     The stage files are read in Arrow batches of ``_WRITE_BATCH`` groups; each batch is cut into the levels
-    once (:func:`dataset_builder.levels.level_tables`) and a thread pool encodes and compresses the eight
-    files (zstd, the only compression of the build) and counts the statistics (pyarrow releases the GIL)
-    while this thread prepares the next batch. Every writer (and the statistics) gets one task per batch and
-    a batch is handed out only when the previous one is done, so each file receives its rows in order and
+    once (:func:`dataset_builder.perrecbench.levels.level_tables`) and a thread pool encodes and compresses
+    the eight files (zstd, the only compression of the build) and counts the statistics (pyarrow releases the
+    GIL) while this thread prepares the next batch. Every writer (and the statistics) gets one task per batch
+    and a batch is handed out only when the previous one is done, so each file receives its rows in order and
     the bytes do not depend on the scheduling; no written file is read back.
 
     Returns:

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataset_builder.config import AvgScope, BuildConfig, SplitRule
-from dataset_builder.stats import funnel_message
+from dataset_builder.perrecbench.config import AvgScope, BuildConfig, SplitRule
+from dataset_builder.perrecbench.stats import funnel_message
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def split_groups(
 
 
 def split_levels(index: pa.Table, cfg: BuildConfig, funnel: dict[str, dict[str, int]]) -> dict[str, Split]:
-    """The split of each group set of the index (:data:`dataset_builder.selection.INDEX_SCHEMA`):
+    """The split of each group set of the index (:data:`dataset_builder.perrecbench.selection.INDEX_SCHEMA`):
     ``{"full": split}`` for the paper preset (levels share its groups), or one split per level for the
     large preset."""
     if cfg.preset == "paper":

@@ -1,15 +1,15 @@
 """One domain's group selection in DuckDB (out of core) plus a small Python search: raw files → chosen users.
 
-Steps (each a progress tick): read + check the review file, deduplicate, per-user running counts and
-averages, read the metadata, filter candidates, search groups per item (Python, :mod:`dataset_builder.groups`:
-a seeded uniform draw in the chosen window; with ``--preset large`` several user-disjoint draws per item and
-level, :func:`item_groups`) into the tables ``chosen`` and ``windows`` (one group per ``gkey``), and finally
-hand the connection to :func:`dataset_builder.assembly.write_groups`, which streams the groups with the chosen
-users' histories to parquet; a small index (members and window summary per group) feeds the split and the
-neutrality statistics. DuckDB running out of memory becomes a :class:`BuildError` that names
-``--memory-limit``. Only the candidates of items that pass every SQL filter reach Python objects (one item
-at a time); history rows stay in DuckDB and Arrow buffers, so memory is bounded by the DuckDB limit plus a
-few batches.
+Steps (each a progress tick): read + check the review file, deduplicate, per-user running counts and averages,
+read the metadata, filter candidates, search groups per item (Python,
+:mod:`dataset_builder.perrecbench.groups`: a seeded uniform draw in the chosen window; with ``--preset large``
+several user-disjoint draws per item and level, :func:`item_groups`) into the tables ``chosen`` and
+``windows`` (one group per ``gkey``), and finally hand the connection to
+:func:`dataset_builder.perrecbench.assembly.write_groups`, which streams the groups with the chosen users'
+histories to parquet; a small index (members and window summary per group) feeds the split and the neutrality
+statistics. DuckDB running out of memory becomes a :class:`BuildError` that names ``--memory-limit``. Only the
+candidates of items that pass every SQL filter reach Python objects (one item at a time); history rows stay in
+DuckDB and Arrow buffers, so memory is bounded by the DuckDB limit plus a few batches.
 """
 
 from __future__ import annotations
@@ -24,27 +24,17 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataset_builder.assembly import write_groups
-from dataset_builder.config import BuildConfig, BuildError, duckdb_settings, out_of_memory
-from dataset_builder.groups import Candidate, Choice, find_group, find_groups, item_rng
-from dataset_builder.interactions import export_stage
-from dataset_builder.sources import BadLines, InputFile, Source, bad_line_error, locate_bad_lines
+from dataset_builder import raw
+from dataset_builder.perrecbench.assembly import write_groups
+from dataset_builder.perrecbench.config import BuildConfig
+from dataset_builder.perrecbench.groups import Candidate, Choice, find_group, find_groups, item_rng
+from dataset_builder.perrecbench.interactions import export_stage
+from dataset_builder.sources import InputFile, Source
 from perrec_eval import progress
 from perrec_eval.fileio import atomic_open
 
 logger = logging.getLogger(__name__)
 
-_REVIEW_COLUMNS = (
-    "{'user_id': 'JSON', 'parent_asin': 'JSON', 'asin': 'VARCHAR', 'rating': 'JSON', 'timestamp': 'JSON', "
-    "'sort_timestamp': 'JSON', 'sortTimestamp': 'JSON'}"
-)
-_META_COLUMNS = (
-    "{'parent_asin': 'JSON', 'title': 'VARCHAR', 'author': 'JSON', 'main_category': 'VARCHAR', "
-    "'average_rating': 'DOUBLE', 'rating_number': 'BIGINT'}"
-)
-_NUMBER = "('DOUBLE', 'UBIGINT', 'BIGINT')"
-_INTEGER = "('UBIGINT', 'BIGINT')"
-_MAX_OBJECT_BYTES = 64 * 2**20
 _BATCH_ROWS = 200_000
 STAGES = ("read reviews", "deduplicate", "user history", "read metadata", "candidates", "search", "histories")
 
@@ -57,46 +47,6 @@ class DomainResult:
     groups: int
     funnel: dict[str, int]
     bad_lines: list[dict[str, Any]] = field(default_factory=list)
-
-
-def connect(cfg: BuildConfig, work: Path, source: Source) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the memory limit, threads and spill folder of this build."""
-    work.mkdir(parents=True, exist_ok=True)
-    # In-memory database: tables beyond memory_limit are offloaded to the spill folder, and nothing is
-    # fsync'ed (a file-backed database checkpoints to disk, which only costs time here).
-    con = duckdb.connect(":memory:", config=duckdb_settings(cfg.memory_limit, cfg.threads, work / "spill"))
-    con.execute("SET enable_progress_bar = false")  # tqdm shows progress; DuckDB's bar would interleave
-    source.register(con)
-    return con
-
-
-def _read_json(uri: str, columns: str) -> str:
-    # Explicit columns (no schema sampling); ignore_errors turns a malformed line into an all-NULL row,
-    # which the check below counts, so nothing is dropped silently.
-    escaped = uri.replace("'", "''")
-    return (
-        f"read_json('{escaped}', format='newline_delimited', columns={columns}, ignore_errors=true, "
-        f"compression='auto', maximum_object_size={_MAX_OBJECT_BYTES})"
-    )
-
-
-def _check_bad(
-    con: duckdb.DuckDBPyConnection, source: Source, file: InputFile, table: str, cfg: BuildConfig
-) -> tuple[int, BadLines | None]:
-    """Count rows failing the checks; name them (file, line, reason) with a Python pass if there are any."""
-    total, bad = con.sql(f"SELECT count(*), count_if(NOT ok) FROM {table}").fetchall()[0]
-    if total == 0:
-        raise BuildError(
-            f"{file.uri} has no lines; replace it with the full {file.kind} file of {file.domain}"
-        )
-    if not bad:
-        return total, None
-    located = locate_bad_lines(source, file, stop_at_first=cfg.on_bad_line == "error")
-    if cfg.on_bad_line == "error":
-        raise bad_line_error(file, located, bad)
-    located.count = max(located.count, bad)
-    logger.warning("%s: skipping %d bad line(s), e.g. %s", file.uri, bad, located.examples[:3])
-    return total, located
 
 
 def run_domain(
@@ -138,19 +88,13 @@ def run_domain(
         tick(name)
 
     try:
-        con = connect(cfg, work, source)
+        con = raw.connect(cfg, work, source)
         try:
             return _run(con, source, reviews, meta, cfg, groups_file, index_file, track, interactions_file)
         finally:
             con.close()
-    except duckdb.OutOfMemoryException as err:
-        raise out_of_memory(cfg.memory_limit, f"{reviews.domain}: {stage[0]}", err) from err
-    except duckdb.IOException as err:
-        reason = " ".join(str(err).split())[:300]
-        raise BuildError(
-            f"{reviews.domain}: {stage[0]}: cannot read the input ({reason}): the file is cut, damaged or "
-            "unreadable (--on-bad-line skip passes over bad lines, not a cut file); download it again"
-        ) from err
+    except (duckdb.OutOfMemoryException, duckdb.IOException) as err:
+        raise raw.duckdb_error(err, cfg, reviews.domain, stage[0]) from err
 
 
 def _run(
@@ -166,43 +110,9 @@ def _run(
 ) -> DomainResult:
     domain = reviews.domain
     funnel: dict[str, int] = {}
-    bad_lines: list[dict[str, Any]] = []
 
-    tick("read reviews")
-    # Each JSON value is typed and converted once, in the inner projection (written inline, DuckDB
-    # evaluated json_type and the casts once per use: ≈ 5% more CPU for this stage).
-    con.sql(f"""
-        CREATE OR REPLACE TABLE raw AS
-        SELECT uid AS user_id, pid AS parent_asin, coalesce(asin, '') AS asin,
-               CASE WHEN rt IN {_NUMBER} THEN r END AS rating, CASE WHEN tt IN {_INTEGER} THEN tv END AS ts,
-               coalesce(ut = 'VARCHAR' AND uid <> '' AND pt = 'VARCHAR' AND pid <> ''
-                        AND rt IN {_NUMBER} AND r BETWEEN 1 AND 5
-                        AND tt IN {_INTEGER} AND tv >= 0, false) AS ok
-        FROM (SELECT json_type(user_id) AS ut, user_id ->> '$' AS uid, json_type(parent_asin) AS pt,
-                     parent_asin ->> '$' AS pid, asin, json_type(rating) AS rt,
-                     TRY_CAST(rating AS DOUBLE) AS r, json_type(t) AS tt, TRY_CAST(t AS BIGINT) AS tv
-              FROM (SELECT *, coalesce("timestamp", sort_timestamp, sortTimestamp) AS t
-                    FROM {_read_json(reviews.uri, _REVIEW_COLUMNS)}))""")
-    funnel["lines"], bad = _check_bad(con, source, reviews, "raw", cfg)
-    if bad is not None:
-        bad_lines.append(bad.as_dict())
-    funnel["bad_lines"] = bad.count if bad else 0
-
-    tick("deduplicate")
-    con.sql("""
-        CREATE OR REPLACE TABLE rev AS
-        SELECT user_id, parent_asin, k.ts AS ts, k.rating AS rating
-        FROM (SELECT user_id, parent_asin, min({'ts': ts, 'rating': rating, 'asin': asin}) AS k
-              FROM raw WHERE ok GROUP BY user_id, parent_asin)""")
-    con.sql("DROP TABLE raw")
-    funnel["reviews"], funnel["users"], funnel["items"], max_ts = con.sql(
-        "SELECT count(*), count(DISTINCT user_id), count(DISTINCT parent_asin), max(ts) FROM rev"
-    ).fetchall()[0]
-    funnel["duplicates"] = funnel["lines"] - funnel["bad_lines"] - funnel["reviews"]
-    if funnel["reviews"] == 0:
-        raise BuildError(f"{reviews.uri}: no usable review (all lines bad); check the file")
-    if max_ts is not None and max_ts < 10**11:
-        logger.warning("%s: timestamps look like seconds, not milliseconds (max %d)", reviews.uri, max_ts)
+    counts, bad_lines = raw.read_reviews(con, source, reviews, cfg.on_bad_line, tick=tick)
+    funnel.update(counts)
     if interactions_file is not None:
         export_stage(con, "rev", interactions_file)
 
@@ -226,26 +136,9 @@ def _run(
     funnel["active_reviews"] = con.sql("SELECT count(*) FROM cand").fetchall()[0][0]
 
     tick("read metadata")
-    con.sql(f"""
-        CREATE OR REPLACE TABLE rawmeta AS
-        SELECT parent_asin ->> '$' AS parent_asin, title, main_category, average_rating, rating_number,
-               CASE json_type(author) WHEN 'OBJECT' THEN author ->> 'name'
-                                      WHEN 'VARCHAR' THEN author ->> '$' END AS author,
-               coalesce(json_type(parent_asin) = 'VARCHAR' AND parent_asin ->> '$' <> '', false) AS ok
-        FROM {_read_json(meta.uri, _META_COLUMNS)}""")
-    funnel["meta_lines"], bad = _check_bad(con, source, meta, "rawmeta", cfg)
-    if bad is not None:
-        bad_lines.append(bad.as_dict())
-    funnel["meta_bad_lines"] = bad.count if bad else 0
-    # Several lines for one item: keep the smallest record, so the choice never depends on line order.
-    con.sql("""
-        CREATE OR REPLACE TABLE meta AS
-        SELECT parent_asin, m.title AS title, m.author AS author, m.main_category AS main_category,
-               m.average_rating AS average_rating, m.rating_number AS rating_number
-        FROM (SELECT parent_asin, min({'title': title, 'author': author, 'main_category': main_category,
-                                       'average_rating': average_rating, 'rating_number': rating_number}) AS m
-              FROM rawmeta WHERE ok AND parent_asin IN (SELECT parent_asin FROM act) GROUP BY parent_asin)""")
-    con.sql("DROP TABLE rawmeta")
+    counts, bad = raw.read_meta(con, source, meta, cfg.on_bad_line, items="SELECT parent_asin FROM act")
+    funnel.update(counts)
+    bad_lines += bad
 
     tick("candidates")
     k = min(cfg.level_sizes().values()) if cfg.preset == "large" else cfg.group_size

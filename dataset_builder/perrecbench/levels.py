@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dataset_builder.config import Preset
-from dataset_builder.schema import CONFIGS
+from dataset_builder.perrecbench.config import Preset
+from dataset_builder.perrecbench.schema import CONFIGS
 
 
 def presentation_order(group_id: str, n_users: int, seed: int) -> list[int]:

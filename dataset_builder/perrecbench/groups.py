@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dataset_builder.config import GAP_TOLERANCE
+from dataset_builder.perrecbench.config import GAP_TOLERANCE
 
 
 @dataclass(frozen=True, slots=True, order=True)

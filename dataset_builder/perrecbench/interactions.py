@@ -28,8 +28,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataset_builder.assembly import file_sha256
-from dataset_builder.config import BuildConfig, BuildError, duckdb_settings
+from dataset_builder.config import BuildError, duckdb_settings
+from dataset_builder.perrecbench.assembly import file_sha256
+from dataset_builder.perrecbench.config import BuildConfig
 from perrec_eval.fileio import atomic_open
 
 INTERACTIONS_DIR = "interactions"
