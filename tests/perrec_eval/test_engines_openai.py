@@ -133,11 +133,15 @@ def test_openai_engine_waits_as_long_as_retry_after_says(stub_factory):
     assert second - first >= 0.9  # the server's wait, not the client's own backoff (0.5 s at first)
 
 
-def test_openai_engine_does_not_wait_a_retry_after_of_hours(stub_factory):
-    server = stub_factory({"limited": [("status", 429, {"Retry-After": "3600"}, "quota"), "ok"]})
-    (completion,) = make_engine(server).generate([make_request("limited")], PARAMS)
+@pytest.mark.parametrize("max_retries", [1, 6])
+def test_openai_engine_does_not_wait_a_retry_after_of_hours(stub_factory, max_retries):
+    server = stub_factory({"limited": [("status", 429, {"Retry-After": "100000"}, "quota"), "ok"]})
+    (completion,) = make_engine(server, max_retries=max_retries).generate([make_request("limited")], PARAMS)
     assert completion.error.startswith("HTTP 429 from ")
-    assert completion.error.endswith("(gave up after 1 attempt)")  # a wait of hours is not taken
+    # a wait of a day is not taken, and the error says so instead of "gave up after 1 attempt"
+    assert completion.error.endswith(
+        "(not retried: the server asks to wait 100000s, longer than the 120s a retry waits; run again later)"
+    )
     assert server.attempts["limited"] == 1
 
 
