@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 
 import pytest
@@ -97,3 +98,19 @@ def test_openai_engine_info_lists_every_server_without_credentials(stub_factory)
 def test_openai_options_reject_a_bad_server_list(base_url, problem):
     with pytest.raises(ConfigError, match=problem):
         OpenAIOptions(base_url=base_url)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "problem"),
+    [
+        ("", "--base-url is empty"),
+        ("  ", "--base-url is empty"),
+        ("http://alice:PWSECRET111@[::1", "not a valid URL"),
+        ("http://127.0.0.1:99999/v1", "not a valid URL (Port out of range"),
+        ("127.0.0.1:8000/v1", "not a valid URL (not http(s)"),
+    ],
+)
+def test_openai_options_reject_a_malformed_base_url_in_one_line(base_url, problem):
+    with pytest.raises(ConfigError, match=re.escape(problem)) as err:
+        OpenAIOptions(base_url=base_url)
+    assert "PWSECRET111" not in str(err.value) and "\n" not in str(err.value)
