@@ -108,3 +108,15 @@ def test_evaluate_refuses_an_empty_base_url(bench, tmp_path, capsys, monkeypatch
 def test_evaluate_refuses_a_malformed_base_url_in_one_line(bench, tmp_path, capsys, url, problem):
     line = refused(capsys, _evaluate(bench, tmp_path / "run", "--base-url", url), "not a valid URL", problem)
     assert "PWSECRET111" not in line
+
+
+def test_profiles_push_to_hub_runs_the_publish_scan(bench, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["--no-progress", "profiles", "--data", str(bench), "--engine", "fake", "--model", "constant"]
+    argv += ["--out", "profiles.jsonl", "--levels", "easy", "--max-groups", "1"]
+    assert main(argv) == 0
+    path = Path("profiles.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["profile"] += " (notes in /workspace/alice/perrec)"  # what an echoing server could put there
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    refused(capsys, [*argv, "--push-to-hub", "org/x"], "refusing to push to org/x", "/workspace/alice/perrec")
