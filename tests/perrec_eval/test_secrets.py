@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from perrec_eval.errors import ConfigError
-from perrec_eval.secrets import RedactingFormatter, check_env_name, redact, redact_text, register_url
+from perrec_eval.secrets import RedactingFormatter, check_env_name, redact, redact_text
 
 
 @pytest.mark.parametrize(
@@ -51,6 +51,8 @@ def test_redact_text_hides_github_and_openai_project_tokens():
 
 
 def test_register_url_hides_the_basic_header_value_of_its_credentials():
+    from perrec_eval.secrets import register_url
+
     register_url("http://alice:PWSECRET111@127.0.0.1:18005/v1?code=AZFUNC-KEY-77")
     basic = base64.b64encode(b"alice:PWSECRET111").decode()
     echoed = f'{{"error": "bad request from {basic}"}} PWSECRET111 AZFUNC-KEY-77'
