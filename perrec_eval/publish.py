@@ -71,16 +71,17 @@ _SECRETS = [
 # The rest of a path: up to a space, a quote, a bracket or a byte that is not printable ASCII.
 _PATH_TAIL = rb"[^\s\"'<>)\]\x00-\x1f\x7f-\xff]*"
 _SEGMENT = rb"[A-Za-z0-9._~+@%$-]+"
-# In text: any absolute path of two folders or more (/workspace/ann/x, /nfs/u/x), not inside a URL or a
-# relative path; any Windows drive path (D:\data, C:/Users).
-_ABSOLUTE_TEXT = re.compile(
-    rb"(?<![\w.:/~%@$\\-])/" + _SEGMENT + rb"/" + _SEGMENT + _PATH_TAIL
-    + rb"|(?<![\w\\])[A-Za-z]:(?:\\{1,2}|/)[A-Za-z0-9._$ -]*[A-Za-z0-9_$]" + _PATH_TAIL
-)
-# In binary files (parquet, weights), where any byte pair occurs: the usual roots only.
+_ROOTS = rb"home|root|tmp|Users|mnt|media|work|workspace|scratch|private|data|nfs|gpfs|lustre|var/folders|opt"
+# Where any byte pair occurs (parquet, weights): the usual roots of local folders only.
 _ABSOLUTE_BINARY = re.compile(
-    rb"(?<![\w.:/~-])(?:/(?:home|root|tmp|Users|mnt|media|work|workspace|scratch|private|data|nfs|gpfs|lustre"
-    rb"|srv|var/folders|opt)/|[A-Za-z]:\\\\?(?:Users|home|data)\\)" + _PATH_TAIL
+    rb"(?<![\w.:/~-])(?:/(?:" + _ROOTS + rb")/|[A-Za-z]:\\\\?(?:Users|home|data)\\)" + _PATH_TAIL
+)
+# In text, also any other absolute path three folders deep (/cluster/ann/x; a tokenizer's vocabulary holds
+# pieces such as /api/v, hardly ever three), and any Windows drive path (D:\data, C:/x).
+_ABSOLUTE_TEXT = re.compile(
+    _ABSOLUTE_BINARY.pattern
+    + rb"|(?<![\w.:/~%@$\\-])/" + _SEGMENT + rb"/" + _SEGMENT + rb"/" + _SEGMENT + _PATH_TAIL
+    + rb"|(?<![\w\\])[A-Za-z]:(?:\\{1,2}|/)[A-Za-z0-9._$ -]*[A-Za-z0-9_$]" + _PATH_TAIL
 )
 _SECRET_ENV = re.compile(r"(?i)(token|key|secret|password|passwd|credential)")
 
