@@ -14,7 +14,9 @@ built without network by one function here:
 - adapters: `sft.push.adapter_upload`.
 
 `check_publishable` refuses an upload that would publish a secret, an absolute local path or this machine's
-name; `push` sends an upload (or, for a dry run, nothing). Which runs may be published as a model's results
+name (every byte of every file is scanned); a report or build folder sends only the files the command wrote
+(`written_files`); `push` sends an upload (or, for a dry run, nothing): every upload of perrecbench goes
+through it. Which runs may be published as a model's results
 is decided by `check_run_of_model`: a finished run of exactly that model (and adapter), not a baseline, on
 a benchmark whose fingerprint it recorded.
 """

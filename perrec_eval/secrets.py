@@ -1,9 +1,12 @@
 """Secrets never reach a file or a log: one place that knows what a secret looks like and hides it.
 
 A secret reaches perrecbench in a URL (``http://user:KEY@host/v1``, ``?api-key=KEY``), in a ``KEY=VALUE``
-option whose name says so (``hub_token=...``, ``api_key=...``), in a JSON field (``{"api_key": ...}``), or as
-the value of an environment variable the engine reads (registered with :func:`register`). Everything written
-to ``run.json``, ``sft_train.json`` or the log goes through :func:`redact` / :func:`redact_text`, the
+option whose name says so (``hub_token=...``, ``api_key=...``), in a JSON field (``{"authorization": ...}``
+of an ``extra_body``), or as the value of an environment variable the engine reads; and it comes back from a
+server that echoes what it was sent, in any field, or as the HTTP Basic header made of a URL's password. The
+engine registers every such value (:func:`register`, :func:`register_url`, :func:`register_fields`), so it is
+hidden wherever it shows up, whatever its shape. Everything written to ``run.json``, ``sft_train.json``, a
+cache, a sample or the log goes through :func:`redact` / :func:`redact_text`, the
 CLI's log handlers format through :class:`RedactingFormatter`, and the tracebacks and warnings Python prints
 itself (``--debug``, an unexpected error, a thread's error) through :func:`redact_tracebacks`.
 """

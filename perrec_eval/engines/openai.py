@@ -1,12 +1,16 @@
 """Any OpenAI-compatible chat server: vLLM's, `transformers serve`, hosted APIs.
 
 The SDK retries (``max_retries``) connection errors, timeouts, 408/409/429 and 5xx, with backoff or after the
-server's ``Retry-After``; a 200 answer with nothing usable in it is asked again as often. What still fails is
+server's ``Retry-After`` (up to 2 minutes: a longer one is not retried, and the error says so); an attempt
+ends ``timeout`` seconds after it began, however slowly the answer trickles in; a 200 answer with nothing
+usable in it is asked again as often. What still fails is
 a `Completion` whose ``error`` says why and whether it was retried (the cache never stores it). Several
 servers (``base_url`` comma-separated) each get ``concurrency`` workers taking requests from one queue; one
 that cannot be reached leaves the call, and its requests go to the others. `OpenAIEngine.check` asks each
 server for its models before the first request, so a wrong address or key fails in seconds. The API key is
-read from the variable ``api_key_env`` names, and never kept, returned by `info()`, logged or written.
+read from the variable ``api_key_env`` names, and never kept, returned by `info()`, logged or written; every
+field a server returns passes through `perrec_eval.secrets` (it may echo the key, a URL's password, an
+``extra_body`` credential) before anything keeps it.
 """
 
 from __future__ import annotations
@@ -149,7 +153,10 @@ class OpenAIOptions:
         "server's Retry-After up to 2 minutes)",
         default=6,
     )
-    timeout: float = option("seconds per HTTP attempt", default=600.0)
+    timeout: float = option(
+        "seconds per HTTP attempt, the whole answer included (however slowly a server sends it)",
+        default=600.0,
+    )
     connect_timeout: float = option(
         "seconds to open a connection (an address where nothing answers fails this fast)", default=10.0
     )
