@@ -108,7 +108,8 @@ def register_url(url: str) -> None:
     if userinfo:
         user, _, password = userinfo.partition(":")
         for name, secret in {(user, password), (unquote(user), unquote(password))}:
-            register(secret)
+            register(secret or name)  # http://KEY@host: the key is the user name
+            register(f"{name}:{secret}")
             register(base64.b64encode(f"{name}:{secret}".encode()).decode())
     query = url.partition("?")[2].partition("#")[0]
     for name, value in parse_qsl(query, keep_blank_values=True):

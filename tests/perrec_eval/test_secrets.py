@@ -65,3 +65,10 @@ def test_check_env_name_hint_survives_redaction():
     record = logging.LogRecord("perrecbench", logging.ERROR, __file__, 1, str(err.value), None, None)
     line = RedactingFormatter("%(message)s").format(record)
     assert "export OPENAI_API_KEY=... and pass --api-key-env OPENAI_API_KEY" in line
+
+
+def test_register_url_hides_a_key_given_as_the_user_name():
+    from perrec_eval.secrets import register_url
+
+    register_url("https://KEYASUSER-4242@host/v1")
+    assert redact_text("echo: KEYASUSER-4242") == "echo: <redacted>"
