@@ -97,7 +97,7 @@ class StubServer:
             def do_GET(self) -> None:
                 with stub.lock:
                     stub.model_lists += 1
-                if self.path != "/v1/models":
+                if self.path.partition("?")[0] != "/v1/models":
                     self._send(404, b"{}", "application/json")
                 elif stub.models == "ok":
                     data = [{"id": "stub-model", "object": "model", "created": 0, "owned_by": "stub"}]
