@@ -36,7 +36,7 @@ _QUERY_NAME = rf"(?:{_SECRET_NAME}|key|sig|auth|code|pwd|pass)"
 _QUERY_NAME_RE = re.compile(rf"^{_QUERY_NAME}$", re.IGNORECASE)
 # Values kept after a secret name: one redacted already, a header's redacted credential, and the
 # placeholder of a hint ("export OPENAI_API_KEY=... and pass ...").
-_KEPT = rf"(?!{REDACTED}|[A-Za-z]+\s+{REDACTED}|\.\.\.(?![^\s,&'\"}})]))"
+_KEPT = rf"(?!{REDACTED}|(?:Bearer|Basic|Token|Digest|Bot|ApiKey)\s+{REDACTED}|\.\.\.(?![^\s,&'\"}})]))"
 _PATTERNS = [
     # userinfo of a URL, whole: scheme://user:pass@host, the password may hold @, quotes or single spaces
     (

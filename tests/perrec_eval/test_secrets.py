@@ -43,6 +43,7 @@ def test_redact_text_hides_basic_and_other_authorization_headers():
     assert redact_text("Authorization: Basic YWxpY2U6UFdTRUNSRVQxMTE=") == "Authorization: Basic <redacted>"
     assert redact_text("authorization: Token abcdef") == "authorization: Token <redacted>"
     assert redact_text("Basic information, basically") == "Basic information, basically"
+    assert redact_text("api_key=secretvalue <redacted>") == "api_key=<redacted> <redacted>"
 
 
 def test_redact_text_hides_github_and_openai_project_tokens():
