@@ -102,7 +102,7 @@ def test_evaluate_refuses_an_empty_base_url(bench, tmp_path, capsys, monkeypatch
     ("url", "problem"),
     [
         ("http://alice:PWSECRET111@[::1", "Invalid IPv6 URL"),
-        ("http://127.0.0.1:99999/v1", "Port out of range"),
+        ("http://127.0.0.1:99999/v1", "the port is not a number"),
     ],
 )
 def test_evaluate_refuses_a_malformed_base_url_in_one_line(bench, tmp_path, capsys, url, problem):

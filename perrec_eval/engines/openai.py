@@ -109,16 +109,22 @@ def _check_url(url: str) -> None:
     problem = None
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 - parsing the port checks it
-    except ValueError as err:
+    except ValueError as err:  # "Invalid IPv6 URL": no part of the URL in it
         problem = str(err)
     else:
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            problem = "not http(s)://HOST..."
+        try:
+            parts.port  # noqa: B018 - reading the port checks it
+        except ValueError:  # its message quotes the "port", which may be part of a password
+            problem = "the port is not a number from 0 to 65535"
+        else:
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                problem = "not http(s)://HOST..."
     if problem:
+        shown = secrets.redact_text(url)
+        if "@" in url:  # a malformed URL's userinfo may hold a "/" that ends it for the redaction
+            shown = f"{url.partition('://')[0]}://{secrets.REDACTED}@{url.rpartition('@')[2]}"
         raise ConfigError(
-            f"base_url {secrets.redact_text(url)!r} is not a valid URL ({problem}): give one like "
-            "http://127.0.0.1:8000/v1"
+            f"base_url {shown!r} is not a valid URL ({problem}): give one like http://127.0.0.1:8000/v1"
         )
 
 
