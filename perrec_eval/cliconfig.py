@@ -141,9 +141,10 @@ def _coerce(tp: Any, value: Any) -> Any:
         parts = value.split(",") if isinstance(value, str) else value
         if not isinstance(parts, list | tuple):
             raise TypeError(value)
-        return tuple(
-            _coerce(item, part.strip() if isinstance(part, str) else part) for part in parts if part != ""
-        )
+        # "a,,b" and a trailing comma drop their empty parts; an empty value of a repeated flag (--base-url
+        # "$UNSET") stays, for the option to refuse
+        kept = [part for part in parts if part != "" or not isinstance(value, str)]
+        return tuple(_coerce(item, part.strip() if isinstance(part, str) else part) for part in kept)
     if tp is bool:
         if isinstance(value, bool):
             return value

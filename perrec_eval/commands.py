@@ -289,18 +289,14 @@ def _profile_failures(errors: list[str]) -> str:
 
 
 def _push_profiles(path: Path, repo_id: str, writer: str) -> None:
-    from huggingface_hub import HfApi
+    """Upload the profiles file as ``profiles/<name>`` of the dataset `repo_id`, scanned as every push is."""
+    from perrec_eval.publish import Upload, check_repo_id, push
 
-    from perrec_eval.publish import hub_errors
-
-    api = HfApi()
-    with hub_errors(repo_id):
-        api.create_repo(repo_id, repo_type="dataset", exist_ok=True)
-        api.upload_file(
-            path_or_fileobj=str(path),
-            path_in_repo=f"profiles/{path.name}",
-            repo_id=repo_id,
-            repo_type="dataset",
-            commit_message=f"Add profiles written by {writer}",
-        )
+    upload = Upload(
+        repo=check_repo_id(repo_id, "--push-to-hub"),
+        repo_type="dataset",
+        files={f"profiles/{path.name}": path},
+        commit_message=f"Add profiles written by {writer}",
+    )
+    push(upload, dry_run=False)
     print(f"uploaded to https://huggingface.co/datasets/{repo_id}/blob/main/profiles/{path.name}")

@@ -247,7 +247,9 @@ class EngineSpec:
         """The engine's options dataclass, from --engine-arg and the --base-url/--api-key-env shortcuts."""
         from perrec_eval.engines import parse_options
 
-        shortcuts = {"base_url": ",".join(self.base_url) or None, "api_key_env": self.api_key_env}
+        # --base-url '' (an unset shell variable) is refused, never taken as "the default server"
+        base_url = ",".join(self.base_url) if self.base_url else None
+        shortcuts = {"base_url": base_url, "api_key_env": self.api_key_env}
         return parse_options(self.engine, self.engine_args, **shortcuts)
 
     def load_engine(self):

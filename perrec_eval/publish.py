@@ -14,18 +14,21 @@ built without network by one function here:
 - adapters: `sft.push.adapter_upload`.
 
 `check_publishable` refuses an upload that would publish a secret, an absolute local path or this machine's
-name; `push` sends an upload (or, for a dry run, nothing). Which runs may be published as a model's results
+name (every byte of every file is scanned); a report or build folder sends only the files the command wrote
+(`written_files`); `push` sends an upload (or, for a dry run, nothing): every upload of perrecbench goes
+through it. Which runs may be published as a model's results
 is decided by `check_run_of_model`: a finished run of exactly that model (and adapter), not a baseline, on
 a benchmark whose fingerprint it recorded.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import socket
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,19 +41,27 @@ from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.results import RunInfo, Scores, read_run_info
 
+logger = logging.getLogger(__name__)
+
 RepoType = Literal["model", "dataset", "space"]
 Content = bytes | Path
 
 BENCHMARK_NAME = "PerRecBench"
 EVAL_RESULTS_FOLDER = ".eval_results"
-# Files larger than this (weights) are not scanned: the scan reads every byte it checks.
-SCAN_LIMIT = 50 * 2**20
+# Files are scanned in pieces of this size (weights of several GB too), each with the end of the one before.
+SCAN_CHUNK = 16 * 2**20
+_OVERLAP = 4096
 
 _SECRETS = [
     (re.compile(rb"hf_[A-Za-z0-9]{30,}"), "a Hugging Face token"),
     (re.compile(rb"sk-[A-Za-z0-9_\-]{20,}"), "an API key (sk-...)"),
+    (re.compile(rb"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{8,}"), "an OpenAI project key (sk-proj-...)"),
+    (re.compile(rb"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), "a GitHub token"),
     (re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key"),
-    (re.compile(rb"://[^/\s:@\"']+:[^/\s@\"']+@"), "a password inside a URL"),
+    # the password may hold @, quotes or single spaces (as `secrets.redact_text` reads it)
+    (re.compile(rb"://[^/\s:@\"]+:[^/\s\"]+(?: [^/\s\"]+)*@[\w\[]"), "a password inside a URL"),
+    (re.compile(rb"\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}"), "an HTTP Basic credential"),
+    (re.compile(rb"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}"), "an HTTP Bearer token"),
     (
         re.compile(
             rb"(?i)\b(?:api[_-]?key|hub_token|access_token|auth_token|secret|password)\b[\"']?\s*[:=]\s*"
@@ -61,9 +72,18 @@ _SECRETS = [
 ]
 # The rest of a path: up to a space, a quote, a bracket or a byte that is not printable ASCII.
 _PATH_TAIL = rb"[^\s\"'<>)\]\x00-\x1f\x7f-\xff]*"
-_ABSOLUTE = re.compile(
-    rb"(?<![\w.:/~-])(?:/(?:home|root|tmp|Users|mnt|media|work|scratch|private|data|var/folders|opt)/"
-    rb"|[A-Za-z]:\\\\?(?:Users|home)\\)" + _PATH_TAIL
+_SEGMENT = rb"[A-Za-z0-9._~+@%$-]+"
+_ROOTS = rb"home|root|tmp|Users|mnt|media|work|workspace|scratch|private|data|nfs|gpfs|lustre|var/folders|opt"
+# Where any byte pair occurs (parquet, weights): the usual roots of local folders only.
+_ABSOLUTE_BINARY = re.compile(
+    rb"(?<![\w.:/~-])(?:/(?:" + _ROOTS + rb")/|[A-Za-z]:\\\\?(?:Users|home|data)\\)" + _PATH_TAIL
+)
+# In text, also any other absolute path three folders deep (/cluster/ann/x; a tokenizer's vocabulary holds
+# pieces such as /api/v, hardly ever three), and any Windows drive path (D:\data, C:/x).
+_ABSOLUTE_TEXT = re.compile(
+    _ABSOLUTE_BINARY.pattern
+    + rb"|(?<![\w.:/~%@$\\-])/" + _SEGMENT + rb"/" + _SEGMENT + rb"/" + _SEGMENT + _PATH_TAIL
+    + rb"|(?<![\w\\])[A-Za-z]:(?:\\{1,2}|/)[A-Za-z0-9._$ -]*[A-Za-z0-9_$]" + _PATH_TAIL
 )
 _SECRET_ENV = re.compile(r"(?i)(token|key|secret|password|passwd|credential)")
 
@@ -131,12 +151,20 @@ def _local_markers() -> list[tuple[bytes, str]]:
     return markers
 
 
-def scan(name: str, data: bytes, markers: list[tuple[bytes, str]] | None = None) -> str | None:
+def scan(
+    name: str, data: bytes, markers: list[tuple[bytes, str]] | None = None, *, text: bool | None = None
+) -> str | None:
     """Why the file `name` with content `data` must not be published, or None.
 
+    Args:
+        name: the file's name (in the answer).
+        data: its content, or a piece of it.
+        markers: see `_local_markers` (None: this machine's).
+        text: whether it is text, where any absolute path is one (None: no NUL byte in its first 8 KB).
+
     >>> scan("a.md", b"see https://huggingface.co/org/x and runs/base", [])
-    >>> scan("a.json", b'{"data": "/home/ann/bench"}', [])
-    'a.json holds an absolute local path (/home/ann/bench)'
+    >>> scan("a.json", b'{"data": "/workspace/ann/bench"}', [])
+    'a.json holds an absolute local path (/workspace/ann/bench)'
     >>> scan("b.txt", b"api_key = abcdefghijklmnop1234", [])
     'b.txt holds a key or token assignment'
     """
@@ -144,18 +172,34 @@ def scan(name: str, data: bytes, markers: list[tuple[bytes, str]] | None = None)
         if pattern.search(data):
             return f"{name} holds {what}"
     for marker, what in markers if markers is not None else _local_markers():
-        found = re.search(rb"(?<![\w-])" + re.escape(marker) + rb"(?![\w-])" + _PATH_TAIL, data)
+        found = re.search(rb"(?i)(?<![\w-])" + re.escape(marker) + rb"(?![\w-])" + _PATH_TAIL, data)
         if found:
             shown = found.group().decode(errors="replace")[:80] if what.endswith("path") else ""
             return f"{name} holds {what}" + (f" ({shown})" if shown else "")
-    found = _ABSOLUTE.search(data)
+    text = b"\0" not in data[:8192] if text is None else text
+    found = (_ABSOLUTE_TEXT if text else _ABSOLUTE_BINARY).search(data)
     if found:
         return f"{name} holds an absolute local path ({found.group().decode(errors='replace')[:80]})"
     return None
 
 
+def scan_file(name: str, path: Path, markers: list[tuple[bytes, str]] | None = None) -> str | None:
+    """`scan` of the file at `path`, however large, piece by piece (text or binary by its first piece)."""
+    markers = _local_markers() if markers is None else markers
+    text, tail = None, b""
+    with open(path, "rb") as handle:
+        while piece := handle.read(SCAN_CHUNK):
+            text = b"\0" not in piece[:8192] if text is None else text
+            reason = scan(name, tail + piece, markers, text=text)
+            if reason:
+                return reason
+            tail = piece[-_OVERLAP:]
+    return None
+
+
 def check_publishable(upload: Upload) -> None:
-    """Refuse an upload that would publish a secret, an absolute local path or this machine's name.
+    """Refuse an upload that would publish a secret, an absolute local path or this machine's name (every
+    byte of every file is scanned).
 
     Raises:
         DataError: naming the first offending file and what it holds.
@@ -163,10 +207,9 @@ def check_publishable(upload: Upload) -> None:
     markers = _local_markers()
     for name, content in sorted(upload.files.items()):
         if isinstance(content, Path):
-            if content.stat().st_size > SCAN_LIMIT:
-                continue
-            content = content.read_bytes()
-        reason = scan(name, content, markers)
+            reason = scan_file(name, content, markers)
+        else:
+            reason = scan(name, content, markers)
         if reason:
             raise DataError(
                 f"refusing to push to {upload.repo}: {reason}; remove it (or re-run with relative paths "
@@ -248,6 +291,12 @@ def stage_files(upload: Upload, folder: str | os.PathLike) -> Path:
     folder = Path(folder)
     if folder.exists():
         raise ConfigError(f"--stage {folder} exists: name a new folder")
+    inside = [path for path in upload.files.values() if isinstance(path, Path)]
+    if any(folder.resolve().is_relative_to(path.resolve().parent) for path in inside):
+        raise ConfigError(
+            f"--stage {folder} is inside the folder being pushed (the next push would send the copy): "
+            "name a folder outside it"
+        )
     for name, content in sorted(upload.files.items()):
         target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -267,6 +316,17 @@ def folder_files(folder: Path, *, skip: tuple[str, ...] = ()) -> dict[str, Path]
         if path.is_file() and not any(p.startswith((".", *skip)) for p in parts):
             files["/".join(parts)] = path
     return files
+
+
+def written_files(folder: Path, written: Callable[[str], bool]) -> dict[str, Content]:
+    """The files of `folder` (`folder_files`) that the command which made it wrote, by `written` (their
+    relative path); the others (notes, copies, a staged upload) stay home, with a warning naming them."""
+    files = folder_files(folder)
+    foreign = sorted(name for name in files if not written(name))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        logger.warning("not uploading %s: perrecbench did not write them into %s", shown, folder)
+    return {name: path for name, path in files.items() if written(name)}
 
 
 def front_matter(header: Mapping[str, Any], body: str) -> bytes:
@@ -356,7 +416,11 @@ def leaderboard_upload(
             f"{folder} has no index.html: write a report first "
             f"(`perrecbench report RUN_DIR ... --out {folder}`)"
         )
-    files: dict[str, Content] = dict(folder_files(folder))
+    from perrec_eval.leaderboard.assemble import FILES
+
+    files: dict[str, Content] = written_files(
+        folder, lambda name: name in FILES or (name.startswith("plots/") and name.endswith(".png"))
+    )
     header = {
         "title": title,
         "emoji": "📊",
@@ -426,7 +490,12 @@ def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
     if not (folder / "manifest.json").is_file():
         raise DataError(f"{folder} is not a build folder (no manifest.json): run `perrecbench build` first")
     manifest = fileio.read_json(folder / "manifest.json")
-    files: dict[str, Content] = dict(folder_files(folder))
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("outputs"), dict):
+        raise DataError(f"{folder}/manifest.json lists no outputs: push a folder `perrecbench build` wrote")
+    built = {"manifest.json", "stats.json", "README.md"}
+    built |= {path for splits in manifest["outputs"].values() for path in splits.values()}
+    built |= {entry["path"] for entry in (manifest.get("interactions") or {}).values()}
+    files: dict[str, Content] = written_files(folder, built.__contains__)
     levels = [level for level in LEVELS if (folder / level).is_dir()]
     files["eval.yaml"] = eval_yaml(levels).encode()
     synthetic = manifest.get("source_kind") not in (None, "raw")

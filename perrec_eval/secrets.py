@@ -1,15 +1,19 @@
 """Secrets never reach a file or a log: one place that knows what a secret looks like and hides it.
 
 A secret reaches perrecbench in a URL (``http://user:KEY@host/v1``, ``?api-key=KEY``), in a ``KEY=VALUE``
-option whose name says so (``hub_token=...``, ``api_key=...``), in a JSON field (``{"api_key": ...}``), or as
-the value of an environment variable the engine reads (registered with :func:`register`). Everything written
-to ``run.json``, ``sft_train.json`` or the log goes through :func:`redact` / :func:`redact_text`, the
+option whose name says so (``hub_token=...``, ``api_key=...``), in a JSON field (``{"authorization": ...}``
+of an ``extra_body``), or as the value of an environment variable the engine reads; and it comes back from a
+server that echoes what it was sent, in any field, or as the HTTP Basic header made of a URL's password. The
+engine registers every such value (:func:`register`, :func:`register_url`, :func:`register_fields`), so it is
+hidden wherever it shows up, whatever its shape. Everything written to ``run.json``, ``sft_train.json``, a
+cache, a sample or the log goes through :func:`redact` / :func:`redact_text`, the
 CLI's log handlers format through :class:`RedactingFormatter`, and the tracebacks and warnings Python prints
 itself (``--debug``, an unexpected error, a thread's error) through :func:`redact_tracebacks`.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
 import sys
@@ -19,20 +23,46 @@ from typing import Any
 
 REDACTED = "<redacted>"
 
-# A name that holds a secret: ends with token, api key, secret, password, ... (``max_tokens`` does not).
-_SECRET_NAME = r"[A-Za-z0-9_.-]*?(?:token|api[_-]?key|apikey|secret|password|passwd|credentials?|signature)"
+# A name that holds a secret: ends with token, api key, secret, password, authorization, ... (``max_tokens``
+# does not).
+_SECRET_NAME = (
+    r"[A-Za-z0-9_.-]*?(?:token|api[_-]?key|apikey|secret|password|passwd|credentials?|signature"
+    r"|authorization|private[_-]?key|access[_-]?key(?:[_-]?id)?|secret[_-]?key|cookie)"
+)
 _SECRET_NAME_RE = re.compile(rf"^{_SECRET_NAME}$", re.IGNORECASE)
-# URL query parameters that carry keys (Azure's api-key, Google's key, signed URLs' sig).
-_QUERY_NAME = rf"(?:{_SECRET_NAME}|key|sig|auth)"
+# URL query parameters that carry keys (Azure's api-key, Azure Functions' code, Google's key, signed URLs'
+# sig).
+_QUERY_NAME = rf"(?:{_SECRET_NAME}|key|sig|auth|code|pwd|pass)"
+_QUERY_NAME_RE = re.compile(rf"^{_QUERY_NAME}$", re.IGNORECASE)
+# Values kept after a secret name: one redacted already, a header's redacted credential, and the
+# placeholder of a hint ("export OPENAI_API_KEY=... and pass ...").
+_KEPT = rf"(?!{REDACTED}|(?:Bearer|Basic|Token|Digest|Bot|ApiKey)\s+{REDACTED}|\.\.\.(?![^\s,&'\"}})]))"
 _PATTERNS = [
-    # userinfo of a URL: scheme://user:pass@host
-    (re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://)[^/\s@'\"]+@", re.IGNORECASE), rf"\g<head>{REDACTED}@"),
-    # ?api-key=KEY / &token=KEY
-    (re.compile(rf"(?P<head>[?&]{_QUERY_NAME}=)[^&\s#'\",]+", re.IGNORECASE), rf"\g<head>{REDACTED}"),
+    # userinfo of a URL, whole: scheme://user:pass@host, the password may hold @, quotes or single spaces
+    (
+        re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://)[^/?#\s\"]+(?: [^/?#\s\"]+)*@(?=[\w\[])", re.I),
+        rf"\g<head>{REDACTED}@",
+    ),
+    # Authorization: Bearer KEY, and Basic BASE64(user:password) (httpx sends a URL's userinfo so)
+    (re.compile(r"(?P<head>\bBearer\s+)[A-Za-z0-9._~+/=-]+"), rf"\g<head>{REDACTED}"),
+    (
+        re.compile(r"(?P<head>\bauthorization[\"']?\s*[:=]\s*[\"']?[A-Za-z]+\s+)(?!<)[^\s\"',]+", re.I),
+        rf"\g<head>{REDACTED}",
+    ),
+    (
+        re.compile(r"(?P<head>\bBasic\s+)(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{4,}=*"),
+        rf"\g<head>{REDACTED}",
+    ),
+    # ?api-key=KEY / &code=KEY
+    (
+        re.compile(rf"(?P<head>[?&]{_QUERY_NAME}=)(?!{REDACTED})[^&\s#'\",]+", re.IGNORECASE),
+        rf"\g<head>{REDACTED}",
+    ),
     # NAME=VALUE and NAME: VALUE with a secret name (flags, repr of options)
     (
         re.compile(
-            rf"(?P<head>\b{_SECRET_NAME}\s*[=:]\s*)(?P<q>['\"]?)(?!{REDACTED})[^\s,&'\"}})]+", re.IGNORECASE
+            rf"(?P<head>\b{_SECRET_NAME}\s*[=:]\s*)(?P<q>['\"]?){_KEPT}[^\s,&'\"}})]+",
+            re.IGNORECASE,
         ),
         rf"\g<head>\g<q>{REDACTED}",
     ),
@@ -41,10 +71,14 @@ _PATTERNS = [
         re.compile(rf"(?P<head>[\"']{_SECRET_NAME}[\"']\s*:\s*[\"'])[^\"']*", re.IGNORECASE),
         rf"\g<head>{REDACTED}",
     ),
-    # Authorization: Bearer KEY
-    (re.compile(r"(?P<head>\bBearer\s+)[A-Za-z0-9._~+/=-]+"), rf"\g<head>{REDACTED}"),
-    # keys with a well-known shape: OpenAI sk-..., Hugging Face hf_...
-    (re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,})"), REDACTED),
+    # keys with a well-known shape: OpenAI sk-..., Hugging Face hf_..., GitHub ghp_... / github_pat_...
+    (
+        re.compile(
+            r"\b(?:sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}"
+            r"|github_pat_[A-Za-z0-9_]{20,})"
+        ),
+        REDACTED,
+    ),
 ]
 _known: set[str] = set()
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -57,6 +91,65 @@ def register(value: str | None) -> None:
     """
     if value and len(value) >= 6:
         _known.add(value)
+
+
+def register_url(url: str) -> None:
+    """Hide the secrets of `url` wherever they show up: its userinfo's password, the HTTP Basic header value
+    made of it (a server may echo that back), and the values of key parameters of its query.
+
+    >>> register_url("http://alice:PW-SECRET-1@host/v1?code=FN-KEY-22")
+    >>> redact_text("Basic YWxpY2U6UFctU0VDUkVULTE= PW-SECRET-1 FN-KEY-22")
+    'Basic <redacted> <redacted> <redacted>'
+    """
+    from urllib.parse import parse_qsl, unquote
+
+    authority = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    userinfo = authority.rpartition("@")[0]
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        for name, secret in {(user, password), (unquote(user), unquote(password))}:
+            register(secret or name)  # http://KEY@host: the key is the user name
+            register(f"{name}:{secret}")
+            register(base64.b64encode(f"{name}:{secret}".encode()).decode())
+    query = url.partition("?")[2].partition("#")[0]
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if _QUERY_NAME_RE.match(name):
+            register(value)
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if _QUERY_NAME_RE.match(name):
+            register(value)
+
+
+def register_fields(value: Any) -> None:
+    """Hide every string under a secret name anywhere in the JSON-like `value` (e.g. an ``extra_body``)
+    wherever it shows up, and the credential after an ``Authorization`` header's scheme.
+
+    >>> register_fields({"user": {"private_key": "PK-SECRET-9"}, "top_k": 5})
+    >>> redact_text("the key PK-SECRET-9")
+    'the key <redacted>'
+    """
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and is_secret_name(key):
+                for text in _strings(item):
+                    register(text)
+                    register(text.partition(" ")[2].strip())  # "Basic XYZ": XYZ alone too
+            else:
+                register_fields(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            register_fields(item)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _strings(item)]
+    return []
 
 
 def check_env_name(value: str | None) -> None:

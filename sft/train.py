@@ -145,7 +145,8 @@ def parse(argv: Sequence[str]) -> tuple[TrainArguments, Any, Any]:
 
     Raises:
         ConfigError: a bad or unknown flag, a bad ``--config`` file, a flag of the old parser, a setting
-            TRL refuses, full fine-tuning (``use_peft`` off) or a secret given as a setting.
+            TRL refuses, full fine-tuning (``use_peft`` off), ``push_to_hub`` (TRL's upload skips the publish
+            scan of `perrecbench push adapter`) or a secret given as a setting.
     """
     import yaml
 
@@ -166,6 +167,12 @@ def parse(argv: Sequence[str]) -> tuple[TrainArguments, Any, Any]:
             "trl.ModelConfig or perrecbench's (see perrecbench sft train --help)"
         )
     script, training, model = parsed
+    if training.push_to_hub:  # TRL would upload the folder itself, checkpoints and local paths included
+        raise ConfigError(
+            "--push_to_hub is refused: TRL would upload without perrecbench's publish checks (secrets, "
+            f"local paths); train, then upload with `perrecbench push adapter {training.output_dir} "
+            "--repo ORG/NAME`"
+        )
     if not model.use_peft:
         raise ConfigError("sft train trains a LoRA adapter: leave use_peft on (drop --use_peft false)")
     for settings in (script, training, model):

@@ -1,26 +1,36 @@
 """Any OpenAI-compatible chat server: vLLM's, `transformers serve`, hosted APIs.
 
 The SDK retries (``max_retries``) connection errors, timeouts, 408/409/429 and 5xx, with backoff or after the
-server's ``Retry-After``; a 200 answer with nothing usable in it is asked again as often. What still fails is
+server's ``Retry-After`` (up to 2 minutes: a longer one is not retried, and the error says so); an attempt
+ends ``timeout`` seconds after it began, however slowly the answer trickles in; a 200 answer with nothing
+usable in it is asked again as often. What still fails is
 a `Completion` whose ``error`` says why and whether it was retried (the cache never stores it). Several
 servers (``base_url`` comma-separated) each get ``concurrency`` workers taking requests from one queue; one
 that cannot be reached leaves the call, and its requests go to the others. `OpenAIEngine.check` asks each
 server for its models before the first request, so a wrong address or key fails in seconds. The API key is
-read from the variable ``api_key_env`` names, and never kept, returned by `info()`, logged or written.
+read from the variable ``api_key_env`` names, and never kept, returned by `info()`, logged or written; every
+field a server returns passes through `perrec_eval.secrets` (it may echo the key, a URL's password, an
+``extra_body`` credential) before anything keeps it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
+import importlib
+import inspect
 import json
 import logging
 import os
 import queue
+import socket
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from perrec_eval import progress, secrets
 from perrec_eval.cliconfig import option
@@ -37,6 +47,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _OWN_FIELDS = set("model messages n temperature top_p max_tokens max_completion_tokens seed stream".split())
 _EXTRA_BODY_FIX = """write the fields as a JSON object, e.g. extra_body='{"top_k": -1}'"""
 _CHECK_TIMEOUT = 30.0  # seconds for a server to list its models once connected
+_MAX_RETRY_AFTER = 120  # the longest Retry-After (seconds) the SDK waits; a longer one it does not retry
 
 
 class ServerUnreachableError(PerrecbenchError, ConnectionError):
@@ -73,17 +84,59 @@ def server_urls(base_url: str) -> list[str]:
     >>> server_urls("http://a:8000/v1/, http://b:8000/v1")
     ['http://a:8000/v1', 'http://b:8000/v1']
     """
+    if not base_url.strip():
+        raise ConfigError(
+            "--base-url is empty (an unset shell variable?): give the server's URL, e.g. "
+            "http://127.0.0.1:8000/v1 (leave the flag out for $OPENAI_BASE_URL, else OpenAI)"
+        )
     urls = [url.strip().rstrip("/") for url in base_url.split(",")]
     if not all(urls):
         raise ConfigError(
             f"base_url {base_url!r} has an empty entry: give URL1,URL2,... or repeat --base-url"
         )
     for url in urls:
+        _check_url(url)
         if urls.count(url) > 1:
             raise ConfigError(
                 f"base_url lists {public_url(url)} twice: raise --engine-arg concurrency instead"
             )
     return urls
+
+
+def _check_url(url: str) -> None:
+    """ConfigError (with the URL's secrets hidden) unless `url` is an http(s) URL with a host and a port
+    that can be."""
+    problem = None
+    try:
+        parts = urlsplit(url)
+    except ValueError as err:  # "Invalid IPv6 URL": no part of the URL in it
+        problem = str(err)
+    else:
+        try:
+            parts.port  # noqa: B018 - reading the port checks it
+        except ValueError:  # its message quotes the "port", which may be part of a password
+            problem = "the port is not a number from 0 to 65535"
+        else:
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                problem = "not http(s)://HOST..."
+    if problem:
+        shown = secrets.redact_text(url)
+        if "@" in url:  # a malformed URL's userinfo may hold a "/" that ends it for the redaction
+            shown = f"{url.partition('://')[0]}://{secrets.REDACTED}@{url.rpartition('@')[2]}"
+        raise ConfigError(
+            f"base_url {shown!r} is not a valid URL ({problem}): give one like http://127.0.0.1:8000/v1"
+        )
+
+
+def _split_query(url: str) -> tuple[str, dict[str, str]]:
+    """(`url` without its query, the query's parameters): the SDK appends the request's path to its base URL,
+    so a query left in it would end up inside the path (``/v1?api-key=K/chat/completions``).
+
+    >>> _split_query("https://h/v1?api-version=2024-06-01&api-key=k")
+    ('https://h/v1', {'api-version': '2024-06-01', 'api-key': 'k'})
+    """
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(query="", fragment="")), dict(parse_qsl(parts.query))
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +159,10 @@ class OpenAIOptions:
         "server's Retry-After up to 2 minutes)",
         default=6,
     )
-    timeout: float = option("seconds per HTTP attempt", default=600.0)
+    timeout: float = option(
+        "seconds per HTTP attempt, the whole answer included (however slowly a server sends it)",
+        default=600.0,
+    )
     connect_timeout: float = option(
         "seconds to open a connection (an address where nothing answers fails this fast)", default=10.0
     )
@@ -133,9 +189,12 @@ class OpenAIOptions:
                 f"connect_timeout={self.connect_timeout}"
             )
         secrets.check_env_name(self.api_key_env)
-        self.extra_fields()  # fails now, at configuration time, if extra_body is not a JSON object
+        # fails now, at configuration time, if extra_body is not a JSON object; its credentials (a header,
+        # a key) are hidden wherever they show up, as the API key is
+        secrets.register_fields(self.extra_fields())
         if self.base_url is not None:
-            server_urls(self.base_url)
+            for url in server_urls(self.base_url):
+                secrets.register_url(url)  # a password, its HTTP Basic header value, a key parameter
 
     def extra_fields(self) -> dict[str, Any]:
         """`extra_body` parsed, or ``{}``; ConfigError if it is no JSON object or sets a field the run sets.
@@ -199,21 +258,33 @@ class OpenAIEngine:
         self._openai = openai = require("openai", "openai", by="the 'openai' engine")
         self.model, self.adapter, self.api_key_env = model, adapter, options.api_key_env
         self.extra_body, self._checked = options.extra_fields(), False
-        urls = server_urls(options.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+        given = options.base_url if options.base_url is not None else os.environ.get("OPENAI_BASE_URL")
+        urls = server_urls(given or DEFAULT_BASE_URL)
+        for url in urls:
+            secrets.register_url(url)
         self.base_url = ",".join(urls)  # with any credentials in it: never recorded (`info` is)
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         secrets.register(key)  # none: a placeholder (local servers need none; others answer 401 at `check`)
         timeout = openai.Timeout(options.timeout, connect=min(options.timeout, options.connect_timeout))
-        self._clients = {
-            url: openai.OpenAI(
-                base_url=url, api_key=key or "EMPTY", max_retries=options.max_retries, timeout=timeout
-            )
-            for url in urls
-        }
+        self._clients = {url: self._client(url, key, timeout) for url in urls}
         if not logging.getLogger().isEnabledFor(logging.DEBUG):  # the SDK logs each HTTP request at INFO
             for chatty in map(logging.getLogger, ("openai", "httpx", "httpx2")):
                 if chatty.level == logging.NOTSET:
                     chatty.setLevel(logging.WARNING)
+
+    def _client(self, url: str, key: str | None, timeout: Any) -> Any:
+        """The SDK's client of the server at `url`: its query as the SDK's default query, every attempt
+        bounded as a whole by the read timeout (`_whole_attempts`)."""
+        openai = self._openai
+        base, query = _split_query(url)
+        return openai.OpenAI(
+            base_url=base,
+            default_query=query or None,
+            api_key=key or "EMPTY",
+            max_retries=self.options.max_retries,
+            timeout=timeout,
+            http_client=_whole_attempts(openai, timeout),
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIEngine(model={self.model!r}, base_url={self._public_urls()!r})"
@@ -315,7 +386,8 @@ class OpenAIEngine:
         """Complete requests on the server at `url` until the call ends or the server leaves it."""
         while (index := call.todo.get()) is not None and url in call.live:
             try:
-                result: Any = self._complete(url, call.requests[index], call.params)
+                # everything the server sent, secrets hidden before it reaches a cache, a file or a log
+                result: Any = _redacted(self._complete(url, call.requests[index], call.params))
                 call.successes += result.ok  # under the GIL; only ever compared with 0
             except _Unreachable as err:
                 with call.lock:
@@ -324,7 +396,7 @@ class OpenAIEngine:
                             logger.warning("the server at %s stopped answering (%s)", public_url(url), err)
                             call.live.remove(url)
                         break
-                result = _failed(str(err)) if call.successes else self._unreachable(str(err), None)
+                result = _redacted(_failed(str(err))) if call.successes else self._unreachable(str(err), None)
             except BaseException as err:  # noqa: BLE001 - raised in the caller's thread
                 result = err
             call.finished.put((index, result))
@@ -365,6 +437,13 @@ class OpenAIEngine:
             if err.status_code in (401, 403):
                 raise self._rejected_key(err.status_code, url) from None
             retried = err.status_code in (408, 409, 429) or err.status_code >= 500  # as the SDK does
+            wait = _retry_after(err.response)
+            if retried and wait is not None and wait > _MAX_RETRY_AFTER:
+                return Completion(
+                    texts=(),
+                    error=f"{self._status_message(err, url)} (not retried: the server asks to wait "
+                    f"{wait:g}s, longer than the {_MAX_RETRY_AFTER}s a retry waits; run again later)",
+                )
             return _failed(self._status_message(err, url), _attempts(err, retries) if retried else None)
         except openai.APIConnectionError as err:
             if self._read_timeout(err):
@@ -405,11 +484,10 @@ class OpenAIEngine:
             if choice.message.content is None:
                 return _failed(f"content null (finish_reason={choice.finish_reason})")
         usage = getattr(response, "usage", None)
-        texts = tuple(self._scrub(choice.message.content) for choice in ordered)  # a server may echo the key
         return Completion(
-            texts=texts,
-            prompt_tokens=getattr(usage, "prompt_tokens", None),
-            completion_tokens=getattr(usage, "completion_tokens", None),
+            texts=tuple(choice.message.content for choice in ordered),
+            prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
+            completion_tokens=_count(getattr(usage, "completion_tokens", None)),
             extra={"finish_reasons": [choice.finish_reason for choice in ordered]},
         )
 
@@ -427,10 +505,6 @@ class OpenAIEngine:
         """``HTTP <status> from <url>: <the first 200 characters of the body>``, without credentials."""
         body = " ".join(str(getattr(err.response, "text", "") or err).split())
         return secrets.redact_text(f"HTTP {err.status_code} from {public_url(url)}: {body[:200]}")
-
-    def _scrub(self, text: str) -> str:
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return text.replace(key, secrets.REDACTED) if key else text
 
     def _unreachable(self, detail: str, url: str | None) -> ServerUnreachableError:
         """Nothing answers at `url` (None: at any of the servers)."""
@@ -453,6 +527,107 @@ def _failed(problem: str, attempts: int | None = None) -> Completion:
     return Completion(texts=(), error=f"{problem} ({tried})")
 
 
+def _redacted(completion: Completion) -> Completion:
+    """`completion` with secrets hidden in everything a server may echo them in: texts, error, extra.
+
+    >>> _redacted(Completion(texts=("Bearer sk-123",), extra={"finish_reasons": ["Bearer k"]}))
+    Completion(texts=('Bearer <redacted>',), prompt_tokens=None, completion_tokens=None, error=None, \
+extra={'finish_reasons': ['Bearer <redacted>']})
+    """
+    return dataclasses.replace(
+        completion,
+        texts=tuple(secrets.redact_text(t) if isinstance(t, str) else t for t in completion.texts),
+        error=None if completion.error is None else secrets.redact_text(completion.error),
+        extra=secrets.redact(completion.extra),
+    )
+
+
+def _count(value: Any) -> int | None:
+    """A token count from a server, or None when it sent none or something that is not a count.
+
+    >>> _count(12), _count("lots"), _count(-1), _count(True), _count(None)
+    (12, None, None, None, None)
+    """
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _retry_after(response: Any) -> float | None:
+    """The seconds a response's ``retry-after-ms`` or ``retry-after`` header asks to wait (as the SDK reads
+    them; an HTTP date counts as unknown)."""
+    headers = getattr(response, "headers", None) or {}
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        try:
+            return float(headers.get(name)) / scale
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
 def _attempts(err: Any, max_retries: int) -> int:
     """How often the SDK sent the request that ended in `err` (it numbers its retries in a header)."""
     return int(err.request.headers.get("x-stainless-retry-count", max_retries)) + 1
+
+
+def _whole_attempts(openai: Any, timeout: Any) -> Any:
+    """An HTTP client with the SDK's defaults whose every attempt ends when its read timeout has passed since
+    it began: the HTTP library times each read, so a server that trickles a byte a second would hold an
+    attempt (and the run) forever. Past the deadline, the connection is shut and the attempt fails as a
+    read timeout, which the SDK retries like any other."""
+    # httpx, or the fork a newer SDK sends with: the library of the SDK's own client class
+    http = importlib.import_module(inspect.getmro(openai.DefaultHttpxClient)[1].__module__.partition(".")[0])
+
+    class Deadline(http.SyncByteStream):
+        """A response body that ends in `http.ReadTimeout` once `deadline` (time.monotonic) has passed."""
+
+        def __init__(self, body: Any, request: Any, deadline: float, sock: Any) -> None:
+            self._body, self._request, self._deadline, self._sock = body, request, deadline, sock
+            self._lock, self._closed = threading.Lock(), False
+            self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._cut)
+            self._timer.daemon = True
+            if sock is not None:  # a read blocked on a silent server wakes up when its socket is shut
+                self._timer.start()
+
+        def _cut(self) -> None:
+            with self._lock:
+                if not self._closed:  # else the connection may serve another request already
+                    with contextlib.suppress(OSError):
+                        socket.socket.shutdown(self._sock, socket.SHUT_RDWR)
+
+        def _late(self) -> Any:
+            return http.ReadTimeout("the answer did not arrive whole in time", request=self._request)
+
+        def __iter__(self) -> Any:
+            try:
+                for chunk in self._body:
+                    if time.monotonic() > self._deadline:
+                        raise self._late()
+                    yield chunk
+            except http.TransportError as err:
+                if time.monotonic() > self._deadline and not isinstance(err, http.TimeoutException):
+                    raise self._late() from err
+                raise
+
+        def close(self) -> None:
+            with self._lock:
+                self._closed = True
+            self._timer.cancel()
+            self._body.close()
+
+    class WholeAttempts(http.BaseTransport):
+        def __init__(self) -> None:
+            self._inner = http.HTTPTransport(limits=openai.DEFAULT_CONNECTION_LIMITS)
+
+        def handle_request(self, request: Any) -> Any:
+            start = time.monotonic()
+            response = self._inner.handle_request(request)
+            limit = (request.extensions.get("timeout") or {}).get("read")
+            if limit is not None:
+                stream = response.extensions.get("network_stream")
+                sock = stream.get_extra_info("socket") if stream is not None else None
+                response.stream = Deadline(response.stream, request, start + limit, sock)
+            return response
+
+        def close(self) -> None:
+            self._inner.close()
+
+    return openai.DefaultHttpxClient(timeout=timeout, transport=WholeAttempts())

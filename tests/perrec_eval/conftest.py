@@ -12,13 +12,17 @@ from tests.perrec_eval.openai_stub import StubServer
 
 @pytest.fixture
 def stub_factory() -> Iterator[Any]:
-    """``start(script=None, max_choices=None, models="ok")``: a running `StubServer`, stopped afterwards."""
+    """``start(script=None, max_choices=None, models="ok", default="ok")``: a running `StubServer`, stopped
+    afterwards."""
     servers: list[StubServer] = []
 
     def start(
-        script: dict[str, list[Any]] | None = None, max_choices: int | None = None, models: Any = "ok"
+        script: dict[str, list[Any]] | None = None,
+        max_choices: int | None = None,
+        models: Any = "ok",
+        default: Any = "ok",
     ) -> StubServer:
-        servers.append(StubServer(script, max_choices, models).start())
+        servers.append(StubServer(script, max_choices, models, default).start())
         return servers[-1]
 
     yield start

@@ -43,9 +43,11 @@ class StubServer:
     error page with status 200); ``("status", code, headers, body)`` (with ``retry-after-ms: 1`` unless the
     headers say how long to wait, so the client's retries are quick); ``("sleep", seconds)`` then ok;
     ``("echo-auth", code)`` (an error whose body repeats the Authorization header); ``"echo-key-ok"`` (a 200
-    answer whose text repeats it); ``"empty"`` (200 with
-    ``choices: []``); ``("null", finish_reason)`` (200 with ``content: null``). ``GET /v1/models`` answers
-    `models`: ``"ok"`` (the stub's model list) or ``("status", code, headers, body)``.
+    answer whose text repeats it); ``"echo-finish"`` (a 200 answer whose ``finish_reason`` repeats it);
+    ``"empty"`` (200 with ``choices: []``); ``("null", finish_reason)`` (200 with ``content: null``);
+    ``("trickle", seconds)`` (status and headers of an ok answer, then one byte of it every `seconds`).
+    `default` is the action of unscripted requests. ``GET /v1/models`` answers `models`: ``"ok"`` (the
+    stub's model list) or ``("status", code, headers, body)``. `paths` holds each POST's path (and query).
     """
 
     def __init__(
@@ -53,13 +55,16 @@ class StubServer:
         script: dict[str, list[Any]] | None = None,
         max_choices: int | None = None,
         models: Any = "ok",
+        default: Any = "ok",
     ) -> None:
         self.script = script or {}
+        self.default = default
         self.max_choices = max_choices
         self.models = models
         self.model_lists = 0  # GET /v1/models requests
         self.bodies: list[dict[str, Any]] = []
         self.authorizations: list[str] = []
+        self.paths: list[str] = []
         self.attempts: Counter[str] = Counter()
         self.times: dict[str, list[float]] = {}  # when each attempt of a request arrived (time.monotonic)
         self.in_flight = 0
@@ -92,7 +97,7 @@ class StubServer:
             def do_GET(self) -> None:
                 with stub.lock:
                     stub.model_lists += 1
-                if self.path != "/v1/models":
+                if self.path.partition("?")[0] != "/v1/models":
                     self._send(404, b"{}", "application/json")
                 elif stub.models == "ok":
                     data = [{"id": "stub-model", "object": "model", "created": 0, "owned_by": "stub"}]
@@ -106,12 +111,13 @@ class StubServer:
                 with stub.lock:
                     stub.bodies.append(body)
                     stub.authorizations.append(self.headers.get("Authorization", ""))
+                    stub.paths.append(self.path)
                     attempt = stub.attempts[content]
                     stub.attempts[content] += 1
                     stub.times.setdefault(content, []).append(time.monotonic())
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
-                actions = stub.script.get(content, ["ok"])
+                actions = stub.script.get(content, [stub.default])
                 try:
                     self._act(actions[min(attempt, len(actions) - 1)], body, content)
                 except OSError:  # the client gave up (timeout) and closed the socket
@@ -128,7 +134,8 @@ class StubServer:
                 if kind == "echo-key-ok":  # a successful answer that repeats the key it was sent
                     content = f"{content} {self.headers.get('Authorization')}"
                     kind = "ok"
-                if kind == "ok":
+                finish = self.headers.get("Authorization") if kind == "echo-finish" else "stop"
+                if kind in ("ok", "echo-finish", "trickle"):
                     n = (
                         body.get("n", 1)
                         if stub.max_choices is None
@@ -141,7 +148,7 @@ class StubServer:
                                 "role": "assistant",
                                 "content": f"{content}|seed={body.get('seed')}|{i}",
                             },
-                            "finish_reason": "stop",
+                            "finish_reason": finish,
                         }
                         for i in range(n)
                     ]
@@ -154,7 +161,10 @@ class StubServer:
                         "choices": choices,
                         "usage": usage,
                     }
-                    self._send(200, json.dumps(payload).encode(), "application/json")
+                    if kind == "trickle":
+                        self._trickle(json.dumps(payload).encode(), action[1])
+                    else:
+                        self._send(200, json.dumps(payload).encode(), "application/json")
                 elif kind in ("empty", "null"):
                     choices = []
                     if kind == "null":
@@ -180,6 +190,19 @@ class StubServer:
                     )
                 else:
                     raise ValueError(f"unknown stub action {action!r}")
+
+            def _trickle(self, data: bytes, seconds: float) -> None:
+                """Status and headers at once, then the body one byte every `seconds` (until the client
+                leaves)."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.flush()
+                for byte in data:
+                    time.sleep(seconds)
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
 
             def _send(self, code: int, data: bytes, content_type: str, headers: dict | None = None) -> None:
                 self.send_response(code)

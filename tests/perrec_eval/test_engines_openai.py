@@ -133,11 +133,15 @@ def test_openai_engine_waits_as_long_as_retry_after_says(stub_factory):
     assert second - first >= 0.9  # the server's wait, not the client's own backoff (0.5 s at first)
 
 
-def test_openai_engine_does_not_wait_a_retry_after_of_hours(stub_factory):
-    server = stub_factory({"limited": [("status", 429, {"Retry-After": "3600"}, "quota"), "ok"]})
-    (completion,) = make_engine(server).generate([make_request("limited")], PARAMS)
+@pytest.mark.parametrize("max_retries", [1, 6])
+def test_openai_engine_does_not_wait_a_retry_after_of_hours(stub_factory, max_retries):
+    server = stub_factory({"limited": [("status", 429, {"Retry-After": "100000"}, "quota"), "ok"]})
+    (completion,) = make_engine(server, max_retries=max_retries).generate([make_request("limited")], PARAMS)
     assert completion.error.startswith("HTTP 429 from ")
-    assert completion.error.endswith("(gave up after 1 attempt)")  # a wait of hours is not taken
+    # a wait of a day is not taken, and the error says so instead of "gave up after 1 attempt"
+    assert completion.error.endswith(
+        "(not retried: the server asks to wait 100000s, longer than the 120s a retry waits; run again later)"
+    )
     assert server.attempts["limited"] == 1
 
 
@@ -339,3 +343,48 @@ def test_openai_engine_against_transformers_serve_rejects_another_model_name(tra
     (completion,) = engine.generate([make_request("great book")], GenParams(temperature=0.0, max_tokens=4))
     assert not completion.ok
     assert "HTTP 400" in completion.error and "(not retried)" in completion.error
+
+
+def test_openai_engine_redacts_a_key_echoed_in_finish_reason(stub_factory, tmp_path):
+    server = stub_factory({"q": ["echo-finish"]})
+    (completion,) = CachedEngine(make_engine(server), tmp_path / "cache.jsonl").generate(
+        [make_request("q")], PARAMS
+    )
+    assert completion.ok and server.authorizations[-1] == f"Bearer {SECRET}"
+    assert completion.extra["finish_reasons"] == ["Bearer <redacted>"]
+    assert SECRET not in (tmp_path / "cache.jsonl").read_text()
+
+
+def test_openai_engine_redacts_the_basic_header_of_credentials_in_the_url(stub_factory, tmp_path):
+    import base64
+
+    server = stub_factory({"answer": ["echo-key-ok"], "fail": [("echo-auth", 500)], "end": ["echo-finish"]})
+    url = server.base_url.replace("http://", "http://alice:PW@SECRET-111@")
+    engine = make_engine(server, base_url=url, api_key_env=None, max_retries=0)
+    completions = CachedEngine(engine, tmp_path / "cache.jsonl").generate(
+        [make_request(q) for q in ("answer", "fail", "end")], PARAMS
+    )
+    basic = base64.b64encode(b"alice:PW@SECRET-111").decode()
+    assert server.authorizations[-1] == f"Basic {basic}"  # httpx sends the userinfo so; the server echoes it
+    written = [json.dumps([c.texts, c.error, c.extra]) for c in completions]
+    written.append((tmp_path / "cache.jsonl").read_text())
+    assert all(basic not in text and "SECRET-111" not in text for text in written)
+    assert "Basic <redacted>" in written[0] and "Basic <redacted>" in written[1]
+
+
+def test_openai_engine_sends_the_query_of_base_url_as_the_query(stub_factory):
+    server = stub_factory()
+    (completion,) = make_engine(server, base_url=f"{server.base_url}?api-key=QSECRET-9999").generate(
+        [make_request("q")], PARAMS
+    )
+    assert completion.ok
+    assert server.paths == ["/v1/chat/completions?api-key=QSECRET-9999"]  # not /v1/?api-key=...chat/...
+
+
+@pytest.mark.timeout(120)  # a guard only: before the fix the attempt lasted as long as the trickle (hours)
+def test_openai_engine_timeout_bounds_a_whole_attempt_of_a_trickling_server(stub_factory):
+    server = stub_factory({"slow": [("trickle", 0.5)]})  # about 150 bytes: 75 s for the whole answer
+    engine = make_engine(server, timeout=2.0, max_retries=0)
+    engine.check()
+    (completion,) = engine.generate([make_request("slow")], PARAMS)
+    assert completion.error == "no answer within 2s (gave up after 1 attempt)"

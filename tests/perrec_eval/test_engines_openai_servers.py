@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 
 import pytest
@@ -97,3 +98,20 @@ def test_openai_engine_info_lists_every_server_without_credentials(stub_factory)
 def test_openai_options_reject_a_bad_server_list(base_url, problem):
     with pytest.raises(ConfigError, match=problem):
         OpenAIOptions(base_url=base_url)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "problem"),
+    [
+        ("", "--base-url is empty"),
+        ("  ", "--base-url is empty"),
+        ("http://alice:PWSECRET111@[::1", "not a valid URL"),
+        ("http://127.0.0.1:99999/v1", "not a valid URL (the port is not a number from 0 to 65535)"),
+        ("http://alice:PW/SECRET111@host/v1", "not a valid URL (the port is not"),
+        ("127.0.0.1:8000/v1", "not a valid URL (not http(s)"),
+    ],
+)
+def test_openai_options_reject_a_malformed_base_url_in_one_line(base_url, problem):
+    with pytest.raises(ConfigError, match=re.escape(problem)) as err:
+        OpenAIOptions(base_url=base_url)
+    assert "SECRET111" not in str(err.value) and "\n" not in str(err.value)

@@ -16,7 +16,7 @@ from perrec_eval import metric_path, ptc, stats
 from perrec_eval.cli import main
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.publish import Upload, check_publishable, eval_yaml, push, scan
 from perrec_eval.run import evaluate, evaluate_baselines
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
@@ -32,8 +32,12 @@ def workdir(tmp_path_factory) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         write_truth_profiles(write_tiny_benchmark(Path("bench")), Path("profiles.jsonl"))
+        outputs: dict[str, dict[str, str]] = {}
+        for data in sorted(Path("bench").glob("*/*.parquet")):
+            split = data.stem.split("-")[0]
+            outputs.setdefault(data.parent.name, {})[split] = data.relative_to("bench").as_posix()
         (Path("bench") / "manifest.json").write_text(
-            json.dumps({"source_kind": "synthetic"}), encoding="utf-8"
+            json.dumps({"source_kind": "synthetic", "outputs": outputs}), encoding="utf-8"
         )
         config = EvalConfig(
             data="bench",
@@ -401,3 +405,89 @@ def test_push_results_refuses_a_run_of_another_hub_dataset(capsys, at, tmp_path,
         capsys, "results", "model", "--repo", "org/model", "--dataset", DATASET, "--dataset-revision", "r"
     )
     assert "evaluated the Hub dataset 'other/bench', not 'org/perrecbench'" in err
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        b"/workspace/alice/perrec",
+        b"/nfs/users/alice/x",
+        b"D:\\data\\alice",
+        b'"D:\\\\data\\\\alice"',
+        b"C:/x/y",
+    ],
+)
+def test_scan_refuses_any_absolute_path(path):
+    with pytest.raises(DataError, match="absolute local path"):
+        check_publishable(Upload("org/x", "space", {"leaderboard.md": b"data: " + path + b"\n"}, "m"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"runs/base and/or 1/2/3",
+        b"https://huggingface.co/org/x/tree/main",
+        b"<td>a</td></tr><br/>",
+        b"x // y",
+    ],
+)
+def test_scan_passes_relative_paths_urls_and_markup(text):
+    assert scan("a.md", text, []) is None
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        (b"Authorization: Basic YWxpY2U6UFdTRUNSRVQxMTE=", "HTTP Basic credential"),
+        (b"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "GitHub token"),
+        (b"key sk-proj-AbC_123-xyz", "OpenAI project key"),
+        (b"http://alice:pa'ss999@127.0.0.1:18004/v1", "password inside a URL"),
+        (b"http://alice:PW SECRET@127.0.0.1:18004/v1", "password inside a URL"),
+    ],
+)
+def test_scan_refuses_basic_credentials_github_and_openai_project_tokens(content, what):
+    assert what in scan("a.md", content, [])
+
+
+def test_scan_refuses_the_machine_name_in_any_case(monkeypatch):
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpu-node-17")
+    with pytest.raises(DataError, match="machine's name"):
+        check_publishable(Upload("org/x", "space", {"a.md": b"trained on GPU-NODE-17"}, "m"))
+
+
+def test_scan_reads_every_byte_of_a_file_above_50_mb(tmp_path):
+    large = tmp_path / "leaderboard.md"
+    with large.open("wb") as handle:
+        handle.truncate(60 * 2**20)
+        handle.seek(0, 2)
+        handle.write(b"\nhf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n")
+    with pytest.raises(DataError, match="Hugging Face token"):
+        check_publishable(Upload("org/x", "space", {"leaderboard.md": large}, "m"))
+
+
+def test_push_leaderboard_uploads_only_the_files_report_wrote(capsys, at, tmp_path):
+    import shutil
+
+    report = shutil.copytree(at / "report", tmp_path / "report")
+    (report / "notes.txt").write_text("my notes")
+    (report / "plots").mkdir(exist_ok=True)
+    (report / "plots" / "extra.txt").write_text("more notes")
+    _, names = dry_run(capsys, "leaderboard", str(report), "--repo", "org/b")
+    assert "index.html" in names and "leaderboard.json" in names
+    assert "notes.txt" not in names and "plots/extra.txt" not in names
+
+
+def test_push_benchmark_uploads_only_the_files_build_wrote(capsys, at, tmp_path):
+    (at / "bench" / "notes.txt").write_text("my notes")
+    try:
+        _, names = dry_run(capsys, "benchmark", "bench", "--repo", DATASET)
+    finally:
+        (at / "bench" / "notes.txt").unlink()
+    assert "notes.txt" not in names and "manifest.json" in names
+    assert any(name.startswith("easy/") for name in names)
+
+
+def test_push_refuses_a_stage_folder_inside_the_pushed_folder(capsys, at):
+    err = refusal(capsys, "benchmark", "bench", "--repo", DATASET, "--stage", "bench/stage")
+    assert "inside the folder being pushed" in err
+    assert not (at / "bench" / "stage").exists()

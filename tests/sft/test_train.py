@@ -206,6 +206,18 @@ def test_sft_train_refuses_a_token_in_a_config_file(tmp_path):
     assert "hf_abcdefghijklmnopqrstuvwxyz" not in str(err.value)
 
 
+@pytest.mark.parametrize("where", ["flag", "config"])
+def test_sft_train_refuses_push_to_hub_that_skips_the_publish_scan(tmp_path, where):
+    argv = ["--model_name_or_path", "m", "--data", "d", "--output_dir", "ad/x16", "--hub_model_id", "org/x"]
+    if where == "flag":
+        argv.append("--push_to_hub")
+    else:
+        (tmp_path / "recipe.yaml").write_text("push_to_hub: true\n")
+        argv += ["--config", str(tmp_path / "recipe.yaml")]
+    with pytest.raises(ConfigError, match="--push_to_hub is refused.*perrecbench push adapter ad/x16"):
+        parse(argv)
+
+
 def test_sft_train_refuses_a_merged_adapter_folder(tiny_model_dir, pairwise_data, tmp_path):
     from sft.train import resume_point
 
