@@ -37,8 +37,8 @@ class GenParams:
 
         >>> "answer_format" in GenParams().as_dict()
         False
-        >>> GenParams(answer_format="pairwise").as_dict()["answer_format"]
-        'pairwise'
+        >>> GenParams(answer_format="choice").as_dict()["answer_format"]
+        'choice'
         """
         fields = asdict(self)
         if fields["answer_format"] is None:

@@ -172,7 +172,8 @@ class OpenAIOptions:
     structured_outputs: Literal["vllm", "response_format"] = option(
         "how --structured-outputs reaches the server: vllm sends the answer's regex as "
         "structured_outputs (vLLM >= 0.12); response_format sends a JSON schema (OpenAI and most others: "
-        "pairwise and --cot answers stay unconstrained, a ranking is not forced to be a permutation)",
+        "answers no schema can describe, such as a label in brackets or --cot reasoning, stay "
+        "unconstrained, and a ranking is not forced to be a permutation)",
         default="vllm",
     )
 
