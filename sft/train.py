@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from perrec_eval import fileio, progress
+from perrec_eval.cliconfig import load_settings, safe_yaml
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.extras import require
 from perrec_eval.lock import folder_lock
@@ -99,15 +100,39 @@ def recipe_defaults(torch: Any) -> dict[str, Any]:
     """The paper's recipe (``sft/configs/lora.yaml``) for this machine: bf16 on a CUDA GPU that supports it,
     else fp32 (TRL's bf16 default fails on CPU, PITFALLS 7); without any accelerator `use_cpu`, so that
     several torchrun processes train as one CPU data-parallel job; progress bars as the process' switch."""
-    import yaml
-
-    recipe = yaml.safe_load(resources.files("sft").joinpath("configs/lora.yaml").read_text(encoding="utf-8"))
+    recipe = safe_yaml(resources.files("sft").joinpath("configs/lora.yaml").read_text(encoding="utf-8"))
     return {
         "bf16": torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
         "use_cpu": torch.accelerator.current_accelerator() is None,
         "disable_tqdm": not progress.enabled(),
         **recipe,
     }
+
+
+def _split_config(arg: str) -> list[str]:
+    """``--config=FILE`` as ``--config FILE`` (TRL looks for the separate form only)."""
+    return arg.split("=", 1) if arg.startswith("--config=") else [arg]
+
+
+def config_settings(path: str) -> dict[str, Any]:
+    """The settings of ``sft train --config FILE.yaml`` (TRL's format: flag names as keys, optional ``env``),
+    read with `perrec_eval.cliconfig.load_settings`; TRL's ``env`` mapping is set in the environment.
+
+    Raises:
+        ConfigError: the file is not a YAML mapping of settings (see `load_settings`), or ``env`` is no
+            mapping of names to plain values.
+    """
+    settings = load_settings(path)
+    if not isinstance(settings, dict):
+        raise ConfigError(
+            f"--config {path} must be a YAML mapping of settings, got {type(settings).__name__}"
+        )
+    env = settings.pop("env", {})
+    if not isinstance(env, dict) or any(isinstance(v, dict | list) for v in env.values()):
+        raise ConfigError(f"--config {path}: env must map variable names to values")
+    for name, value in env.items():
+        os.environ[str(name)] = str(value)
+    return settings
 
 
 def make_parser() -> Any:
@@ -118,6 +143,20 @@ def make_parser() -> Any:
     class Parser(trl.TrlParser):
         def error(self, message: str) -> NoReturn:
             raise ConfigError(f"{message} (see perrecbench sft train --help)")
+
+        def parse_args_and_config(self, args: Sequence[str], **kwargs: Any) -> tuple[Any, ...]:
+            # TRL reads --config with yaml.safe_load (aliases, duplicate keys, unbounded nesting): read it
+            # with perrecbench's one settings loader instead, then let TRL parse the flags over it.
+            args, in_file = [part for arg in args for part in _split_config(arg)], []
+            if "--config" in args:
+                at = args.index("--config")
+                if at + 1 == len(args):
+                    raise ConfigError("--config needs a FILE.yaml")
+                settings = config_settings(args.pop(at + 1))
+                del args[at]
+                in_file = self.set_defaults_with_config(**settings)
+            *parsed, _, in_flags = super().parse_args_and_config(args, **kwargs)
+            return (*parsed, in_file, in_flags)
 
     parser = Parser(
         (TrainArguments, trl.SFTConfig, trl.ModelConfig),

@@ -90,11 +90,15 @@ def test_sft_train_bad_settings_are_one_config_error(argv, says):
         ("lr: [1,\n", "while parsing"),
         ("- a list\n", "YAML mapping"),
         ("epochs: 2\n", "unknown setting.*--epochs"),
+        ("learning_rate: &a 0.001\nweight_decay: *a\n", "aliases"),
+        ("learning_rate: 0.001\nlearning_rate: 0.002\n", "twice"),
+        ("lora_r: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper"),
+        (b"\xff\xfe lora_r: 4\n", "not UTF-8"),
     ],
 )
 def test_sft_train_bad_config_file_is_one_config_error(tmp_path, text, says):
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(text)
+    recipe.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ConfigError, match=says):
         parse(["--config", str(recipe), "--model_name_or_path", "m", "--data", "d", "--output_dir", "o"])
 
