@@ -3,7 +3,9 @@
 One line per finished request: ``{"key": <sha256>, "texts": [...], "prompt_tokens": .., "completion_tokens":
 .., "extra": {..}}``. The key is the SHA-256 of the canonical JSON of (engine name, model, adapter, sampling
 parameters, messages, and the engine options that change answers when they are not at their defaults) —
-never of the prompt alone, so two models, two temperatures or two `extra_body`s never share answers.
+never of the prompt alone, so two models, two temperatures or two `extra_body`s never share answers. A local
+adapter is named by the sha256 of its weights, not by its path, so an adapter retrained in place is asked
+again. Keys of runs without an adapter and with default options are the ones older versions wrote.
 Engine errors are not stored, so a resumed run asks for them again; every completion the inner engine returns
 first goes through `engines.base.checked`, so one that claims success without `n` texts is an error too
 (never a stored, empty "answer").
@@ -14,10 +16,12 @@ line being written, and opening the cache again drops (and logs) such a partial 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -33,8 +37,54 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 
+# What the keys cover, recorded in run.json (`CachedEngine.stats`): 2 = also a local adapter's weights and
+# every answer-changing engine option (openai's structured_outputs). A cache of keys that covered less may
+# hold answers of other settings under these keys: `rundir.claim` starts a fresh one when it is overwritten.
+KEYS = 2
+
+
+def adapter_identity(adapter: str | None) -> str | None:
+    """How a cache key names `adapter`: ``sha256:<hex>`` of its weights when it is a local adapter folder,
+    else `adapter` as given (a name a server serves it under).
+
+    >>> adapter_identity(None), adapter_identity("served-name")
+    (None, 'served-name')
+    """
+    if adapter is None:
+        return None
+    digest = adapter_fingerprint(adapter)
+    return f"sha256:{digest}" if digest else adapter
+
+
+def adapter_fingerprint(folder: str | os.PathLike) -> str | None:
+    """sha256 of an adapter folder's weights (``adapter_model.safetensors``), None when it has none.
+
+    Each file is hashed once per process while it stays the same file (path, size, mtime, inode): every
+    cache key of an adapter's requests names its weights this way (`cache.adapter_identity`).
+    """
+    weights = Path(folder) / "adapter_model.safetensors"
+    try:
+        found = weights.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode):
+        return None
+    return _file_sha256(str(weights.resolve()), found.st_size, found.st_mtime_ns, found.st_ino)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: str, size: int, mtime_ns: int, inode: int) -> str:
+    """sha256 of `path`; the other arguments make a rewritten file a new entry of the cache."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def request_key(engine: Engine, request: ChatRequest, params: GenParams) -> str:
-    """The cache key of one request to `engine`: its name, model, adapter and the options that change answers.
+    """The cache key of one request to `engine`: its name, model, adapter (its weights' hash when local, see
+    `adapter_identity`) and the options that change answers.
 
     Args:
         engine: any engine, or a `CachedEngine` (which reports its inner engine's identity).
@@ -45,7 +95,12 @@ def request_key(engine: Engine, request: ChatRequest, params: GenParams) -> str:
         64 hex characters; see `key_of`.
     """
     return key_of(
-        engine.name, engine.model, engine.adapter, params, request, options=answer_options(engine)
+        engine.name,
+        engine.model,
+        adapter_identity(engine.adapter),
+        params,
+        request,
+        options=answer_options(engine),
     )
 
 
@@ -168,6 +223,10 @@ class CachedEngine:
     def key(self, request: ChatRequest, params: GenParams) -> str:
         """The cache key of `request` under `params` for the wrapped engine."""
         return request_key(self.engine, request, params)
+
+    def stats(self) -> dict[str, int]:
+        """What run.json records of the cache: hits, misses and what its keys cover (`KEYS`)."""
+        return {"hits": self.hits, "misses": self.misses, "keys": KEYS}
 
     def info(self) -> dict[str, Any]:
         """The inner engine's `info()`, plus the cache file."""

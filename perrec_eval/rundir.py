@@ -15,7 +15,6 @@ finished run:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio
+from perrec_eval.cache import KEYS, adapter_fingerprint  # noqa: F401 (adapter_fingerprint: run.json's)
 from perrec_eval.errors import DataError
 from perrec_eval.records import PredictionRecord, SampleRecord
 from perrec_eval.results import RERUN, Metric, RunInfo, Scores, is_number, read_run_info, read_scores
@@ -42,18 +42,6 @@ def versions(*packages: str) -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             found[name] = None
     return found
-
-
-def adapter_fingerprint(folder: str | os.PathLike) -> str | None:
-    """sha256 of an adapter folder's weights (``adapter_model.safetensors``), None when it has none."""
-    weights = Path(folder) / "adapter_model.safetensors"
-    if not weights.is_file():
-        return None
-    digest = hashlib.sha256()
-    with weights.open("rb") as handle:
-        for block in iter(lambda: handle.read(2**20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def run_cost(samples: Sequence[SampleRecord], wall_seconds: float, cache_hits: int) -> dict[str, Any]:
@@ -107,7 +95,9 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
     """Make `out` ready for a run of `config` (its run.json record): refuse another config's finished run.
 
     The same config resumes (its cache answers); with `overwrite`, another config's run.json is removed
-    first, so the folder reads as unfinished until the new run is written.
+    first, so the folder reads as unfinished until the new run is written, and so is its cache.jsonl unless
+    its run.json proves the cache's keys cover every setting that changes answers (`cache.KEYS`): older keys
+    left some out, so their answers could be served to the new settings.
 
     Raises:
         DataError: `out` holds a finished run of another config and `overwrite` is off.
@@ -116,7 +106,8 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
     if not path.is_file():
         return
     try:
-        recorded = fileio.read_json(path)["config"]
+        info = fileio.read_json(path)
+        recorded = info["config"]
         # Settings one side does not know (added or removed by another version) are not compared.
         changed = sorted(
             key
@@ -124,8 +115,9 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
             if key not in RUN_ONLY and recorded[key] != config[key]
         )
         what = f"{recorded.get('engine')} {recorded.get('model')}"
+        keys = (info.get("cache") or {}).get("keys")
     except (ValueError, KeyError, TypeError, AttributeError):
-        changed, what = ["run.json unreadable"], "an unknown run"
+        changed, what, keys = ["run.json unreadable"], "an unknown run", None
     if not changed:
         return
     if not overwrite:
@@ -135,6 +127,8 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
             "or pass --overwrite to replace it"
         )
     path.unlink()
+    if keys != KEYS:
+        (out / "cache.jsonl").unlink(missing_ok=True)
 
 
 def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:

@@ -159,13 +159,19 @@ class OpenAIOptions:
         return fields
 
     def answer_options(self) -> dict[str, Any]:
-        """The options that change answers, when set: `extra_body` (see `engines.base.answer_options`).
+        """The options that change answers, when set: `extra_body`, and `structured_outputs` when it is not
+        the default (the two modes constrain answers differently; see `engines.base.answer_options`).
 
         >>> OpenAIOptions().answer_options(), OpenAIOptions(extra_body='{"top_k": 5}').answer_options()
         ({}, {'extra_body': {'top_k': 5}})
+        >>> OpenAIOptions(structured_outputs="response_format").answer_options()
+        {'structured_outputs': 'response_format'}
         """
         fields = self.extra_fields()
-        return {"extra_body": fields} if fields else {}
+        found: dict[str, Any] = {"extra_body": fields} if fields else {}
+        if self.structured_outputs != "vllm":
+            found["structured_outputs"] = self.structured_outputs
+        return found
 
 
 @dataclass(slots=True, eq=False)

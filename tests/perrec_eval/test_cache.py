@@ -389,3 +389,33 @@ def test_cache_resume_after_sigkill_repeats_no_completed_request(tmp_path):
     assert len(recorder.asked) == total - done_before
     assert recorder.asked == queries[done_before:]  # the killed run finished a prefix, in order
     assert [c.texts[0] for c in completions] == [f"echo:{q}" for q in queries]
+
+
+def _adapter(folder: Path, weights: bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adapter_model.safetensors").write_bytes(weights)
+    return folder
+
+
+def test_cache_an_adapter_retrained_in_place_is_asked_again(tmp_path):
+    adapter = _adapter(tmp_path / "adapter", b"first weights")
+    recorder = Recorder()
+    CachedEngine(FakeEngine(recorder, adapter=str(adapter)), tmp_path / "cache.jsonl").generate(
+        [make_request("q")], PARAMS
+    )
+    _adapter(adapter, b"retrained weights")
+    again = CachedEngine(FakeEngine(recorder, adapter=str(adapter)), tmp_path / "cache.jsonl")
+    again.generate([make_request("q")], PARAMS)
+    assert (again.hits, again.misses, recorder.asked) == (0, 1, ["q", "q"])
+
+
+def test_cache_an_adapter_is_keyed_by_its_weights_not_its_path(tmp_path):
+    first = _adapter(tmp_path / "adapter", b"weights")
+    moved = _adapter(tmp_path / "elsewhere" / "adapter", b"weights")
+    recorder = Recorder()
+    CachedEngine(FakeEngine(recorder, adapter=str(first)), tmp_path / "cache.jsonl").generate(
+        [make_request("q")], PARAMS
+    )
+    again = CachedEngine(FakeEngine(recorder, adapter=str(moved)), tmp_path / "cache.jsonl")
+    again.generate([make_request("q")], PARAMS)
+    assert (again.hits, recorder.asked) == (1, ["q"])
