@@ -306,6 +306,30 @@ def last_checkpoint(out: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
+# The key of the settings file that holds the examples' fingerprint (`examples_fingerprint`).
+DATA_KEY = "data_sha256"
+
+
+def examples_fingerprint(data: str | os.PathLike) -> str | None:
+    """sha256 over the examples folder's data files (their names and contents), None when it has none.
+
+    A checkpoint records it, so a training resumes only on the examples it started on: `sft data` may have
+    rewritten the folder in between.
+    """
+    import hashlib
+
+    folder = Path(data)
+    files = sorted(path for path in folder.rglob("*.parquet") if path.is_file()) if folder.is_dir() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        with path.open("rb") as handle:
+            content = hashlib.file_digest(handle, "sha256").hexdigest()
+        digest.update(f"{path.relative_to(folder).as_posix()}\t{content}\n".encode())
+    return digest.hexdigest()
+
+
 def _written_by_train(out: Path) -> bool:
     if (out / MERGE_INFO).exists():
         return False
@@ -329,7 +353,7 @@ def resume_point(
         training.output_dir, {"--model_name_or_path": model.model_name_or_path, "--data": script.data}
     )
     out = Path(training.output_dir)
-    settings = settings_of(script, training, model)
+    settings = {**settings_of(script, training, model), DATA_KEY: examples_fingerprint(script.data)}
     checkpoint = None
     if not is_empty(out) and not (out.is_dir() and _written_by_train(out)):
         raise ConfigError(
@@ -351,8 +375,9 @@ def resume_point(
             changed = sorted(
                 k for k in settings.keys() | recorded.keys() if recorded.get(k) != settings.get(k)
             )
+            what = "its examples were not these in --data:" if changed == [DATA_KEY] else "changed:"
             raise ConfigError(
-                f"--output_dir {out} holds checkpoints of another training (changed: {', '.join(changed)}): "
+                f"--output_dir {out} holds checkpoints of another training ({what} {', '.join(changed)}): "
                 "run that command to resume it, pass --overwrite to start again, or choose another folder"
             )
     if script.resume and checkpoint is None:
@@ -413,7 +438,7 @@ def _train(script: TrainArguments, training: Any, model: Any, main_process: bool
         "base_model": script.base_model_id or model.model_name_or_path,
         "perrecbench": versions("perrecbench")["perrecbench"],
         "data": {key: value for key, value in data_info.items() if key != "templates"}
-        | {"path": script.data},
+        | {"path": script.data, "sha256": examples_fingerprint(script.data)},
         "recipe": {key: settings[name] for key, name in RECIPE_KEYS.items()}
         | {
             "target_modules": sorted(trainer.model.peft_config["default"].target_modules),

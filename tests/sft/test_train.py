@@ -23,6 +23,13 @@ def test_sft_train_saves_an_adapter_and_lowers_the_loss(trained):
     assert info["train_tokens"] > 0 and info["data"]["format"] == "pairwise"
 
 
+def test_sft_train_records_the_fingerprint_of_its_examples(trained, pairwise_data):
+    from sft.train import examples_fingerprint
+
+    _, info = trained
+    assert info["data"]["sha256"] == examples_fingerprint(pairwise_data) is not None
+
+
 def test_sft_train_records_the_recipe_and_writes_a_card(trained):
     out, info = trained
     recipe = info["recipe"]
@@ -162,13 +169,14 @@ def test_sft_train_refuses_to_replace_a_finished_adapter_silently(trained, tiny_
 
 
 def test_sft_train_refuses_checkpoints_of_another_training(tiny_model_dir, pairwise_data, tmp_path):
-    from sft.train import SETTINGS_FILE, resume_point, settings_of
+    from sft.train import DATA_KEY, SETTINGS_FILE, examples_fingerprint, resume_point, settings_of
 
     out = tmp_path / "adapter"
     (out / "checkpoint-2").mkdir(parents=True)
     (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
     config = _short(tiny_model_dir, pairwise_data, out)
-    (out / SETTINGS_FILE).write_text(json.dumps(settings_of(*config)))
+    settings = {**settings_of(*config), DATA_KEY: examples_fingerprint(pairwise_data)}
+    (out / SETTINGS_FILE).write_text(json.dumps(settings))
     assert resume_point(*config) == str(out / "checkpoint-2")
     resumed = _short(tiny_model_dir, pairwise_data, out, "--logging_steps", "7", "--report_to", "none")
     assert resume_point(*resumed) == str(out / "checkpoint-2")  # logging does not change what is trained
@@ -177,6 +185,28 @@ def test_sft_train_refuses_checkpoints_of_another_training(tiny_model_dir, pairw
     again = _short(tiny_model_dir, pairwise_data, out, "--learning_rate", "1e-3", "--overwrite")
     assert resume_point(*again) is None
     assert not (out / "checkpoint-2").exists()
+
+
+def test_sft_train_refuses_to_resume_on_replaced_examples(tiny_model_dir, pairwise_data, tmp_path):
+    import shutil
+
+    import datasets
+
+    from sft.train import resume_point
+
+    data, out = tmp_path / "data", tmp_path / "adapter"
+    shutil.copytree(pairwise_data, data)
+    config = _short(tiny_model_dir, data, out)
+    assert resume_point(*config) is None  # a new training: its settings and examples are recorded
+    (out / "checkpoint-2").mkdir()
+    (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    assert resume_point(*config) == str(out / "checkpoint-2")
+    (examples,) = data.glob("*.parquet")
+    fewer = datasets.Dataset.from_parquet(str(examples)).select(range(2))
+    examples.unlink()
+    fewer.to_parquet(str(examples))  # `sft data` wrote the folder again, with other examples
+    with pytest.raises(ConfigError, match="its examples were not these in --data: data_sha256.*--overwrite"):
+        resume_point(*config)
 
 
 @pytest.mark.parametrize("where", ["model", "inside-model", "holds-model", "data"])
