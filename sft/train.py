@@ -25,10 +25,11 @@ import argparse
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
@@ -207,6 +208,7 @@ def parse(argv: Sequence[str]) -> tuple[TrainArguments, Any, Any]:
     script, training, model = parsed
     if not model.use_peft:
         raise ConfigError("sft train trains a LoRA adapter: leave use_peft on (drop --use_peft false)")
+    check_numbers(training, model)
     for settings in (script, training, model):
         for field in dataclasses.fields(settings):
             if is_secret_name(field.name) and getattr(settings, field.name):
@@ -215,6 +217,37 @@ def parse(argv: Sequence[str]) -> tuple[TrainArguments, Any, Any]:
                     "set HF_TOKEN in the environment (or run `hf auth login`) instead"
                 )
     return script, training, model
+
+
+# Settings torch or PEFT would refuse (or train nothing with) deep inside the run: (valid?, what is valid).
+_RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "per_device_train_batch_size": (lambda value: value >= 1, "at least 1"),
+    "gradient_accumulation_steps": (lambda value: value >= 1, "at least 1"),
+    "lora_r": (lambda value: value >= 1, "at least 1"),
+    "learning_rate": (lambda value: value > 0, "positive"),
+    "lora_alpha": (lambda value: value > 0, "positive"),
+    "lora_dropout": (lambda value: 0 <= value < 1, "in [0, 1)"),
+    "weight_decay": (lambda value: value >= 0, "not negative"),
+    "warmup_steps": (lambda value: value >= 0, "not negative"),
+    "max_grad_norm": (lambda value: value >= 0, "not negative"),
+    "num_train_epochs": (lambda value: value >= 0, "not negative"),
+}
+
+
+def check_numbers(training: Any, model: Any) -> None:
+    """Refuse NaN or infinite numbers in any setting, and values torch or PEFT cannot train with.
+
+    Raises:
+        ConfigError: one line naming the setting and the values it takes.
+    """
+    for settings in (training, model):
+        for field in dataclasses.fields(settings):
+            value = getattr(settings, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"--{field.name} must be a finite number, got {value}")
+            valid, wanted = _RANGES.get(field.name, (None, ""))
+            if valid is not None and value is not None and not valid(value):
+                raise ConfigError(f"--{field.name} must be {wanted}, got {value}")
 
 
 def settings_of(script: TrainArguments, training: Any, model: Any) -> dict[str, Any]:

@@ -84,6 +84,11 @@ def test_sft_train_takes_any_trl_setting_from_flags_and_a_config_file(tmp_path):
         (["--hub_token", "hf_abcdefghijklmnopqrstuvwxyz"], "HF_TOKEN"),
         (["--base-model-id", "/models/base"], "Hub id ORG/NAME"),
         (["--resume", "--overwrite"], "exclude each other"),
+        (["--learning_rate", "nan"], "--learning_rate must be a finite number"),
+        (["--learning_rate", "-1"], "--learning_rate must be positive"),
+        (["--per_device_train_batch_size", "0"], "--per_device_train_batch_size must be at least 1"),
+        (["--lora_r", "0"], "--lora_r must be at least 1"),
+        (["--lora_dropout", "1.5"], "--lora_dropout must be in"),
     ],
 )
 def test_sft_train_bad_settings_are_one_config_error(argv, says):
