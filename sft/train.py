@@ -283,10 +283,8 @@ def load_examples(
 
     info_path = Path(script.data) / INFO_FILE
     if not info_path.is_file():
-        raise DataError(
-            f"--data {script.data} is not an examples folder (no {INFO_FILE}): write one with "
-            f"`perrecbench sft data --data BENCHMARK --format FORMAT --out {script.data}`"
-        )
+        fix = _examples_fix(script.data)
+        raise DataError(f"--data {script.data} is not an examples folder (no {INFO_FILE}): {fix}")
     data_info = fileio.read_json(info_path)
     dataset = datasets.load_dataset(str(script.data), split="train").select_columns(["prompt", "completion"])
     lengths = [len(token_ids(tokenizer, [*row["prompt"], *row["completion"]])) for row in dataset]
@@ -309,6 +307,22 @@ def load_examples(
         dataset = dataset.select(keep)
         lengths = [lengths[i] for i in keep]
     return dataset, data_info, lengths, len(long)
+
+
+def _examples_fix(data: str) -> str:
+    """How to write the examples `--data` should name: into `data` when it is free, else from it when it is
+    a benchmark, else into a folder of their own."""
+    from perrec_eval.types import LEVELS
+
+    folder = Path(data)
+    if is_empty(folder):
+        return f"write one with `perrecbench sft data --data BENCHMARK --format FORMAT --out {data}`"
+    if (folder / "manifest.json").is_file() or any((folder / level).is_dir() for level in LEVELS):
+        return (
+            f"{data} is a benchmark: write examples from it with `perrecbench sft data --data {data} "
+            "--format FORMAT --out EXAMPLES` and pass --data EXAMPLES"
+        )
+    return "write examples with `perrecbench sft data --data BENCHMARK --format FORMAT --out EXAMPLES`"
 
 
 def load_tokenizer(model: Any, trust_remote_code: bool) -> Any:

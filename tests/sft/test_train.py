@@ -126,8 +126,12 @@ def test_sft_train_refuses_examples_its_max_length_would_cut(tiny_model_dir, pai
 
 
 def test_sft_train_needs_an_examples_folder(tiny_model_dir, sft_bench, tmp_path):
-    with pytest.raises(DataError, match="perrecbench sft data"):
+    with pytest.raises(DataError, match="perrecbench sft data") as err:
         train(*parse(tiny_args(tiny_model_dir, sft_bench, tmp_path)))
+    assert f"is a benchmark: write examples from it with `perrecbench sft data --data {sft_bench} " in str(
+        err.value
+    )
+    assert f"--out {sft_bench}" not in str(err.value)  # never into the benchmark itself
 
 
 def _short(tiny_model_dir, data, out, *more: str):
