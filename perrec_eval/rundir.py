@@ -144,6 +144,10 @@ def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
         missing = [name for name in SampleRecord.__slots__ if name not in (*line, "error", "finish_reasons")]
         if missing:
             raise DataError(f"{path} line {number} has no {missing[0]!r}: {RERUN}")
+        for name in ("prompt_tokens", "completion_tokens"):
+            count = line[name]
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+                raise DataError(f"{path} line {number}: {name} is {count!r}, not a token count: {RERUN}")
     return lines
 
 

@@ -229,6 +229,17 @@ def test_cli_evaluate_refuses_a_file_missing_from_the_manifest(bench, tmp_path, 
     _one_line_error(capsys, [*argv, "--out", str(tmp_path / "run")], "test-000000000000.parquet is missing")
 
 
+@pytest.mark.parametrize("command", [["score"], ["report"]])
+def test_cli_refuses_samples_whose_token_counts_are_no_numbers(fake_run, tmp_path, capsys, command):
+    run = _copy_run(fake_run, tmp_path)
+    lines = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    lines[0]["prompt_tokens"] = "many"
+    (run / "samples.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    argv = [command[0], str(run)]
+    argv += ["--out", str(tmp_path / "report"), "--no-plots"] if command == ["report"] else []
+    _one_line_error(capsys, argv, "samples.jsonl line 1: prompt_tokens is 'many', not a token count")
+
+
 @pytest.mark.parametrize("command", [["score"], ["score", "--write"], ["report"]])
 def test_cli_refuses_predictions_with_missing_lines(fake_run, tmp_path, capsys, command):
     run = _copy_run(fake_run, tmp_path)
