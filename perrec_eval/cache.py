@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked
+from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked, is_count
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -378,6 +378,11 @@ def _decode(line: bytes) -> dict[str, Any] | None:
     texts = record.get("texts")
     if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
         return None  # only answers are stored; a line without one is not a completion
+    counts = (record.get("prompt_tokens"), record.get("completion_tokens"))
+    if not all(count is None or is_count(count) for count in counts):
+        return None  # an older version stored a server's bad usage counts: ask again
+    if not isinstance(record.get("extra") or {}, dict):
+        return None
     return record
 
 

@@ -419,3 +419,26 @@ def test_cache_an_adapter_is_keyed_by_its_weights_not_its_path(tmp_path):
     again = CachedEngine(FakeEngine(recorder, adapter=str(moved)), tmp_path / "cache.jsonl")
     again.generate([make_request("q")], PARAMS)
     assert (again.hits, recorder.asked) == (1, ["q"])
+
+
+def test_cache_stores_a_servers_bad_usage_counts_as_unknown(tmp_path):
+    def bad_usage(request, params, sample_index):
+        return Completion(texts=("ok",), prompt_tokens="lots", completion_tokens=-3, extra="notadict")
+
+    path = tmp_path / "cache.jsonl"
+    (answer,) = CachedEngine(FakeEngine(bad_usage), path).generate([make_request("a")], PARAMS)
+    assert (answer.prompt_tokens, answer.completion_tokens, answer.extra) == (None, None, {})
+    (line,) = [json.loads(line) for line in path.read_text().splitlines()]
+    assert (line["prompt_tokens"], line["completion_tokens"], line["extra"]) == (None, None, {})
+
+
+@pytest.mark.parametrize("field", [{"prompt_tokens": "lots"}, {"extra": "notadict"}])
+def test_cache_asks_again_for_a_stored_line_with_bad_counts(tmp_path, field):
+    path = tmp_path / "cache.jsonl"
+    CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a")], PARAMS)
+    (line,) = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text(json.dumps({**line, **field}) + "\n")
+    recorder = Recorder()
+    reopened = CachedEngine(FakeEngine(recorder), path)
+    (answer,) = reopened.generate([make_request("a")], PARAMS)
+    assert recorder.asked == ["a"] and answer.texts == ("echo:a",)
