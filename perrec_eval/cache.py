@@ -94,10 +94,12 @@ def request_key(engine: Engine, request: ChatRequest, params: GenParams) -> str:
     Returns:
         64 hex characters; see `key_of`.
     """
+    # An engine that asks a server for an adapter by name may know the adapter's local folder too.
+    adapter = engine.adapter and (getattr(engine, "adapter_path", None) or engine.adapter)
     return key_of(
         engine.name,
         engine.model,
-        adapter_identity(engine.adapter),
+        adapter_identity(adapter),
         params,
         request,
         options=answer_options(engine),
@@ -211,6 +213,11 @@ class CachedEngine:
     @property
     def adapter(self) -> str | None:
         return self.engine.adapter
+
+    @property
+    def adapter_path(self) -> str | None:
+        """The inner engine's local adapter folder, when it names its adapter otherwise (openai)."""
+        return getattr(self.engine, "adapter_path", None)
 
     @property
     def options(self) -> Any:

@@ -228,9 +228,11 @@ class OpenAIEngine:
         return ",".join(map(public_url, self._clients))
 
     def with_adapter(self, name: str, path: str) -> OpenAIEngine:
-        """The same servers, asking for the LoRA adapter they serve as `name` (`path` is only recorded)."""
+        """The same servers, asking for the LoRA adapter they serve as `name` (`path` is only recorded, and
+        names the adapter's weights in cache keys when it is a local folder)."""
         view = copy.copy(self)
         view.adapter, view._checked = name, False  # the servers' model lists must hold this name too
+        view.adapter_path = path
         return view
 
     def info(self) -> dict[str, Any]:

@@ -442,3 +442,17 @@ def test_cache_asks_again_for_a_stored_line_with_bad_counts(tmp_path, field):
     reopened = CachedEngine(FakeEngine(recorder), path)
     (answer,) = reopened.generate([make_request("a")], PARAMS)
     assert recorder.asked == ["a"] and answer.texts == ("echo:a",)
+
+
+def test_cache_an_adapter_served_by_name_is_keyed_by_its_local_weights(tmp_path):
+    import types
+
+    folder = _adapter(tmp_path / "adapter", b"first weights")
+    served = types.SimpleNamespace(name="openai", model="m", adapter="served-name", adapter_path=str(folder))
+    first = request_key(served, make_request("q"), PARAMS)
+    _adapter(folder, b"retrained weights")
+    assert request_key(served, make_request("q"), PARAMS) != first
+    by_name = types.SimpleNamespace(name="openai", model="m", adapter="served-name")
+    assert request_key(by_name, make_request("q"), PARAMS) == key_of(
+        "openai", "m", "served-name", PARAMS, make_request("q")
+    )
