@@ -247,6 +247,18 @@ def test_push_benchmark_refuses_a_data_file_copied_over_another(capsys, at, tmp_
     assert "does not hold the rows the build wrote" in err
 
 
+def test_push_benchmark_refuses_interactions_changed_since_the_build(capsys, at, tmp_path, monkeypatch):
+    import hashlib
+
+    bench = _bench_copy(at, tmp_path, monkeypatch)
+    (bench / "interactions").mkdir()
+    (bench / "interactions" / "Books-0.parquet").write_bytes(b"edited rows")
+    manifest = json.loads((bench / "manifest.json").read_text())
+    entry = {"path": "interactions/Books-0.parquet", "sha256": hashlib.sha256(b"built rows").hexdigest()}
+    (bench / "manifest.json").write_text(json.dumps({**manifest, "interactions": {"Books": entry}}))
+    assert "Books's interactions" in refusal(capsys, "benchmark", "bench", "--repo", DATASET)
+
+
 def test_push_benchmark_refuses_a_manifest_without_its_file_list(capsys, at, tmp_path, monkeypatch):
     bench = _bench_copy(at, tmp_path, monkeypatch)
     (bench / "manifest.json").write_text('{"source_kind": "raw"}', encoding="utf-8")
