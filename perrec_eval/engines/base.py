@@ -201,4 +201,3 @@ def permanent_fix(error: str) -> str | None:
         f"the server rejects these requests as invalid (HTTP {status.group(1)}); asking again will not help: "
         "check --engine-arg extra_body and the server's limits"
     )
-

@@ -128,4 +128,3 @@ def test_load_settings_refuses_one_setting_spelled_twice(tmp_path):
     add_arguments(parser, Two)
     with pytest.raises(ConfigError, match="gives max_k twice"):
         from_namespace(Two, parser.parse_args(["--config", str(path)]))
-
