@@ -191,7 +191,12 @@ def test_run_records_the_writer_of_a_profiles_file(bench, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("fields", "says"), [({"flags": "cut"}, "flags must be a list"), ({"profile": None}, "not a text")]
+    ("fields", "says"),
+    [
+        ({"flags": "cut"}, "flags must be a list"),
+        ({"profile": None}, "not a text"),
+        ({"profile": " "}, "not a text"),
+    ],
 )
 def test_run_refuses_a_profiles_file_with_malformed_records(bench, tmp_path, fields, says):
     path = _profiles_file(bench, tmp_path / "p.jsonl", lambda i: fields if i == 0 else {})
