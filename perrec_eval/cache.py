@@ -37,9 +37,10 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 
-# What the keys cover, recorded in run.json (`CachedEngine.stats`): 2 = also a local adapter's weights and
-# every answer-changing engine option (openai's structured_outputs). A cache of keys that covered less may
-# hold answers of other settings under these keys: `rundir.claim` starts a fresh one when it is overwritten.
+# What the keys cover, recorded on every line (``"keys"``): 2 = also a local adapter's weights and every
+# answer-changing engine option (openai's structured_outputs). A line of keys that covered less may hold an
+# answer of other settings under today's key: resuming the same settings reads it, `forget_unproven` drops it
+# before another run's settings replace the folder's (`evaluate --overwrite`).
 KEYS = 2
 
 
@@ -155,6 +156,7 @@ def completion_to_record(key: str, completion: Completion) -> dict[str, Any]:
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
         "extra": completion.extra,
+        "keys": KEYS,
     }
 
 
@@ -230,10 +232,6 @@ class CachedEngine:
     def key(self, request: ChatRequest, params: GenParams) -> str:
         """The cache key of `request` under `params` for the wrapped engine."""
         return request_key(self.engine, request, params)
-
-    def stats(self) -> dict[str, int]:
-        """What run.json records of the cache: hits, misses and what its keys cover (`KEYS`)."""
-        return {"hits": self.hits, "misses": self.misses, "keys": KEYS}
 
     def info(self) -> dict[str, Any]:
         """The inner engine's `info()`, plus the cache file."""
@@ -373,6 +371,35 @@ class CachedEngine:
                 keep = end + 1
             start = end + 1
         return keep
+
+
+def forget_unproven(path: str | os.PathLike[str]) -> int:
+    """Drop the lines of the cache file `path` whose keys did not cover every setting that changes answers.
+
+    Lines written before `KEYS` (or with other keys) may hold answers of other settings under the keys of
+    today (an openai run with ``structured_outputs=response_format`` was keyed as one without): the same
+    settings may resume from them, other settings must not be served them. The file is rewritten atomically,
+    keeping the lines that prove themselves.
+
+    Returns:
+        How many lines were dropped.
+    """
+    from perrec_eval import fileio
+
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    lines = path.read_bytes().splitlines(keepends=True)
+    proven = [line for line in lines if line.endswith(b"\n") and (_decode(line) or {}).get("keys") == KEYS]
+    if len(proven) < len(lines):
+        with fileio.atomic_open(path, "wb") as handle:
+            handle.write(b"".join(proven))
+        logger.warning(
+            "cache %s: dropped %d answers stored under older keys (they may be of other settings)",
+            path,
+            len(lines) - len(proven),
+        )
+    return len(lines) - len(proven)
 
 
 def _decode(line: bytes) -> dict[str, Any] | None:

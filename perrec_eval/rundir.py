@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio
-from perrec_eval.cache import KEYS, adapter_fingerprint  # noqa: F401 (adapter_fingerprint: run.json's)
+from perrec_eval.cache import adapter_fingerprint, forget_unproven  # noqa: F401 (adapter_fingerprint: re-exported)
 from perrec_eval.errors import DataError
 from perrec_eval.records import PredictionRecord, SampleRecord
 from perrec_eval.results import RERUN, Metric, RunInfo, Scores, is_number, read_run_info, read_scores
@@ -95,9 +95,9 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
     """Make `out` ready for a run of `config` (its run.json record): refuse another config's finished run.
 
     The same config resumes (its cache answers); with `overwrite`, another config's run.json is removed
-    first, so the folder reads as unfinished until the new run is written, and so is its cache.jsonl unless
-    its run.json proves the cache's keys cover every setting that changes answers (`cache.KEYS`): older keys
-    left some out, so their answers could be served to the new settings.
+    first, so the folder reads as unfinished until the new run is written, and its cache keeps only the
+    answers whose keys cover every setting that changes them (`cache.forget_unproven`): under older keys an
+    answer of the old settings could be served to the new ones.
 
     Raises:
         DataError: `out` holds a finished run of another config and `overwrite` is off.
@@ -106,8 +106,7 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
     if not path.is_file():
         return
     try:
-        info = fileio.read_json(path)
-        recorded = info["config"]
+        recorded = fileio.read_json(path)["config"]
         # Settings one side does not know (added or removed by another version) are not compared.
         changed = sorted(
             key
@@ -115,9 +114,8 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
             if key not in RUN_ONLY and recorded[key] != config[key]
         )
         what = f"{recorded.get('engine')} {recorded.get('model')}"
-        keys = (info.get("cache") or {}).get("keys")
     except (ValueError, KeyError, TypeError, AttributeError):
-        changed, what, keys = ["run.json unreadable"], "an unknown run", None
+        changed, what = ["run.json unreadable"], "an unknown run"
     if not changed:
         return
     if not overwrite:
@@ -127,8 +125,7 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
             "or pass --overwrite to replace it"
         )
     path.unlink()
-    if keys != KEYS:
-        (out / "cache.jsonl").unlink(missing_ok=True)
+    forget_unproven(out / "cache.jsonl")
 
 
 def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:

@@ -91,20 +91,22 @@ def test_cache_keys_of_older_versions_stay_byte_identical():
     )
 
 
-@pytest.mark.parametrize(
-    ("recorded", "kept"), [({"hits": 1, "misses": 2}, False), (None, False), ("KEYS", True)]
-)
-def test_cache_overwrite_starts_afresh_unless_the_keys_cover_every_setting(tmp_path, recorded, kept):
-    from perrec_eval.cache import KEYS
+def test_cache_overwrite_keeps_only_answers_whose_keys_cover_every_setting(tmp_path):
+    from perrec_eval.cache import KEYS, CachedEngine
+    from perrec_eval.engines.fake import FakeEngine
     from perrec_eval.rundir import claim
 
-    cache = {"hits": 0, "misses": 2, "keys": KEYS} if recorded == "KEYS" else recorded
-    (tmp_path / "run.json").write_text(json.dumps({"config": {"model": "a"}, "cache": cache}))
-    (tmp_path / "cache.jsonl").write_text('{"key": "k", "texts": ["old answer"]}\n')
-    claim(tmp_path, {"model": "a"}, overwrite=True)  # the same settings resume: nothing goes
-    assert (tmp_path / "cache.jsonl").is_file()
+    cache = CachedEngine(FakeEngine(lambda request, params, index: "an answer"), tmp_path / "cache.jsonl")
+    cache.generate([make_request("new")], PARAMS)
+    (new,) = (tmp_path / "cache.jsonl").read_text().splitlines()
+    assert json.loads(new)["keys"] == KEYS
+    old = json.dumps({"key": "k", "texts": ["an answer of an older version"]})  # its key may cover less
+    (tmp_path / "cache.jsonl").write_text(f"{old}\n{new}\n")
+    (tmp_path / "run.json").write_text(json.dumps({"config": {"model": "a"}}))
+    claim(tmp_path, {"model": "a"}, overwrite=True)  # the same settings resume: every answer stays
+    assert (tmp_path / "cache.jsonl").read_text() == f"{old}\n{new}\n"
     claim(tmp_path, {"model": "b"}, overwrite=True)
-    assert (tmp_path / "cache.jsonl").is_file() == kept and not (tmp_path / "run.json").exists()
+    assert (tmp_path / "cache.jsonl").read_text() == f"{new}\n" and not (tmp_path / "run.json").exists()
 
 
 def test_cache_key_of_default_options_is_unchanged():
