@@ -456,3 +456,13 @@ def test_cache_an_adapter_served_by_name_is_keyed_by_its_local_weights(tmp_path)
     assert request_key(by_name, make_request("q"), PARAMS) == key_of(
         "openai", "m", "served-name", PARAMS, make_request("q")
     )
+
+
+def test_cache_lines_of_older_versions_still_answer_a_resume(tmp_path):
+    recorder = Recorder()
+    engine = FakeEngine(recorder)
+    key = request_key(engine, make_request("q"), PARAMS)
+    old = {"key": key, "texts": ["stored by an older version"], "prompt_tokens": 3, "completion_tokens": 1}
+    (tmp_path / "cache.jsonl").write_text(json.dumps({**old, "extra": {}}) + "\n")  # no "keys" field
+    (answer,) = CachedEngine(engine, tmp_path / "cache.jsonl").generate([make_request("q")], PARAMS)
+    assert answer.texts == ("stored by an older version",) and recorder.asked == []
