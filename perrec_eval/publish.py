@@ -444,6 +444,10 @@ def check_build_files(folder: Path, manifest: Mapping[str, Any]) -> None:
                 )
     except OSError as err:
         raise DataError(f"{folder}: cannot read {err.filename} ({err.strerror}): check permissions") from err
+    except (KeyError, TypeError, AttributeError) as err:  # a manifest.json of another shape
+        raise DataError(
+            f"{folder}/manifest.json is not what `perrecbench build` writes ({err!r}): rebuild the benchmark"
+        ) from err
 
 
 def _sha256(path: Path) -> str:
