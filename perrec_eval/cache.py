@@ -3,7 +3,9 @@
 One line per finished request: ``{"key": <sha256>, "texts": [...], "prompt_tokens": .., "completion_tokens":
 .., "extra": {..}}``. The key is the SHA-256 of the canonical JSON of (engine name, model, adapter, sampling
 parameters, messages, and the engine options that change answers when they are not at their defaults) —
-never of the prompt alone, so two models, two temperatures or two `extra_body`s never share answers.
+never of the prompt alone, so two models, two temperatures or two `extra_body`s never share answers. A local
+adapter is named by the sha256 of its weights, not by its path, so an adapter retrained in place is asked
+again. Keys of runs without an adapter and with default options are the ones older versions wrote.
 Engine errors are not stored, so a resumed run asks for them again; every completion the inner engine returns
 first goes through `engines.base.checked`, so one that claims success without `n` texts is an error too
 (never a stored, empty "answer").
@@ -14,15 +16,17 @@ line being written, and opening the cache again drops (and logs) such a partial 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked
+from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked, is_count
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -33,8 +37,55 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 
+# What the keys cover, recorded on every line (``"keys"``): 2 = also a local adapter's weights and every
+# answer-changing engine option (openai's structured_outputs). A line of keys that covered less may hold an
+# answer of other settings under today's key: resuming the same settings reads it, `forget_unproven` drops it
+# before another run's settings replace the folder's (`evaluate --overwrite`).
+KEYS = 2
+
+
+def adapter_identity(adapter: str | None) -> str | None:
+    """How a cache key names `adapter`: ``sha256:<hex>`` of its weights when it is a local adapter folder,
+    else `adapter` as given (a name a server serves it under).
+
+    >>> adapter_identity(None), adapter_identity("served-name")
+    (None, 'served-name')
+    """
+    if adapter is None:
+        return None
+    digest = adapter_fingerprint(adapter)
+    return f"sha256:{digest}" if digest else adapter
+
+
+def adapter_fingerprint(folder: str | os.PathLike) -> str | None:
+    """sha256 of an adapter folder's weights (``adapter_model.safetensors``), None when it has none.
+
+    Each file is hashed once per process while it stays the same file (path, size, mtime, inode): every
+    cache key of an adapter's requests names its weights this way (`cache.adapter_identity`).
+    """
+    weights = Path(folder) / "adapter_model.safetensors"
+    try:
+        found = weights.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode):
+        return None
+    return _file_sha256(str(weights.resolve()), found.st_size, found.st_mtime_ns, found.st_ino)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: str, size: int, mtime_ns: int, inode: int) -> str:
+    """sha256 of `path`; the other arguments make a rewritten file a new entry of the cache."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(2**20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def request_key(engine: Engine, request: ChatRequest, params: GenParams) -> str:
-    """The cache key of one request to `engine`: its name, model, adapter and the options that change answers.
+    """The cache key of one request to `engine`: its name, model, adapter (its weights' hash when local, see
+    `adapter_identity`) and the options that change answers.
 
     Args:
         engine: any engine, or a `CachedEngine` (which reports its inner engine's identity).
@@ -44,8 +95,15 @@ def request_key(engine: Engine, request: ChatRequest, params: GenParams) -> str:
     Returns:
         64 hex characters; see `key_of`.
     """
+    # An engine that asks a server for an adapter by name may know the adapter's local folder too.
+    adapter = engine.adapter and (getattr(engine, "adapter_path", None) or engine.adapter)
     return key_of(
-        engine.name, engine.model, engine.adapter, params, request, options=answer_options(engine)
+        engine.name,
+        engine.model,
+        adapter_identity(adapter),
+        params,
+        request,
+        options=answer_options(engine),
     )
 
 
@@ -98,6 +156,7 @@ def completion_to_record(key: str, completion: Completion) -> dict[str, Any]:
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
         "extra": completion.extra,
+        "keys": KEYS,
     }
 
 
@@ -156,6 +215,11 @@ class CachedEngine:
     @property
     def adapter(self) -> str | None:
         return self.engine.adapter
+
+    @property
+    def adapter_path(self) -> str | None:
+        """The inner engine's local adapter folder, when it names its adapter otherwise (openai)."""
+        return getattr(self.engine, "adapter_path", None)
 
     @property
     def options(self) -> Any:
@@ -309,6 +373,35 @@ class CachedEngine:
         return keep
 
 
+def forget_unproven(path: str | os.PathLike[str]) -> int:
+    """Drop the lines of the cache file `path` whose keys did not cover every setting that changes answers.
+
+    Lines written before `KEYS` (or with other keys) may hold answers of other settings under the keys of
+    today (an openai run with ``structured_outputs=response_format`` was keyed as one without): the same
+    settings may resume from them, other settings must not be served them. The file is rewritten atomically,
+    keeping the lines that prove themselves.
+
+    Returns:
+        How many lines were dropped.
+    """
+    from perrec_eval import fileio
+
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    lines = path.read_bytes().splitlines(keepends=True)
+    proven = [line for line in lines if line.endswith(b"\n") and (_decode(line) or {}).get("keys") == KEYS]
+    if len(proven) < len(lines):
+        with fileio.atomic_open(path, "wb") as handle:
+            handle.write(b"".join(proven))
+        logger.warning(
+            "cache %s: dropped %d answers stored under older keys (they may be of other settings)",
+            path,
+            len(lines) - len(proven),
+        )
+    return len(lines) - len(proven)
+
+
 def _decode(line: bytes) -> dict[str, Any] | None:
     try:
         record = json.loads(line)
@@ -319,6 +412,11 @@ def _decode(line: bytes) -> dict[str, Any] | None:
     texts = record.get("texts")
     if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
         return None  # only answers are stored; a line without one is not a completion
+    counts = (record.get("prompt_tokens"), record.get("completion_tokens"))
+    if not all(count is None or is_count(count) for count in counts):
+        return None  # an older version stored a server's bad usage counts: ask again
+    if not isinstance(record.get("extra") or {}, dict):
+        return None
     return record
 
 

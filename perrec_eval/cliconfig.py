@@ -261,18 +261,27 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
     parser.add_argument(_flag(field), help=text + suffix, **kwargs)
 
 
+# Deeper YAML than any settings file needs: PyYAML composes nodes recursively (RecursionError at ~1000).
+MAX_YAML_DEPTH = 32
+
+
 def safe_yaml(text: str) -> Any:
-    """`yaml.safe_load` without aliases: ``*name`` nested a few times expands to billions of values.
+    """`yaml.safe_load` made safe for settings files: no aliases, no duplicate keys, bounded nesting.
+
+    Aliases (``*name``) nested a few times expand to billions of values; a key given twice would silently
+    keep the last value; nesting deeper than `MAX_YAML_DEPTH` is refused before PyYAML's recursion fails.
 
     Raises:
-        yaml.YAMLError: invalid YAML, or an alias (the message says to write the values out).
+        yaml.YAMLError: invalid YAML, an alias, a duplicate key or too deep a nesting (the message says why).
 
     >>> safe_yaml("a: [1, 2]")
     {'a': [1, 2]}
     """
     import yaml
 
-    class NoAliasLoader(yaml.SafeLoader):
+    class SettingsLoader(yaml.SafeLoader):
+        depth = 0
+
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
                 raise yaml.composer.ComposerError(
@@ -281,27 +290,84 @@ def safe_yaml(text: str) -> Any:
                     "aliases (*name) are not allowed: write the values out",
                     self.peek_event().start_mark,
                 )
-            return super().compose_node(parent, index)
+            if self.depth >= MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"nested deeper than {MAX_YAML_DEPTH} levels: settings are a flat mapping",
+                    self.peek_event().start_mark,
+                )
+            self.depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
-    return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506 (a SafeLoader)
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: list[Any] = []
+                for key_node, _ in node.value:
+                    key = self.construct_object(key_node, deep=True)
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping",
+                            None,
+                            f"found the key {key!r} twice: give each setting once",
+                            key_node.start_mark,
+                        )
+                    seen.append(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=SettingsLoader)  # noqa: S506 (a SafeLoader)
 
 
-def _load_yaml(path: str, cls: type) -> dict[str, Any]:
+def load_settings(path: str | Path, flag: str = "--config") -> Any:
+    """The YAML settings file `path`, read with `safe_yaml`: every config file goes through this.
+
+    Args:
+        path: the file.
+        flag: how the user named it, for the error (``--config``).
+
+    Returns:
+        The parsed document (None for an empty file).
+
+    Raises:
+        ConfigError: one line: the file is missing or unreadable, not UTF-8 text, or not valid settings YAML.
+    """
     import yaml
 
     file = Path(path)
     if not file.is_file():
-        raise ConfigError(f"--config {path}: no such file; pass a YAML file of settings")
+        raise ConfigError(f"{flag} {path}: no such file; pass a YAML file of settings")
     try:
-        data = safe_yaml(file.read_text(encoding="utf-8"))
+        text = file.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise ConfigError(
+            f"{flag} {path} cannot be read ({err.strerror or err}): check its permissions"
+        ) from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{flag} {path} is not UTF-8 text ({err.reason} at byte {err.start}): save it as UTF-8 YAML"
+        ) from err
+    try:
+        return safe_yaml(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"--config {path} is not valid YAML: {' '.join(str(err).split())[:300]}") from err
+        raise ConfigError(f"{flag} {path} is not valid YAML: {' '.join(str(err).split())[:300]}") from err
+
+
+def _load_yaml(path: str, cls: type) -> dict[str, Any]:
+    data = load_settings(path)
     if data is None:
         return {}
     if not isinstance(data, Mapping):
         raise ConfigError(f"--config {path} must be a mapping of settings, got {type(data).__name__}")
     names = {field.name for field in dataclasses.fields(cls)}
-    values = {str(key).replace("-", "_"): value for key, value in data.items()}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name in values:
+            raise ConfigError(f"--config {path} gives {name} twice (as {key!r} too): give each setting once")
+        values[name] = value
     if "progress" in values and not coerce(f"progress in {path}", bool, values.pop("progress")):
         progress.disable()  # the process-wide switch, as --no-progress (once a setting of each command)
     unknown = sorted(set(values) - names)

@@ -207,10 +207,12 @@ def profiles(config: ProfilesConfig) -> int:
 
 
 def _profiles(config: ProfilesConfig) -> int:
+    from types import SimpleNamespace
+
     from perrec_eval.cache import CachedEngine
+    from perrec_eval.engines.base import answer_options
     from perrec_eval.tasks.perrecbench import context
     from perrec_eval.tasks.perrecbench.profiles import (
-        PROFILE_PARAMS,
         HistoryBudget,
         check_provenance,
         flag_counts,
@@ -218,6 +220,7 @@ def _profiles(config: ProfilesConfig) -> int:
         load_profile_flags,
         load_profiles,
         save_profiles,
+        writer_provenance,
     )
 
     out = Path(config.out)
@@ -227,22 +230,22 @@ def _profiles(config: ProfilesConfig) -> int:
         for level in config.levels
         for group in context.load_groups(config.data, level, split, config.max_groups, seed=config.seed)
     ]
-    provenance = {
-        "engine": config.engine,
-        "model": config.model,
-        "max_items": config.max_items,
-        "max_chars": config.max_chars,
-    }
     params = config.profile_params()
-    if params.max_tokens != PROFILE_PARAMS.max_tokens:
-        provenance["max_tokens"] = params.max_tokens
+    budget = HistoryBudget(max_items=config.max_items, max_chars=config.max_chars)
+    provenance = writer_provenance(
+        config.engine,
+        config.model,
+        adapters=config.adapters(),
+        options=answer_options(SimpleNamespace(options=config.engine_options())),
+        max_tokens=params.max_tokens,
+        budget=budget,
+    )
     if out.is_file():  # refused before any model is loaded
         check_provenance(out, provenance)
     engine = config.load_engine()
     cached = CachedEngine(engine, out.with_name(out.name + ".cache.jsonl"))
     known = load_profiles(out) if out.is_file() else {}
     flagged = load_profile_flags(out) if out.is_file() else {}
-    budget = HistoryBudget(max_items=config.max_items, max_chars=config.max_chars)
     written, failures = generate_profiles(
         cached,
         groups,

@@ -23,6 +23,7 @@ a benchmark whose fingerprint it recorded.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -482,6 +483,44 @@ def task_id(level: str, method: str) -> str:
     return f"{level}_{method}"
 
 
+def check_build_files(folder: Path, manifest: Mapping[str, Any]) -> None:
+    """Every data file `manifest` lists is in `folder`, readable and holds what the build wrote.
+
+    The checks `evaluate` makes of the files it reads (`context.check_data_files`), made of all of them, and
+    of the interactions files by their recorded sha256.
+
+    Raises:
+        DataError: a file is missing, unreadable or changed since the build (one line naming the fix).
+    """
+    from perrec_eval.tasks.perrecbench.context import check_data_files
+
+    outputs = manifest.get("outputs")
+    if not isinstance(outputs, dict) or not outputs:
+        raise DataError(f"{folder}/manifest.json lists no data files: rebuild it with `perrecbench build`")
+    try:
+        for level, splits in outputs.items():
+            for split in splits:
+                check_data_files(folder, level, split)
+        for domain, entry in (manifest.get("interactions") or {}).items():
+            path = folder / entry["path"]
+            if not path.is_file() or _sha256(path) != entry["sha256"]:
+                raise DataError(
+                    f"{path} is missing or changed since the build ({domain}'s interactions): rebuild the "
+                    "benchmark with `perrecbench build --overwrite`, or copy the whole folder again"
+                )
+    except OSError as err:
+        raise DataError(f"{folder}: cannot read {err.filename} ({err.strerror}): check permissions") from err
+    except (KeyError, TypeError, AttributeError) as err:  # a manifest.json of another shape
+        raise DataError(
+            f"{folder}/manifest.json is not what `perrecbench build` writes ({err!r}): rebuild the benchmark"
+        ) from err
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
     """A build folder as the benchmark's dataset repository: its files and ``eval.yaml``."""
     from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
@@ -490,6 +529,7 @@ def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
     if not (folder / "manifest.json").is_file():
         raise DataError(f"{folder} is not a build folder (no manifest.json): run `perrecbench build` first")
     manifest = fileio.read_json(folder / "manifest.json")
+    check_build_files(folder, manifest)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("outputs"), dict):
         raise DataError(f"{folder}/manifest.json lists no outputs: push a folder `perrecbench build` wrote")
     built = {"manifest.json", "stats.json", "README.md"}
@@ -565,9 +605,14 @@ def check_run_of_model(
     _, _, path = specs[0].rpartition("=")
     # The adapter's weights as the run recorded them; runs from before that record compare the path.
     digest = next(iter((info.adapter_sha256 or {}).values()), None)
-    same = digest == adapter_fingerprint(adapter) if digest else _same_path(path, str(adapter))
-    if not same:
-        raise DataError(f"{run_dir} is a run of adapter {specs[0]!r}, not of {adapter.name!r} ({adapter})")
+    same_path = _same_path(path, str(adapter))
+    if digest and same_path and digest != adapter_fingerprint(adapter):
+        raise DataError(
+            f"{run_dir} ran with other weights of {adapter} (retrained since the run): evaluate it again"
+        )
+    if not (digest == adapter_fingerprint(adapter) if digest else same_path):
+        named = f"{adapter.name!r} ({adapter})" if adapter.name != str(adapter) else repr(adapter.name)
+        raise DataError(f"{run_dir} is a run of adapter {specs[0]!r}, not of {named}")
 
 
 def run_setup(info: RunInfo) -> tuple[str, str]:
@@ -679,10 +724,10 @@ def results_upload(
     if not revision or any(c.isspace() for c in revision):
         raise ConfigError(f"--dataset-revision must be a revision of {dataset} (a commit), got {revision!r}")
     if adapter is not None:
-        from sft.card import base_model_ids, read_info
+        from sft.card import base_model_ids
 
         folder = Path(adapter)
-        ids = base_model_ids(read_info(folder))
+        ids = base_model_ids(folder)
     else:
         folder, ids = None, (repo, *((model,) if model else ()))
     files = results_files(run, dataset=dataset, revision=revision, model_ids=ids, adapter=folder)

@@ -234,15 +234,24 @@ def _demonstration_users(method: Method, groups: Sequence[Group]) -> set[UserKey
 def _profiles(
     config: EvalConfig, engine: CachedEngine, groups: Sequence[Group], users: set[UserKey], out: Path
 ) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
-    """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance."""
+    """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance.
+
+    A ``--profiles`` file must hold one writer's profiles (recorded in run.json); the run folder's own
+    profiles.jsonl must be the run engine's (model, adapter weights, options, budget): another writer's is
+    refused, or replaced with ``--overwrite``.
+    """
+    from perrec_eval.engines.base import answer_options
     from perrec_eval.tasks.perrecbench.profiles import (
         check_profiles,
         file_sha256,
+        file_writer,
         flag_counts,
         generate_profiles,
+        load_own_profiles,
         load_profile_flags,
         load_profiles,
         save_profiles,
+        writer_provenance,
     )
 
     if config.no_profile:
@@ -250,15 +259,23 @@ def _profiles(
     params = config.profile_params()
     if config.profiles:
         known = load_profiles(config.profiles)
+        writer = file_writer(config.profiles)
         # --shots shows train groups: their users need profiles too
         splits = tuple(dict.fromkeys(["train", config.split] if config.shots else [config.split]))
         fix = f"perrecbench profiles --data {config.data} --splits {','.join(splits)} --out {config.profiles}"
         check_profiles(users, known, config.profiles, f"write them with `{fix}`")
         path, source = Path(config.profiles), "file"
+        flagged = load_profile_flags(path)
     else:
         path, source = out / "profiles.jsonl", "generated"
-        known = load_profiles(path) if path.is_file() else {}
-    flagged = load_profile_flags(path) if path.is_file() else {}
+        writer = writer_provenance(
+            engine.name,
+            engine.model,
+            adapters=config.adapters(),
+            options=answer_options(engine),
+            max_tokens=params.max_tokens,
+        )
+        known, flagged = load_own_profiles(path, writer, replace=config.overwrite)
     profiles, failures = generate_profiles(
         engine,
         groups,
@@ -269,9 +286,10 @@ def _profiles(
         flagged=flagged,
     )
     if source == "generated":
-        save_profiles(path, profiles, {"engine": engine.name, "model": engine.model}, flagged)
+        save_profiles(path, profiles, writer, flagged)
     info = {
         "source": source,
+        "writer": writer,
         "file": path.name,
         "sha256": file_sha256(path),
         "failures": len(failures),

@@ -15,7 +15,6 @@ finished run:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio
+from perrec_eval.cache import adapter_fingerprint, forget_unproven  # noqa: F401 (adapter_fingerprint: re-exported)
 from perrec_eval.errors import DataError
 from perrec_eval.results import RERUN, Metric, RunInfo, Scores, is_number, read_run_info, read_scores
 from perrec_eval.tasks.perrecbench.records import PredictionRecord, SampleRecord
@@ -42,18 +42,6 @@ def versions(*packages: str) -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             found[name] = None
     return found
-
-
-def adapter_fingerprint(folder: str | os.PathLike) -> str | None:
-    """sha256 of an adapter folder's weights (``adapter_model.safetensors``), None when it has none."""
-    weights = Path(folder) / "adapter_model.safetensors"
-    if not weights.is_file():
-        return None
-    digest = hashlib.sha256()
-    with weights.open("rb") as handle:
-        for block in iter(lambda: handle.read(2**20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def run_cost(samples: Sequence[SampleRecord], wall_seconds: float, cache_hits: int) -> dict[str, Any]:
@@ -107,7 +95,9 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
     """Make `out` ready for a run of `config` (its run.json record): refuse another config's finished run.
 
     The same config resumes (its cache answers); with `overwrite`, another config's run.json is removed
-    first, so the folder reads as unfinished until the new run is written.
+    first, so the folder reads as unfinished until the new run is written, and its cache keeps only the
+    answers whose keys cover every setting that changes them (`cache.forget_unproven`): under older keys an
+    answer of the old settings could be served to the new ones.
 
     Raises:
         DataError: `out` holds a finished run of another config and `overwrite` is off.
@@ -135,6 +125,7 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
             "or pass --overwrite to replace it"
         )
     path.unlink()
+    forget_unproven(out / "cache.jsonl")
 
 
 def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
@@ -150,6 +141,10 @@ def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
         missing = [name for name in SampleRecord.__slots__ if name not in (*line, "error", "finish_reasons")]
         if missing:
             raise DataError(f"{path} line {number} has no {missing[0]!r}: {RERUN}")
+        for name in ("prompt_tokens", "completion_tokens"):
+            count = line[name]
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+                raise DataError(f"{path} line {number}: {name} is {count!r}, not a token count: {RERUN}")
     return lines
 
 

@@ -7,6 +7,7 @@ as defaults. Only `perrec_eval.cliconfig` is imported here, so ``--help`` is fas
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -138,10 +139,18 @@ class MergeConfig:
                     f"--weights has {len(self.weights)} values for {len(self.adapters)} adapters: "
                     "give one each"
                 )
-            if any(weight <= 0 for weight in self.weights):
-                raise ConfigError(f"--weights must be positive, got {','.join(map(str, self.weights))}")
+            if not all(0 < weight < math.inf for weight in self.weights):  # NaN compares false too
+                raise ConfigError(
+                    f"--weights must be positive finite numbers, got {','.join(map(str, self.weights))}"
+                )
         if not 0 < self.density <= 1:
             raise ConfigError(f"--density must be in (0, 1], got {self.density}")
+        if self.svd_rank is not None and self.svd_rank < 1:
+            raise ConfigError(
+                f"--svd-rank must be >= 1 (or left out: the largest adapter rank), got {self.svd_rank}"
+            )
+        if self.svd_rank is not None and self.method != "svd":
+            raise ConfigError(f"--svd-rank is the rank of --method svd; {self.method} does not use it")
 
     def normalized_weights(self) -> list[float]:
         """The weights, summing to 1 (equal by default).

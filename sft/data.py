@@ -186,11 +186,12 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
         raise DataError(f"{config.data} has no usable train groups in levels {','.join(config.levels)}")
     all_groups = [group for groups in train.values() for group in groups]
     retrieved = retrieve_groups(all_groups, config.k)
-    profiles = None
+    profiles, writer = None, None
     if config.profiles:
-        from perrec_eval.tasks.perrecbench.profiles import check_profiles, load_profiles
+        from perrec_eval.tasks.perrecbench.profiles import check_profiles, file_writer, load_profiles
 
         profiles = load_profiles(config.profiles)
+        writer = file_writer(config.profiles)  # one writer's profiles, recorded with the examples
         users = {(group.group_id, user.user_id) for group in all_groups for user in group.users}
         fix = (
             f"write them with `perrecbench profiles --data {config.data} --splits train "
@@ -214,6 +215,8 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
         "test_label_groups_left_out": dropped,
         "test_labels_checked": len(labels.pairs),
     }
+    if writer is not None:
+        facts["profiles_writer"] = writer
     return contexts, facts
 
 
@@ -457,7 +460,11 @@ def build(config: DataConfig) -> tuple[Path, dict[str, Any]]:
     Returns:
         (the parquet file, the facts written to ``sft_data.json``)
     """
+    from perrec_eval.engines._common import check_local_path
+
     check_out(config.out, {"--data": config.data, "--profiles": config.profiles})  # before any work
+    if config.tokenizer:
+        check_local_path(config.tokenizer, "--tokenizer")
     contexts, facts = load_train_contexts(config)
     examples = build_examples(methods_of(config.format), contexts, config.variant, seed=config.seed)
     tokenizer = None
@@ -465,7 +472,13 @@ def build(config: DataConfig) -> tuple[Path, dict[str, Any]]:
         from perrec_eval.extras import require
 
         transformers = require("transformers", "train", by="fine-tuning")
-        tokenizer = transformers.AutoTokenizer.from_pretrained(config.tokenizer)
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(config.tokenizer)
+        except (OSError, ValueError) as err:  # transformers' "cannot find or load this"
+            raise ConfigError(
+                f"--tokenizer {config.tokenizer} cannot be loaded ({' '.join(str(err).split())[:200]}): pass "
+                "a model folder or Hub id that holds a tokenizer"
+            ) from err
     lengths = example_lengths(examples, tokenizer)
     info = describe(examples, config, facts, lengths)
     return write_folder(config.out, examples, info), info

@@ -174,7 +174,7 @@ def check_out(out: Path, base: str, adapters: tuple[str, ...]) -> None:
 
     An earlier merge in `out` is replaced whole (no stale weights are left beside the new ones).
     """
-    refuse_overlap(out, {"--model": base, **{f"adapter {path}": path for path in adapters}})
+    refuse_overlap(out, {"--model": base, **{f"adapter {i}": path for i, path in enumerate(adapters, 1)}})
     if not is_empty(out) and not (out / MERGE_INFO).is_file():
         raise ConfigError(
             f"--out {out} holds files `perrecbench sft merge` did not write (no {MERGE_INFO}): "
@@ -223,7 +223,7 @@ def _info(
         "method": config.method,
         "weights": weights,
         "density": config.density if config.method == "ties" else None,
-        "svd_rank": (config.svd_rank or max(c["r"] for c in configs)) if config.method == "svd" else None,
+        "svd_rank": rank if config.method == "svd" else None,
         "rank": rank,
         "sources": [_source(path) for path in config.adapters],
         "versions": versions("peft", "transformers", "torch", "safetensors"),

@@ -25,15 +25,17 @@ import argparse
 import contextlib
 import dataclasses
 import logging
+import math
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
 from perrec_eval import fileio, progress
+from perrec_eval.cliconfig import load_settings, safe_yaml
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.extras import require
 from perrec_eval.lock import folder_lock
@@ -99,15 +101,39 @@ def recipe_defaults(torch: Any) -> dict[str, Any]:
     """The paper's recipe (``sft/configs/lora.yaml``) for this machine: bf16 on a CUDA GPU that supports it,
     else fp32 (TRL's bf16 default fails on CPU, PITFALLS 7); without any accelerator `use_cpu`, so that
     several torchrun processes train as one CPU data-parallel job; progress bars as the process' switch."""
-    import yaml
-
-    recipe = yaml.safe_load(resources.files("sft").joinpath("configs/lora.yaml").read_text(encoding="utf-8"))
+    recipe = safe_yaml(resources.files("sft").joinpath("configs/lora.yaml").read_text(encoding="utf-8"))
     return {
         "bf16": torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
         "use_cpu": torch.accelerator.current_accelerator() is None,
         "disable_tqdm": not progress.enabled(),
         **recipe,
     }
+
+
+def _split_config(arg: str) -> list[str]:
+    """``--config=FILE`` as ``--config FILE`` (TRL looks for the separate form only)."""
+    return arg.split("=", 1) if arg.startswith("--config=") else [arg]
+
+
+def config_settings(path: str) -> dict[str, Any]:
+    """The settings of ``sft train --config FILE.yaml`` (TRL's format: flag names as keys, optional ``env``),
+    read with `perrec_eval.cliconfig.load_settings`; TRL's ``env`` mapping is set in the environment.
+
+    Raises:
+        ConfigError: the file is not a YAML mapping of settings (see `load_settings`), or ``env`` is no
+            mapping of names to plain values.
+    """
+    settings = load_settings(path)
+    if not isinstance(settings, dict):
+        raise ConfigError(
+            f"--config {path} must be a YAML mapping of settings, got {type(settings).__name__}"
+        )
+    env = settings.pop("env", {})
+    if not isinstance(env, dict) or any(isinstance(v, dict | list) for v in env.values()):
+        raise ConfigError(f"--config {path}: env must map variable names to values")
+    for name, value in env.items():
+        os.environ[str(name)] = str(value)
+    return settings
 
 
 def make_parser() -> Any:
@@ -118,6 +144,20 @@ def make_parser() -> Any:
     class Parser(trl.TrlParser):
         def error(self, message: str) -> NoReturn:
             raise ConfigError(f"{message} (see perrecbench sft train --help)")
+
+        def parse_args_and_config(self, args: Sequence[str], **kwargs: Any) -> tuple[Any, ...]:
+            # TRL reads --config with yaml.safe_load (aliases, duplicate keys, unbounded nesting): read it
+            # with perrecbench's one settings loader instead, then let TRL parse the flags over it.
+            args, in_file = [part for arg in args for part in _split_config(arg)], []
+            if "--config" in args:
+                at = args.index("--config")
+                if at + 1 == len(args):
+                    raise ConfigError("--config needs a FILE.yaml")
+                settings = config_settings(args.pop(at + 1))
+                del args[at]
+                in_file = self.set_defaults_with_config(**settings)
+            *parsed, _, in_flags = super().parse_args_and_config(args, **kwargs)
+            return (*parsed, in_file, in_flags)
 
     parser = Parser(
         (TrainArguments, trl.SFTConfig, trl.ModelConfig),
@@ -175,6 +215,7 @@ def parse(argv: Sequence[str]) -> tuple[TrainArguments, Any, Any]:
         )
     if not model.use_peft:
         raise ConfigError("sft train trains a LoRA adapter: leave use_peft on (drop --use_peft false)")
+    check_numbers(training, model)
     for settings in (script, training, model):
         for field in dataclasses.fields(settings):
             if is_secret_name(field.name) and getattr(settings, field.name):
@@ -183,6 +224,37 @@ def parse(argv: Sequence[str]) -> tuple[TrainArguments, Any, Any]:
                     "set HF_TOKEN in the environment (or run `hf auth login`) instead"
                 )
     return script, training, model
+
+
+# Settings torch or PEFT would refuse (or train nothing with) deep inside the run: (valid?, what is valid).
+_RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "per_device_train_batch_size": (lambda value: value >= 1, "at least 1"),
+    "gradient_accumulation_steps": (lambda value: value >= 1, "at least 1"),
+    "lora_r": (lambda value: value >= 1, "at least 1"),
+    "learning_rate": (lambda value: value > 0, "positive"),
+    "lora_alpha": (lambda value: value > 0, "positive"),
+    "lora_dropout": (lambda value: 0 <= value < 1, "in [0, 1)"),
+    "weight_decay": (lambda value: value >= 0, "not negative"),
+    "warmup_steps": (lambda value: value >= 0, "not negative"),
+    "max_grad_norm": (lambda value: value >= 0, "not negative"),
+    "num_train_epochs": (lambda value: value >= 0, "not negative"),
+}
+
+
+def check_numbers(training: Any, model: Any) -> None:
+    """Refuse NaN or infinite numbers in any setting, and values torch or PEFT cannot train with.
+
+    Raises:
+        ConfigError: one line naming the setting and the values it takes.
+    """
+    for settings in (training, model):
+        for field in dataclasses.fields(settings):
+            value = getattr(settings, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"--{field.name} must be a finite number, got {value}")
+            valid, wanted = _RANGES.get(field.name, (None, ""))
+            if valid is not None and value is not None and not valid(value):
+                raise ConfigError(f"--{field.name} must be {wanted}, got {value}")
 
 
 def settings_of(script: TrainArguments, training: Any, model: Any) -> dict[str, Any]:
@@ -218,10 +290,8 @@ def load_examples(
 
     info_path = Path(script.data) / INFO_FILE
     if not info_path.is_file():
-        raise DataError(
-            f"--data {script.data} is not an examples folder (no {INFO_FILE}): write one with "
-            f"`perrecbench sft data --data BENCHMARK --format FORMAT --out {script.data}`"
-        )
+        fix = _examples_fix(script.data)
+        raise DataError(f"--data {script.data} is not an examples folder (no {INFO_FILE}): {fix}")
     data_info = fileio.read_json(info_path)
     dataset = datasets.load_dataset(str(script.data), split="train").select_columns(["prompt", "completion"])
     lengths = [len(token_ids(tokenizer, [*row["prompt"], *row["completion"]])) for row in dataset]
@@ -244,6 +314,22 @@ def load_examples(
         dataset = dataset.select(keep)
         lengths = [lengths[i] for i in keep]
     return dataset, data_info, lengths, len(long)
+
+
+def _examples_fix(data: str) -> str:
+    """How to write the examples `--data` should name: into `data` when it is free, else from it when it is
+    a benchmark, else into a folder of their own."""
+    from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
+
+    folder = Path(data)
+    if is_empty(folder):
+        return f"write one with `perrecbench sft data --data BENCHMARK --format FORMAT --out {data}`"
+    if (folder / "manifest.json").is_file() or any((folder / level).is_dir() for level in LEVELS):
+        return (
+            f"{data} is a benchmark: write examples from it with `perrecbench sft data --data {data} "
+            "--format FORMAT --out EXAMPLES` and pass --data EXAMPLES"
+        )
+    return "write examples with `perrecbench sft data --data BENCHMARK --format FORMAT --out EXAMPLES`"
 
 
 def load_tokenizer(model: Any, trust_remote_code: bool) -> Any:
@@ -274,6 +360,30 @@ def last_checkpoint(out: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
+# The key of the settings file that holds the examples' fingerprint (`examples_fingerprint`).
+DATA_KEY = "data_sha256"
+
+
+def examples_fingerprint(data: str | os.PathLike) -> str | None:
+    """sha256 over the examples folder's data files (their names and contents), None when it has none.
+
+    A checkpoint records it, so a training resumes only on the examples it started on: `sft data` may have
+    rewritten the folder in between.
+    """
+    import hashlib
+
+    folder = Path(data)
+    files = sorted(path for path in folder.rglob("*.parquet") if path.is_file()) if folder.is_dir() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        with path.open("rb") as handle:
+            content = hashlib.file_digest(handle, "sha256").hexdigest()
+        digest.update(f"{path.relative_to(folder).as_posix()}\t{content}\n".encode())
+    return digest.hexdigest()
+
+
 def _written_by_train(out: Path) -> bool:
     if (out / MERGE_INFO).exists():
         return False
@@ -297,7 +407,7 @@ def resume_point(
         training.output_dir, {"--model_name_or_path": model.model_name_or_path, "--data": script.data}
     )
     out = Path(training.output_dir)
-    settings = settings_of(script, training, model)
+    settings = {**settings_of(script, training, model), DATA_KEY: examples_fingerprint(script.data)}
     checkpoint = None
     if not is_empty(out) and not (out.is_dir() and _written_by_train(out)):
         raise ConfigError(
@@ -319,8 +429,9 @@ def resume_point(
             changed = sorted(
                 k for k in settings.keys() | recorded.keys() if recorded.get(k) != settings.get(k)
             )
+            what = "its examples were not these in --data:" if changed == [DATA_KEY] else "changed:"
             raise ConfigError(
-                f"--output_dir {out} holds checkpoints of another training (changed: {', '.join(changed)}): "
+                f"--output_dir {out} holds checkpoints of another training ({what} {', '.join(changed)}): "
                 "run that command to resume it, pass --overwrite to start again, or choose another folder"
             )
     if script.resume and checkpoint is None:
@@ -381,7 +492,7 @@ def _train(script: TrainArguments, training: Any, model: Any, main_process: bool
         "base_model": script.base_model_id or model.model_name_or_path,
         "perrecbench": versions("perrecbench")["perrecbench"],
         "data": {key: value for key, value in data_info.items() if key != "templates"}
-        | {"path": script.data},
+        | {"path": script.data, "sha256": examples_fingerprint(script.data)},
         "recipe": {key: settings[name] for key, name in RECIPE_KEYS.items()}
         | {
             "target_modules": sorted(trainer.model.peft_config["default"].target_modules),

@@ -446,6 +446,20 @@ def test_cli_profiles_refuse_to_mix_writers_in_one_file(built, tmp_path, capsys)
     assert "other settings" in capsys.readouterr().err
 
 
+def test_cli_profiles_refuse_to_add_profiles_of_a_retrained_adapter(built, tmp_path, capsys):
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_model.safetensors").write_bytes(b"first weights")
+    out = tmp_path / "profiles.jsonl"
+    args = ["profiles", "--data", str(built / "perrecbench"), "--engine", "fake", "--model", "constant"]
+    args += ["--max-groups", "2", "--levels", "easy", "--adapter", str(adapter), "--out", str(out)]
+    assert main(args) == 0
+    assert {json.loads(line)["adapter"] for line in out.read_text().splitlines()} == {"adapter"}
+    (adapter / "adapter_model.safetensors").write_bytes(b"retrained weights")
+    assert main(args) == 2
+    assert "adapter_sha256=" in capsys.readouterr().err
+
+
 def test_cli_several_adapters_share_one_engine_and_get_a_run_folder_each(built, tmp_path, monkeypatch):
     from perrec_eval.engines import fake
 

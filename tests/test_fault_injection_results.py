@@ -19,6 +19,7 @@ from perrec_eval.engines.hf import HFOptions
 from perrec_eval.engines.openai import OpenAIOptions
 from perrec_eval.engines.vllm import VLLMOptions
 from perrec_eval.errors import ConfigError
+from perrec_eval.types import ChatRequest, GenParams
 from tests.benchmark_fixture import write_tiny_benchmark, write_truth_profiles
 from tests.perrec_eval.openai_stub import KEY_ENV, PARAMS, SECRET, StubServer, make_engine, make_request
 
@@ -64,6 +65,48 @@ def test_cache_another_extra_body_is_asked_again(stub, tmp_path, monkeypatch):
     again = CachedEngine(make_engine(stub, extra_body='{"top_k":5}'), tmp_path / "cache.jsonl")
     again.generate([request], PARAMS)
     assert again.hits == 1 and len(stub.bodies) == 2  # the same object, written differently, still hits
+
+
+def test_cache_another_structured_outputs_mode_is_asked_again(stub, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    request, params = make_request("q"), GenParams(temperature=0.0, max_tokens=16, answer_format="pointwise")
+    CachedEngine(make_engine(stub), tmp_path / "cache.jsonl").generate([request], params)
+    other = CachedEngine(make_engine(stub, structured_outputs="response_format"), tmp_path / "cache.jsonl")
+    other.generate([request], params)
+    assert other.misses == 1 and len(stub.bodies) == 2
+    assert "response_format" in stub.bodies[1] and "structured_outputs" not in stub.bodies[1]
+
+
+def test_cache_keys_of_older_versions_stay_byte_identical():
+    """Old run folders resume: the keys of runs without an adapter and with default options never change."""
+    request = ChatRequest(messages=({"role": "user", "content": "hi"},))
+    engine = types.SimpleNamespace(name="hf", model="m", adapter=None, options=HFOptions())
+    assert request_key(engine, request, GenParams()) == (
+        "89cc18acf20fd90113dd0a9ffeab02acb4557388cff132b0c95f79ecbe4aa1c6"
+    )
+    options = OpenAIOptions(extra_body='{"top_k": 5}')
+    engine = types.SimpleNamespace(name="openai", model="m", adapter=None, options=options)
+    assert request_key(engine, request, GenParams(answer_format="pairwise")) == (
+        "098ccec86afc89c55e815488f35dbf8f9ab6c82f3e8594806e03a5b63fb7fc6f"
+    )
+
+
+def test_cache_overwrite_keeps_only_answers_whose_keys_cover_every_setting(tmp_path):
+    from perrec_eval.cache import KEYS, CachedEngine
+    from perrec_eval.engines.fake import FakeEngine
+    from perrec_eval.rundir import claim
+
+    cache = CachedEngine(FakeEngine(lambda request, params, index: "an answer"), tmp_path / "cache.jsonl")
+    cache.generate([make_request("new")], PARAMS)
+    (new,) = (tmp_path / "cache.jsonl").read_text().splitlines()
+    assert json.loads(new)["keys"] == KEYS
+    old = json.dumps({"key": "k", "texts": ["an answer of an older version"]})  # its key may cover less
+    (tmp_path / "cache.jsonl").write_text(f"{old}\n{new}\n")
+    (tmp_path / "run.json").write_text(json.dumps({"config": {"model": "a"}}))
+    claim(tmp_path, {"model": "a"}, overwrite=True)  # the same settings resume: every answer stays
+    assert (tmp_path / "cache.jsonl").read_text() == f"{old}\n{new}\n"
+    claim(tmp_path, {"model": "b"}, overwrite=True)
+    assert (tmp_path / "cache.jsonl").read_text() == f"{new}\n" and not (tmp_path / "run.json").exists()
 
 
 def test_cache_key_of_default_options_is_unchanged():
@@ -186,6 +229,17 @@ def test_cli_evaluate_refuses_a_file_missing_from_the_manifest(bench, tmp_path, 
     (data / "manifest.json").write_text(json.dumps({"outputs": outputs}))
     argv = ["evaluate", "--data", str(data), "--engine", "baseline", "--model", "random", "--levels", "easy"]
     _one_line_error(capsys, [*argv, "--out", str(tmp_path / "run")], "test-000000000000.parquet is missing")
+
+
+@pytest.mark.parametrize("command", [["score"], ["report"]])
+def test_cli_refuses_samples_whose_token_counts_are_no_numbers(fake_run, tmp_path, capsys, command):
+    run = _copy_run(fake_run, tmp_path)
+    lines = [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
+    lines[0]["prompt_tokens"] = "many"
+    (run / "samples.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    argv = [command[0], str(run)]
+    argv += ["--out", str(tmp_path / "report"), "--no-plots"] if command == ["report"] else []
+    _one_line_error(capsys, argv, "samples.jsonl line 1: prompt_tokens is 'many', not a token count")
 
 
 @pytest.mark.parametrize("command", [["score"], ["score", "--write"], ["report"]])

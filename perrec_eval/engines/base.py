@@ -8,6 +8,7 @@ carries no usable text into such an error.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -102,7 +103,10 @@ def checked(completion: Completion, n: int) -> Completion:
     'engine returned a non-text answer (NoneType)'
     >>> checked(Completion(texts=("a",)), 2).error
     'engine returned 1 text(s) for n=2'
+    >>> checked(Completion(texts=("a",), prompt_tokens="lots"), 1).prompt_tokens is None
+    True
     """
+    completion = _usable_counts(completion)
     if not completion.ok:
         return completion
     texts = completion.texts
@@ -122,6 +126,26 @@ def checked(completion: Completion, n: int) -> Completion:
         error=problem,
         extra=completion.extra,
     )
+
+
+def is_count(value: Any) -> bool:
+    """Whether `value` is a token count: a non-negative int (not a bool).
+
+    >>> is_count(3), is_count(None), is_count("3"), is_count(True), is_count(-1)
+    (True, False, False, False, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _usable_counts(completion: Completion) -> Completion:
+    """`completion` with token counts that are no counts (a server's ``"prompt_tokens": "lots"``) as
+    unknown and a non-mapping `extra` as empty: such values would be cached and break every later sum."""
+    prompt = completion.prompt_tokens if is_count(completion.prompt_tokens) else None
+    answer = completion.completion_tokens if is_count(completion.completion_tokens) else None
+    extra = completion.extra if isinstance(completion.extra, dict) else {}
+    if (prompt, answer, extra) == (completion.prompt_tokens, completion.completion_tokens, completion.extra):
+        return completion
+    return dataclasses.replace(completion, prompt_tokens=prompt, completion_tokens=answer, extra=extra)
 
 
 _CONTEXT_FIX = (
@@ -177,4 +201,3 @@ def permanent_fix(error: str) -> str | None:
         f"the server rejects these requests as invalid (HTTP {status.group(1)}); asking again will not help: "
         "check --engine-arg extra_body and the server's limits"
     )
-

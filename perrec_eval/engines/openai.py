@@ -219,13 +219,19 @@ class OpenAIOptions:
         return fields
 
     def answer_options(self) -> dict[str, Any]:
-        """The options that change answers, when set: `extra_body` (see `engines.base.answer_options`).
+        """The options that change answers, when set: `extra_body`, and `structured_outputs` when it is not
+        the default (the two modes constrain answers differently; see `engines.base.answer_options`).
 
         >>> OpenAIOptions().answer_options(), OpenAIOptions(extra_body='{"top_k": 5}').answer_options()
         ({}, {'extra_body': {'top_k': 5}})
+        >>> OpenAIOptions(structured_outputs="response_format").answer_options()
+        {'structured_outputs': 'response_format'}
         """
         fields = self.extra_fields()
-        return {"extra_body": fields} if fields else {}
+        found: dict[str, Any] = {"extra_body": fields} if fields else {}
+        if self.structured_outputs != "vllm":
+            found["structured_outputs"] = self.structured_outputs
+        return found
 
 
 @dataclass(slots=True, eq=False)
@@ -294,9 +300,11 @@ class OpenAIEngine:
         return ",".join(map(public_url, self._clients))
 
     def with_adapter(self, name: str, path: str) -> OpenAIEngine:
-        """The same servers, asking for the LoRA adapter they serve as `name` (`path` is only recorded)."""
+        """The same servers, asking for the LoRA adapter they serve as `name` (`path` is only recorded, and
+        names the adapter's weights in cache keys when it is a local folder)."""
         view = copy.copy(self)
         view.adapter, view._checked = name, False  # the servers' model lists must hold this name too
+        view.adapter_path = path
         return view
 
     def info(self) -> dict[str, Any]:

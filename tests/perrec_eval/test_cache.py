@@ -389,3 +389,80 @@ def test_cache_resume_after_sigkill_repeats_no_completed_request(tmp_path):
     assert len(recorder.asked) == total - done_before
     assert recorder.asked == queries[done_before:]  # the killed run finished a prefix, in order
     assert [c.texts[0] for c in completions] == [f"echo:{q}" for q in queries]
+
+
+def _adapter(folder: Path, weights: bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adapter_model.safetensors").write_bytes(weights)
+    return folder
+
+
+def test_cache_an_adapter_retrained_in_place_is_asked_again(tmp_path):
+    adapter = _adapter(tmp_path / "adapter", b"first weights")
+    recorder = Recorder()
+    CachedEngine(FakeEngine(recorder, adapter=str(adapter)), tmp_path / "cache.jsonl").generate(
+        [make_request("q")], PARAMS
+    )
+    _adapter(adapter, b"retrained weights")
+    again = CachedEngine(FakeEngine(recorder, adapter=str(adapter)), tmp_path / "cache.jsonl")
+    again.generate([make_request("q")], PARAMS)
+    assert (again.hits, again.misses, recorder.asked) == (0, 1, ["q", "q"])
+
+
+def test_cache_an_adapter_is_keyed_by_its_weights_not_its_path(tmp_path):
+    first = _adapter(tmp_path / "adapter", b"weights")
+    moved = _adapter(tmp_path / "elsewhere" / "adapter", b"weights")
+    recorder = Recorder()
+    CachedEngine(FakeEngine(recorder, adapter=str(first)), tmp_path / "cache.jsonl").generate(
+        [make_request("q")], PARAMS
+    )
+    again = CachedEngine(FakeEngine(recorder, adapter=str(moved)), tmp_path / "cache.jsonl")
+    again.generate([make_request("q")], PARAMS)
+    assert (again.hits, recorder.asked) == (1, ["q"])
+
+
+def test_cache_stores_a_servers_bad_usage_counts_as_unknown(tmp_path):
+    def bad_usage(request, params, sample_index):
+        return Completion(texts=("ok",), prompt_tokens="lots", completion_tokens=-3, extra="notadict")
+
+    path = tmp_path / "cache.jsonl"
+    (answer,) = CachedEngine(FakeEngine(bad_usage), path).generate([make_request("a")], PARAMS)
+    assert (answer.prompt_tokens, answer.completion_tokens, answer.extra) == (None, None, {})
+    (line,) = [json.loads(line) for line in path.read_text().splitlines()]
+    assert (line["prompt_tokens"], line["completion_tokens"], line["extra"]) == (None, None, {})
+
+
+@pytest.mark.parametrize("field", [{"prompt_tokens": "lots"}, {"extra": "notadict"}])
+def test_cache_asks_again_for_a_stored_line_with_bad_counts(tmp_path, field):
+    path = tmp_path / "cache.jsonl"
+    CachedEngine(FakeEngine(Recorder()), path).generate([make_request("a")], PARAMS)
+    (line,) = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text(json.dumps({**line, **field}) + "\n")
+    recorder = Recorder()
+    reopened = CachedEngine(FakeEngine(recorder), path)
+    (answer,) = reopened.generate([make_request("a")], PARAMS)
+    assert recorder.asked == ["a"] and answer.texts == ("echo:a",)
+
+
+def test_cache_an_adapter_served_by_name_is_keyed_by_its_local_weights(tmp_path):
+    import types
+
+    folder = _adapter(tmp_path / "adapter", b"first weights")
+    served = types.SimpleNamespace(name="openai", model="m", adapter="served-name", adapter_path=str(folder))
+    first = request_key(served, make_request("q"), PARAMS)
+    _adapter(folder, b"retrained weights")
+    assert request_key(served, make_request("q"), PARAMS) != first
+    by_name = types.SimpleNamespace(name="openai", model="m", adapter="served-name")
+    assert request_key(by_name, make_request("q"), PARAMS) == key_of(
+        "openai", "m", "served-name", PARAMS, make_request("q")
+    )
+
+
+def test_cache_lines_of_older_versions_still_answer_a_resume(tmp_path):
+    recorder = Recorder()
+    engine = FakeEngine(recorder)
+    key = request_key(engine, make_request("q"), PARAMS)
+    old = {"key": key, "texts": ["stored by an older version"], "prompt_tokens": 3, "completion_tokens": 1}
+    (tmp_path / "cache.jsonl").write_text(json.dumps({**old, "extra": {}}) + "\n")  # no "keys" field
+    (answer,) = CachedEngine(engine, tmp_path / "cache.jsonl").generate([make_request("q")], PARAMS)
+    assert answer.texts == ("stored by an older version",) and recorder.asked == []

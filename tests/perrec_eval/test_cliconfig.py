@@ -96,3 +96,35 @@ def test_options_from_pairs_types_values_and_lists_valid_keys():
 )
 def test_coerce_reads_flag_text_and_yaml_values(tp, raw, expected):
     assert coerce("x", tp, raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"data: x\nk: 3\nk: 4\n", "found the key 'k' twice"),
+        (b"data: x\nextra: [{a: 1, a: 2}]\n", "found the key 'a' twice"),
+        (b"data: x\nk: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested deeper than"),
+        (b"data: x\nk: " + b"{a: " * 3000 + b"1" + b"}" * 3000 + b"\n", "nested deeper than"),
+        (b"\xff\xfe k: 4\n", "not UTF-8 text"),
+        (b"a: &x [1]\nb: *x\n", "aliases"),
+    ],
+)
+def test_load_settings_refuses_duplicates_depth_and_binary_in_one_line(tmp_path, content, says):
+    path = tmp_path / "run.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=says) as err:
+        _parse(["--config", str(path)])
+    assert "\n" not in str(err.value)
+
+
+def test_load_settings_refuses_one_setting_spelled_twice(tmp_path):
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Two:
+        max_k: int = option("a bound", default=1)
+
+    path = tmp_path / "run.yaml"
+    path.write_text("max-k: 1\nmax_k: 2\n")
+    parser = argparse.ArgumentParser(prog="two")
+    add_arguments(parser, Two)
+    with pytest.raises(ConfigError, match="gives max_k twice"):
+        from_namespace(Two, parser.parse_args(["--config", str(path)]))

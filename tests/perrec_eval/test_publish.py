@@ -32,10 +32,10 @@ def workdir(tmp_path_factory) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         write_truth_profiles(write_tiny_benchmark(Path("bench")), Path("profiles.jsonl"))
-        outputs: dict[str, dict[str, str]] = {}
-        for data in sorted(Path("bench").glob("*/*.parquet")):
-            split = data.stem.split("-")[0]
-            outputs.setdefault(data.parent.name, {})[split] = data.relative_to("bench").as_posix()
+        outputs: dict[str, dict[str, str]] = {}  # the file list a build's manifest.json holds
+        for path in sorted(Path("bench").glob("*/*.parquet")):
+            split = path.name.split("-")[0]
+            outputs.setdefault(path.parent.name, {})[split] = f"{path.parent.name}/{path.name}"
         (Path("bench") / "manifest.json").write_text(
             json.dumps({"source_kind": "synthetic", "outputs": outputs}), encoding="utf-8"
         )
@@ -222,6 +222,49 @@ def test_push_benchmark_dry_run_adds_an_eval_yaml_of_its_configs(capsys, at, tmp
     configs = {c["config_name"] for c in DatasetCard.load(tmp_path / "s" / "README.md").data.configs}
     assert spec["name"] == "PerRecBench" and len(spec["tasks"]) == 9
     assert all(task["config"] in configs and task["split"] == "test" for task in spec["tasks"])
+
+
+def _bench_copy(at, tmp_path, monkeypatch) -> Path:
+    import shutil
+
+    shutil.copytree(at / "bench", tmp_path / "bench")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "bench"
+
+
+def test_push_benchmark_refuses_a_build_missing_a_listed_file(capsys, at, tmp_path, monkeypatch):
+    import shutil
+
+    shutil.rmtree(_bench_copy(at, tmp_path, monkeypatch) / "easy")
+    err = refusal(capsys, "benchmark", "bench", "--repo", DATASET)
+    assert "easy/test-" in err and "is missing" in err
+
+
+def test_push_benchmark_refuses_a_data_file_copied_over_another(capsys, at, tmp_path, monkeypatch):
+    bench = _bench_copy(at, tmp_path, monkeypatch)
+    (hard,) = (bench / "hard").glob("test-*.parquet")
+    (medium,) = (bench / "medium").glob("test-*.parquet")
+    hard.write_bytes(medium.read_bytes())
+    err = refusal(capsys, "benchmark", "bench", "--repo", DATASET)
+    assert "does not hold the rows the build wrote" in err
+
+
+def test_push_benchmark_refuses_interactions_changed_since_the_build(capsys, at, tmp_path, monkeypatch):
+    import hashlib
+
+    bench = _bench_copy(at, tmp_path, monkeypatch)
+    (bench / "interactions").mkdir()
+    (bench / "interactions" / "Books-0.parquet").write_bytes(b"edited rows")
+    manifest = json.loads((bench / "manifest.json").read_text())
+    entry = {"path": "interactions/Books-0.parquet", "sha256": hashlib.sha256(b"built rows").hexdigest()}
+    (bench / "manifest.json").write_text(json.dumps({**manifest, "interactions": {"Books": entry}}))
+    assert "Books's interactions" in refusal(capsys, "benchmark", "bench", "--repo", DATASET)
+
+
+def test_push_benchmark_refuses_a_manifest_without_its_file_list(capsys, at, tmp_path, monkeypatch):
+    bench = _bench_copy(at, tmp_path, monkeypatch)
+    (bench / "manifest.json").write_text('{"source_kind": "raw"}', encoding="utf-8")
+    assert "lists no data files" in refusal(capsys, "benchmark", "bench", "--repo", DATASET)
 
 
 def test_scan_refuses_secrets_environment_values_and_the_machine_name(monkeypatch):

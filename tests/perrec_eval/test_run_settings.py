@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import SCRIPTS, FakeEngine
+from perrec_eval.errors import DataError
 from perrec_eval.leaderboard.runs import settings_of, system_name
 from perrec_eval.results import read_run_info
 from perrec_eval.run import evaluate
@@ -127,3 +129,77 @@ def test_evaluate_warns_of_suspect_profiles_from_run_json(bench, tmp_path, capsy
     _warn_suspect_profiles(config)
     flagged = _run_json(tmp_path)["profiles"]["quality"]["flagged"]
     assert f"{flagged} profiles are suspect ({flagged} cut" in capsys.readouterr().err
+
+
+def _profile_texts(out) -> set[str]:
+    return {json.loads(line)["profile"] for line in (out / "profiles.jsonl").read_text().splitlines()}
+
+
+def test_run_refuses_its_folders_profiles_of_another_model(bench, tmp_path):
+    config = _config(bench, tmp_path, levels=("easy",))
+    evaluate(config, FakeEngine(_profile_writer("Written by model A."), model="model-a"))
+    (tmp_path / "run.json").unlink()  # killed before run.json: the folder reads as unfinished
+    other = replace(config, model="model-b")
+    with pytest.raises(DataError, match="model='model-a' \\(now 'model-b'\\).*pass --overwrite"):
+        evaluate(other, FakeEngine(_profile_writer("Written by model B."), model="model-b"))
+    assert _profile_texts(tmp_path) == {"Written by model A."}
+
+
+def test_run_overwrite_writes_its_own_profiles_instead_of_relabelling(bench, tmp_path):
+    config = _config(bench, tmp_path, levels=("easy",))
+    evaluate(config, FakeEngine(_profile_writer("Written by model A."), model="model-a"))
+    other = replace(config, model="model-b", overwrite=True)
+    evaluate(other, FakeEngine(_profile_writer("Written by model B."), model="model-b"))
+    assert _profile_texts(tmp_path) == {"Written by model B."}
+    saved = {json.loads(line)["model"] for line in (tmp_path / "profiles.jsonl").read_text().splitlines()}
+    assert saved == {"model-b"} and _run_json(tmp_path)["profiles"]["writer"]["model"] == "model-b"
+
+
+def test_run_profiles_of_a_retrained_adapter_are_not_its_own(bench, tmp_path):
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_model.safetensors").write_bytes(b"first weights")
+    config = _config(bench, tmp_path / "run", levels=("easy",), adapter=(f"a={adapter}",))
+    evaluate(config, FakeEngine(_profile_writer("Written with the first weights."), model=config.model))
+    (adapter / "adapter_model.safetensors").write_bytes(b"retrained weights")
+    with pytest.raises(DataError, match="adapter_sha256="):
+        evaluate(config, FakeEngine(_profile_writer("Written with the new weights."), model=config.model))
+
+
+def _profiles_file(bench, path, records):
+    """Every test user's profile, with `records(i)` updating the i-th line."""
+    from tests.benchmark_fixture import write_truth_profiles
+
+    write_truth_profiles(bench, path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**line, **records(i)}) + "\n" for i, line in enumerate(lines)))
+    return path
+
+
+def test_run_refuses_a_profiles_file_of_two_writers(bench, tmp_path):
+    path = _profiles_file(bench, tmp_path / "p.jsonl", lambda i: {"engine": "hf", "model": f"m{i % 2}"})
+    config = _config(bench, tmp_path / "run", levels=("easy",), profiles=str(path))
+    with pytest.raises(DataError, match="model='m1' \\(now 'm0'\\).*a file of its own"):
+        evaluate(config, FakeEngine(model="constant"))
+
+
+def test_run_records_the_writer_of_a_profiles_file(bench, tmp_path):
+    path = _profiles_file(bench, tmp_path / "p.jsonl", lambda i: {"engine": "hf", "model": "writer"})
+    config = _config(bench, tmp_path / "run", levels=("easy",), profiles=str(path))
+    evaluate(config, FakeEngine(model="constant"))
+    assert _run_json(tmp_path / "run")["profiles"]["writer"] == {"engine": "hf", "model": "writer"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"flags": "cut"}, "flags must be a list"),
+        ({"profile": None}, "not a text"),
+        ({"profile": " "}, "not a text"),
+    ],
+)
+def test_run_refuses_a_profiles_file_with_malformed_records(bench, tmp_path, fields, says):
+    path = _profiles_file(bench, tmp_path / "p.jsonl", lambda i: fields if i == 0 else {})
+    config = _config(bench, tmp_path / "run", levels=("easy",), profiles=str(path))
+    with pytest.raises(DataError, match=says):
+        evaluate(config, FakeEngine(model="constant"))

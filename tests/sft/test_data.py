@@ -179,6 +179,34 @@ def test_sft_data_shows_the_profiles_it_is_given(sft_bench, tmp_path):
         build(data_config(sft_bench, tmp_path / "data", "pointwise", no_profile=False, profiles=str(path)))
 
 
+def test_sft_data_refuses_profiles_of_two_writers_and_records_the_one(sft_bench, tmp_path):
+    groups = context.load_groups(str(sft_bench), "full", "train")
+    path = tmp_path / "profiles.jsonl"
+    keys = [(g.group_id, u.user_id) for g in groups for u in g.users]
+
+    def write(models):
+        path.write_text(
+            "".join(
+                json.dumps({"group_id": g, "user_id": u, "profile": "Likes tea.", "engine": "hf", "model": m})
+                + "\n"
+                for (g, u), m in zip(keys, models, strict=True)
+            )
+        )
+
+    write(["m0"] * len(keys))
+    config = data_config(sft_bench, tmp_path / "d1", "pointwise", no_profile=False, profiles=str(path))
+    _, info = build(config)
+    assert info["profiles_writer"] == {"engine": "hf", "model": "m0"}
+    write([f"m{i % 2}" for i in range(len(keys))])
+    with pytest.raises(DataError, match="other settings"):
+        build(data_config(sft_bench, tmp_path / "d2", "pointwise", no_profile=False, profiles=str(path)))
+
+
+def test_sft_data_with_a_missing_tokenizer_folder_is_one_config_error(sft_bench, tmp_path):
+    with pytest.raises(ConfigError, match="--tokenizer .*nonexist: no such folder"):
+        build(data_config(sft_bench, tmp_path / "data", "listwise", tokenizer=str(tmp_path / "nonexist")))
+
+
 def test_sft_data_needs_profiles_or_no_profile():
     with pytest.raises(ConfigError, match="--no-profile"):
         DataConfig(data="d", format="pairwise", out="o")

@@ -91,6 +91,21 @@ def test_trained_adapter_is_evaluated_end_to_end_by_the_runner(run_dir, trained)
     assert pairwise and all(s["ok"] for s in pairwise)  # it learned to answer "[User A]" / "[User B]"
 
 
+def test_an_adapter_retrained_in_place_is_evaluated_again(trained, tiny_model_dir, sft_bench, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    adapter = tmp_path / "adapter"
+    shutil.copytree(trained[0], adapter)
+    out = tmp_path / "run"
+    _evaluate(tiny_model_dir, sft_bench, out, (str(adapter),))
+    weights = adapter / "adapter_model.safetensors"
+    save_file({k: v * 2 for k, v in load_file(weights).items()}, weights, metadata={"format": "pt"})
+    _evaluate(tiny_model_dir, sft_bench, out, (str(adapter),))
+    run = json.loads((out / "run.json").read_text())
+    assert run["cache"]["hits"] == 0 and run["cache"]["misses"] > 0
+    assert run["adapter_sha256"] == {"adapter": adapter_fingerprint(adapter)}
+
+
 def test_model_card_renders_the_ptc_table_of_a_run(trained, run_dir):
     adapter, _ = trained
     out, scores = run_dir
@@ -146,6 +161,28 @@ def test_push_refuses_runs_not_of_this_adapter_on_its_base(publishable, run_dir,
     weights = publishable / "adapter_model.safetensors"
     weights.write_bytes(weights.read_bytes() + b" ")
     assert "not of 'pairwise'" in refused("--run", str(run_dir[0]))
+
+
+def test_push_results_of_an_adapter_checks_the_run_against_its_folder(publishable, run_dir, capsys, tmp_path):
+    argv = ["push", "results", str(run_dir[0]), "--repo", "org/tiny", "--adapter", str(publishable)]
+    argv += ["--dataset", "org/perrecbench", "--dataset-revision", "abc123", "--dry-run"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert ".eval_results/perrecbench_no_profile.yaml" in capsys.readouterr().out
+
+
+def test_push_refuses_a_run_of_an_adapter_retrained_since(publishable, run_dir, capsys, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(run_dir[0], run)
+    info = json.loads((run / "run.json").read_text())
+    info["config"]["adapter"] = [f"pairwise={publishable}"]  # the run named this very folder
+    (run / "run.json").write_text(json.dumps(info))
+    weights = publishable / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes() + b" ")  # retrained in place
+    argv = ["push", "adapter", str(publishable), "--repo", "org/tiny", "--run", str(run), "--dry-run"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "ran with other weights of adapters/pairwise (retrained since the run)" in err
+    assert "not of" not in err
 
 
 def test_push_refuses_an_adapter_whose_records_hold_absolute_paths(trained, capsys):

@@ -100,8 +100,24 @@ def test_merge_peft_methods_write_an_adapter_named_in_its_card(random_adapters, 
 
 
 def test_merge_refuses_to_overwrite_a_source(random_adapters):
-    with pytest.raises(ConfigError, match="new folder"):
+    with pytest.raises(ConfigError, match="new folder") as err:
         run(random_adapters[:2], random_adapters[0])
+    assert str(err.value).count(str(random_adapters[0])) == 2  # --out and the adapter, each once
+    assert "is adapter 1 " in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"weights": (1.0, float("nan"))}, "positive finite"),
+        ({"weights": (1.0, float("inf"))}, "positive finite"),
+        ({"method": "svd", "svd_rank": 0}, "--svd-rank must be >= 1"),
+        ({"method": "cat", "svd_rank": 4}, "does not use it"),
+    ],
+)
+def test_merge_config_refuses_weights_and_ranks_it_cannot_use(settings, says):
+    with pytest.raises(ConfigError, match=says):
+        MergeConfig(adapters=("a", "b"), out="o", **settings)
 
 
 def test_merge_into_base_refuses_the_local_base_model_folder(random_adapters, tiny_model_dir):

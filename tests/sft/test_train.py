@@ -23,6 +23,13 @@ def test_sft_train_saves_an_adapter_and_lowers_the_loss(trained):
     assert info["train_tokens"] > 0 and info["data"]["format"] == "pairwise"
 
 
+def test_sft_train_records_the_fingerprint_of_its_examples(trained, pairwise_data):
+    from sft.train import examples_fingerprint
+
+    _, info = trained
+    assert info["data"]["sha256"] == examples_fingerprint(pairwise_data) is not None
+
+
 def test_sft_train_records_the_recipe_and_writes_a_card(trained):
     out, info = trained
     recipe = info["recipe"]
@@ -77,6 +84,11 @@ def test_sft_train_takes_any_trl_setting_from_flags_and_a_config_file(tmp_path):
         (["--hub_token", "hf_abcdefghijklmnopqrstuvwxyz"], "HF_TOKEN"),
         (["--base-model-id", "/models/base"], "Hub id ORG/NAME"),
         (["--resume", "--overwrite"], "exclude each other"),
+        (["--learning_rate", "nan"], "--learning_rate must be a finite number"),
+        (["--learning_rate", "-1"], "--learning_rate must be positive"),
+        (["--per_device_train_batch_size", "0"], "--per_device_train_batch_size must be at least 1"),
+        (["--lora_r", "0"], "--lora_r must be at least 1"),
+        (["--lora_dropout", "1.5"], "--lora_dropout must be in"),
     ],
 )
 def test_sft_train_bad_settings_are_one_config_error(argv, says):
@@ -90,11 +102,15 @@ def test_sft_train_bad_settings_are_one_config_error(argv, says):
         ("lr: [1,\n", "while parsing"),
         ("- a list\n", "YAML mapping"),
         ("epochs: 2\n", "unknown setting.*--epochs"),
+        ("learning_rate: &a 0.001\nweight_decay: *a\n", "aliases"),
+        ("learning_rate: 0.001\nlearning_rate: 0.002\n", "twice"),
+        ("lora_r: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper"),
+        (b"\xff\xfe lora_r: 4\n", "not UTF-8"),
     ],
 )
 def test_sft_train_bad_config_file_is_one_config_error(tmp_path, text, says):
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text(text)
+    recipe.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ConfigError, match=says):
         parse(["--config", str(recipe), "--model_name_or_path", "m", "--data", "d", "--output_dir", "o"])
 
@@ -110,8 +126,12 @@ def test_sft_train_refuses_examples_its_max_length_would_cut(tiny_model_dir, pai
 
 
 def test_sft_train_needs_an_examples_folder(tiny_model_dir, sft_bench, tmp_path):
-    with pytest.raises(DataError, match="perrecbench sft data"):
+    with pytest.raises(DataError, match="perrecbench sft data") as err:
         train(*parse(tiny_args(tiny_model_dir, sft_bench, tmp_path)))
+    assert f"is a benchmark: write examples from it with `perrecbench sft data --data {sft_bench} " in str(
+        err.value
+    )
+    assert f"--out {sft_bench}" not in str(err.value)  # never into the benchmark itself
 
 
 def _short(tiny_model_dir, data, out, *more: str):
@@ -158,13 +178,14 @@ def test_sft_train_refuses_to_replace_a_finished_adapter_silently(trained, tiny_
 
 
 def test_sft_train_refuses_checkpoints_of_another_training(tiny_model_dir, pairwise_data, tmp_path):
-    from sft.train import SETTINGS_FILE, resume_point, settings_of
+    from sft.train import DATA_KEY, SETTINGS_FILE, examples_fingerprint, resume_point, settings_of
 
     out = tmp_path / "adapter"
     (out / "checkpoint-2").mkdir(parents=True)
     (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
     config = _short(tiny_model_dir, pairwise_data, out)
-    (out / SETTINGS_FILE).write_text(json.dumps(settings_of(*config)))
+    settings = {**settings_of(*config), DATA_KEY: examples_fingerprint(pairwise_data)}
+    (out / SETTINGS_FILE).write_text(json.dumps(settings))
     assert resume_point(*config) == str(out / "checkpoint-2")
     resumed = _short(tiny_model_dir, pairwise_data, out, "--logging_steps", "7", "--report_to", "none")
     assert resume_point(*resumed) == str(out / "checkpoint-2")  # logging does not change what is trained
@@ -173,6 +194,28 @@ def test_sft_train_refuses_checkpoints_of_another_training(tiny_model_dir, pairw
     again = _short(tiny_model_dir, pairwise_data, out, "--learning_rate", "1e-3", "--overwrite")
     assert resume_point(*again) is None
     assert not (out / "checkpoint-2").exists()
+
+
+def test_sft_train_refuses_to_resume_on_replaced_examples(tiny_model_dir, pairwise_data, tmp_path):
+    import shutil
+
+    import datasets
+
+    from sft.train import resume_point
+
+    data, out = tmp_path / "data", tmp_path / "adapter"
+    shutil.copytree(pairwise_data, data)
+    config = _short(tiny_model_dir, data, out)
+    assert resume_point(*config) is None  # a new training: its settings and examples are recorded
+    (out / "checkpoint-2").mkdir()
+    (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
+    assert resume_point(*config) == str(out / "checkpoint-2")
+    (examples,) = data.glob("*.parquet")
+    fewer = datasets.Dataset.from_parquet(str(examples)).select(range(2))
+    examples.unlink()
+    fewer.to_parquet(str(examples))  # `sft data` wrote the folder again, with other examples
+    with pytest.raises(ConfigError, match="its examples were not these in --data: data_sha256.*--overwrite"):
+        resume_point(*config)
 
 
 @pytest.mark.parametrize("where", ["model", "inside-model", "holds-model", "data"])

@@ -224,13 +224,24 @@ def save_profiles(
 
 
 def load_profile_flags(path: str | os.PathLike) -> dict[UserKey, list[str]]:
-    """The quality flags saved with the profiles of `path` (only the flagged ones)."""
+    """The quality flags saved with the profiles of `path` (only the flagged ones).
+
+    Raises:
+        DataError: a record's ``flags`` is not a list of `QUALITY_FLAGS` names.
+    """
     flags: dict[UserKey, list[str]] = {}
     with Path(path).open(encoding="utf-8") as f:
-        for line in f:
+        for lineno, line in enumerate(f, 1):
             record = json.loads(line) if line.strip() else {}
-            if record.get("flags"):
-                flags[(record["group_id"], record["user_id"])] = list(record["flags"])
+            found = record.get("flags")
+            if not found:
+                continue
+            if not isinstance(found, list) or not all(flag in QUALITY_FLAGS for flag in found):
+                raise DataError(
+                    f"{path}:{lineno}: flags must be a list of {', '.join(QUALITY_FLAGS)}, got {found!r}; "
+                    "write the profiles again with `perrecbench profiles`"
+                )
+            flags[(record["group_id"], record["user_id"])] = list(found)
     return flags
 
 
@@ -250,6 +261,11 @@ def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
                     f"{path}:{lineno}: not a profile record ({err}); "
                     "each line needs group_id, user_id, profile"
                 ) from err
+            if not isinstance(record["profile"], str) or not record["profile"].strip():
+                raise DataError(
+                    f"{path}:{lineno}: profile is {record['profile']!r}, not a text; write the profiles "
+                    "again with `perrecbench profiles`"
+                )
     return profiles
 
 
@@ -272,18 +288,116 @@ def check_profiles(users: Iterable[UserKey], profiles: Mapping[UserKey, str], so
         )
 
 
-# max_tokens is written only when it is not the default (files written before it keep matching).
-PROVENANCE_KEYS = ("engine", "model", "max_items", "max_chars", "max_tokens")
+# max_tokens, the adapter and the engine options are written only when set (files written before them keep
+# matching); a run's own profiles.jsonl leaves out max_items and max_chars (a run uses the defaults).
+PROVENANCE_KEYS = (
+    "engine",
+    "model",
+    "adapter",
+    "adapter_sha256",
+    "options",
+    "max_items",
+    "max_chars",
+    "max_tokens",
+)
+_OTHER_WRITER = "write these profiles to another --out, or delete the file to replace it"
 
 
-def check_provenance(path: str | os.PathLike, provenance: Mapping[str, Any]) -> None:
-    """Refuse to add profiles to `path` when its records were written with other settings.
+def writer_provenance(
+    engine: str,
+    model: str,
+    *,
+    adapters: Mapping[str, str],
+    options: Mapping[str, Any],
+    max_tokens: int,
+    budget: HistoryBudget | None = None,
+) -> dict[str, Any]:
+    """What each profile record says about its writer: engine, model, and what else changes its text.
+
+    Args:
+        engine, model: the engine's name and model.
+        adapters: the adapter it answers with, ``{name: path}`` (empty: none); a local adapter also by the
+            sha256 of its weights, so profiles of a retrained adapter are not taken for its own.
+        options: the engine options that change answers (`engines.base.answer_options`).
+        max_tokens: the profile requests' token budget (recorded when it is not the default).
+        budget: the history budget, recorded when given (`perrecbench profiles` sets it; a run uses the
+            default and leaves it out).
+
+    >>> writer_provenance("fake", "m", adapters={}, options={}, max_tokens=512)
+    {'engine': 'fake', 'model': 'm'}
+    """
+    from perrec_eval.cache import adapter_fingerprint
+
+    provenance: dict[str, Any] = {"engine": engine, "model": model}
+    for name, path in adapters.items():
+        provenance["adapter"] = name
+        if (digest := adapter_fingerprint(path)) is not None:
+            provenance["adapter_sha256"] = digest
+    if options:
+        provenance["options"] = dict(options)
+    if budget is not None:
+        provenance.update(max_items=budget.max_items, max_chars=budget.max_chars)
+    if max_tokens != PROFILE_PARAMS.max_tokens:
+        provenance["max_tokens"] = max_tokens
+    return provenance
+
+
+def file_writer(path: str | os.PathLike) -> dict[str, Any]:
+    """The provenance every record of the profiles file `path` shares (its first record's).
+
+    Raises:
+        DataError: records of `path` were written by different writers (engines, models or settings).
+    """
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        first = next((line for line in f if line.strip()), "{}")
+    try:
+        record = json.loads(first)
+        writer = {key: record[key] for key in PROVENANCE_KEYS if key in record}
+    except (json.JSONDecodeError, TypeError) as err:
+        raise DataError(f"{path}:1: not a profile record ({err}); {_OTHER_WRITER}") from err
+    check_provenance(path, writer, fix="write each writer's profiles to a file of its own")
+    return writer
+
+
+def load_own_profiles(
+    path: Path, writer: Mapping[str, Any], *, replace: bool
+) -> tuple[dict[UserKey, str], dict[UserKey, list[str]]]:
+    """(profiles, flags) of the profiles file a run writes for itself, when its records are `writer`'s.
+
+    Args:
+        path: the run's profiles file (missing: none yet).
+        writer: the run's `writer_provenance`.
+        replace: profiles of another writer are dropped (to be written anew) instead of refused.
+
+    Raises:
+        DataError: `path` holds another writer's profiles and `replace` is off.
+    """
+    if not path.is_file():
+        return {}, {}
+    try:
+        check_provenance(
+            path, writer, fix="pass --overwrite to write this run's own, or choose another --out"
+        )
+    except DataError:
+        if not replace:
+            raise
+        logger.warning("%s holds another writer's profiles: writing them anew (--overwrite)", path)
+        return {}, {}
+    return load_profiles(path), load_profile_flags(path)
+
+
+def check_provenance(
+    path: str | os.PathLike, provenance: Mapping[str, Any], *, fix: str = _OTHER_WRITER
+) -> None:
+    """Refuse profiles in `path` written with other settings than `provenance` says.
 
     A profiles file holds one writer's profiles: mixing models or budgets in one file would relabel the old
     records with the new settings.
 
     Raises:
-        DataError: a record of `path` differs from `provenance` in engine, model or budget.
+        DataError: a record of `path` differs from `provenance` in engine, model, adapter, options or budget;
+            the message ends with `fix`.
     """
     path = Path(path)
     wanted = {key: provenance.get(key) for key in PROVENANCE_KEYS}
@@ -293,18 +407,12 @@ def check_provenance(path: str | os.PathLike, provenance: Mapping[str, Any]) -> 
                 record = json.loads(line) if line.strip() else {}
                 found = {key: record.get(key) for key in PROVENANCE_KEYS}
             except (json.JSONDecodeError, AttributeError) as err:
-                raise DataError(
-                    f"{path}:{lineno}: not a profile record ({err}); write these profiles to another --out, "
-                    "or delete the file to replace it"
-                ) from err
+                raise DataError(f"{path}:{lineno}: not a profile record ({err}); {fix}") from err
             if record and found != wanted:
                 differs = ", ".join(
                     f"{k}={found[k]!r} (now {wanted[k]!r})" for k in found if found[k] != wanted[k]
                 )
-                raise DataError(
-                    f"{path}:{lineno} was written with other settings: {differs}; "
-                    "write these profiles to another --out, or delete the file to replace it"
-                )
+                raise DataError(f"{path}:{lineno} was written with other settings: {differs}; {fix}")
 
 
 def file_sha256(path: str | os.PathLike) -> str:
