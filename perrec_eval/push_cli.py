@@ -184,6 +184,7 @@ def run_results(config: PushResultsConfig) -> int:
         revision=config.dataset_revision,
         model=config.model,
         adapter=config.adapter,
+        task=config.task,
     )
     return report(
         upload, dry_run=config.dry_run, private=config.private, stage=config.stage, create_pr=config.create_pr
