@@ -482,8 +482,8 @@ def eval_yaml(task: Task, configs: Sequence[str]) -> str:
 def task_id(cell: Cell) -> str:
     """The ``eval.yaml`` task of a cell: its subset and protocol.
 
-    >>> task_id(Cell("easy", "listwise"))
-    'easy_listwise'
+    >>> task_id(Cell("small", "rate"))
+    'small_rate'
     """
     return f"{cell.subset}_{cell.protocol}"
 
