@@ -202,6 +202,20 @@ def test_push_results_refuses_runs_of_anything_else(capsys, at, run, repo, extra
     assert message in err
 
 
+def test_push_results_refuses_a_run_of_another_task_in_one_line(capsys, at):
+    from tests.perrec_eval.tasks import toy
+
+    tasks.register(toy.TASK, replace=True)
+    try:
+        err = refusal(
+            capsys, "results", "runs/model", "--task", "toy", "--repo", "org/model", "--dataset", DATASET,
+            "--dataset-revision", REVISION,
+        )  # fmt: skip
+    finally:
+        tasks.unregister("toy")
+    assert err.endswith("runs/model is a run of task perrecbench, not toy: pass --task perrecbench")
+
+
 def test_push_results_refuses_a_run_whose_benchmark_changed(capsys, at, tmp_path, monkeypatch):
     import shutil
 
