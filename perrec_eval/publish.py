@@ -7,10 +7,12 @@ built without network by one function here:
   ``app.py``: the files `perrec_eval.metric_path()` ships with the package; ``requirements.txt`` and the
   math it imports, ``perrec_eval/ptc.py`` and ``stats.py``, so that the Space runs on its own);
 - `leaderboard_upload`: a report folder (`perrecbench report`) as a static Space (its ``index.html``);
-- `results_upload`: a run's PTC cells as ``.eval_results/*.yaml`` entries of a model repository
-  (`huggingface_hub.EvalResultEntry`, the Hub's beta Eval Results format), pinned to the benchmark's dataset
-  repository and revision, with the interval and the group counts in each entry's notes;
-- `benchmark_upload`: a build folder as the benchmark's dataset repository, with its ``eval.yaml``;
+- `results_upload`: a run's cells as ``.eval_results/<task>.yaml`` entries of a model repository
+  (`huggingface_hub.EvalResultEntry`, the Hub's beta Eval Results format), one per cell with the family's
+  headline metric, pinned to the benchmark's dataset repository and revision, with the interval and the
+  counts in each entry's notes; a PerRecBench run and a run of any family through the general path alike;
+- `benchmark_upload`: a build folder as the benchmark's dataset repository, with its ``eval.yaml``: one task
+  per cell of the family its ``manifest.json`` names (`eval_yaml`, `task_id`, from the family's `Task`);
 - adapters: `sft.push.adapter_upload`.
 
 `check_publishable` refuses an upload that would publish a secret, an absolute local path or this machine's
