@@ -88,9 +88,14 @@ def test_publish_family_refuses_a_run_whose_build_changed_since(toy_run, capsys)
     assert code == 2 and "the benchmark at data changed since the run; evaluate again" in err
 
 
-def test_publish_family_push_benchmark_lists_the_family_cells(toy_run, capsys):
+def write_manifest(folder: Path, task: str) -> None:
+    """A manifest naming `task` and listing the toy build's files, as a family's build writes it."""
     outputs = {s: {split: f"{s}/{split}.jsonl" for split in ("train", "test")} for s in toy.SUBSETS}
-    Path("data/manifest.json").write_text(json.dumps({"task": "toy", "outputs": outputs}))
+    (folder / "manifest.json").write_text(json.dumps({"task": task, "outputs": outputs}))
+
+
+def test_publish_family_push_benchmark_lists_the_family_cells(toy_run, capsys):
+    write_manifest(Path("data"), "toy")
     code, names, _ = push(capsys, "benchmark", "data", "--repo", "org/toy", "--dry-run", "--stage", "staged")
     assert code == 0
     assert names == ["eval.yaml", "large/test.jsonl", "large/train.jsonl", "manifest.json",
@@ -98,8 +103,8 @@ def test_publish_family_push_benchmark_lists_the_family_cells(toy_run, capsys):
     assert Path("staged/eval.yaml").read_text() == eval_yaml(toy.TASK, toy.SUBSETS)
 
 
-def test_publish_family_push_benchmark_refuses_a_build_of_an_unknown_task(tmp_path, capsys):
-    (tmp_path / "manifest.json").write_text(json.dumps({"task": "nope", "outputs": {}}))
-    code, _, err = push(capsys, "benchmark", str(tmp_path), "--repo", "org/x", "--dry-run")
+def test_publish_family_push_benchmark_refuses_a_build_of_an_unknown_task(toy_run, capsys):
+    write_manifest(Path("data"), "nope")
+    code, _, err = push(capsys, "benchmark", "data", "--repo", "org/x", "--dry-run")
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "names task 'nope', not one this perrecbench can publish (perrecbench" in err
+    assert "data/manifest.json names task 'nope', not one this perrecbench can publish (perrecbench" in err
