@@ -10,6 +10,7 @@ from typing import Any
 
 from dataset_builder.config import BuildError, BuildSpec
 from perrec_eval.fileio import read_json
+from perrec_eval.tasks import DEFAULT_TASK
 
 _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", "fsspec")
 
@@ -72,10 +73,12 @@ def manifest(
     provenance: dict[str, Any],
     outputs: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    *,
+    task: str = DEFAULT_TASK,
 ) -> dict[str, Any]:
-    """Parameters, where the inputs come from (synthetic or not), inputs (size + content hash, computed from
-    these bytes in this run), skipped lines, per-domain funnel, the family's outputs, package versions, and
-    the family's extra entries.
+    """The family (unless it is PerRecBench, whose manifests name none), parameters, where the inputs come
+    from (synthetic or not), inputs (size + content hash, computed from these bytes in this run), skipped
+    lines, per-domain funnel, the family's outputs, package versions, and the family's extra entries.
 
     Args:
         parameters: the build's settings (a family config's ``as_manifest()``).
@@ -84,9 +87,11 @@ def manifest(
         outputs: the family's entries after the funnel (PerRecBench: its split and ``outputs``, the
             ``{config: {split: relative parquet path}}`` of its files).
         extra: entries after the versions (PerRecBench: ``interactions``), or None.
+        task: the family's name (``perrecbench push benchmark`` reads it to list the family's cells).
     """
     synthetic = set(provenance["synthetic_files"])
     info = {
+        **({"task": task} if task != DEFAULT_TASK else {}),
         "source_kind": provenance["source_kind"],
         "parameters": parameters,
         "inputs": [

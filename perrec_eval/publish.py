@@ -7,10 +7,12 @@ built without network by one function here:
   ``app.py``: the files `perrec_eval.metric_path()` ships with the package; ``requirements.txt`` and the
   math it imports, ``perrec_eval/ptc.py`` and ``stats.py``, so that the Space runs on its own);
 - `leaderboard_upload`: a report folder (`perrecbench report`) as a static Space (its ``index.html``);
-- `results_upload`: a run's PTC cells as ``.eval_results/*.yaml`` entries of a model repository
-  (`huggingface_hub.EvalResultEntry`, the Hub's beta Eval Results format), pinned to the benchmark's dataset
-  repository and revision, with the interval and the group counts in each entry's notes;
-- `benchmark_upload`: a build folder as the benchmark's dataset repository, with its ``eval.yaml``;
+- `results_upload`: a run's cells as ``.eval_results/<task>.yaml`` entries of a model repository
+  (`huggingface_hub.EvalResultEntry`, the Hub's beta Eval Results format), one per cell with the family's
+  headline metric, pinned to the benchmark's dataset repository and revision, with the interval and the
+  counts in each entry's notes; a PerRecBench run and a run of any family through the general path alike;
+- `benchmark_upload`: a build folder as the benchmark's dataset repository, with its ``eval.yaml``: one task
+  per cell of the family its ``manifest.json`` names (`eval_yaml`, `task_id`, from the family's `Task`);
 - adapters: `sft.push.adapter_upload`.
 
 `check_publishable` refuses an upload that would publish a secret, an absolute local path or this machine's
@@ -29,7 +31,7 @@ import os
 import re
 import socket
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,16 +40,23 @@ from typing import Any, Literal
 
 import yaml
 
-from perrec_eval import fileio
+from perrec_eval import fileio, tasks
 from perrec_eval.errors import ConfigError, DataError
-from perrec_eval.results import RunInfo, Scores, read_run_info
+from perrec_eval.results import (
+    FamilyMetric,
+    FamilyScores,
+    RunInfo,
+    Scores,
+    read_family_scores,
+    read_run_info,
+)
+from perrec_eval.tasks import Cell, Task
 
 logger = logging.getLogger(__name__)
 
 RepoType = Literal["model", "dataset", "space"]
 Content = bytes | Path
 
-BENCHMARK_NAME = "PerRecBench"
 EVAL_RESULTS_FOLDER = ".eval_results"
 # Files are scanned in pieces of this size (weights of several GB too), each with the end of the one before.
 SCAN_CHUNK = 16 * 2**20
@@ -452,35 +461,45 @@ def leaderboard_upload(
 # ------------------------------------------------------------------------------------------- the benchmark
 
 
-def eval_yaml(configs: list[str]) -> str:
-    """The benchmark's ``eval.yaml``: one task per (level, method), each a config and split of the repo.
+def eval_yaml(task: Task, configs: Sequence[str]) -> str:
+    """The benchmark's ``eval.yaml``: one task per cell of `task` in `configs` (each subset a config of the
+    repository, its test split), named by `task_id`.
 
-    >>> print(eval_yaml(["easy"]).split("tasks:")[1].strip().splitlines()[0])
-    - id: easy_pointwise
+    >>> from perrec_eval import tasks
+    >>> family = tasks.get(tasks.DEFAULT_TASK)
+    >>> spec = yaml.safe_load(eval_yaml(family, family.subsets[:1]))
+    >>> spec["name"] == family.title, len(spec["tasks"]) == len(family.protocols)
+    (True, True)
     """
-    from perrec_eval.tasks.perrecbench.vocabulary import METHODS
-
     spec = {
-        "name": BENCHMARK_NAME,
-        "description": (
-            "Can LLMs understand personal preferences once rating bias and item quality are removed? Each "
-            "group holds users who rated the same item at about the same time; a model ranks them by how "
-            "much each liked it. Score: PTC, Kendall's tau between the predicted and the true order, "
-            "averaged over groups (-1 to 1). One task per level (config) and ranking method."
-        ),
+        "name": task.title,
+        "description": task.eval_description(),
         "evaluation_framework": "perrecbench",
         "tasks": [
-            {"id": f"{config}_{method}", "config": config, "split": "test"}
-            for config in configs
-            for method in METHODS
+            {"id": task_id(cell), "config": cell.subset, "split": "test"} for cell in task.cells(configs)
         ],
     }
     return yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)
 
 
-def task_id(level: str, method: str) -> str:
-    """The ``eval.yaml`` task of a (level, method) cell."""
-    return f"{level}_{method}"
+def task_id(cell: Cell) -> str:
+    """The ``eval.yaml`` task of a cell: its subset and protocol.
+
+    >>> task_id(Cell("small", "rate"))
+    'small_rate'
+    """
+    return f"{cell.subset}_{cell.protocol}"
+
+
+def _family_of_build(folder: Path, manifest: Mapping[str, Any]) -> Task:
+    """The family a build's manifest names (builds of PerRecBench, the default family, name none)."""
+    name = manifest.get("task", tasks.DEFAULT_TASK)
+    if not isinstance(name, str) or name not in tasks.evaluable():
+        raise DataError(
+            f"{folder}/manifest.json names task {name!r}, not one this perrecbench can publish "
+            f"({', '.join(tasks.evaluable())}): push it with the perrecbench that built it"
+        )
+    return tasks.get(name)
 
 
 def check_build_files(folder: Path, manifest: Mapping[str, Any]) -> None:
@@ -522,9 +541,8 @@ def _sha256(path: Path) -> str:
 
 
 def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
-    """A build folder as the benchmark's dataset repository: its files and ``eval.yaml``."""
-    from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
-
+    """A build folder as the benchmark's dataset repository: its files and ``eval.yaml`` (the cells of the
+    family its ``manifest.json`` names, PerRecBench when it names none)."""
     folder = Path(bench)
     if not (folder / "manifest.json").is_file():
         raise DataError(f"{folder} is not a build folder (no manifest.json): run `perrecbench build` first")
@@ -532,12 +550,13 @@ def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
     check_build_files(folder, manifest)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("outputs"), dict):
         raise DataError(f"{folder}/manifest.json lists no outputs: push a folder `perrecbench build` wrote")
+    task = _family_of_build(folder, manifest)
     built = {"manifest.json", "stats.json", "README.md"}
     built |= {path for splits in manifest["outputs"].values() for path in splits.values()}
     built |= {entry["path"] for entry in (manifest.get("interactions") or {}).values()}
     files: dict[str, Content] = written_files(folder, built.__contains__)
-    levels = [level for level in LEVELS if (folder / level).is_dir()]
-    files["eval.yaml"] = eval_yaml(levels).encode()
+    subsets = [subset for subset in task.subsets if (folder / subset).is_dir()]
+    files["eval.yaml"] = eval_yaml(task, subsets).encode()
     synthetic = manifest.get("source_kind") not in (None, "raw")
     return Upload(
         repo=check_repo_id(repo),
@@ -555,6 +574,17 @@ def _same_path(a: str | None, b: str | None) -> bool:
     if not a or not b:
         return False
     return a == b or Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+
+
+def _data_fingerprint(info: RunInfo, data: str) -> str:
+    """The fingerprint of the build at `data` as the run's own path computes it."""
+    if isinstance(info.metric, FamilyMetric):
+        from perrec_eval.evaluation import fingerprint
+
+        return fingerprint(data)
+    from perrec_eval.tasks.perrecbench.context import dataset_fingerprint
+
+    return dataset_fingerprint(data)
 
 
 def check_run_of_model(
@@ -587,11 +617,8 @@ def check_run_of_model(
     if not info.dataset_fingerprint:
         raise DataError(f"{run_dir} recorded no dataset fingerprint: re-run it with this perrecbench")
     data = config.get("data")
-    if data and Path(data).is_dir():
-        from perrec_eval.tasks.perrecbench.context import dataset_fingerprint
-
-        if dataset_fingerprint(data) != info.dataset_fingerprint:
-            raise DataError(f"{run_dir}: the benchmark at {data} changed since the run; evaluate again")
+    if data and Path(data).is_dir() and _data_fingerprint(info, data) != info.dataset_fingerprint:
+        raise DataError(f"{run_dir}: the benchmark at {data} changed since the run; evaluate again")
     model = config.get("model") or engine.get("model")
     if not any(_same_path(model, candidate) for candidate in model_ids):
         raise DataError(f"{run_dir} is a run of {model!r}, not of {' / '.join(map(repr, model_ids))}")
@@ -624,6 +651,8 @@ def run_setup(info: RunInfo) -> tuple[str, str]:
     ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
     """
     config = info.config
+    if isinstance(info.metric, FamilyMetric):
+        return _family_setup(config)
     slug, words = [], []
     variant = info.prompt_variant or "default"
     if variant != "default":
@@ -642,62 +671,165 @@ def run_setup(info: RunInfo) -> tuple[str, str]:
     return "_".join(slug), ", ".join(words) or "default prompts (with profiles), zero-shot"
 
 
+def _family_setup(config: Mapping[str, Any]) -> tuple[str, str]:
+    """`run_setup` of a run through the general path: its self-consistency samples and structured outputs.
+
+    >>> _family_setup({"samples": 5, "structured_outputs": True})
+    ('5samples_structured', '5 samples per request, structured outputs')
+    """
+    slug, words = [], []
+    if config.get("samples", 1) > 1:
+        slug.append(f"{config['samples']}samples")
+        words.append(f"{config['samples']} samples per request")
+    if config.get("structured_outputs"):
+        slug.append("structured")
+        words.append("structured outputs")
+    return "_".join(slug), ", ".join(words) or "default prompts, one sample per request"
+
+
 def eval_result_entries(
-    run_dir: Path, info: RunInfo, scores: Scores, *, dataset: str, revision: str
+    run_dir: Path, info: RunInfo, scores: Scores | FamilyScores, *, dataset: str, revision: str
 ) -> list[Any]:
-    """One `huggingface_hub.EvalResultEntry` per scored (level, method) cell of a run."""
+    """One `huggingface_hub.EvalResultEntry` per scored cell of a run: its headline metric, the task of
+    its cell (`task_id`), the interval and the counts in its notes."""
     from huggingface_hub import EvalResultEntry
 
     _, words = run_setup(info)
     date = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     version = (info.versions or {}).get("perrecbench")
-    entries = []
+    fingerprint = f"dataset fingerprint sha256:{info.dataset_fingerprint[:16]}; perrecbench {version}"
+    scored = _family_cells(scores, words) if isinstance(scores, FamilyScores) else _cells(scores, info, words)
+    entries = [
+        EvalResultEntry(
+            dataset_id=dataset,
+            task_id=task_id(cell),
+            value=round(float(value), 4),
+            dataset_revision=revision,
+            date=date,
+            notes=f"{notes}; {fingerprint}",
+        )
+        for cell, value, notes in scored
+    ]
+    if not entries:
+        raise DataError(f"{run_dir} has no scored cell to publish")
+    return entries
+
+
+def _cells(scores: Scores, info: RunInfo, words: str) -> Iterator[tuple[Cell, float, str]]:
+    """(cell, PTC, notes) of each scored cell of a PerRecBench run."""
     for cell in scores.cells:
         if cell.ptc is None:
             continue
         notes = (
             f"PTC {cell.ptc:.4f}, 95% CI [{cell.ptc_ci_low:.4f}, {cell.ptc_ci_high:.4f}] over "
             f"{cell.num_groups} groups ({cell.num_invalid} invalid, parse failures "
-            f"{cell.parse_failure_rate:.1%}); {words}; k {info.config.get('k')}; dataset "
-            f"fingerprint sha256:{info.dataset_fingerprint[:16]}; perrecbench {version}"
+            f"{cell.parse_failure_rate:.1%}); {words}; k {info.config.get('k')}"
         )
-        entries.append(
-            EvalResultEntry(
-                dataset_id=dataset,
-                task_id=task_id(cell.level, cell.method),
-                value=round(float(cell.ptc), 4),
-                dataset_revision=revision,
-                date=date,
-                notes=notes,
-            )
+        yield Cell(cell.level, cell.method), cell.ptc, notes
+
+
+def _family_cells(scores: FamilyScores, words: str) -> Iterator[tuple[Cell, float, str]]:
+    """(cell, headline value, notes) of each scored cell of a run through the general path."""
+    for cell in scores.cells:
+        metric = cell.metrics[scores.headline]
+        if metric.value is None:
+            continue
+        interval = (
+            f"[{metric.ci_low:.4f}, {metric.ci_high:.4f}]"
+            if metric.ci_low is not None and metric.ci_high is not None
+            else "n/a"
         )
-    if not entries:
-        raise DataError(f"{run_dir} has no scored cell to publish")
-    return entries
+        notes = (
+            f"{scores.headline} {metric.value:.4f}, {scores.confidence_level:.0%} CI {interval} over "
+            f"{cell.num_docs} docs ({cell.num_failed} failed); {words}"
+        )
+        yield Cell(cell.subset, cell.protocol), metric.value, notes
 
 
 def results_files(
-    run: str | os.PathLike, *, dataset: str, revision: str, model_ids: tuple[str, ...], adapter: Path | None
+    run: str | os.PathLike,
+    *,
+    dataset: str,
+    revision: str,
+    model_ids: tuple[str, ...],
+    adapter: Path | None,
+    task: str | None = None,
 ) -> dict[str, bytes]:
-    """``.eval_results/<file>.yaml`` of one checked run folder (see `check_run_of_model`)."""
+    """``.eval_results/<task>[_<setup>].yaml`` of one checked run folder (see `check_run_of_model`): one
+    entry per scored cell (`eval_result_entries`).
+
+    Args:
+        task: the family the run must be of (None: any).
+
+    Raises:
+        ConfigError: a run of another family than `task`.
+        DataError: a run that may not be published as this model's (`check_run_of_model`), or without
+            scores.
+    """
+    _, files = _run_results(
+        run, dataset=dataset, revision=revision, model_ids=model_ids, adapter=adapter, task=task
+    )
+    return files
+
+
+def _run_results(
+    run: str | os.PathLike,
+    *,
+    dataset: str,
+    revision: str,
+    model_ids: tuple[str, ...],
+    adapter: Path | None,
+    task: str | None,
+) -> tuple[RunInfo, dict[str, bytes]]:
     from huggingface_hub import eval_result_entries_to_yaml
 
-    from perrec_eval.rundir import load_scores, one_run_folder
+    from perrec_eval.rundir import one_run_folder
 
     run_dir = one_run_folder(run)
     info = read_run_info(run_dir)
+    if task is not None and info.task != task:
+        raise ConfigError(f"{run_dir} is a run of task {info.task}, not {task}: pass --task {info.task}")
     check_run_of_model(run_dir, info, model_ids=model_ids, adapter=adapter)
     data = info.config.get("data")
     if data and not Path(data).exists() and data != dataset:
         raise DataError(
             f"{run_dir} evaluated the Hub dataset {data!r}, not {dataset!r}: name it in --dataset"
         )
-    scores = load_scores(run_dir)
+    scores = _load_scores(run_dir, info)
     entries = eval_result_entries(run_dir, info, scores, dataset=dataset, revision=revision)
     slug, _ = run_setup(info)
-    name = f"{EVAL_RESULTS_FOLDER}/perrecbench{'_' + slug if slug else ''}.yaml"
+    name = f"{EVAL_RESULTS_FOLDER}/{info.task}{'_' + slug if slug else ''}.yaml"
     text = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True)
-    return {name: text.encode()}
+    return info, {name: text.encode()}
+
+
+def _load_scores(run_dir: Path, info: RunInfo) -> Scores | FamilyScores:
+    """The scores of a finished run, of the kind its run.json records (PerRecBench's or the general path's).
+
+    Raises:
+        DataError: no scores.json, or one of another task or headline metric than run.json's.
+    """
+    from perrec_eval.rundir import load_scores
+
+    if not isinstance(info.metric, FamilyMetric):
+        return load_scores(run_dir)
+    if not (run_dir / "scores.json").is_file():
+        raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
+    scores = read_family_scores(run_dir / "scores.json")
+    if (scores.task, scores.headline) != (info.metric.task, info.metric.headline):
+        raise DataError(
+            f"{run_dir}/scores.json holds {scores.task}/{scores.headline} scores but run.json records "
+            f"{info.metric.task}/{info.metric.headline}: run `perrecbench score {run_dir} --task "
+            f"{info.metric.task} --write` to make them agree again"
+        )
+    return scores
+
+
+def _headline(info: RunInfo) -> str:
+    """The name of the metric a run is ranked by, as its acronym (PTC, RMSE, NDCG@10)."""
+    if isinstance(info.metric, FamilyMetric):
+        return info.metric.headline.upper()
+    return tasks.get(info.task).headline.name.upper()
 
 
 def results_upload(
@@ -708,6 +840,7 @@ def results_upload(
     revision: str,
     model: str | None = None,
     adapter: str | os.PathLike | None = None,
+    task: str | None = None,
 ) -> Upload:
     """A run's results into the model repository `repo` (``.eval_results/``), for that model only.
 
@@ -718,6 +851,7 @@ def results_upload(
         model: the name the run recorded for the model when it is not `repo` (a local copy of it).
         adapter: the adapter folder, when `repo` holds an adapter: the run must have used exactly it, on
             its base model.
+        task: the task family the run must be of (None: any).
     """
     check_repo_id(repo)
     check_repo_id(dataset, "--dataset")
@@ -730,10 +864,12 @@ def results_upload(
         ids = base_model_ids(folder)
     else:
         folder, ids = None, (repo, *((model,) if model else ()))
-    files = results_files(run, dataset=dataset, revision=revision, model_ids=ids, adapter=folder)
+    info, files = _run_results(
+        run, dataset=dataset, revision=revision, model_ids=ids, adapter=folder, task=task
+    )
     return Upload(
         repo=repo,
         repo_type="model",
         files=dict(files),
-        commit_message=f"perrecbench push results: PTC on {dataset}@{revision}",
+        commit_message=f"perrecbench push results: {_headline(info)} on {dataset}@{revision}",
     )

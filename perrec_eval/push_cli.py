@@ -28,7 +28,8 @@ _HELP = {
     "metric": "the PTC evaluate module as a Space (module, card, Gradio app, requirements.txt)",
     "leaderboard": "a report folder (index.html, tables, plots) as a static Space",
     "results": (
-        "a run's PTC cells into its model's repository (.eval_results/, pinned to the dataset revision)"
+        "a run's cells (their headline metric) into its model's repository (.eval_results/, pinned to the "
+        "dataset revision)"
     ),
     "benchmark": "a build folder as the benchmark's dataset repository, with its eval.yaml",
     "adapter": "an adapter (or merged model) with its model card: the same as `perrecbench sft push`",
@@ -71,11 +72,13 @@ class PushLeaderboardConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PushResultsConfig:
-    """Settings of `perrecbench push results`: a run's PTC cells into its model's repository."""
+    """Settings of `perrecbench push results`: a run's cells (their headline metric) into its model's
+    repository."""
 
     run: str = option("run folder of `perrecbench evaluate` (one model, or one adapter)", positional=True)
     task: str = option(
-        "task family (`perrecbench tasks` lists them)", default="perrecbench"
+        "task family of the run (`perrecbench tasks` lists them); a run of another family is refused",
+        default="perrecbench",
     )
     repo: str = option(
         "the evaluated model's Hub repository (the adapter's, with --adapter)", metavar="ORG/NAME"
@@ -184,6 +187,7 @@ def run_results(config: PushResultsConfig) -> int:
         revision=config.dataset_revision,
         model=config.model,
         adapter=config.adapter,
+        task=config.task,
     )
     return report(
         upload, dry_run=config.dry_run, private=config.private, stage=config.stage, create_pr=config.create_pr

@@ -144,7 +144,8 @@ def write(
         write_json(folder / "stats.json", stats)
         outputs = {"split": {"rule": cfg.split_rule, "dropped_train_groups": split.dropped}, "outputs": files}
         extra = {"interactions": interactions} if interactions is not None else None
-        write_json(folder / "manifest.json", manifest(cfg.as_manifest(), results, provenance, outputs, extra))
+        recorded = manifest(cfg.as_manifest(), results, provenance, outputs, extra, task=cfg.task)
+        write_json(folder / "manifest.json", recorded)
         builder = f"perrecbench {version('perrecbench')}"
         card = build_card(cfg, files, stats, builder, provenance["source_kind"], interactions)
         write_text(folder / "README.md", card)

@@ -96,7 +96,7 @@ class Task:
     of the family's builder (`perrecbench build --task NAME`). `answer_formats(spec)` gives the regex and
     JSON schema of an answer-format spec of the family's protocols (`--structured-outputs`);
     `constant_answer(request)` the fake engine's `constant` answer to a request the family rendered (None
-    for any other request).
+    for any other request). `hub_description` is what the benchmark's Hub ``eval.yaml`` says it is.
 
     The general runs need three functions: `load_docs(data, subset, split, max_docs=, seed=)` reads the
     docs of a build, `score_doc(metric, prediction, truth)` gives a doc's value of a mean metric (or its
@@ -123,6 +123,8 @@ class Task:
     predict_baseline: Callable[..., Sequence[Any]] | None = field(default=None, repr=False)
     # Commands a family runs its own way ("evaluate", "score", "sft data"): name -> "module:Config:handler"
     handlers: Mapping[str, str] = field(default_factory=dict)
+    # The benchmark's description in its Hub ``eval.yaml`` (None: made from title, description and headline).
+    hub_description: str | None = None
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""
@@ -158,6 +160,16 @@ class Task:
         chosen_subsets = self.subsets if subsets is None else tuple(subsets)
         chosen = tuple(self.protocols) if protocols is None else tuple(protocols)
         return tuple(Cell(s, p) for s in chosen_subsets for p in chosen)
+
+    def eval_description(self) -> str:
+        """What the benchmark's Hub ``eval.yaml`` says it is: `hub_description`, or one made from the rest."""
+        if self.hub_description is not None:
+            return self.hub_description
+        direction = "higher" if getattr(self.headline, "higher_is_better", True) else "lower"
+        return (
+            f"{self.title}: {self.description}. Score: {self.headline.name} ({direction} is better). "
+            f"One task per {self.subset_axis} (config) and {self.protocol_axis}."
+        )
 
     def describe(self) -> dict[str, Any]:
         """What `perrecbench tasks` shows of the family (JSON-ready)."""

@@ -87,6 +87,7 @@ def test_build_tasks_toy_family_builds_through_the_shared_build(toy, tmp_path: P
     recorded = json.loads((out / "manifest.json").read_text())
     assert recorded["selection"]["Books"]["duplicates"] == 1
     assert recorded["parameters"] == {"source": "raw", "min_rating": 1.0}
+    assert recorded["task"] == "toy"  # PerRecBench's manifests name no task, as before families existed
     caplog.set_level("INFO", logger="dataset_builder.stages")
     assert cli_main([*args, "--overwrite"]) == 0  # the stage cache serves the toy family too
     assert "Books: inputs unchanged since the last run, reusing stage" in caplog.text

@@ -75,7 +75,8 @@ def _write(
             files[f"{domain}/{name}"] = f"{domain}-{name}.parquet"
             shutil.copyfile(results[domain][f"{name}_path"], folder / files[f"{domain}/{name}"])
     parameters = {"source": portable_name(cfg.source), "min_rating": cfg.min_rating}
-    write_json(folder / "manifest.json", manifest(parameters, results, provenance, {"outputs": files}))
+    recorded = manifest(parameters, results, provenance, {"outputs": files}, task=cfg.task)
+    write_json(folder / "manifest.json", recorded)
     write_text(folder / "README.md", "# toy\n")
 
 

@@ -12,7 +12,7 @@ import yaml
 from huggingface_hub import DatasetCard, SpaceCard, parse_eval_result_entries
 from huggingface_hub.repocard import metadata_load
 
-from perrec_eval import metric_path, ptc, stats
+from perrec_eval import metric_path, ptc, stats, tasks
 from perrec_eval.cli import main
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
@@ -176,11 +176,12 @@ def test_push_results_dry_run_writes_eval_results_the_hub_parses(capsys, at, tmp
     data = yaml.safe_load((tmp_path / "s" / names[0]).read_text())
     entries = parse_eval_result_entries(data)
     scores = json.loads((at / "runs/model/scores.json").read_text())
-    tasks = {task["id"] for task in yaml.safe_load(eval_yaml(["easy", "medium", "hard"]))["tasks"]}
+    spec = yaml.safe_load(eval_yaml(tasks.get("perrecbench"), ["easy", "medium", "hard"]))
+    ids = {task["id"] for task in spec["tasks"]}
     assert len(entries) == len(scores["cells"]) == 9
     for entry, cell in zip(entries, scores["cells"], strict=True):
         assert (entry.dataset_id, entry.dataset_revision) == (DATASET, REVISION)
-        assert entry.task_id == f"{cell['level']}_{cell['method']}" and entry.task_id in tasks
+        assert entry.task_id == f"{cell['level']}_{cell['method']}" and entry.task_id in ids
         assert entry.value == round(cell["ptc"], 4)
         assert f"over {cell['num_groups']} groups" in entry.notes and "95% CI [" in entry.notes
         assert "fingerprint sha256:" in entry.notes and "default prompts" in entry.notes
@@ -199,6 +200,20 @@ def test_push_results_refuses_runs_of_anything_else(capsys, at, run, repo, extra
         capsys, "results", run, "--repo", repo, "--dataset", DATASET, "--dataset-revision", REVISION, *extra
     )
     assert message in err
+
+
+def test_push_results_refuses_a_run_of_another_task_in_one_line(capsys, at):
+    from tests.perrec_eval.tasks import toy
+
+    tasks.register(toy.TASK, replace=True)
+    try:
+        err = refusal(
+            capsys, "results", "runs/model", "--task", "toy", "--repo", "org/model", "--dataset", DATASET,
+            "--dataset-revision", REVISION,
+        )  # fmt: skip
+    finally:
+        tasks.unregister("toy")
+    assert err.endswith("runs/model is a run of task perrecbench, not toy: pass --task perrecbench")
 
 
 def test_push_results_refuses_a_run_whose_benchmark_changed(capsys, at, tmp_path, monkeypatch):

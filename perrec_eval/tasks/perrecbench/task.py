@@ -38,4 +38,10 @@ TASK = Task(
     builder="dataset_builder.perrecbench",
     answer_formats=_answer_formats,
     constant_answer=constant_answer,
+    hub_description=(
+        "Can LLMs understand personal preferences once rating bias and item quality are removed? Each "
+        "group holds users who rated the same item at about the same time; a model ranks them by how "
+        "much each liked it. Score: PTC, Kendall's tau between the predicted and the true order, "
+        "averaged over groups (-1 to 1). One task per level (config) and ranking method."
+    ),
 )

@@ -1,0 +1,110 @@
+"""Publishing speaks of tasks, cells and metrics: a family made in the tests (`tasks/toy.py`) gets its own
+``eval.yaml`` tasks and ``.eval_results`` entries, one per cell with its headline metric. Offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import parse_eval_result_entries
+
+from perrec_eval import tasks
+from perrec_eval.cli import main
+from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.evaluation import TaskEvalConfig, evaluate
+from perrec_eval.publish import eval_yaml
+from tests.perrec_eval.tasks import toy
+
+DATASET, REVISION = "org/toy", "0123456789abcdef0123456789abcdef01234567"
+PUSH = ["--repo", "org/model", "--dataset", DATASET, "--dataset-revision", REVISION, "--dry-run"]
+
+
+@pytest.fixture
+def toy_run(tmp_path, monkeypatch) -> Path:
+    """A toy build and an oracle run of it recorded as one of org/model, named by relative paths."""
+    tasks.register(toy.TASK, replace=True)
+    monkeypatch.chdir(tmp_path)
+    toy.write_data(Path("data"))
+    config = TaskEvalConfig(task="toy", data="data", engine="fake", model="oracle", out="run")
+    evaluate(config, engine=FakeEngine(toy.oracle, model="oracle"))
+    # The fake engine stands in for a real one here: record the run as one of org/model.
+    info = json.loads(Path("run/run.json").read_text())
+    info["engine"] = {"name": "openai", "model": "org/model", "adapter": None}
+    info["config"]["model"] = "org/model"
+    Path("run/run.json").write_text(json.dumps(info), encoding="utf-8")
+    yield Path("run")
+    tasks.unregister("toy")
+
+
+def push(capsys, *argv: str) -> tuple[int, list[str], str]:
+    """(exit code, the listed files, stderr) of `perrecbench push ...`."""
+    capsys.readouterr()
+    code = main(["push", *argv])
+    out, err = capsys.readouterr()
+    return code, [line.split("  (")[0].strip() for line in out.splitlines() if line.startswith("  ")], err
+
+
+def test_publish_family_eval_yaml_has_one_task_per_cell_of_the_family():
+    spec = yaml.safe_load(eval_yaml(toy.TASK, ["small", "large"]))
+    assert spec["name"] == "Toy" and spec["evaluation_framework"] == "perrecbench"
+    assert "Score: accuracy (higher is better)" in spec["description"]
+    assert spec["tasks"] == [
+        {"id": f"{subset}_{protocol}", "config": subset, "split": "test"}
+        for subset in ("small", "large")
+        for protocol in ("toy-rate", "toy-check")
+    ]
+
+
+def test_publish_family_results_have_one_entry_per_cell_with_the_headline_metric(toy_run, capsys):
+    code, names, _ = push(capsys, "results", str(toy_run), "--task", "toy", *PUSH, "--stage", "staged")
+    assert code == 0 and names == [".eval_results/toy.yaml"]
+    entries = parse_eval_result_entries(yaml.safe_load(Path("staged", names[0]).read_text()))
+    scores = json.loads((toy_run / "scores.json").read_text())
+    ids = {task["id"] for task in yaml.safe_load(eval_yaml(toy.TASK, toy.SUBSETS))["tasks"]}
+    assert len(entries) == len(scores["cells"]) == 4
+    for entry, cell in zip(entries, scores["cells"], strict=True):
+        accuracy = cell["metrics"]["accuracy"]
+        assert entry.task_id == f"{cell['subset']}_{cell['protocol']}" and entry.task_id in ids
+        assert (entry.dataset_id, entry.dataset_revision) == (DATASET, REVISION)
+        assert entry.value == round(accuracy["value"], 4) == 1.0
+        ci = f"accuracy 1.0000, 95% CI [{accuracy['ci_low']:.4f}, {accuracy['ci_high']:.4f}] over 12 docs"
+        assert entry.notes.startswith(f"{ci} (0 failed); default prompts, one sample per request; ")
+        assert "fingerprint sha256:" in entry.notes
+
+
+def test_publish_family_push_results_refuses_a_run_of_another_family(toy_run, capsys):
+    code, names, err = push(capsys, "results", str(toy_run), *PUSH)  # --task is perrecbench by default
+    assert code == 2 and not names
+    assert err.strip() == (
+        f"perrecbench push: error: {toy_run} is a run of task toy, not perrecbench: pass --task toy"
+    )
+
+
+def test_publish_family_refuses_a_run_whose_build_changed_since(toy_run, capsys):
+    toy.write_data(Path("data"), seed=1)
+    code, _, err = push(capsys, "results", str(toy_run), "--task", "toy", *PUSH)
+    assert code == 2 and "the benchmark at data changed since the run; evaluate again" in err
+
+
+def write_manifest(folder: Path, task: str) -> None:
+    """A manifest naming `task` and listing the toy build's files, as a family's build writes it."""
+    outputs = {s: {split: f"{s}/{split}.jsonl" for split in ("train", "test")} for s in toy.SUBSETS}
+    (folder / "manifest.json").write_text(json.dumps({"task": task, "outputs": outputs}))
+
+
+def test_publish_family_push_benchmark_lists_the_family_cells(toy_run, capsys):
+    write_manifest(Path("data"), "toy")
+    code, names, _ = push(capsys, "benchmark", "data", "--repo", "org/toy", "--dry-run", "--stage", "staged")
+    assert code == 0
+    assert names == ["eval.yaml", "large/test.jsonl", "large/train.jsonl", "manifest.json",
+                     "small/test.jsonl", "small/train.jsonl"]  # fmt: skip
+    assert Path("staged/eval.yaml").read_text() == eval_yaml(toy.TASK, toy.SUBSETS)
+
+
+def test_publish_family_push_benchmark_refuses_a_build_of_an_unknown_task(toy_run, capsys):
+    write_manifest(Path("data"), "nope")
+    code, _, err = push(capsys, "benchmark", "data", "--repo", "org/x", "--dry-run")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "data/manifest.json names task 'nope', not one this perrecbench can publish (perrecbench" in err
