@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -29,7 +27,7 @@ from dataset_builder.config import BuildSpec
 from dataset_builder.manifest import check_out
 from dataset_builder.sources import Source
 from dataset_builder.tasks import task_builder
-from perrec_eval.fileio import remove_stale, swap_in
+from perrec_eval import outputs
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +46,8 @@ def build(config: BuildSpec) -> Path:
             ``overwrite``, or nothing to write (the family's message says which filter left nothing).
     """
     builder = task_builder(config.task)
-    out = config.out
+    out = outputs.target(config.out)  # the real folder: a symlinked --out is not replaced by a folder
+    config = replace(config, out=out)
     check_out(config)
     source = Source.open(config.source)
     config = replace(config, domains=source.domains(config.domains))
@@ -59,15 +58,8 @@ def build(config: BuildSpec) -> Path:
     results = {item.domain: stages.load(source, item, config, spec) for item in inputs}
     plan = builder.plan(config, results)
     provenance = source.kind([entry for r in results.values() for entry in r["files"]])
-    remove_stale(out)  # the .NAME.tmp-PID / .old-PID folders of builds that were killed
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
+    with outputs.replaced(out) as tmp:  # also clears the .NAME.tmp-PID / .old-PID folders of killed builds
         builder.write(tmp, config, results, plan, provenance)
-        swap_in(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     logger.info("wrote %s", out)
     if config.push_to_hub:
         push_to_hub(out, config.push_to_hub, synthetic=provenance["source_kind"] != "raw")

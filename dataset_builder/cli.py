@@ -130,6 +130,7 @@ def run_build(config: BuildSpec) -> int:
     the same folder, or with the same stages, is refused instead of deleting the other's stage files."""
     from perrec_eval.lock import file_lock
 
+    config.check_source_apart()  # before the lock beside --out, which may lie in the source folder
     work_dir = file_lock(config.work_dir) if config.work_dir is not None else contextlib.nullcontext()
     with file_lock(config.out), work_dir:  # the default stages sit beside --out: its lock covers them
         return _run_build(config)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from perrec_eval import outputs
 from perrec_eval.cliconfig import option
 from perrec_eval.errors import ConfigError, PerrecbenchError
 
@@ -192,6 +193,7 @@ class SynthConfig:
     )
 
     def __post_init__(self) -> None:
+        outputs.target(self.out)  # never the current, home or root folder
         object.__setattr__(self, "out", Path(self.out))
         domains = parse_domains(self.domains)
         object.__setattr__(self, "domains", CATEGORIES if domains == (ALL_DOMAINS,) else domains)
@@ -245,12 +247,7 @@ class BuildSpec:
         object.__setattr__(self, "domains", parse_domains(self.domains))
         if not self.source:
             raise BuildConfigError("--source is empty; pass a folder of raw files or " + HF_RAW_SOURCE)
-        if self.out.name in ("", "..") or self.out.resolve() in (Path.cwd(), *Path.cwd().parents):
-            # checked here, not after the selection: the build replaces --out as a whole
-            raise BuildConfigError(
-                f"--out {self.out} is the current folder or one above it: name a new folder for the "
-                "benchmark, e.g. --out perrecbench"
-            )
+        outputs.target(self.out)  # checked here, not after the selection: the build replaces --out whole
         if self.on_bad_line not in ("error", "skip"):
             raise BuildConfigError(f"--on-bad-line must be error or skip, got {self.on_bad_line!r}")
         if self.threads is not None and self.threads < 1:
@@ -258,8 +255,35 @@ class BuildSpec:
         parse_memory(self.memory_limit)
         if self.push_to_hub is not None and self.push_to_hub.count("/") != 1:
             raise BuildConfigError(f"--push-to-hub wants ORG/NAME, got {self.push_to_hub!r}")
+        if self.work_dir is not None:
+            outputs.target(self.work_dir, flag="--work-dir")
+            # its stage folders would be mixed into the raw files, or deleted with the build
+            local = None if self.source.startswith("hf://") else self.source
+            inputs = {"--source": local, "--out": str(self.out)}
+            outputs.refuse_overlap(self.work_dir, inputs, flag="--work-dir", holds=False, existing=False)
 
     @property
     def stage_root(self) -> Path:
         """Where per-domain stage files live between runs."""
         return self.work_dir if self.work_dir is not None else self.out.with_name(self.out.name + ".stages")
+
+    def check_source_apart(self) -> None:
+        """Refuse an ``--out`` that is, contains or lies inside a local ``--source`` (before any lock).
+
+        Raises:
+            BuildConfigError: the relation, and the fix.
+        """
+        if self.source.startswith("hf://"):
+            return
+        local, target = Path(self.source).expanduser().resolve(), self.out.expanduser().resolve()
+        if target == local or target in local.parents:
+            relation = "is" if target == local else "contains"
+            raise BuildConfigError(
+                f"--out {self.out} {relation} --source {self.source}, which the build would delete; "
+                "choose an --out outside the source folder"
+            )
+        if local in target.parents:  # the raw files' folder is the user's: nothing is added to it
+            raise BuildConfigError(
+                f"--out {self.out} is inside --source {self.source}; choose an --out outside the source "
+                "folder"
+            )

@@ -4,8 +4,9 @@ replaced."""
 from __future__ import annotations
 
 import platform
+from collections.abc import Callable
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dataset_builder.config import BuildError, BuildSpec
@@ -18,23 +19,20 @@ _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", 
 def check_out(config: BuildSpec) -> None:
     """Refuse an ``--out`` whose replacement would delete something that is not an earlier build.
 
-    ``--overwrite`` replaces the whole folder, so ``--out`` may neither be nor contain a local ``--source``,
-    and an existing non-empty ``--out`` must be a perrecbench build (its ``manifest.json`` says so).
+    ``--overwrite`` replaces the whole folder, so ``--out`` may neither be nor contain a local ``--source``
+    (nor lie inside it, where it would mix with the raw files: `BuildSpec.check_source_apart`), and an
+    existing non-empty ``--out`` must be a perrecbench build (its ``manifest.json`` says so) holding
+    only the files that build wrote (`perrec_eval.outputs`).
 
     Raises:
         BuildError: an existing ``--out`` without ``--overwrite``, an ``--out`` holding the source, or a
             folder that is not a build.
+        DataError: a build folder holding files the build did not write.
     """
+    from perrec_eval import outputs
+
     out = config.out
-    if not config.source.startswith("hf://"):
-        source = Path(config.source).expanduser().resolve()
-        target = out.expanduser().resolve()
-        if target == source or target in source.parents:
-            relation = "is" if target == source else "contains"
-            raise BuildError(
-                f"--out {out} {relation} --source {config.source}, which the build would delete; "
-                "choose an --out outside the source folder"
-            )
+    config.check_source_apart()
     if not out.exists():
         return
     if not is_build(out):
@@ -42,8 +40,42 @@ def check_out(config: BuildSpec) -> None:
             f"--out {out} is a non-empty folder that is not a perrecbench build (no build manifest.json); "
             "--overwrite replaces only an earlier build: choose another --out"
         )
+    outputs.refuse_foreign(out, _build_files(out), command="build")
     if not config.overwrite:
         raise BuildError(f"{out} already exists; pass --overwrite to replace it or choose another --out")
+
+
+def _build_files(out: Path) -> Callable[[PurePosixPath], bool]:
+    """Whether a path in the build folder `out` is one its build wrote: the card, the statistics, the
+    manifest, and every file the manifest names (any string under its ``outputs``, any ``path`` entry, such
+    as PerRecBench's interactions): a family lists its files there."""
+    try:
+        manifest = read_json(out / "manifest.json")
+    except (OSError, ValueError):
+        manifest = {}  # an empty folder, or no readable manifest: `is_build` decides
+    written = {"README.md", "manifest.json", "stats.json"}
+    written |= set(_named_files(manifest.get("outputs") if isinstance(manifest, dict) else None))
+    written |= set(_named_files(manifest, key="path"))
+    return lambda path: str(path) in written
+
+
+def _named_files(value: Any, key: str | None = None) -> list[str]:
+    """The strings in `value` (JSON), or with `key` only those under that key.
+
+    >>> _named_files({"easy": {"test": "easy/test-1.parquet"}, "x": [{"path": "i.parquet"}]})
+    ['easy/test-1.parquet', 'i.parquet']
+    >>> _named_files({"a": {"path": "i.parquet", "sha256": "ab"}}, key="path")
+    ['i.parquet']
+    """
+    if isinstance(value, dict):
+        return [
+            name
+            for item, inner in value.items()
+            for name in (_named_files(inner) if item == key else _named_files(inner, key))
+        ]
+    if isinstance(value, list):
+        return [name for inner in value for name in _named_files(inner, key)]
+    return [value] if isinstance(value, str) and key is None else []
 
 
 def is_build(folder: Path) -> bool:

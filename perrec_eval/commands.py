@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
 
 from perrec_eval.cliconfig import add_command, for_task
 from perrec_eval.config import (
@@ -91,12 +92,37 @@ def list_tasks(config: TasksConfig) -> int:
     return 0
 
 
-def convert_gguf(config: ConvertGGUFConfig) -> int:
-    from perrec_eval.engines.hf import convert_gguf as convert
+CONVERTED = "convert_gguf.json"
+"""The record `convert-gguf` writes into its model folder: the GGUF file's name and every file written."""
 
-    convert(config.gguf, config.out)
+
+def convert_gguf(config: ConvertGGUFConfig) -> int:
+    """Write the model folder into a temp sibling and swap it in, holding the lock beside `--out`; a folder
+    that an earlier `convert-gguf` did not write is refused (`perrec_eval.outputs`)."""
+    from perrec_eval import fileio, outputs
+    from perrec_eval.engines.hf import convert_gguf as convert
+    from perrec_eval.lock import file_lock
+
+    out = outputs.target(config.out)
+    outputs.refuse_overlap(out, {"GGUF": config.gguf})
+    outputs.refuse_foreign(out, _converted_files(out), command="convert-gguf")
+    with file_lock(out):
+        outputs.refuse_foreign(out, _converted_files(out), command="convert-gguf")  # again, under the lock
+        with outputs.replaced(out) as tmp:
+            convert(config.gguf, str(tmp))
+            files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+            fileio.write_json(tmp / CONVERTED, {"gguf": Path(config.gguf).name, "files": files})
     print(f"{config.gguf} written to {config.out} (float32 weights): --model {config.out}")
     return 0
+
+
+def _converted_files(out: Path) -> Callable[[PurePosixPath], bool]:
+    """Whether a path in `out` is a file an earlier `convert-gguf` wrote (its record lists them)."""
+    try:
+        listed = set(json.loads((out / CONVERTED).read_text(encoding="utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = set()
+    return lambda path: str(path) == CONVERTED or str(path) in listed
 
 
 def baseline_names(config: EvalConfig) -> tuple[str, ...]:
@@ -200,10 +226,15 @@ def score(config: ScoreConfig) -> int:
 
 def profiles(config: ProfilesConfig) -> int:
     """Write profiles into `config.out`, holding its lock: a second process on the same file is refused."""
+    from dataclasses import replace
+
+    from perrec_eval import outputs
     from perrec_eval.lock import file_lock
 
-    with file_lock(config.out):
-        return _profiles(config)
+    out = outputs.target(config.out, folder=False)  # the real file: a symlink to it shares its lock
+    outputs.refuse_overlap(out, {"--data": config.data})  # before the lock: nothing left in the benchmark
+    with file_lock(out):
+        return _profiles(replace(config, out=str(out)))
 
 
 def _profiles(config: ProfilesConfig) -> int:

@@ -30,7 +30,7 @@ from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
-from perrec_eval.rundir import claim, run_cost, versions, write_run
+from perrec_eval.rundir import check_out, claim, local_inputs, run_cost, versions, write_run
 from perrec_eval.runner import drive
 from perrec_eval.secrets import redact
 from perrec_eval.tasks import Cell, Doc, Task, get
@@ -301,6 +301,7 @@ def evaluate(config: TaskEvalConfig, engine: Engine | None = None) -> FamilyScor
     if config.engine == BASELINE_ENGINE:
         return evaluate_baselines(config)
     out = Path(config.out)
+    check_out(config.out, local_inputs(config))  # `perrec_eval.outputs`: before anything is written
     with folder_lock(out):
         claim(out, run_record(config), overwrite=config.overwrite)
         out.mkdir(parents=True, exist_ok=True)
@@ -339,6 +340,9 @@ def evaluate_baselines(config: TaskEvalConfig) -> FamilyScores:
         raise ConfigError(f"task {task.name} has no baselines")
     names = task.baselines if config.model == "all" else (config.model,)
     last = None
+    check_out(config.out, local_inputs(config), runs=len(names) > 1)
+    for name in names if len(names) > 1 else ():
+        check_out(Path(config.out) / name, local_inputs(config))
     with folder_lock(config.out):
         docs = load_docs(config)
         for name in names:

@@ -42,14 +42,18 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
 
 @contextmanager
 def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Hold the lock of output `path`: ``.NAME.perrecbench.lock`` beside it (its folder is made if missing).
+    """Hold the lock of output `path`: ``.NAME.perrecbench.lock`` beside it (its folder is made if missing),
+    `path` taken with its symlinks resolved.
 
     For outputs replaced whole by a rename (a build, a profiles file), whose own folder cannot hold the lock.
 
     Raises:
         DataError: another process holds the lock; the message names its pid.
     """
-    path = Path(os.path.abspath(path))  # "." and "x/.." have a name this way
+    try:  # the real output: two names of one file (a symlink) must share one lock
+        path = Path(path).resolve()  # "." and "x/.." have a name this way too
+    except RuntimeError as err:  # a symlink loop (OSError from Python 3.13 on)
+        raise DataError(f"cannot write {path}: it is a symlink loop; choose another --out") from err
     # not ".NAME.lock": beside `build --out X/perrecbench` that is X's own folder lock
     lock_path = path.with_name(f".{path.name}{LOCK_FILE}") if path.name else path / LOCK_FILE
     with _locked(lock_path, path):

@@ -26,7 +26,15 @@ from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.leaderboard.runs import load_runs
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import Metric, RunInfo, Scores
-from perrec_eval.rundir import adapter_fingerprint, claim, run_cost, versions, write_run
+from perrec_eval.rundir import (
+    adapter_fingerprint,
+    check_out,
+    claim,
+    local_inputs,
+    run_cost,
+    versions,
+    write_run,
+)
 from perrec_eval.runner import drive
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, presentation, prompts, protocols
@@ -309,10 +317,11 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     """Run the benchmark for one model into `config.out`, holding the folder's lock; see `_evaluate`.
 
     Raises:
-        DataError: another process works in `config.out`, or it holds another config's finished run and
-            `config.overwrite` is off.
+        DataError: another process works in `config.out`, it holds another config's finished run and
+            `config.overwrite` is off, or it is not a folder a run may be written to (`rundir.check_out`).
     """
     out = Path(config.out)
+    check_out(config.out, local_inputs(config))
     with folder_lock(out):
         claim(out, run_record(config), overwrite=config.overwrite)
         return _evaluate(config, engine)
@@ -437,6 +446,7 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
         name: replace(config, adapter=(f"{name}={path}",), out=str(Path(config.out) / name))
         for name, path in config.adapters().items()
     }
+    check_out(config.out, local_inputs(config), runs=True)
     with folder_lock(config.out):
         for sub in subs.values():  # before the model is loaded
             claim(Path(sub.out), run_record(sub), overwrite=config.overwrite)
@@ -463,9 +473,12 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         raise ConfigError(f"unknown baseline {unknown[0]!r}: choose one of {', '.join(known)} or all")
     if any(name in cf.CF_BASELINES for name in names) and not cf.has_interactions(config.data):
         raise DataError(cf.missing_interactions(config.data))
+    outs = {name: Path(config.out) / name if len(names) > 1 else Path(config.out) for name in names}
+    check_out(config.out, local_inputs(config), runs=len(names) > 1)
+    for name in names if len(names) > 1 else ():
+        check_out(outs[name], local_inputs(config))
     with contextlib.ExitStack() as locks:
         locks.enter_context(folder_lock(config.out))
-        outs = {name: Path(config.out) / name if len(names) > 1 else Path(config.out) for name in names}
         for name in names:
             locks.enter_context(folder_lock(outs[name]))  # each run folder too: `score --write` takes it
             sub = replace(config, model=name, out=str(outs[name]))

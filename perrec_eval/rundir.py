@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from perrec_eval import fileio
@@ -313,3 +313,92 @@ def load_scores(run_dir: str | os.PathLike) -> Scores:
             f"run `perrecbench score {run_dir} --write` to make them agree again"
         )
     return scores
+
+
+RUN_FILES = frozenset(
+    ("run.json", "samples.jsonl", "predictions.jsonl", "scores.json", "report.md", "cache.jsonl")
+    + ("profiles.jsonl",)
+)
+"""The files `perrecbench evaluate` writes into a run folder."""
+
+
+def is_run_file(path: PurePosixPath) -> bool:
+    """Whether `path` (relative to a run folder) is a file a run writes.
+
+    >>> is_run_file(PurePosixPath("cache.jsonl")), is_run_file(PurePosixPath("random/run.json"))
+    (True, False)
+    """
+    return len(path.parts) == 1 and path.name in RUN_FILES
+
+
+def is_runs_file(path: PurePosixPath) -> bool:
+    """Whether `path` (relative to a folder of runs: `--model all`, several adapters, a sweep) is a file
+    written there: the combined report.md, or a run's file in a run folder one level down.
+
+    >>> is_runs_file(PurePosixPath("report.md")), is_runs_file(PurePosixPath("random/run.json"))
+    (True, True)
+    >>> is_runs_file(PurePosixPath("run.json"))
+    False
+    """
+    return path == PurePosixPath("report.md") or (len(path.parts) == 2 and path.name in RUN_FILES)
+
+
+def local_inputs(config: Any) -> dict[str, str | None]:
+    """The inputs of a run (an evaluate config: data, engine, model, adapters) that its run folder must not
+    overlap, as ``{flag: path}`` (Hub ids never do)."""
+    inputs: dict[str, str | None] = {"--data": config.data}
+    if config.engine != "baseline":  # a baseline's --model names no file
+        inputs["--model"] = config.model
+    return {**inputs, **{f"--adapter {name}": path for name, path in config.adapters().items()}}
+
+
+def check_out(
+    out: str | os.PathLike,
+    inputs: Mapping[str, str | None],
+    *,
+    runs: bool = False,
+    also: Callable[[PurePosixPath], bool] | None = None,
+    command: str = "evaluate",
+) -> Path:
+    """Refuse an evaluate `--out` before anything is written (`perrec_eval.outputs`); return it resolved.
+
+    Refused: the current, home or root folder; an input (`--data`, a model or adapter folder), a folder
+    inside one or holding one; a folder holding files a run does not write. A single run written into a
+    folder of runs would hide them (`run_folders` takes a run folder for itself alone), so that is refused
+    with its own message.
+
+    Args:
+        out: the output folder.
+        inputs: ``{flag: path}`` of the local inputs.
+        runs: `out` is a folder of run folders (one per baseline, adapter or grid point) rather than one run.
+        also: other files the command writes into `out` (a sweep's report folder).
+        command: the command, for the messages.
+
+    Raises:
+        ConfigError, DataError: the reason and the fix.
+    """
+    from perrec_eval import outputs
+
+    folder = outputs.target(out)
+    outputs.refuse_overlap(folder, inputs)
+    if not runs and folder.is_dir():
+        held = _runs_inside(folder)
+        if held:
+            names = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
+            raise DataError(
+                f"--out {out} is a folder of runs ({names}): a run written beside them would hide them "
+                f"from reports; choose a new --out, e.g. --out {Path(out) / 'new-run'}"
+            )
+    owned = is_runs_file if runs else is_run_file
+    outputs.refuse_foreign(
+        folder, owned if also is None else lambda path: owned(path) or also(path), command=command
+    )
+    return folder
+
+
+def _runs_inside(folder: Path) -> list[str]:
+    """The names of the run folders directly inside `folder` (none when it cannot be read)."""
+    try:
+        return sorted(child.name for child in folder.iterdir() if (child / "run.json").is_file())
+    except OSError:  # `refuse_foreign` says what cannot be read
+        return []

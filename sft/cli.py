@@ -97,9 +97,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_data(config: DataConfig) -> int:
+    from perrec_eval import outputs
     from perrec_eval.lock import file_lock
     from sft.data import build
 
+    outputs.target(config.out)  # before the lock, which sits beside --out
     with file_lock(config.out):  # a second `sft data` into the same folder is refused
         path, info = build(config)
     counts = ", ".join(f"{fmt} {n:,}" for fmt, n in info["examples_per_format"].items())
@@ -127,9 +129,11 @@ def run_train(command: TrainCommand) -> int:
 
 
 def run_merge(config: MergeConfig) -> int:
+    from perrec_eval import outputs
     from perrec_eval.lock import file_lock
     from sft.merge import merge
 
+    outputs.target(config.out)  # before the lock, which sits beside --out
     with file_lock(config.out):  # a second merge into the same folder is refused
         info = merge(config)
     what = "model" if info["kind"] == "merged-model" else "adapter"

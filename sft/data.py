@@ -37,14 +37,14 @@ import logging
 import random
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
-from perrec_eval import fileio
+from perrec_eval import fileio, outputs
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.publish import size_category
 from perrec_eval.run import render_slot
@@ -345,8 +345,7 @@ def write_folder(out: str | Path, examples: Sequence[Example], info: Mapping[str
 
     if not examples:
         raise DataError("no examples to write: the chosen train groups gave none")
-    out = Path(out)
-    check_out(out)
+    out = check_out(out)  # resolved: a symlinked --out is written through, not replaced
     rows = [example.to_row() for example in examples]
     name = content_name(rows)
     info = {**info, "file": name}
@@ -357,16 +356,18 @@ def write_folder(out: str | Path, examples: Sequence[Example], info: Mapping[str
     return out / name
 
 
-def check_out(out: str | Path, inputs: Mapping[str, str | None] | None = None) -> None:
-    """Refuse an `out` that overlaps an input or holds files `perrecbench sft data` did not write.
+def check_out(out: str | Path, inputs: Mapping[str, str | None] | None = None) -> Path:
+    """Refuse an `out` that overlaps an input or holds files `perrecbench sft data` did not write; return
+    it resolved (`perrec_eval.outputs`).
 
     `out` is replaced whole, so a folder of something else (a benchmark, a dataset with its own
-    ``train-*.parquet`` and card) would be lost.
+    ``train-*.parquet`` and card), or a file added beside an earlier examples folder, would be lost.
 
     Raises:
         ConfigError: `out` overlaps an input, or is a non-empty folder without ``sft_data.json``.
+        DataError: an earlier examples folder holds files its `sft data` did not write.
     """
-    out = Path(out)
+    out = outputs.target(out)
     refuse_overlap(out, dict(inputs or {}))
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file: sft data writes a folder; choose another --out")
@@ -375,6 +376,17 @@ def check_out(out: str | Path, inputs: Mapping[str, str | None] | None = None) -
             f"--out {out} holds files `perrecbench sft data` did not write (no {INFO_FILE}): they would be "
             "replaced; choose another --out"
         )
+    outputs.refuse_foreign(out, _data_files(out), command="sft data")
+    return out
+
+
+def _data_files(out: Path) -> Callable[[PurePosixPath], bool]:
+    """Whether a path in `out` is a file an earlier `sft data` wrote (its record names the parquet file)."""
+    try:
+        written = {INFO_FILE, "README.md", fileio.read_json(out / INFO_FILE)["file"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        written = {INFO_FILE, "README.md"}
+    return lambda path: str(path) in written
 
 
 _SOURCE_NOTES = {

@@ -89,8 +89,7 @@ def write_command(config: FamilyDataConfig) -> int:
     task = get(config.task)
     protocols = tuple(task.protocols) if config.format == "mixed" else (config.format,)
     subsets = config.subsets or task.subsets
-    out = Path(config.out)
-    check_out(out, {"--data": config.data})
+    out = check_out(config.out, {"--data": config.data})  # resolved: a symlinked --out is written through
     with folder_lock(out):
         docs = {
             subset: list(

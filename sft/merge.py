@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from pathlib import Path
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from perrec_eval import fileio
+from perrec_eval import fileio, outputs
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.extras import require
 from sft.card import MERGE_INFO, model_card, published_base, read_info, record_hub_base
@@ -154,8 +155,7 @@ def merge(config: MergeConfig) -> dict[str, Any]:
     configs = [adapter_config(path) for path in config.adapters]
     base = base_model(config, configs)
     weights = config.normalized_weights()
-    out = Path(config.out)
-    check_out(out, base, config.adapters)
+    out = check_out(Path(config.out), base, config.adapters)
     with replaced(out) as tmp:
         rank = _merge(config, weights, base, configs, tmp)
         # Merged from a local copy of a Hub model the sources name: the record and adapter name the Hub id.
@@ -163,23 +163,41 @@ def merge(config: MergeConfig) -> dict[str, Any]:
         if named != base:
             record_hub_base(tmp, named, base)
         info = _info(config, weights, named, configs, rank, versions)
+        written = [path.relative_to(tmp).as_posix() for path in tmp.rglob("*") if path.is_file()]
+        info["files"] = sorted({*written, MERGE_INFO, "README.md"})  # what a later merge may replace
         fileio.open_permissions(tmp)  # safetensors writes 0600
         fileio.write_json(tmp / MERGE_INFO, info)
         fileio.write_text(tmp / "README.md", model_card(info, name=out.name))
     return info
 
 
-def check_out(out: Path, base: str, adapters: tuple[str, ...]) -> None:
-    """Refuse an `out` that overlaps the base model or an adapter, or holds something other than a merge.
+def check_out(out: Path, base: str, adapters: tuple[str, ...]) -> Path:
+    """Refuse an `out` that overlaps the base model or an adapter, or holds something other than a merge;
+    return it resolved (`perrec_eval.outputs`).
 
-    An earlier merge in `out` is replaced whole (no stale weights are left beside the new ones).
+    An earlier merge in `out` is replaced whole (no stale weights are left beside the new ones), so it may
+    hold only the files its ``sft_merge.json`` lists (merges that list none predate the list: taken whole).
     """
+    out = outputs.target(out)
     refuse_overlap(out, {"--model": base, **{f"adapter {i}": path for i, path in enumerate(adapters, 1)}})
     if not is_empty(out) and not (out / MERGE_INFO).is_file():
         raise ConfigError(
             f"--out {out} holds files `perrecbench sft merge` did not write (no {MERGE_INFO}): "
             "choose another --out"
         )
+    outputs.refuse_foreign(out, _merged_files(out), command="sft merge")
+    return out
+
+
+def _merged_files(out: Path) -> Callable[[PurePosixPath], bool]:
+    """Whether a path in `out` is a file an earlier merge wrote (its ``sft_merge.json`` lists them)."""
+    try:
+        listed = fileio.read_json(out / MERGE_INFO).get("files")
+    except (OSError, ValueError, AttributeError):
+        listed = None
+    if not isinstance(listed, list):  # a merge written before the list, or none: nothing to compare
+        return lambda path: True
+    return lambda path: str(path) in {*listed, MERGE_INFO}
 
 
 def _merge(

@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
-from perrec_eval import fileio, progress
+from perrec_eval import fileio, outputs, progress
 from perrec_eval.cliconfig import load_settings, safe_yaml
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.extras import require
@@ -452,8 +452,9 @@ def train(script: TrainArguments, training: Any, model: Any) -> dict[str, Any]:
     """
     trl = require("trl", "train", by="fine-tuning")
     out = training.output_dir
+    outputs.target(out, flag="--output_dir")  # never the current, home or root folder
     refuse_overlap(
-        out, {"--model_name_or_path": model.model_name_or_path, "--data": script.data}
+        out, {"--model_name_or_path": model.model_name_or_path, "--data": script.data}, flag="--output_dir"
     )  # before the lock
     main_process = int(os.environ.get("RANK", "0")) == 0
     with folder_lock(out) if main_process else contextlib.nullcontext():

@@ -70,9 +70,9 @@ def test_build_overwrite_replaces_an_earlier_build(tmp_path: Path) -> None:
     source = five_user_source(tmp_path / "raw")
     out = tmp_path / "bench"
     assert main(_build_argv(source, out)) == 0
-    (out / "stale.txt").write_text("from before")
+    (out / ".manifest.json.tmp-999999999").write_text("left by a killed writer")  # not the user's
     assert main(_build_argv(source, out)) == 0
-    assert not (out / "stale.txt").exists()
+    assert not (out / ".manifest.json.tmp-999999999").exists()  # replaced whole
     assert json.loads((out / "manifest.json").read_text())["outputs"]
 
 
@@ -202,7 +202,6 @@ def test_report_killed_midway_leaves_the_old_report(bench: Path, tmp_path: Path,
     assert main(_eval_argv(bench, runs / "quality", engine="baseline", model="item-quality")) == 0
     report = tmp_path / "report"
     assert main(["report", str(runs / "random"), "--out", str(report), "--resamples", "50"]) == 0
-    (tmp_path / "report" / "notes.txt").write_text("mine")
     old = {p.relative_to(report): p.read_bytes() for p in report.rglob("*") if p.is_file()}
 
     def killed(*args, **kwargs):  # after the plots, before the tables and the page
@@ -214,7 +213,6 @@ def test_report_killed_midway_leaves_the_old_report(bench: Path, tmp_path: Path,
     monkeypatch.undo()
     assert main(["report", str(runs), "--out", str(report), "--resamples", "50"]) == 0
     assert "item-quality" in (report / "leaderboard.md").read_text()
-    assert (report / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report", "runs"]  # no temp folder left
 
 
@@ -226,7 +224,7 @@ def test_report_refuses_a_folder_whose_plots_it_did_not_write(bench: Path, tmp_p
     (paper / "plots" / "figure1.pdf").write_text("months of work")
     (paper / "leaderboard.tex").write_text("my own table")
     argv = ["report", str(run), "--out", str(paper), "--resamples", "20", "--no-plots"]
-    refused(capsys, argv, "plots", "leaderboard.tex", "no perrecbench report wrote", "another --out")
+    refused(capsys, argv, "plots/figure1.pdf", "leaderboard.tex", "did not write", "--out")
     assert (paper / "plots" / "figure1.pdf").read_text() == "months of work"
     assert (paper / "leaderboard.tex").read_text() == "my own table"
 
@@ -494,8 +492,8 @@ def test_sweep_refuses_a_report_folder_of_something_else_before_the_grid(
     (out / "report" / "plots" / "mine.png").write_bytes(b"png")
     flags = "--engine fake --model constant --methods pointwise --levels easy --max-groups 2 --no-profile"
     argv = ["sweep", "--data", str(bench), "--out", str(out), "--ks", "1", "--shots-grid", "0", "--no-plots"]
-    refused(capsys, [*argv, *flags.split()], "plots", "no perrecbench report wrote")
-    assert sorted(p.name for p in out.iterdir()) == [".perrecbench.lock", "report"]  # no grid point run
+    refused(capsys, [*argv, *flags.split()], "report/plots/mine.png", "did not write")
+    assert sorted(p.name for p in out.iterdir()) == ["report"]  # no grid point run, not even a lock
 
 
 @pytest.mark.parametrize("lock", ["folder_lock", "file_lock"])
@@ -602,7 +600,8 @@ def test_score_write_records_the_new_metric_in_run_json(bench: Path, tmp_path: P
 
 def test_debug_traceback_hides_credentials_of_a_base_url(tmp_path: Path) -> None:
     key = "sk-debug-SECRET-4444"
-    argv = ["--debug", "evaluate", "--data", str(tmp_path), "--engine", "openai", "--model", "m"]
+    (tmp_path / "data").mkdir()
+    argv = ["--debug", "evaluate", "--data", str(tmp_path / "data"), "--engine", "openai", "--model", "m"]
     argv += ["--base-url", f"http://user:{key}@127.0.0.1:9/v1,", "--out", str(tmp_path / "run")]
     child = subprocess.run(
         [sys.executable, "-m", "perrec_eval", *argv], capture_output=True, text=True, env=_child_env()

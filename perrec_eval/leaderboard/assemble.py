@@ -7,18 +7,19 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from perrec_eval import fileio
-from perrec_eval.errors import DataError
+from perrec_eval import fileio, outputs
 from perrec_eval.leaderboard import analyses, compare, html, render
 from perrec_eval.leaderboard.board import N_RESAMPLES, Report, build_table
 from perrec_eval.leaderboard.published import load
 from perrec_eval.leaderboard.runs import Run, load_runs
 
 FILES = ("leaderboard.md", "leaderboard.json", "leaderboard.csv", "leaderboard.tex", "index.html")
+_PLOT = re.compile(r"(t\d+_.+|benchmark_stats_\d+)\.png")  # the names `plots.draw` gives
 
 
 def assemble(
@@ -53,33 +54,38 @@ def write(report: Report, out: str | os.PathLike, *, plots: bool = True) -> Path
     """
     from perrec_eval.lock import folder_lock
 
-    out = Path(out).absolute()
-    check_out(out)
+    out = check_out(out)
     with folder_lock(out):
         check_out(out)  # again under the lock: another report may have written it meanwhile
         return _write(report, out, plots=plots)
 
 
-def check_out(out: str | os.PathLike) -> None:
-    """Refuse an `out` whose report files or ``plots/`` an earlier report did not write (they would be lost).
+def check_out(out: str | os.PathLike) -> Path:
+    """Refuse an `out` that is not a report folder (`perrec_eval.outputs`); return it resolved.
 
-    A report folder is known by its ``leaderboard.json`` (moved in first and removed last by
-    :func:`move_in`); other files in it stay.
+    A report replaces its own files (:func:`move_in`), so `out` may hold nothing else: no run, no benchmark,
+    no notes, no figure of the user's in ``plots/``. A report folder is known by its ``leaderboard.json``
+    (moved in first and removed last): without it, even a file with a report's name is someone else's. The
+    current, home and root folders are refused too.
 
     Raises:
-        DataError: `out` is a file, or holds ``plots/`` or a report file name but no ``leaderboard.json``.
+        ConfigError, DataError: the reason and the fix.
     """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise DataError(f"--out {out} is a file: a report is a folder; choose another --out")
-    if (out / "leaderboard.json").is_file():
-        return
-    taken = [name for name in (*FILES, "plots") if (out / name).exists()]
-    if taken:
-        raise DataError(
-            f"--out {out} holds {', '.join(taken)} that no perrecbench report wrote (no leaderboard.json): "
-            "they would be replaced; choose another --out"
-        )
+    folder = outputs.target(out)
+    ours = (folder / "leaderboard.json").is_file()
+    outputs.refuse_foreign(folder, is_report_file if ours else lambda path: False, command="report")
+    return folder
+
+
+def is_report_file(path: PurePosixPath) -> bool:
+    """Whether `path` (relative to a report folder) is a file a report writes.
+
+    >>> is_report_file(PurePosixPath("plots/t1_leaderboard.png")), is_report_file(PurePosixPath("a.pdf"))
+    (True, False)
+    """
+    if len(path.parts) == 1:
+        return path.name in FILES
+    return len(path.parts) == 2 and path.parts[0] == "plots" and bool(_PLOT.fullmatch(path.name))
 
 
 def _write(report: Report, out: Path, *, plots: bool) -> Path:
@@ -119,8 +125,12 @@ def move_in(new: Path, out: Path) -> None:
         (*FILES, "plots"), key=lambda name: (name != "index.html", name == "leaderboard.json")
     ):
         old = out / name
-        if old.is_dir():
-            shutil.rmtree(old)
+        if old.is_dir():  # plots/: only the report's own pictures (`check_out` refused any other file)
+            for picture in old.iterdir():
+                if is_report_file(PurePosixPath("plots", picture.name)):
+                    picture.unlink()
+            if not any(old.iterdir()):
+                old.rmdir()
         else:
             old.unlink(missing_ok=True)
     for entry in sorted(

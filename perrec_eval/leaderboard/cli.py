@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import sys
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
 from perrec_eval.cliconfig import add_command, check_task, for_task, option
@@ -114,27 +114,45 @@ def report(config: ReportConfig) -> int:
 def _report_perrecbench(config: ReportConfig) -> int:
     from perrec_eval.leaderboard import assemble, render
 
-    if config.out:
-        assemble.check_out(config.out)  # before the runs are loaded and resampled
+    if config.out is not None:
+        _check_report_out(config)  # before the runs are loaded and resampled
     runs = assemble.load_runs(config.run_dirs)
     result = assemble.assemble(
         runs, allow_mixed=config.allow_mixed, n_resamples=config.resamples, seed=config.seed
     )
     for table in result.tables:
         print(f"{render.table_heading(table, len(table.rows))}\n\n{render.leaderboard_markdown(table)}\n")
-    if config.out:
+    if config.out is not None:
         index = assemble.write(result, config.out, plots=config.plots)
         files = "leaderboard.md, .json, .csv, .tex" + (", plots/" if result.plots else "; no plots")
         print(f"report written to {config.out}/ ({files}); open {index}")
     return 0
 
 
+def _check_report_out(config: ReportConfig) -> None:
+    """Refuse a report folder that is not one (`assemble.check_out`) or lies inside a run folder (the run
+    would then hold files a run does not write)."""
+    from perrec_eval import outputs, rundir
+    from perrec_eval.leaderboard import assemble
+
+    out = assemble.check_out(config.out)
+    for run_dir in config.run_dirs:
+        for folder in rundir.run_folders(run_dir) if Path(run_dir).is_dir() else ():
+            outputs.refuse_overlap(out, {"the run folder": str(folder)})
+
+
 def sweep(config: SweepConfig) -> int:
+    from perrec_eval import rundir
     from perrec_eval.leaderboard import assemble, sweep
     from perrec_eval.lock import folder_lock
 
     out = Path(config.out)
     report_dir = out / "report"
+
+    def in_report(path: PurePosixPath) -> bool:
+        return path.parts[0] == "report" and assemble.is_report_file(PurePosixPath(*path.parts[1:]))
+
+    rundir.check_out(config.out, rundir.local_inputs(config), runs=True, also=in_report, command="sweep")
     with folder_lock(out):  # the grid and its report: another sweep on OUT is refused until both are written
         assemble.check_out(report_dir)  # before the grid runs
         results = sweep.run_grid(config)

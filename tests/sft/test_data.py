@@ -229,6 +229,24 @@ def test_sft_data_refuses_a_folder_it_did_not_write(sft_bench, tmp_path):
     assert _snapshot(out) == before
 
 
+def test_sft_data_refuses_an_earlier_folder_holding_a_file_it_did_not_write(sft_bench, tmp_path):
+    out = tmp_path / "examples"
+    build(data_config(sft_bench, out, "pairwise"))
+    (out / "NOTES.txt").write_text("mine")  # a replacement of the whole folder would delete it (issue 29, F1)
+    before = _snapshot(out)
+    with pytest.raises(DataError, match="NOTES.txt, which `perrecbench sft data` did not write"):
+        build(data_config(sft_bench, out, "pairwise"))
+    assert _snapshot(out) == before
+
+
+def test_sft_data_through_a_symlinked_out_keeps_the_link(sft_bench, tmp_path):
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "link").symlink_to("examples")
+    build(data_config(sft_bench, tmp_path / "link", "pairwise"))
+    build(data_config(sft_bench, tmp_path / "link", "pairwise"))  # replaces the real folder, not the link
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "examples" / INFO_FILE).is_file()
+
+
 @pytest.mark.parametrize("where", ["same", "parent", "inside"])
 def test_sft_data_refuses_an_out_overlapping_the_benchmark(sft_bench, tmp_path, where):
     out = {"same": sft_bench, "parent": sft_bench.parent, "inside": sft_bench / "sft"}[where]

@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, DataError
 from sft.config import MergeConfig
 from sft.merge import merge
 
@@ -137,6 +137,17 @@ def test_merge_replaces_an_earlier_merged_model_whole(random_adapters, tmp_path)
     assert (out / "adapter_model.safetensors").is_file() and not (out / "model.safetensors").exists()
     assert json.loads((out / "sft_merge.json").read_text())["kind"] == "merged-adapter"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["merged"]  # no temp folder left
+
+
+def test_merge_refuses_an_earlier_merge_holding_a_file_it_did_not_write(random_adapters, tmp_path):
+    out = tmp_path / "merged"
+    run(random_adapters[:2], out)
+    listed = json.loads((out / "sft_merge.json").read_text())["files"]
+    assert sorted(p.name for p in out.iterdir()) == listed
+    (out / "notes.txt").write_text("mine")  # the merge replaces the folder whole (issue 29, F1)
+    with pytest.raises(DataError, match="notes.txt, which `perrecbench sft merge` did not write"):
+        run(random_adapters[:2], out)
+    assert (out / "notes.txt").read_text() == "mine"
 
 
 def test_merge_refuses_a_folder_it_did_not_write(random_adapters, tmp_path):

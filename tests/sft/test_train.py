@@ -279,3 +279,14 @@ def test_sft_train_second_process_on_one_out_is_refused(tiny_model_dir, pairwise
         pytest.raises(DataError, match="in use by another perrecbench process"),
     ):
         train(*_short(tiny_model_dir, pairwise_data, out))
+
+
+@pytest.mark.parametrize("out", [".", "~"])
+def test_sft_train_refuses_the_current_or_home_folder_as_output_dir(
+    tiny_model_dir, pairwise_data, tmp_path, monkeypatch, out
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(ConfigError, match="--output_dir .* is the (current|home) folder"):
+        train(*_short(tiny_model_dir, pairwise_data, out))
+    assert list(tmp_path.iterdir()) == []  # not even a lock
