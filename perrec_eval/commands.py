@@ -141,7 +141,7 @@ def baseline_names(config: EvalConfig) -> tuple[str, ...]:
 
 def evaluate(config: EvalConfig) -> int:
     from perrec_eval import report, run
-    from perrec_eval.leaderboard.runs import load_runs
+    from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
     if config.engine == BASELINE_ENGINE:
         systems = run.evaluate_baselines(config, baseline_names(config))

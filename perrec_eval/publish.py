@@ -426,7 +426,7 @@ def leaderboard_upload(
             f"{folder} has no index.html: write a report first "
             f"(`perrecbench report RUN_DIR ... --out {folder}`)"
         )
-    from perrec_eval.leaderboard.assemble import FILES
+    from perrec_eval.leaderboard.folder import FILES
 
     files: dict[str, Content] = written_files(
         folder, lambda name: name in FILES or (name.startswith("plots/") and name.endswith(".png"))

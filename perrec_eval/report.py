@@ -12,9 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from perrec_eval import fileio, rundir
-from perrec_eval.leaderboard import board, compare, render, runs
-from perrec_eval.leaderboard.published import load as load_published
 from perrec_eval.results import Metric, RunInfo, Scores, read_run_info
+from perrec_eval.tasks.perrecbench.leaderboard import board, compare, render, runs
+from perrec_eval.tasks.perrecbench.leaderboard.published import load as load_published
 from perrec_eval.tasks.perrecbench.records import PredictionRecord
 
 

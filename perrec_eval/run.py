@@ -23,7 +23,6 @@ from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
-from perrec_eval.leaderboard.runs import load_runs
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import Metric, RunInfo, Scores
 from perrec_eval.rundir import (
@@ -39,6 +38,7 @@ from perrec_eval.runner import drive
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, presentation, prompts, protocols
 from perrec_eval.tasks.perrecbench.context import GroupContext
+from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 from perrec_eval.tasks.perrecbench.rankers import (
     PairwiseStrategy,
     Prediction,

@@ -346,8 +346,8 @@ def results_section(
 ) -> str:
     """The PTC table of the given (label, run folder)s (the base model's row first when given), or how to
     produce one."""
-    from perrec_eval.leaderboard.runs import load_run
     from perrec_eval.report import table
+    from perrec_eval.tasks.perrecbench.leaderboard.runs import load_run
 
     if not systems:
         return (

@@ -195,7 +195,7 @@ def test_evaluate_second_process_on_a_run_folder_is_refused(bench: Path, tmp_pat
 
 
 def test_report_killed_midway_leaves_the_old_report(bench: Path, tmp_path: Path, monkeypatch) -> None:
-    from perrec_eval.leaderboard import render
+    from perrec_eval.tasks.perrecbench.leaderboard import render
 
     runs = tmp_path / "runs"
     assert main(_eval_argv(bench, runs / "random", engine="baseline", model="random")) == 0
@@ -443,8 +443,8 @@ def test_report_second_process_into_one_folder_is_refused(bench: Path, tmp_path:
 
 
 def test_sweep_holds_its_folder_through_the_report(bench: Path, tmp_path: Path, monkeypatch) -> None:
-    from perrec_eval.leaderboard import assemble
     from perrec_eval.lock import folder_lock
+    from perrec_eval.tasks.perrecbench.leaderboard import assemble
 
     out = tmp_path / "sweep"
     seen = []

@@ -159,7 +159,7 @@ def test_cli_evaluate_refuses_a_level_or_method_named_twice(bench, tmp_path, cap
 
 def test_sweep_refuses_a_grid_point_named_twice(bench, tmp_path):
     from perrec_eval.leaderboard.cli import SweepConfig
-    from perrec_eval.leaderboard.sweep import run_grid
+    from perrec_eval.tasks.perrecbench.leaderboard.sweep import run_grid
 
     folder, profiles = bench
     settings = dict(data=str(folder), engine="fake", model="m", out=str(tmp_path), profiles=str(profiles))
@@ -776,7 +776,7 @@ def test_cli_report_never_marks_a_failed_cell_best(failed_and_reverse, tmp_path,
 
 
 def test_report_mostly_failed_means_more_than_half_the_groups():
-    from perrec_eval.leaderboard.board import MOSTLY_FAILED, mostly_failed
+    from perrec_eval.tasks.perrecbench.leaderboard.board import MOSTLY_FAILED, mostly_failed
 
     assert MOSTLY_FAILED == 0.5
     assert mostly_failed({"num_groups": 5, "num_invalid": 3})

@@ -12,6 +12,7 @@ from typing import ClassVar
 from perrec_eval.cliconfig import add_command, check_task, for_task, option
 from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks import DEFAULT_TASK
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,29 +91,59 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def report(config: ReportConfig) -> int:
-    """Compare runs: PerRecBench's leaderboard, and one section per other family (never one table)."""
+    """Compare runs, one family at a time: runs of two families never share a table.
+
+    Runs of one family write their report into --out; runs of several write one report folder per family,
+    ``OUT/<task>/``, and print one section each.
+    """
     from perrec_eval import rundir
     from perrec_eval.leaderboard import family
 
     folders = [run for folder in config.run_dirs for run in rundir.run_folders(folder)]
-    general = [folder for folder in folders if family.is_family_run(folder)]
-    if not general:
+    by_task: dict[str, list[Path]] = {}
+    for folder in folders:
+        by_task.setdefault(family.task_of(folder), []).append(folder)
+    if set(by_task) <= {DEFAULT_TASK}:
         return _report_perrecbench(config)
-    own = [str(folder) for folder in folders if folder not in general]
-    if own:
-        sub = config.out and str(Path(config.out) / "perrecbench")
-        _report_perrecbench(dataclasses.replace(config, run_dirs=tuple(own), out=sub))
-    sections = family.report(general, n_resamples=config.resamples, seed=config.seed)
-    for section in sections:
-        print(family.markdown(section))
-    if config.out:
-        written = family.write(sections, config.out)
-        print(f"report written to {config.out}/ (leaderboard.md, .json): open {written}")
+    several = len(by_task) > 1
+    if several and config.out is not None:
+        _check_families_out(config.out, tuple(by_task))
+    for task, members in by_task.items():
+        out = config.out and (str(Path(config.out) / task) if several else config.out)
+        if task == DEFAULT_TASK:
+            _report_perrecbench(dataclasses.replace(config, run_dirs=tuple(map(str, members)), out=out))
+        else:
+            _report_family(members, out, config)
     return 0
 
 
+def _report_family(folders: list[Path], out: str | None, config: ReportConfig) -> None:
+    from perrec_eval.leaderboard import family
+    from perrec_eval.leaderboard import folder as reports
+
+    if out is not None:
+        reports.check_out(out)
+    sections = family.report(folders, n_resamples=config.resamples, seed=config.seed)
+    for section in sections:
+        print(family.markdown(section))
+    if out is not None:
+        written = family.write(sections, out)
+        print(f"report written to {out}/ (leaderboard.md, .json): open {written}")
+
+
+def _check_families_out(out: str, tasks: tuple[str, ...]) -> None:
+    """A report of several families writes ``OUT/<task>/`` folders: OUT may hold nothing else."""
+    from perrec_eval import outputs
+    from perrec_eval.leaderboard import folder as reports
+
+    def owned(path: PurePosixPath) -> bool:
+        return path.parts[0] in tasks and reports.is_report_file(PurePosixPath(*path.parts[1:]))
+
+    outputs.refuse_foreign(outputs.target(out), owned, command="report")
+
+
 def _report_perrecbench(config: ReportConfig) -> int:
-    from perrec_eval.leaderboard import assemble, render
+    from perrec_eval.tasks.perrecbench.leaderboard import assemble, render
 
     if config.out is not None:
         _check_report_out(config)  # before the runs are loaded and resampled
@@ -130,12 +161,12 @@ def _report_perrecbench(config: ReportConfig) -> int:
 
 
 def _check_report_out(config: ReportConfig) -> None:
-    """Refuse a report folder that is not one (`assemble.check_out`) or lies inside a run folder (the run
+    """Refuse a report folder that is not one (`reports.check_out`) or lies inside a run folder (the run
     would then hold files a run does not write)."""
     from perrec_eval import outputs, rundir
-    from perrec_eval.leaderboard import assemble
+    from perrec_eval.leaderboard import folder as reports
 
-    out = assemble.check_out(config.out)
+    out = reports.check_out(config.out)
     for run_dir in config.run_dirs:
         for folder in rundir.run_folders(run_dir) if Path(run_dir).is_dir() else ():
             outputs.refuse_overlap(out, {"the run folder": str(folder)})
@@ -143,21 +174,22 @@ def _check_report_out(config: ReportConfig) -> None:
 
 def sweep(config: SweepConfig) -> int:
     from perrec_eval import rundir
-    from perrec_eval.leaderboard import assemble, sweep
+    from perrec_eval.leaderboard import folder as reports
     from perrec_eval.lock import folder_lock
+    from perrec_eval.tasks.perrecbench.leaderboard import assemble, sweep
 
     out = Path(config.out)
     report_dir = out / "report"
 
     def in_report(path: PurePosixPath) -> bool:
-        return path.parts[0] == "report" and assemble.is_report_file(PurePosixPath(*path.parts[1:]))
+        return path.parts[0] == "report" and reports.is_report_file(PurePosixPath(*path.parts[1:]))
 
     rundir.check_out(config.out, rundir.local_inputs(config), runs=True, also=in_report, command="sweep")
     with folder_lock(out):  # the grid and its report: another sweep on OUT is refused until both are written
-        assemble.check_out(report_dir)  # before the grid runs
+        reports.check_out(report_dir)  # before the grid runs
         results = sweep.run_grid(config)
         result = assemble.report_folder([out], report_dir, plots=config.plots, seed=config.seed)
-    from perrec_eval.leaderboard import render
+    from perrec_eval.tasks.perrecbench.leaderboard import render
 
     for table in result.tables:
         print(render.leaderboard_markdown(table) + "\n")

@@ -51,13 +51,9 @@ def load(folder: str | os.PathLike) -> FamilyRun:
     return FamilyRun(path, str(label), info, scores, tuple(read_predictions(path)))
 
 
-def is_family_run(folder: str | os.PathLike) -> bool:
-    """Whether a run folder was written by the general path (its run.json names a family's headline)."""
-    try:
-        metric = fileio.read_json(Path(folder) / "run.json").get("metric", {})
-    except (OSError, ValueError, AttributeError, DataError):
-        return False
-    return isinstance(metric, dict) and "headline" in metric
+def task_of(folder: str | os.PathLike) -> str:
+    """The task family of a finished run folder (runs written before families existed: PerRecBench's)."""
+    return read_run_info(folder).task
 
 
 def check_comparable(runs: Sequence[FamilyRun]) -> None:

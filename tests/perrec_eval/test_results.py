@@ -9,7 +9,7 @@ import pytest
 from perrec_eval.errors import DataError
 from perrec_eval.results import Metric, RunInfo, Scores, read_run_info, read_scores
 from perrec_eval.tasks.perrecbench.scoring import score_cells
-from tests.perrec_eval.leaderboard.synthetic import coin_flips, pointwise_records, write_run
+from tests.perrec_eval.tasks.perrecbench.leaderboard.synthetic import coin_flips, pointwise_records, write_run
 
 GROUPS = [f"g{i}" for i in range(20)]
 

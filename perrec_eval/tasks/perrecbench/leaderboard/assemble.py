@@ -7,19 +7,16 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from perrec_eval import fileio, outputs
-from perrec_eval.leaderboard import analyses, compare, html, render
-from perrec_eval.leaderboard.board import N_RESAMPLES, Report, build_table
-from perrec_eval.leaderboard.published import load
-from perrec_eval.leaderboard.runs import Run, load_runs
-
-FILES = ("leaderboard.md", "leaderboard.json", "leaderboard.csv", "leaderboard.tex", "index.html")
-_PLOT = re.compile(r"(t\d+_.+|benchmark_stats_\d+)\.png")  # the names `plots.draw` gives
+from perrec_eval import fileio
+from perrec_eval.leaderboard.folder import check_out, move_in
+from perrec_eval.tasks.perrecbench.leaderboard import analyses, compare, html, render
+from perrec_eval.tasks.perrecbench.leaderboard.board import N_RESAMPLES, Report, build_table
+from perrec_eval.tasks.perrecbench.leaderboard.published import load
+from perrec_eval.tasks.perrecbench.leaderboard.runs import Run, load_runs
 
 
 def assemble(
@@ -60,34 +57,6 @@ def write(report: Report, out: str | os.PathLike, *, plots: bool = True) -> Path
         return _write(report, out, plots=plots)
 
 
-def check_out(out: str | os.PathLike) -> Path:
-    """Refuse an `out` that is not a report folder (`perrec_eval.outputs`); return it resolved.
-
-    A report replaces its own files (:func:`move_in`), so `out` may hold nothing else: no run, no benchmark,
-    no notes, no figure of the user's in ``plots/``. A report folder is known by its ``leaderboard.json``
-    (moved in first and removed last): without it, even a file with a report's name is someone else's. The
-    current, home and root folders are refused too.
-
-    Raises:
-        ConfigError, DataError: the reason and the fix.
-    """
-    folder = outputs.target(out)
-    ours = (folder / "leaderboard.json").is_file()
-    outputs.refuse_foreign(folder, is_report_file if ours else lambda path: False, command="report")
-    return folder
-
-
-def is_report_file(path: PurePosixPath) -> bool:
-    """Whether `path` (relative to a report folder) is a file a report writes.
-
-    >>> is_report_file(PurePosixPath("plots/t1_leaderboard.png")), is_report_file(PurePosixPath("a.pdf"))
-    (True, False)
-    """
-    if len(path.parts) == 1:
-        return path.name in FILES
-    return len(path.parts) == 2 and path.parts[0] == "plots" and bool(_PLOT.fullmatch(path.name))
-
-
 def _write(report: Report, out: Path, *, plots: bool) -> Path:
     fileio.remove_stale(out)  # what a killed report left beside it (under the lock: no live writer's)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
@@ -95,7 +64,7 @@ def _write(report: Report, out: Path, *, plots: bool) -> Path:
     tmp.mkdir(parents=True)
     try:
         if plots:
-            from perrec_eval.leaderboard import plots as drawing
+            from perrec_eval.tasks.perrecbench.leaderboard import plots as drawing
 
             report.plots = drawing.draw(report, tmp)
         fileio.write_text(tmp / "leaderboard.md", render.markdown(render.document(report)))
@@ -107,36 +76,6 @@ def _write(report: Report, out: Path, *, plots: bool) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
-
-
-def move_in(new: Path, out: Path) -> None:
-    """Replace the report in `out` with the finished one in `new`.
-
-    A new `out` is one rename. In an existing one (which may hold other files: they stay), the old report's
-    ``index.html`` goes first and the new one comes last, so a kill in between leaves a folder without
-    ``index.html`` (visibly incomplete), never new plots beside an old page.
-    """
-    if not out.exists():
-        new.rename(out)
-        return
-    # index.html goes first and comes last; leaderboard.json (it marks a report folder: `check_out`) goes
-    # last and comes first.
-    for name in sorted(
-        (*FILES, "plots"), key=lambda name: (name != "index.html", name == "leaderboard.json")
-    ):
-        old = out / name
-        if old.is_dir():  # plots/: only the report's own pictures (`check_out` refused any other file)
-            for picture in old.iterdir():
-                if is_report_file(PurePosixPath("plots", picture.name)):
-                    picture.unlink()
-            if not any(old.iterdir()):
-                old.rmdir()
-        else:
-            old.unlink(missing_ok=True)
-    for entry in sorted(
-        new.iterdir(), key=lambda path: (path.name != "leaderboard.json", path.name == "index.html")
-    ):
-        entry.rename(out / entry.name)
 
 
 def report_folder(

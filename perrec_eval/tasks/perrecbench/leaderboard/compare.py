@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perrec_eval.errors import DataError
-from perrec_eval.leaderboard.runs import SETTINGS, Run
+from perrec_eval.tasks.perrecbench.leaderboard.runs import SETTINGS, Run
 
 Key = tuple[str | None, str, frozenset[str]]
 

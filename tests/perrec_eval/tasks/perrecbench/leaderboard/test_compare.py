@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from perrec_eval.errors import DataError
-from perrec_eval.leaderboard import compare
-from perrec_eval.leaderboard.assemble import assemble
-from perrec_eval.leaderboard.runs import load_run, load_runs
+from perrec_eval.tasks.perrecbench.leaderboard import compare
+from perrec_eval.tasks.perrecbench.leaderboard.assemble import assemble
+from perrec_eval.tasks.perrecbench.leaderboard.runs import load_run, load_runs
 
 
 def _copy_with(run_dir, tmp_path, name, **changes):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from perrec_eval import stats
-from perrec_eval.leaderboard.board import build_table, paired_average, paired_cell
-from perrec_eval.leaderboard.runs import load_run, load_runs
-from tests.perrec_eval.leaderboard.synthetic import coin_flips, pointwise_records, write_run
+from perrec_eval.tasks.perrecbench.leaderboard.board import build_table, paired_average, paired_cell
+from perrec_eval.tasks.perrecbench.leaderboard.runs import load_run, load_runs
+from tests.perrec_eval.tasks.perrecbench.leaderboard.synthetic import coin_flips, pointwise_records, write_run
 
 GROUPS = [f"Books:{i:04d}" for i in range(40)]
 
@@ -44,7 +44,7 @@ def test_board_provisional_run_is_marked(bench, tmp_path, runs):
     from perrec_eval.engines.fake import FakeEngine
     from perrec_eval.run import evaluate
     from perrec_eval.types import Completion
-    from tests.perrec_eval.leaderboard.conftest import eval_config
+    from tests.perrec_eval.tasks.perrecbench.leaderboard.conftest import eval_config
 
     def fails_pairwise(request, params, i):
         if "pair of users" in request.messages[0]["content"]:
@@ -104,7 +104,7 @@ def test_board_average_test_is_exact_for_few_groups():
 
 
 def test_board_rows_not_found_below_the_best_are_marked_tied(runs):
-    from perrec_eval.leaderboard.render import entry_text, markdown_text
+    from perrec_eval.tasks.perrecbench.leaderboard.render import entry_text, markdown_text
 
     table = build_table(load_runs([runs["baselines"]]))
     tested = [entry for row in table.rows for entry in row.entries.values() if entry.vs_best is not None]
@@ -116,7 +116,7 @@ def test_board_rows_not_found_below_the_best_are_marked_tied(runs):
 
 def test_board_table_states_floor_and_resolution_per_column(runs):
     from perrec_eval import ptc
-    from perrec_eval.leaderboard.render import leaderboard_markdown
+    from perrec_eval.tasks.perrecbench.leaderboard.render import leaderboard_markdown
 
     table = build_table(load_runs([runs["baselines"], runs["truth"]]))
     constant = next(row for row in table.rows if row.label == "constant")
@@ -130,7 +130,7 @@ def test_board_table_states_floor_and_resolution_per_column(runs):
 
 
 def test_board_listwise_first_position_columns(runs):
-    from perrec_eval.leaderboard.render import CELL_HEADER, cell_rows
+    from perrec_eval.tasks.perrecbench.leaderboard.render import CELL_HEADER, cell_rows
 
     table = build_table(load_runs([runs["constant"]]))
     column = CELL_HEADER.index("list: first shown ranked first")

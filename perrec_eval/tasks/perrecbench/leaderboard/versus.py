@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perrec_eval.leaderboard.board import N_RESAMPLES, Table, paired_cell
+from perrec_eval.tasks.perrecbench.leaderboard.board import N_RESAMPLES, Table, paired_cell
 
 
 def against_baselines(table: Table, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> list[dict[str, Any]]:

@@ -12,8 +12,8 @@ import html
 from importlib import resources
 from string import Template
 
-from perrec_eval.leaderboard.board import Report
-from perrec_eval.leaderboard.render import (
+from perrec_eval.tasks.perrecbench.leaderboard.board import Report
+from perrec_eval.tasks.perrecbench.leaderboard.render import (
     Block,
     Code,
     Em,

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from perrec_eval import ptc, stats
-from perrec_eval.leaderboard import compare
-from perrec_eval.leaderboard.diagnostics import cell_diagnostics
-from perrec_eval.leaderboard.published import Published
-from perrec_eval.leaderboard.runs import Cell, Run
 from perrec_eval.tasks.perrecbench import scoring
+from perrec_eval.tasks.perrecbench.leaderboard import compare
+from perrec_eval.tasks.perrecbench.leaderboard.diagnostics import cell_diagnostics
+from perrec_eval.tasks.perrecbench.leaderboard.published import Published
+from perrec_eval.tasks.perrecbench.leaderboard.runs import Cell, Run
 from perrec_eval.tasks.perrecbench.records import clusters_of
 from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS
 

@@ -14,9 +14,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Report, Row, Table, failed_share, mostly_failed
-from perrec_eval.leaderboard.published import PublishedRow
 from perrec_eval.results import CellScore
+from perrec_eval.tasks.perrecbench.leaderboard.board import (
+    ALPHA,
+    CELLS,
+    Entry,
+    Report,
+    Row,
+    Table,
+    failed_share,
+    mostly_failed,
+)
+from perrec_eval.tasks.perrecbench.leaderboard.published import PublishedRow
 
 SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 DASH = "–"
@@ -474,7 +483,7 @@ def prompting_table(table: Table, block: Mapping[str, Any]) -> Grid:
 
 
 def versus_rows(records: Sequence[Mapping[str, Any]]) -> list[list[str]]:
-    """The rows of "LLM runs against the baselines" (`perrec_eval.leaderboard.versus`)."""
+    """The rows of "LLM runs against the baselines" (`perrec_eval.tasks.perrecbench.leaderboard.versus`)."""
     rows = []
     for r in records:
         ci = DASH if r.get("ci_low") is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perrec_eval.leaderboard.board import Report, Table
-from perrec_eval.leaderboard.render import SHORT
+from perrec_eval.tasks.perrecbench.leaderboard.board import Report, Table
+from perrec_eval.tasks.perrecbench.leaderboard.render import SHORT
 
 MAX_BARS = 12  # rows drawn in a bar chart; the table has them all
 DPI = 110

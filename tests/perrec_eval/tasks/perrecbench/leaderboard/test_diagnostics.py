@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perrec_eval.leaderboard.diagnostics import cell_diagnostics
-from perrec_eval.leaderboard.runs import load_run
+from perrec_eval.tasks.perrecbench.leaderboard.diagnostics import cell_diagnostics
+from perrec_eval.tasks.perrecbench.leaderboard.runs import load_run
 
 
 def test_diagnostics_always_user_a_is_fully_position_biased_and_never_consistent(runs):

@@ -7,7 +7,7 @@
 - `k_shots` (Fig. 6): runs of one model that cover several retrieved-history sizes k and/or shot counts.
 - `rating_errors` (Figs. 1 and 3): PTC against MAE / RMSE of the predicted ratings, with Pearson r.
 - `versus_baselines`: every LLM run against every no-LLM baseline (floors, ``mf``, ``item-knn``), one
-  paired test per shared cell (:mod:`perrec_eval.leaderboard.versus`).
+  paired test per shared cell (:mod:`perrec_eval.tasks.perrecbench.leaderboard.versus`).
 - `benchmark_stats` (Fig. 5): the distributions of ``stats.json`` of the benchmark folder the runs read.
 
 Only complete rows (a score in every column of the table) enter the averages over cells, as in the table.
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio, ptc
-from perrec_eval.leaderboard.board import N_RESAMPLES, Row, Table
-from perrec_eval.leaderboard.runs import PROMPTING, SETTINGS, Cell, Run
-from perrec_eval.leaderboard.versus import against_baselines
+from perrec_eval.tasks.perrecbench.leaderboard.board import N_RESAMPLES, Row, Table
+from perrec_eval.tasks.perrecbench.leaderboard.runs import PROMPTING, SETTINGS, Cell, Run
+from perrec_eval.tasks.perrecbench.leaderboard.versus import against_baselines
 from perrec_eval.tasks.perrecbench.vocabulary import LEVEL_SIZES, LEVELS, METHODS
 
 NO_DOMAIN = "(no domain)"

@@ -78,7 +78,7 @@ def load() -> Published:
     """The published tables from ``published.yaml`` (package data)."""
     import yaml
 
-    text = resources.files("perrec_eval.leaderboard").joinpath("published.yaml").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("published.yaml").read_text(encoding="utf-8")
     data = yaml.safe_load(text)
     columns = [tuple(column.split("/")) for column in data["columns"]]
     if columns != list(CELLS):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perrec_eval.leaderboard.published import CELLS, load
+from perrec_eval.tasks.perrecbench.leaderboard.published import CELLS, load
 
 
 def test_published_table_1_has_the_papers_19_models():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from perrec_eval.leaderboard import analyses
-from perrec_eval.leaderboard.board import build_table
-from perrec_eval.leaderboard.runs import load_runs
-from tests.perrec_eval.leaderboard.synthetic import pointwise_records, write_run
+from perrec_eval.tasks.perrecbench.leaderboard import analyses
+from perrec_eval.tasks.perrecbench.leaderboard.board import build_table
+from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
+from tests.perrec_eval.tasks.perrecbench.leaderboard.synthetic import pointwise_records, write_run
 
 
 def test_analyses_by_domain_splits_groups_by_their_id_prefix(tmp_path):

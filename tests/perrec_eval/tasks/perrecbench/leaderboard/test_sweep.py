@@ -9,11 +9,11 @@ import pytest
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.errors import ConfigError
-from perrec_eval.leaderboard import analyses
-from perrec_eval.leaderboard.board import build_table
 from perrec_eval.leaderboard.cli import SweepConfig
-from perrec_eval.leaderboard.runs import load_runs
-from perrec_eval.leaderboard.sweep import run_grid
+from perrec_eval.tasks.perrecbench.leaderboard import analyses
+from perrec_eval.tasks.perrecbench.leaderboard.board import build_table
+from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
+from perrec_eval.tasks.perrecbench.leaderboard.sweep import run_grid
 from tests.benchmark_fixture import truth_responder
 
 

@@ -1,0 +1,1 @@
+"""PerRecBench's report: its tables, analyses, plots and page (the leaderboard of its runs)."""
