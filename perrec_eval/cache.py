@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked
+from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked, token_count
+from perrec_eval.errors import DataError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -137,6 +138,11 @@ class CachedEngine:
     def __init__(self, engine: Engine, path: str | os.PathLike[str]) -> None:
         self.engine = engine
         self.path = Path(path)
+        if self.path.is_dir():
+            raise DataError(
+                f"{self.path} is a folder, not the request cache file: move it away (the cache is written "
+                "there)"
+            )
         self.calls = 0
         self.inner_calls = 0
         self.hits = 0
@@ -319,6 +325,10 @@ def _decode(line: bytes) -> dict[str, Any] | None:
     texts = record.get("texts")
     if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
         return None  # only answers are stored; a line without one is not a completion
+    if not isinstance(record.get("extra") or {}, dict):
+        return None
+    if any(not token_count(record.get(name)) for name in ("prompt_tokens", "completion_tokens")):
+        return None  # an edited count would break the run's cost sums at its end
     return record
 
 

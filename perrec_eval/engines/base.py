@@ -8,11 +8,15 @@ carries no usable text into such an error.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from perrec_eval.types import ChatRequest, Completion, GenParams
+
+logger = logging.getLogger(__name__)
 
 # An engine reports finished requests through this callback, as (index into the `requests` it was given,
 # completion) pairs, as soon as they finish, so a cache can persist them before the whole call returns: a
@@ -83,6 +87,15 @@ def answer_options(engine: Any) -> dict[str, Any]:
     return dict(describe()) if callable(describe) else {}
 
 
+def token_count(value: Any) -> bool:
+    """Whether `value` may stand as a token count: a whole number >= 0, or None (not reported).
+
+    >>> token_count(12), token_count(None), token_count("lots"), token_count(True), token_count(-1)
+    (True, True, False, False, False)
+    """
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
 def checked(completion: Completion, n: int) -> Completion:
     """`completion`, or an engine error if it claims success without exactly `n` texts.
 
@@ -93,6 +106,7 @@ def checked(completion: Completion, n: int) -> Completion:
     Returns:
         `completion` itself when it has an error or `n` string texts (an empty string is an answer: the
         model's own, which then fails to parse); otherwise a copy with no texts and ``error`` saying why.
+        Token counts that are not counts (a server's ``"usage": {"prompt_tokens": "lots"}``) become None.
 
     >>> checked(Completion(texts=("a",)), 1).ok
     True
@@ -102,7 +116,14 @@ def checked(completion: Completion, n: int) -> Completion:
     'engine returned a non-text answer (NoneType)'
     >>> checked(Completion(texts=("a",)), 2).error
     'engine returned 1 text(s) for n=2'
+    >>> checked(Completion(texts=("a",), prompt_tokens="lots", completion_tokens=3), 1).prompt_tokens is None
+    True
     """
+    counts = {"prompt_tokens": completion.prompt_tokens, "completion_tokens": completion.completion_tokens}
+    bad = {name: value for name, value in counts.items() if not token_count(value)}
+    if bad:  # a server's odd usage field must not reach the cache, where it would break every resumed run
+        logger.warning("engine reported token counts that are not counts, %s: kept as unknown", bad)
+        completion = dataclasses.replace(completion, **dict.fromkeys(bad))
     if not completion.ok:
         return completion
     texts = completion.texts
