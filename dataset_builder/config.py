@@ -9,13 +9,14 @@ imports nothing heavy: the CLI imports it to build its parser.
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from perrec_eval.cliconfig import option
+from perrec_eval.cliconfig import check_hub_id, option
 from perrec_eval.errors import ConfigError, PerrecbenchError
 
 DOMAINS: tuple[str, ...] = ("Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics")
@@ -46,6 +47,7 @@ HF_RAW_SOURCE = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
 # `gap > min_gap + GAP_TOLERANCE` (the reference oracle decides it with exact fractions).
 GAP_TOLERANCE = 1e-9
 MIN_REVIEWS_PER_DOMAIN = 200
+SYNTH_BYTES_PER_REVIEW = 500  # peak memory of `synth` per review of a domain (measured: about 470)
 
 
 class BuildError(PerrecbenchError):
@@ -169,6 +171,14 @@ def portable_name(uri: str) -> str:
     return uri if uri.startswith("hf://") else Path(uri).name
 
 
+def _physical_memory() -> int | None:
+    """The machine's memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class SynthConfig:
     """What ``perrecbench synth`` writes: synthetic raw files with a planted preference signal.
@@ -207,6 +217,15 @@ class SynthConfig:
             raise BuildConfigError(f"--reviews-per-domain must be an integer, got {n!r}")
         if n < MIN_REVIEWS_PER_DOMAIN:
             raise BuildConfigError(f"--reviews-per-domain must be at least {MIN_REVIEWS_PER_DOMAIN}, got {n}")
+        memory = _physical_memory()
+        if memory and n * SYNTH_BYTES_PER_REVIEW > memory:  # refused before numpy tries to allocate it
+            raise BuildConfigError(
+                f"--reviews-per-domain {n:,} needs about {n * SYNTH_BYTES_PER_REVIEW / 2**30:,.0f} GiB of "
+                f"memory, more than this machine's {memory / 2**30:,.0f} GiB: write at most "
+                f"{memory // SYNTH_BYTES_PER_REVIEW:,} reviews per domain"
+            )
+        if self.seed < 0:  # numpy's generators take no negative seed
+            raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,9 +371,14 @@ class BuildConfig:
             raise BuildConfigError(f"--on-bad-line must be error or skip, got {self.on_bad_line!r}")
         if self.threads is not None and self.threads < 1:
             raise BuildConfigError(f"--threads must be >= 1, got {self.threads}")
+        if self.seed < 0:  # numpy's generators take no negative seed
+            raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")
         parse_memory(self.memory_limit)
-        if self.push_to_hub is not None and self.push_to_hub.count("/") != 1:
-            raise BuildConfigError(f"--push-to-hub wants ORG/NAME, got {self.push_to_hub!r}")
+        if self.push_to_hub is not None:
+            try:
+                check_hub_id(self.push_to_hub, "--push-to-hub")
+            except ConfigError as err:
+                raise BuildConfigError(str(err)) from None
 
     @property
     def window_ms(self) -> int:

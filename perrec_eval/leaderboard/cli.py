@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from perrec_eval.cliconfig import add_command, option
+from perrec_eval.cliconfig import add_command, check_seed, option
 from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
 
@@ -42,6 +42,7 @@ class ReportConfig:
             raise ConfigError("pass at least one RUN_DIR (a run folder or a folder of run folders)")
         if self.resamples < 1:
             raise ConfigError(f"--resamples must be >= 1, got {self.resamples}")
+        check_seed(self.seed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
