@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import platform
 from collections import Counter
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio
+from perrec_eval.engines.base import token_count
 from perrec_eval.errors import DataError
 from perrec_eval.records import PredictionRecord, SampleRecord
 from perrec_eval.results import RERUN, Metric, RunInfo, Scores, is_number, read_run_info, read_scores
@@ -150,6 +152,9 @@ def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
         missing = [name for name in SampleRecord.__slots__ if name not in (*line, "error", "finish_reasons")]
         if missing:
             raise DataError(f"{path} line {number} has no {missing[0]!r}: {RERUN}")
+        wrong = [name for name in ("prompt_tokens", "completion_tokens") if not token_count(line[name])]
+        if wrong:
+            raise DataError(f"{path} line {number}: {wrong[0]} is not a token count: {RERUN}")
     return lines
 
 
@@ -194,6 +199,11 @@ def _prediction_problem(line: dict[str, Any]) -> str | None:
             continue
         if not isinstance(value, list) or not all(is_number(x) for x in value):
             return f"{name} is not a list of numbers"
+    references, ratings = line["references"], line["true_ratings"]
+    if len(references) < 2 or len(ratings) != len(references):
+        return "references and true_ratings are not one number per user of a group (at least 2)"
+    if not all(math.isfinite(x) for x in (*references, *ratings)):
+        return "references and true_ratings must be finite numbers"
     return None
 
 
