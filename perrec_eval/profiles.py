@@ -243,12 +243,21 @@ def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
         for lineno, line in enumerate(f, 1):
             try:
                 record = json.loads(line)
-                profiles[(record["group_id"], record["user_id"])] = record["profile"]
+                key, profile = (record["group_id"], record["user_id"]), record["profile"]
             except (json.JSONDecodeError, KeyError, TypeError) as err:
                 raise DataError(
                     f"{path}:{lineno}: not a profile record ({err}); "
                     "each line needs group_id, user_id, profile"
                 ) from err
+            if not all(isinstance(value, str) for value in key):
+                raise DataError(f"{path}:{lineno}: group_id and user_id must be strings")
+            if not isinstance(profile, str) or not profile.strip():
+                # `perrecbench profiles` never writes an empty one (it is a failed profile, asked again)
+                raise DataError(
+                    f"{path}:{lineno}: the profile is {profile!r}, not a text: write the profiles again "
+                    "with `perrecbench profiles`, or pass --no-profile"
+                )
+            profiles[key] = profile
     return profiles
 
 
