@@ -334,6 +334,13 @@ class BuildConfig:
                 f"--out {self.out} is the current folder or one above it: name a new folder for the "
                 "benchmark, e.g. --out perrecbench"
             )
+        if self.work_dir is not None and (
+            self.work_dir.name in ("", "..") or self.work_dir.resolve() in (Path.cwd(), *Path.cwd().parents)
+        ):  # the stage folders are replaced whole, like --out
+            raise BuildConfigError(
+                f"--work-dir {self.work_dir} is the current folder or one above it: name a folder for the "
+                "stage files, e.g. --work-dir perrecbench.stages"
+            )
         if not 0 <= self.window_days < math.inf:
             raise BuildConfigError(f"--window-days must be a number of days >= 0, got {self.window_days}")
         if self.min_history < 0:
