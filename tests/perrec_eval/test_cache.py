@@ -189,7 +189,8 @@ def test_cache_ignores_stored_lines_without_an_answer(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "field", [{"extra": "notadict"}, {"prompt_tokens": "lots"}, {"completion_tokens": -3}, {"prompt_tokens": 1.5}]
+    "field",
+    [{"extra": "notadict"}, {"prompt_tokens": "lots"}, {"completion_tokens": -3}, {"prompt_tokens": 1.5}],
 )
 def test_cache_asks_again_for_a_stored_line_with_a_bad_count_or_extra(tmp_path, field):
     path = tmp_path / "cache.jsonl"

@@ -1,0 +1,234 @@
+"""The audit's tracebacks (issue 29, F24), replayed: each ends in one line naming the fix, exit 2.
+
+Edited or unreadable files, a full disk, a file removed under a running command, settings a server or a
+source cannot take. Tests of single option values are in `tests/test_cli_fuzz.py`.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perrec_eval.cli import main
+from tests.benchmark_fixture import write_tiny_benchmark, write_truth_profiles
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    folder = write_tiny_benchmark(tmp_path_factory.mktemp("bench") / "perrecbench")
+    profiles = write_truth_profiles(folder, folder.parent / "profiles.jsonl")
+    return folder, profiles
+
+
+def _evaluate(data: Path, out: Path, *flags: str) -> list[str]:
+    argv = ["evaluate", "--data", str(data), "--engine", "fake", "--model", "constant", "--out", str(out)]
+    return [*argv, "--levels", "easy", "--methods", "pointwise", "--no-progress", *flags]
+
+
+@pytest.fixture(scope="module")
+def fake_run(bench, tmp_path_factory):
+    out = tmp_path_factory.mktemp("fake_run") / "run"
+    assert main(_evaluate(bench[0], out, "--profiles", str(bench[1]))) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory):
+    root = tmp_path_factory.mktemp("raw")
+    argv = ["synth", "--out", str(root / "raw"), "--reviews-per-domain", "6000", "--domains", "Books"]
+    assert main([*argv, "--no-progress"]) == 0
+    return root / "raw"
+
+
+def _build(source: Path, out: Path, *flags: str) -> list[str]:
+    argv = ["build", "--source", str(source), "--out", str(out), "--domains", "Books", "--test-groups", "4"]
+    return [*argv, "--no-progress", *flags]
+
+
+def _one_line_error(capsys, argv, *needles):
+    """Run the CLI; it must exit 2 with one line on stderr that contains every needle."""
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    last = err.splitlines()[-1]
+    assert "Traceback" not in err and last.startswith("perrecbench "), err
+    for needle in needles:
+        assert needle in last, last
+    return last
+
+
+def _copy_run(run: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(run, tmp_path / "run"))
+
+
+def _edit_first_line(path: Path, **fields) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = {**json.loads(lines[0]), **fields}
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+
+
+def _argv(command: str, run: Path, tmp_path: Path) -> list[str]:
+    return [command, str(run)] + (["--out", str(tmp_path / "report")] if command == "report" else [])
+
+
+# --- edited run files ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["score", "report"])
+@pytest.mark.parametrize("references", [[float("nan"), 1.0], [], [1.0]])
+def test_cli_predictions_with_nan_or_missing_references_are_one_line(
+    fake_run, tmp_path, capsys, command, references
+):
+    run = _copy_run(fake_run, tmp_path)
+    _edit_first_line(run / "predictions.jsonl", references=references)
+    _one_line_error(capsys, _argv(command, run, tmp_path), "predictions.jsonl line 1: references")
+
+
+@pytest.mark.parametrize("command", ["score", "report"])
+@pytest.mark.parametrize("field", ["prompt_tokens", "completion_tokens"])
+def test_cli_samples_with_a_token_count_that_is_not_a_count_are_one_line(
+    fake_run, tmp_path, capsys, command, field
+):
+    run = _copy_run(fake_run, tmp_path)
+    _edit_first_line(run / "samples.jsonl", **{field: "many"})
+    _one_line_error(
+        capsys, _argv(command, run, tmp_path), "samples.jsonl line 1", f"{field} is not a token count"
+    )
+
+
+@pytest.mark.parametrize("profile", [None, 12345, "", "  "])
+def test_cli_profiles_file_with_a_profile_that_is_no_text_is_one_line(bench, tmp_path, capsys, profile):
+    edited = tmp_path / "profiles.jsonl"
+    shutil.copy(bench[1], edited)
+    _edit_first_line(edited, profile=profile)
+    argv = _evaluate(bench[0], tmp_path / "run", "--profiles", str(edited))
+    _one_line_error(capsys, argv, f"{edited}:1: the profile is", "not a text", "--no-profile")
+    assert not (tmp_path / "run" / "cache.jsonl").exists()  # refused before any request
+
+
+@pytest.mark.parametrize("data", ["/", "empty"])
+def test_cli_data_that_is_no_benchmark_folder_is_one_line(tmp_path, capsys, data):
+    (tmp_path / "empty").mkdir()
+    data = data if data == "/" else str(tmp_path / data)
+    argv = _evaluate(Path(data), tmp_path / "run", "--no-profile")
+    _one_line_error(capsys, argv, f"--data {data} is not a benchmark folder")
+
+
+def test_cli_data_hub_id_while_offline_says_how_to_go_online(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    argv = _evaluate(Path("org/somebench"), tmp_path / "run", "--no-profile")
+    last = _one_line_error(capsys, argv, "offline mode is on (HF_HUB_OFFLINE)", "unset HF_HUB_OFFLINE")
+    assert "(or pass an existing folder or Hub id ORG/NAME)" not in last
+
+
+def test_cli_score_write_while_the_run_is_replaced_is_one_line(fake_run, tmp_path, capsys, monkeypatch):
+    from perrec_eval import rundir
+
+    run = _copy_run(fake_run, tmp_path)
+    rescore = rundir.rescore
+
+    def replaced_meanwhile(run_dir, **kwargs):  # `evaluate --overwrite` removed run.json meanwhile
+        scores = rescore(run_dir, **kwargs)
+        (Path(run_dir) / "run.json").unlink()
+        return scores
+
+    monkeypatch.setattr(rundir, "rescore", replaced_meanwhile)
+    _one_line_error(capsys, ["score", str(run), "--write"], "run.json is missing", "run this command again")
+
+
+# --- the machine: a full disk, files this user may not read -------------------------------------------------
+
+
+@pytest.fixture
+def full_disk(monkeypatch):
+    """Every fsync fails as on a full disk (every writer of the project fsyncs before its rename)."""
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    return monkeypatch
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_cli_full_disk_score_write_is_one_line_and_keeps_the_files(fake_run, tmp_path, capsys, full_disk):
+    run = _copy_run(fake_run, tmp_path)
+    before = _files(run)
+    _one_line_error(
+        capsys, ["score", str(run), "--write", "--variant", "paper"], "no space left on the device"
+    )
+    assert _files(run) == before
+
+
+def test_cli_full_disk_evaluate_is_one_line_and_the_rerun_finishes(bench, tmp_path, capsys, full_disk):
+    argv = _evaluate(bench[0], tmp_path / "run", "--profiles", str(bench[1]))
+    _one_line_error(capsys, argv, "no space left on the device", "run the same command again")
+    full_disk.undo()
+    assert main(argv) == 0
+
+
+def test_cli_full_disk_profiles_is_one_line(bench, tmp_path, capsys, full_disk):
+    argv = [
+        "profiles",
+        "--data",
+        str(bench[0]),
+        "--engine",
+        "fake",
+        "--model",
+        "constant",
+        "--levels",
+        "easy",
+    ]
+    _one_line_error(capsys, [*argv, "--out", str(tmp_path / "p.jsonl")], "no space left on the device")
+    assert not (tmp_path / "p.jsonl").exists()
+
+
+def test_cli_full_disk_synth_is_one_line(tmp_path, capsys, full_disk):
+    argv = ["synth", "--out", str(tmp_path / "raw"), "--reviews-per-domain", "300", "--domains", "Books"]
+    _one_line_error(capsys, argv, "no space left on the device")
+
+
+def test_cli_full_disk_build_overwrite_is_one_line_and_keeps_the_old_build(
+    raw, tmp_path, capsys, monkeypatch
+):
+    out = tmp_path / "bench"
+    assert main(_build(raw, out)) == 0
+    before = _files(out)
+    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space")))
+    _one_line_error(capsys, _build(raw, out, "--overwrite", "--seed", "1"), "no space left on the device")
+    assert _files(out) == before
+
+
+@pytest.mark.parametrize("name", [".parquet", "predictions.jsonl"])
+@pytest.mark.parametrize("command", ["evaluate", "score", "report"])
+def test_cli_unreadable_input_is_one_line(bench, fake_run, tmp_path, capsys, monkeypatch, command, name):
+    if (command == "evaluate") != (name == ".parquet"):
+        pytest.skip("the command does not read that file")
+    real_open = Path.open
+
+    def denied(self, *args, **kwargs):  # as root, chmod 000 stops no read: fail it as for another user
+        if self.name.endswith(name):
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    data = Path(shutil.copytree(bench[0], tmp_path / "bench"))
+    (data / "manifest.json").write_text(  # a build's manifest: evaluate hashes the files it lists
+        json.dumps({"outputs": {"easy": {"test": str(next(data.glob("easy/test-*")).relative_to(data))}}})
+    )
+    run = _copy_run(fake_run, tmp_path)
+    monkeypatch.setattr(Path, "open", denied)
+    argv = (
+        _evaluate(data, tmp_path / "out", "--no-profile")
+        if command == "evaluate"
+        else _argv(command, run, tmp_path)
+    )
+    _one_line_error(capsys, argv, name, "permission denied: give this user access to it")
