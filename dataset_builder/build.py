@@ -74,6 +74,12 @@ def build(config: BuildConfig) -> Path:
                 + "\nUse more input, or relax --min-history, --window-days or --min-gap."
             )
         level_splits = split_levels(index, config, funnel)
+        for name, level in level_splits.items():
+            if not level.test and (level.train or level.dropped):  # only --train-fraction can do this
+                raise BuildError(
+                    f"--train-fraction {config.train_fraction} leaves no {name} group in test (of "
+                    f"{len(level.train) + len(level.dropped)}): lower --train-fraction"
+                )
         split = merge_splits(level_splits)
         if split.dropped:
             total = len(split.dropped) + len(split.train)
