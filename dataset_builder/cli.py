@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 
 from dataset_builder.config import BuildConfig, SynthConfig
 from perrec_eval import cliconfig
@@ -108,6 +109,16 @@ def _run_build(config: BuildConfig) -> int:
     from perrec_eval.fileio import read_json
 
     out = build(config)
+    stats = read_json(out / "stats.json")
     print(f"PerRecBench built in {out}")
-    print(format_table(read_json(out / "stats.json")))
+    print(format_table(stats))
+    split = stats["split"]
+    levels = split["levels"].values() if "levels" in split else [split]
+    if not sum(n for level in levels for n in level["train_groups_per_domain"].values()):
+        print(
+            f"perrecbench build: warning: no train groups (--test-groups {config.test_groups}, --split-rule "
+            f"{config.split_rule}): few-shot demonstrations (--shots) and `perrecbench sft data` need them; "
+            "lower --test-groups or use more input",
+            file=sys.stderr,
+        )
     return 0
