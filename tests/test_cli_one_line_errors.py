@@ -232,3 +232,45 @@ def test_cli_unreadable_input_is_one_line(bench, fake_run, tmp_path, capsys, mon
         else _argv(command, run, tmp_path)
     )
     _one_line_error(capsys, argv, name, "permission denied: give this user access to it")
+
+
+# --- build: the Hub offline, a split that leaves a side empty, two files for one domain ------------------
+
+
+def test_cli_build_from_the_hub_while_offline_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    source = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
+    _one_line_error(capsys, _build(source, tmp_path / "out"), "offline mode", "unset HF_HUB_OFFLINE")
+
+
+def test_cli_build_large_train_fraction_that_leaves_no_test_group_is_one_line(raw, tmp_path, capsys):
+    argv = _build(raw, tmp_path / "out", "--preset", "large", "--train-fraction", "0.999")
+    _one_line_error(
+        capsys, argv, "--train-fraction 0.999 leaves no", "group in test", "lower --train-fraction"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_build_with_every_group_in_test_warns_in_one_line(raw, tmp_path, capsys):
+    assert main(_build(raw, tmp_path / "out", "--test-groups", "100000")) == 0
+    err = capsys.readouterr().err.splitlines()
+    (warning,) = [line for line in err if line.startswith("perrecbench build: warning: no train groups")]
+    assert "--shots" in warning and "sft data" in warning and "lower --test-groups" in warning
+
+
+def test_cli_build_warns_of_nothing_when_train_groups_exist(raw, tmp_path, capsys):
+    assert main(_build(raw, tmp_path / "out", "--test-groups", "1")) == 0
+    assert "no train groups" not in capsys.readouterr().err
+
+
+def test_cli_build_refuses_a_plain_and_a_gzip_file_of_one_domain(raw, tmp_path, capsys):
+    import gzip
+
+    source = Path(shutil.copytree(raw, tmp_path / "raw"))
+    lines = (raw / "Books.jsonl").read_bytes().splitlines(keepends=True)
+    (source / "Books.jsonl.gz").write_bytes(gzip.compress(b"".join(lines[:100])))  # a different file
+    last = _one_line_error(capsys, _build(source, tmp_path / "out"), "Books.jsonl, Books.jsonl.gz")
+    assert "keep one of them there and move the others away" in last
