@@ -464,6 +464,18 @@ def check_choices(config: Any) -> None:
             raise ConfigError(f"{_flag(field)} must be {choices}, got {value!r}")
 
 
+def check_text(flag: str, value: str) -> None:
+    """Refuse text with a control character or bytes that are not UTF-8 (set from Python; the parser's
+    `coerce` refuses them in every option).
+
+    >>> check_text("--label", "run 1")
+    """
+    try:
+        _text(value)
+    except _Unfit as err:
+        raise ConfigError(f"{flag}={value!r}: {err}") from err
+
+
 def check_hub_id(repo: str, flag: str) -> None:
     """Refuse a Hugging Face Hub repository id that is not ORG/NAME as the Hub spells them.
 

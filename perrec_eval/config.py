@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from perrec_eval.cliconfig import check_choices, check_hub_id, check_once, check_seed, option
+from perrec_eval.cliconfig import check_choices, check_hub_id, check_once, check_seed, check_text, option
 from perrec_eval.errors import ConfigError
 from perrec_eval.presentation import Presentation
 from perrec_eval.profiles import DEFAULT_MAX_CHARS, DEFAULT_MAX_ITEMS, PROFILE_PARAMS
@@ -342,6 +342,8 @@ class EvalConfig(EngineSpec, PromptSpec):
             raise ConfigError("baselines write no answers: drop --structured-outputs")
         if self.label is not None and not self.label.strip():
             raise ConfigError("--label must name the run's rows, e.g. --label smollm2-135m")
+        if self.label is not None:
+            check_text("--label", self.label)  # a line break would split its row in leaderboard.md
 
     def _resolve_methods(self) -> None:
         # Baselines predict a rating per user, so they run pointwise only; the config records what ran.

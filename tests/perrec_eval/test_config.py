@@ -65,3 +65,9 @@ def test_eval_config_refuses_more_samples_than_memory_holds():
 def test_profiles_config_refuses_a_push_to_hub_that_is_no_repository_id(repo):
     with pytest.raises(ConfigError, match="--push-to-hub wants ORG/NAME"):
         DATA_COMMANDS["profiles"](push_to_hub=repo)
+
+
+@pytest.mark.parametrize("label", ["two\nlines", "tab\there", "caf\udce9"])
+def test_eval_config_refuses_a_label_that_would_break_a_table_row(label):
+    with pytest.raises(ConfigError, match="--label="):
+        DATA_COMMANDS["evaluate"](label=label)
