@@ -184,11 +184,14 @@ def _prediction_problem(line: dict[str, Any]) -> str | None:
     """What makes one predictions.jsonl line unusable, or None.
 
     >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
-    ...                      "prediction": None, "references": [1.0], "true_ratings": [4]}) is None
+    ...                      "prediction": None, "references": [1.0, -1.0], "true_ratings": [4, 2]}) is None
     True
     >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
-    ...                      "prediction": ["a"], "references": [1.0], "true_ratings": [4]})
+    ...                      "prediction": ["a"], "references": [1.0, -1.0], "true_ratings": [4, 2]})
     'prediction is not a list of numbers'
+    >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
+    ...                      "prediction": None, "references": [float("nan"), 1.0], "true_ratings": [4, 2]})
+    'references and true_ratings must be finite numbers'
     """
     for name in ("level", "method", "group_id", "format"):
         if not isinstance(line.get(name), str):
