@@ -111,6 +111,13 @@ def test_cli_profiles_file_with_a_profile_that_is_no_text_is_one_line(bench, tmp
     assert not (tmp_path / "run" / "cache.jsonl").exists()  # refused before any request
 
 
+def test_cli_profiles_file_that_is_not_utf8_is_one_line(bench, tmp_path, capsys):
+    edited = tmp_path / "profiles.jsonl"
+    edited.write_bytes(bench[1].read_bytes() + b"\xff\xfe\n")
+    argv = _evaluate(bench[0], tmp_path / "run", "--profiles", str(edited))
+    _one_line_error(capsys, argv, f"{edited} is not UTF-8 text")
+
+
 @pytest.mark.parametrize("data", ["/", "empty"])
 def test_cli_data_that_is_no_benchmark_folder_is_one_line(tmp_path, capsys, data):
     (tmp_path / "empty").mkdir()
