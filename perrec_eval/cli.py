@@ -98,10 +98,14 @@ def _environment_problem(err: OSError) -> str | None:
     'runs/a/cache.jsonl: no space left on the device: free some s'
     >>> _environment_problem(PermissionError(errno.EACCES, "Permission denied", "bench/easy"))
     'bench/easy: permission denied: give this user access to it, or choose another path'
+    >>> _environment_problem(IsADirectoryError(errno.EISDIR, "Is a dir", "run/.tmp", None, "run/report.md"))
+    'run/report.md: is a folder where a file belongs: move it away'
     >>> _environment_problem(OSError("unexpected")) is None
     True
     """
-    where = f"{err.filename}: " if err.filename else ""
+    # os.replace(tmp, target) names the target second: the name the user knows
+    named = err.filename2 if err.filename2 is not None else err.filename
+    where = f"{named}: " if named else ""
     if err.errno in (errno.ENOSPC, errno.EDQUOT):
         return (
             f"{where}no space left on the device: free some space and run the same command again "
@@ -111,6 +115,10 @@ def _environment_problem(err: OSError) -> str | None:
         return f"{where}permission denied: give this user access to it, or choose another path"
     if err.errno == errno.EROFS:
         return f"{where}the file system is read-only: choose a writable path"
+    if err.errno == errno.EISDIR:
+        return f"{where}is a folder where a file belongs: move it away"
+    if err.errno == errno.ENOTDIR:
+        return f"{where}a part of this path is a file where a folder belongs: choose another path"
     if err.errno == errno.ENAMETOOLONG:
         return f"{where[:200]}{'... ' if len(where) > 200 else ''}a name in this path is too long: shorten it"
     return None

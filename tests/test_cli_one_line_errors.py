@@ -215,6 +215,14 @@ def test_cli_full_disk_build_overwrite_is_one_line_and_keeps_the_old_build(
     assert _files(out) == before
 
 
+@pytest.mark.parametrize("name", ["scores.json", "report.md"])
+def test_cli_score_write_over_a_folder_is_one_line(fake_run, tmp_path, capsys, name):
+    run = _copy_run(fake_run, tmp_path)
+    (run / name).unlink()
+    (run / name).mkdir()
+    _one_line_error(capsys, ["score", str(run), "--write"], f"{run / name}: is a folder where a file belongs")
+
+
 @pytest.mark.parametrize("name", [".parquet", "predictions.jsonl"])
 @pytest.mark.parametrize("command", ["evaluate", "score", "report"])
 def test_cli_unreadable_input_is_one_line(bench, fake_run, tmp_path, capsys, monkeypatch, command, name):
