@@ -12,6 +12,8 @@ from perrec_eval.cliconfig import add_command, check_seed, option
 from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
 
+MAX_RESAMPLES = 1_000_000
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportConfig:
@@ -40,8 +42,8 @@ class ReportConfig:
             object.__setattr__(self, "run_dirs", (self.run_dirs,))
         if not self.run_dirs:
             raise ConfigError("pass at least one RUN_DIR (a run folder or a folder of run folders)")
-        if self.resamples < 1:
-            raise ConfigError(f"--resamples must be >= 1, got {self.resamples}")
+        if not 1 <= self.resamples <= MAX_RESAMPLES:  # each test holds resamples x groups numbers
+            raise ConfigError(f"--resamples must be in 1..{MAX_RESAMPLES:,}, got {self.resamples}")
         check_seed(self.seed)
 
 
