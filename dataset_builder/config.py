@@ -8,7 +8,6 @@ imports nothing heavy: the CLI imports it to build its parser.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Sequence
@@ -47,6 +46,8 @@ HF_RAW_SOURCE = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
 # `gap > min_gap + GAP_TOLERANCE` (the reference oracle decides it with exact fractions).
 GAP_TOLERANCE = 1e-9
 MIN_REVIEWS_PER_DOMAIN = 200
+MAX_WINDOW_DAYS = 36_500
+MAX_THREADS = 4096  # DuckDB's threads setting; more than any machine's cores
 SYNTH_BYTES_PER_REVIEW = 500  # peak memory of `synth` per review of a domain (measured: about 470)
 
 
@@ -83,7 +84,10 @@ def parse_memory(text: str) -> int:
     match = _MEMORY.match(text)
     if not match:
         raise BuildConfigError(f"--memory-limit {text!r} is not a size; write it like 4GB or 512MB")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if size > 2**60:  # DuckDB keeps the limit in 64 bits; no machine has an exbibyte
+        raise BuildConfigError(f"--memory-limit {text!r} is larger than any machine's memory; write e.g. 4GB")
+    return size
 
 
 def parse_domains(domains: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -341,8 +345,11 @@ class BuildConfig:
                 f"--work-dir {self.work_dir} is the current folder or one above it: name a folder for the "
                 "stage files, e.g. --work-dir perrecbench.stages"
             )
-        if not 0 <= self.window_days < math.inf:
-            raise BuildConfigError(f"--window-days must be a number of days >= 0, got {self.window_days}")
+        if not 0 <= self.window_days <= MAX_WINDOW_DAYS:  # in ms it must fit DuckDB's 64-bit integers
+            raise BuildConfigError(
+                f"--window-days must be a number of days in 0..{MAX_WINDOW_DAYS:,} (a century), got "
+                f"{self.window_days}"
+            )
         if self.min_history < 0:
             raise BuildConfigError(f"--min-history must be >= 0, got {self.min_history}")
         if not self.min_gap >= 0:
@@ -376,8 +383,8 @@ class BuildConfig:
             )
         if self.on_bad_line not in ("error", "skip"):
             raise BuildConfigError(f"--on-bad-line must be error or skip, got {self.on_bad_line!r}")
-        if self.threads is not None and self.threads < 1:
-            raise BuildConfigError(f"--threads must be >= 1, got {self.threads}")
+        if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
+            raise BuildConfigError(f"--threads must be in 1..{MAX_THREADS}, got {self.threads}")
         if self.seed < 0:  # numpy's generators take no negative seed
             raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")
         parse_memory(self.memory_limit)

@@ -163,6 +163,10 @@ def test_build_errors_too_small_memory_limit_is_one_line_naming_the_flag(tmp_pat
         ("push_to_hub", "noslash", "--push-to-hub wants ORG/NAME"),
         ("push_to_hub", "org/-x", "--push-to-hub wants ORG/NAME"),
         ("seed", -1, "--seed must be an integer >= 0, got -1"),
+        ("threads", 10**20, "--threads must be in 1..4096"),
+        ("window_days", 1e300, "--window-days must be a number of days in 0..36,500"),
+        ("memory_limit", "99999999999999999999GB", "is larger than any machine's memory"),
+        ("work_dir", ".", "--work-dir . is the current folder or one above it"),
     ],
 )
 def test_build_errors_invalid_parameters(tmp_path: Path, field: str, value: object, match: str) -> None:
