@@ -270,3 +270,24 @@ def test_cli_fuzz_option_refuses_hostile_values_in_one_line(
 )
 def test_cli_fuzz_values_a_later_fix_refuses(command, flag, value):
     raise AssertionError("not run: it would write into the current folder or /")
+
+
+def _engine_options() -> list[tuple[str, str]]:
+    from perrec_eval.engines import ENGINE_NAMES, parse_options
+
+    return [
+        (name, field.name) for name in ENGINE_NAMES for field in dataclasses.fields(parse_options(name, []))
+    ]
+
+
+@pytest.mark.parametrize(("engine", "key"), _engine_options())
+def test_cli_fuzz_engine_option_takes_or_refuses_hostile_values_in_one_line(engine, key):
+    # `--engine-arg KEY=VALUE` of every engine, typed and checked where it is parsed (no model is loaded).
+    from perrec_eval.engines import parse_options
+    from perrec_eval.errors import PerrecbenchError
+
+    for value in HOSTILE:
+        try:
+            parse_options(engine, [f"{key}={value}"])
+        except PerrecbenchError as err:
+            assert str(err).strip(), (key, value)
