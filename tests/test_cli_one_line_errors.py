@@ -289,3 +289,56 @@ def test_cli_build_refuses_a_plain_and_a_gzip_file_of_one_domain(raw, tmp_path, 
     (source / "Books.jsonl.gz").write_bytes(gzip.compress(b"".join(lines[:100])))  # a different file
     last = _one_line_error(capsys, _build(source, tmp_path / "out"), "Books.jsonl, Books.jsonl.gz")
     assert "keep one of them there and move the others away" in last
+
+
+# --- a server whose usage counts are not counts ----------------------------------------------------------
+
+
+@pytest.fixture
+def odd_usage_server():
+    """An OpenAI-compatible server on 127.0.0.1 that answers well but reports ``"prompt_tokens": "lots"``."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the http.server name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            choices = [
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": '{"rating": 3}'},
+                    "finish_reason": "stop",
+                }
+                for i in range(body.get("n", 1))
+            ]
+            usage = {"prompt_tokens": "lots", "completion_tokens": -1, "total_tokens": None}
+            payload = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"]}
+            data = json.dumps({**payload, "choices": choices, "usage": usage}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+def test_cli_server_usage_that_is_not_a_count_never_reaches_the_cache(
+    bench, tmp_path, capsys, odd_usage_server
+):
+    argv = ["evaluate", "--data", str(bench[0]), "--engine", "openai", "--model", "m"]
+    argv += ["--base-url", odd_usage_server, "--profiles", str(bench[1]), "--levels", "easy"]
+    argv += ["--methods", "pointwise", "--max-groups", "1", "--out", str(tmp_path / "run"), "--no-progress"]
+    assert main(argv) == 0, capsys.readouterr().err
+    cached = [json.loads(line) for line in (tmp_path / "run" / "cache.jsonl").read_text().splitlines()]
+    assert cached and all(line["prompt_tokens"] is None for line in cached)
+    assert all(line["completion_tokens"] is None for line in cached)
+    assert main([*argv, "--overwrite"]) == 0  # a resumed run sums what the cache holds
