@@ -27,7 +27,7 @@ import types
 import typing
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar
 
 from perrec_eval import progress
@@ -194,9 +194,9 @@ def _coerce(tp: Any, value: Any) -> Any:
             raise TypeError(value)
         return _text(str(value))
     if tp is Path:
-        if not isinstance(value, str):
+        if not isinstance(value, str | PurePath):
             raise TypeError(value)
-        return Path(_text(value))
+        return Path(_text(str(value)))
     if tp is Any:
         return value
     raise TypeError(f"no command-line form for fields of type {tp!r}")
