@@ -9,6 +9,7 @@ imports nothing heavy: the CLI imports it to build its parser.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from perrec_eval import outputs
-from perrec_eval.cliconfig import option
+from perrec_eval.cliconfig import check_hub_id, option
 from perrec_eval.errors import ConfigError, PerrecbenchError
 
 DOMAINS: tuple[str, ...] = ("Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics")
@@ -40,6 +41,9 @@ OnBadLine = Literal["error", "skip"]
 MS_PER_DAY = 86_400_000
 HF_RAW_SOURCE = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
 MIN_REVIEWS_PER_DOMAIN = 200
+MAX_WINDOW_DAYS = 36_500
+MAX_THREADS = 4096  # DuckDB's threads setting; more than any machine's cores
+SYNTH_BYTES_PER_REVIEW = 500  # peak memory of `synth` per review of a domain (measured: about 470)
 
 
 class BuildError(PerrecbenchError):
@@ -75,7 +79,10 @@ def parse_memory(text: str) -> int:
     match = _MEMORY.match(text)
     if not match:
         raise BuildConfigError(f"--memory-limit {text!r} is not a size; write it like 4GB or 512MB")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    size = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if size > 2**60:  # DuckDB keeps the limit in 64 bits; no machine has an exbibyte
+        raise BuildConfigError(f"--memory-limit {text!r} is larger than any machine's memory; write e.g. 4GB")
+    return size
 
 
 def parse_domains(domains: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -163,6 +170,14 @@ def portable_name(uri: str) -> str:
     return uri if uri.startswith("hf://") else Path(uri).name
 
 
+def _physical_memory() -> int | None:
+    """The machine's memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class SynthConfig:
     """What ``perrecbench synth`` writes: synthetic raw files with a planted preference signal.
@@ -202,6 +217,15 @@ class SynthConfig:
             raise BuildConfigError(f"--reviews-per-domain must be an integer, got {n!r}")
         if n < MIN_REVIEWS_PER_DOMAIN:
             raise BuildConfigError(f"--reviews-per-domain must be at least {MIN_REVIEWS_PER_DOMAIN}, got {n}")
+        memory = _physical_memory()
+        if memory and n * SYNTH_BYTES_PER_REVIEW > memory:  # refused before numpy tries to allocate it
+            raise BuildConfigError(
+                f"--reviews-per-domain {n:,} needs about {n * SYNTH_BYTES_PER_REVIEW / 2**30:,.0f} GiB of "
+                f"memory, more than this machine's {memory / 2**30:,.0f} GiB: write at most "
+                f"{memory // SYNTH_BYTES_PER_REVIEW:,} reviews per domain"
+            )
+        if self.seed < 0:  # numpy's generators take no negative seed
+            raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,17 +274,25 @@ class BuildSpec:
         outputs.target(self.out)  # checked here, not after the selection: the build replaces --out whole
         if self.on_bad_line not in ("error", "skip"):
             raise BuildConfigError(f"--on-bad-line must be error or skip, got {self.on_bad_line!r}")
-        if self.threads is not None and self.threads < 1:
-            raise BuildConfigError(f"--threads must be >= 1, got {self.threads}")
+        if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
+            raise BuildConfigError(f"--threads must be in 1..{MAX_THREADS}, got {self.threads}")
+        if self.seed < 0:  # numpy's generators take no negative seed
+            raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")
         parse_memory(self.memory_limit)
-        if self.push_to_hub is not None and self.push_to_hub.count("/") != 1:
-            raise BuildConfigError(f"--push-to-hub wants ORG/NAME, got {self.push_to_hub!r}")
+        if self.push_to_hub is not None:
+            try:
+                check_hub_id(self.push_to_hub, "--push-to-hub")
+            except ConfigError as err:
+                raise BuildConfigError(str(err)) from None
         if self.work_dir is not None:
-            outputs.target(self.work_dir, flag="--work-dir")
-            # its stage folders would be mixed into the raw files, or deleted with the build
-            local = None if self.source.startswith("hf://") else self.source
-            inputs = {"--source": local, "--out": str(self.out)}
-            outputs.refuse_overlap(self.work_dir, inputs, flag="--work-dir", holds=False, existing=False)
+            try:
+                outputs.target(self.work_dir, flag="--work-dir")
+                # its stage folders would be mixed into the raw files, or deleted with the build
+                local = None if self.source.startswith("hf://") else self.source
+                inputs = {"--source": local, "--out": str(self.out)}
+                outputs.refuse_overlap(self.work_dir, inputs, flag="--work-dir", holds=False, existing=False)
+            except ConfigError as err:
+                raise BuildConfigError(str(err)) from None
 
     @property
     def stage_root(self) -> Path:

@@ -13,6 +13,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -62,6 +63,25 @@ class InputFile:
         return self.uri.endswith(".gz")
 
 
+@contextmanager
+def _hub_errors(root: str) -> Iterator[None]:
+    """The Hub refusing a ``--source hf://...`` (offline, not found, no access) becomes one line."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    try:
+        yield
+    except OfflineModeIsEnabled as err:
+        raise BuildError(
+            f"--source {root}: the Hub is not reachable in offline mode (HF_HUB_OFFLINE): unset "
+            "HF_HUB_OFFLINE, or download the files and pass their folder"
+        ) from err
+    except (HfHubHTTPError, FileNotFoundError) as err:
+        raise BuildError(
+            f"--source {root}: the Hub refused it ({' '.join(str(err).split())[:200]}): check the dataset's "
+            "name, or log in with `hf auth login` for a gated or private one"
+        ) from err
+
+
 @dataclass(slots=True)
 class Source:
     """A folder of raw files, local or on the Hub."""
@@ -78,6 +98,8 @@ class Source:
             fs = hf_filesystem()
             path = root[len("hf://") :].rstrip("/")
             source = cls(path, fs, remote=True)
+            with _hub_errors(root):
+                source.listing()
         else:
             local = Path(root).expanduser()
             if not local.is_dir():
@@ -152,10 +174,15 @@ class Source:
         """The domain's review or metadata file; a clear error when it is absent."""
         names = candidate_names(domain, kind)
         present = set(self.listing())
-        for name in names:
-            if name in present:
-                info = self.fs.info(f"{self.root}/{name}")
-                return InputFile(domain, kind, self.uri(name), int(info["size"]))
+        found = [name for name in names if name in present]
+        if len(found) > 1:  # Books.jsonl beside a Books.jsonl.gz: which one is meant is not ours to guess
+            raise BuildError(
+                f"{self.root} holds {len(found)} {kind} files for domain {domain} ({', '.join(found)}): keep "
+                "one of them there and move the others away"
+            )
+        for name in found:
+            info = self.fs.info(f"{self.root}/{name}")
+            return InputFile(domain, kind, self.uri(name), int(info["size"]))
         shown = ", ".join(self.listing()[:8])
         raise BuildError(
             f"{self.root}: no {kind} file for domain {domain}; expected one of {', '.join(names)} "

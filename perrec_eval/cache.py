@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked, is_count
+from perrec_eval.errors import DataError
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -196,6 +197,11 @@ class CachedEngine:
     def __init__(self, engine: Engine, path: str | os.PathLike[str]) -> None:
         self.engine = engine
         self.path = Path(path)
+        if self.path.is_dir():
+            raise DataError(
+                f"{self.path} is a folder, not the request cache file: move it away (the cache is written "
+                "there)"
+            )
         self.calls = 0
         self.inner_calls = 0
         self.hits = 0

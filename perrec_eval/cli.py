@@ -9,6 +9,7 @@ and the handler receives the validated config. Heavy imports stay inside the han
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 from collections.abc import Sequence
@@ -79,12 +80,54 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = message[:_MAX_MESSAGE] + " ... (cut; --debug shows it whole)"
         print(f"perrecbench {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except OSError as err:
+        # A full disk or a file this user may not read or write can meet any read or write of any command:
+        # one line naming the file and the fix (atomic writes leave finished files as they were).
+        problem = _environment_problem(err)
+        if debug or problem is None:
+            raise
+        logger.debug("details", exc_info=True)
+        print(f"perrecbench {args.command}: error: {redact_text(problem)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return _interrupted()
     except Exception as err:
         if not _is_interrupt(err):
             raise
         return _interrupted()
+
+
+def _environment_problem(err: OSError) -> str | None:
+    """The one-line message of an error of the machine rather than of the program (None: a bug).
+
+    >>> _environment_problem(OSError(errno.ENOSPC, "No space left on device", "runs/a/cache.jsonl"))[:60]
+    'runs/a/cache.jsonl: no space left on the device: free some s'
+    >>> _environment_problem(PermissionError(errno.EACCES, "Permission denied", "bench/easy"))
+    'bench/easy: permission denied: give this user access to it, or choose another path'
+    >>> _environment_problem(IsADirectoryError(errno.EISDIR, "Is a dir", "run/.tmp", None, "run/report.md"))
+    'run/report.md: is a folder where a file belongs: move it away'
+    >>> _environment_problem(OSError("unexpected")) is None
+    True
+    """
+    # os.replace(tmp, target) names the target second: the name the user knows
+    named = err.filename2 if err.filename2 is not None else err.filename
+    where = f"{named}: " if named else ""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"{where}no space left on the device: free some space and run the same command again "
+            "(finished files are kept)"
+        )
+    if isinstance(err, PermissionError):
+        return f"{where}permission denied: give this user access to it, or choose another path"
+    if err.errno == errno.EROFS:
+        return f"{where}the file system is read-only: choose a writable path"
+    if err.errno == errno.EISDIR:
+        return f"{where}is a folder where a file belongs: move it away"
+    if err.errno == errno.ENOTDIR:
+        return f"{where}a part of this path is a file where a folder belongs: choose another path"
+    if err.errno == errno.ENAMETOOLONG:
+        return f"{where[:200]}{'... ' if len(where) > 200 else ''}a name in this path is too long: shorten it"
+    return None
 
 
 def _is_interrupt(err: Exception) -> bool:

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import types
 import typing
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar
 
 from perrec_eval import progress
@@ -126,8 +128,33 @@ def coerce(name: str, tp: Any, value: Any) -> Any:
         raise ConfigError(f"{name} cannot be empty: expected {describe(tp)}")
     try:
         return _coerce(inner, value)
+    except _Unfit as err:
+        raise ConfigError(f"{name}={value!r} is not {describe(tp)}: {err}") from err
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{name}={value!r} is not {describe(tp)}") from err
+
+
+class _Unfit(ValueError):
+    """A value of the right type that no setting takes (the message says why)."""
+
+
+def _text(value: str) -> str:
+    """`value`, unless it holds a control character (a line break splits a report's row, a log line) or
+    bytes that are not UTF-8 (a shell passes them as lone surrogates, which no file can hold).
+
+    >>> _text("smollm2 135m")
+    'smollm2 135m'
+    >>> _text("a\\nb")
+    Traceback (most recent call last):
+    ...
+    perrec_eval.cliconfig._Unfit: it holds a control character (U+000A): write it on one line
+    """
+    for char in value:
+        if unicodedata.category(char) == "Cc":
+            raise _Unfit(f"it holds a control character (U+{ord(char):04X}): write it on one line")
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            raise _Unfit("it is not UTF-8 text: write it in UTF-8")
+    return value
 
 
 def _coerce(tp: Any, value: Any) -> Any:
@@ -159,13 +186,18 @@ def _coerce(tp: Any, value: Any) -> Any:
     if tp is float:
         if isinstance(value, bool):
             raise ValueError(value)
-        return float(value)
+        number = float(value)
+        if not math.isfinite(number):  # nan passes every `<` check, inf is no JSON a server takes
+            raise _Unfit("write a finite number")
+        return number
     if tp is str:
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             raise TypeError(value)
-        return str(value)
+        return _text(str(value))
     if tp is Path:
-        return Path(value)
+        if not isinstance(value, str | PurePath):
+            raise TypeError(value)
+        return Path(_text(str(value)))
     if tp is Any:
         return value
     raise TypeError(f"no command-line form for fields of type {tp!r}")
@@ -353,6 +385,8 @@ def load_settings(path: str | Path, flag: str = "--config") -> Any:
         return safe_yaml(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{flag} {path} is not valid YAML: {' '.join(str(err).split())[:300]}") from err
+    except RecursionError as err:  # the parser recurses once per nesting level
+        raise ConfigError(f"{flag} {path} nests too deep: a config is a flat mapping of settings") from err
 
 
 def _load_yaml(path: str, cls: type) -> dict[str, Any]:
@@ -539,6 +573,51 @@ def check_task(name: str) -> None:
     from perrec_eval import tasks
 
     tasks.get(name)
+
+
+def check_text(flag: str, value: str) -> None:
+    """Refuse text with a control character or bytes that are not UTF-8 (set from Python; the parser's
+    `coerce` refuses them in every option).
+
+    >>> check_text("--label", "run 1")
+    """
+    try:
+        _text(value)
+    except _Unfit as err:
+        raise ConfigError(f"{flag}={value!r}: {err}") from err
+
+
+def check_hub_id(repo: str, flag: str) -> None:
+    """Refuse a Hugging Face Hub repository id that is not ORG/NAME as the Hub spells them.
+
+    >>> check_hub_id("org/perrecbench", "--push-to-hub")
+    >>> check_hub_id("org/-x", "--push-to-hub")
+    Traceback (most recent call last):
+    ...
+    perrec_eval.errors.ConfigError: --push-to-hub wants ORG/NAME (letters, digits, - _ .), got 'org/-x'
+    """
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        valid = repo.count("/") == 1 and validate_repo_id(repo) is None
+    except HFValidationError:
+        valid = False
+    if not valid:
+        raise ConfigError(f"{flag} wants ORG/NAME (letters, digits, - _ .), got {repo!r}")
+
+
+def check_seed(seed: int, flag: str = "--seed") -> None:
+    """Refuse a negative seed (numpy's generators take none), before any work is done.
+
+    >>> check_seed(0)
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    perrec_eval.errors.ConfigError: --seed must be an integer >= 0, got -1
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"{flag} must be an integer >= 0, got {seed!r}")
 
 
 def check_once(flag: str, values: tuple[str, ...]) -> None:

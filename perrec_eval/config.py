@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from perrec_eval.cliconfig import check_choices, check_once, check_task, option
+from perrec_eval.cliconfig import (
+    check_choices,
+    check_hub_id,
+    check_once,
+    check_seed,
+    check_task,
+    check_text,
+    option,
+)
 from perrec_eval.errors import ConfigError
 from perrec_eval.secrets import check_env_name
 from perrec_eval.tasks.perrecbench.presentation import Presentation
@@ -33,6 +41,7 @@ DegeneratePolicy = Literal["keep", "fail"]
 BASELINE_ENGINE = "baseline"
 ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 Aggregate = Literal["mean", "median", "mode"]
+MAX_SAMPLES = 1000  # self-consistency samples per request (the paper's runs drew a handful)
 
 
 def engine_choices() -> tuple[str, ...]:
@@ -123,6 +132,7 @@ class DataSpec:
         check_once("--levels", tuple(self.levels))
         if self.max_groups is not None and self.max_groups < 1:
             raise ConfigError(f"--max-groups must be >= 1, got {self.max_groups}")
+        check_seed(self.seed)  # numpy refuses a negative seed: here, not after the requests are paid for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -338,6 +348,8 @@ class EvalConfig(EngineSpec, PromptSpec):
         self._check_baseline_settings()
         if self.samples < 1 or self.shots < 0:
             raise ConfigError("--samples must be >= 1 and --shots >= 0")
+        if self.samples > MAX_SAMPLES:  # every sample of every request is held in memory
+            raise ConfigError(f"--samples must be at most {MAX_SAMPLES}, got {self.samples}")
         if not self.temperature >= 0:  # checked here, not after an engine has loaded its model
             raise ConfigError(f"--temperature must be >= 0 (0 = greedy), got {self.temperature}")
         if not 0 < self.top_p <= 1:
@@ -346,6 +358,8 @@ class EvalConfig(EngineSpec, PromptSpec):
             raise ConfigError("baselines write no answers: drop --structured-outputs")
         if self.label is not None and not self.label.strip():
             raise ConfigError("--label must name the run's rows, e.g. --label smollm2-135m")
+        if self.label is not None:
+            check_text("--label", self.label)  # a line break would split its row in leaderboard.md
 
     def _resolve_methods(self) -> None:
         # Baselines predict a rating per user, so they run pointwise only; the config records what ran.
@@ -452,6 +466,8 @@ class ProfilesConfig(EngineSpec, DataSpec):
         check_once("--splits", tuple(self.splits))
         if self.max_items < 1 or self.max_chars < 1:
             raise ConfigError("--max-items and --max-chars must be >= 1")
+        if self.push_to_hub is not None:
+            check_hub_id(self.push_to_hub, "--push-to-hub")
         if Path(self.out).is_dir():  # checked before any profile is written
             raise ConfigError(
                 f"--out {self.out} is a folder: name the profiles file, "

@@ -1,7 +1,8 @@
 """The project's one error family: input or state a user can fix, with a message that says how.
 
 The command line prints any `PerrecbenchError` as one line (``perrecbench COMMAND: error: ...``) and exits
-with status 2; a traceback is shown only with ``--verbose``. Everything else is a bug and keeps its traceback.
+with status 2; a traceback is shown only with ``--debug``. So is an `OSError` of the machine (a full disk, a
+denied permission; `perrec_eval.cli`). Everything else is a bug and keeps its traceback.
 `PerrecbenchError` is a `ValueError`, so library callers that catch bad values keep working.
 """
 

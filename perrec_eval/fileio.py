@@ -182,10 +182,11 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file.
 
     Raises:
-        DataError: the file is not valid UTF-8 JSON; the message names the file (a folder of runs has many).
+        DataError: the file is missing or not valid UTF-8 JSON; the message names the file (a folder of runs
+            has many).
     """
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(_read(path))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"{path} is not valid JSON ({err}): {_REWRITE}") from err
 
@@ -197,7 +198,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         DataError: a line is not a JSON object; the message names the file and the line.
     """
     try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")  # not splitlines: U+2028 is text
+        lines = _read(path).split("\n")  # not splitlines: U+2028 is text
     except UnicodeDecodeError as err:
         raise DataError(f"{path} is not UTF-8 text ({err}): {_REWRITE}") from err
     records = []
@@ -212,6 +213,18 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             raise DataError(f"{path} line {number} is not a JSON object: {_REWRITE}")
         records.append(record)
     return records
+
+
+def _read(path: str | os.PathLike[str]) -> str:
+    """The UTF-8 text of `path`; a file that vanished (a checked file replaced by another command while this
+    one ran, e.g. `evaluate --overwrite` under `score --write`) is a DataError, not a traceback."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise DataError(
+            f"{path} is missing (another command may be replacing it): run this command again when that "
+            "one has finished, or run the command that writes it"
+        ) from err
 
 
 _REWRITE = "it was cut or edited; run the command that wrote it again"

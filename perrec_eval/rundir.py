@@ -16,6 +16,7 @@ finished run:
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 from collections import Counter
@@ -174,11 +175,14 @@ def _prediction_problem(line: dict[str, Any]) -> str | None:
     """What makes one predictions.jsonl line unusable, or None.
 
     >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
-    ...                      "prediction": None, "references": [1.0], "true_ratings": [4]}) is None
+    ...                      "prediction": None, "references": [1.0, -1.0], "true_ratings": [4, 2]}) is None
     True
     >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
-    ...                      "prediction": ["a"], "references": [1.0], "true_ratings": [4]})
+    ...                      "prediction": ["a"], "references": [1.0, -1.0], "true_ratings": [4, 2]})
     'prediction is not a list of numbers'
+    >>> _prediction_problem({"level": "easy", "method": "pointwise", "group_id": "g", "format": "scores",
+    ...                      "prediction": None, "references": [float("nan"), 1.0], "true_ratings": [4, 2]})
+    'references and true_ratings must be finite numbers'
     """
     for name in ("level", "method", "group_id", "format"):
         if not isinstance(line.get(name), str):
@@ -189,6 +193,11 @@ def _prediction_problem(line: dict[str, Any]) -> str | None:
             continue
         if not isinstance(value, list) or not all(is_number(x) for x in value):
             return f"{name} is not a list of numbers"
+    references, ratings = line["references"], line["true_ratings"]
+    if len(references) < 2 or len(ratings) != len(references):
+        return "references and true_ratings are not one number per user of a group (at least 2)"
+    if not all(math.isfinite(x) for x in (*references, *ratings)):
+        return "references and true_ratings must be finite numbers"
     return None
 
 

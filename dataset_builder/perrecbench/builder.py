@@ -13,6 +13,7 @@ The shared build (:func:`dataset_builder.build.build`) calls, in order:
 from __future__ import annotations
 
 import logging
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -106,6 +107,12 @@ def plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> Plan:
                 + "\nUse more input, or relax --min-history, --window-days or --min-gap."
             )
         level_splits = split_levels(index, cfg, funnel)
+        for name, level in level_splits.items():
+            if not level.test and (level.train or level.dropped):  # only --train-fraction can do this
+                raise BuildError(
+                    f"--train-fraction {cfg.train_fraction} leaves no {name} group in test (of "
+                    f"{len(level.train) + len(level.dropped)}): lower --train-fraction"
+                )
         split = merge_splits(level_splits)
         if split.dropped:
             total = len(split.dropped) + len(split.train)
@@ -152,8 +159,22 @@ def write(
 
 
 def summary(out: Path) -> str:
-    """What ``perrecbench build`` prints: the folder and its statistics (the paper's Table 4 layout)."""
-    return f"PerRecBench built in {out}\n" + stats_mod.format_table(read_json(out / "stats.json"))
+    """What ``perrecbench build`` prints: the folder and its statistics (the paper's Table 4 layout).
+
+    A build without any train group says so on stderr: few-shot demonstrations and `sft data` need them.
+    """
+    stats = read_json(out / "stats.json")
+    split = stats["split"]
+    levels = split["levels"].values() if "levels" in split else [split]
+    if not sum(n for level in levels for n in level["train_groups_per_domain"].values()):
+        parameters = read_json(out / "manifest.json").get("parameters", {})
+        print(
+            f"perrecbench build: warning: no train groups (--test-groups {parameters.get('test_groups')}, "
+            f"--split-rule {parameters.get('split_rule')}): few-shot demonstrations (--shots) and "
+            "`perrecbench sft data` need them; lower --test-groups or use more input",
+            file=sys.stderr,
+        )
+    return f"PerRecBench built in {out}\n" + stats_mod.format_table(stats)
 
 
 BUILDER = Builder(stage=stage, plan=plan, write=write, summary=summary)

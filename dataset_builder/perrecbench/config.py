@@ -7,11 +7,10 @@ build the parser of ``perrecbench build``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal
 
-from dataset_builder.config import MS_PER_DAY, BuildConfigError, BuildSpec, portable_name
+from dataset_builder.config import MAX_WINDOW_DAYS, MS_PER_DAY, BuildConfigError, BuildSpec, portable_name
 from perrec_eval.cliconfig import option
 
 AvgScope = Literal["history", "all"]
@@ -99,8 +98,11 @@ class BuildConfig(BuildSpec):
 
     def __post_init__(self) -> None:
         BuildSpec.__post_init__(self)
-        if not 0 <= self.window_days < math.inf:
-            raise BuildConfigError(f"--window-days must be a number of days >= 0, got {self.window_days}")
+        if not 0 <= self.window_days <= MAX_WINDOW_DAYS:  # in ms it must fit DuckDB's 64-bit integers
+            raise BuildConfigError(
+                f"--window-days must be a number of days in 0..{MAX_WINDOW_DAYS:,} (a century), got "
+                f"{self.window_days}"
+            )
         if self.min_history < 0:
             raise BuildConfigError(f"--min-history must be >= 0, got {self.min_history}")
         if not self.min_gap >= 0:

@@ -431,7 +431,10 @@ class LeakCounts:
 
     def __init__(self, test_members: Iterable[tuple[str, str, str]]) -> None:
         pairs = sorted(set(test_members))
-        self._pairs = pa.table({"user_id": [u for _, u, _ in pairs], "item": [i for _, _, i in pairs]})
+        self._pairs = pa.table(  # typed: no test pair at all (every group in train) is a null-typed column
+            {"user_id": [u for _, u, _ in pairs], "item": [i for _, _, i in pairs]},
+            schema=pa.schema([("user_id", pa.string()), ("item", pa.string())]),
+        )
         self._expected = set(pairs)
         self._written: set[tuple[str, str, str]] = set()
         self._test_users = {(domain, user) for domain, user, _ in pairs}

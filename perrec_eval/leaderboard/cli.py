@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
-from perrec_eval.cliconfig import add_command, check_task, for_task, option
+from perrec_eval.cliconfig import add_command, check_seed, check_task, for_task, option
 from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
 from perrec_eval.tasks import DEFAULT_TASK
+
+MAX_RESAMPLES = 1_000_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,8 +48,9 @@ class ReportConfig:
             object.__setattr__(self, "run_dirs", (self.run_dirs,))
         if not self.run_dirs:
             raise ConfigError("pass at least one RUN_DIR (a run folder or a folder of run folders)")
-        if self.resamples < 1:
-            raise ConfigError(f"--resamples must be >= 1, got {self.resamples}")
+        if not 1 <= self.resamples <= MAX_RESAMPLES:  # each test holds resamples x groups numbers
+            raise ConfigError(f"--resamples must be in 1..{MAX_RESAMPLES:,}, got {self.resamples}")
+        check_seed(self.seed)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -162,8 +162,29 @@ def test_build_errors_too_small_memory_limit_is_one_line_naming_the_flag(tmp_pat
         ("avg_scope", "mean", "--avg-scope must be history or all"),
         ("split_rule", "random", "--split-rule must be leak-free, user-disjoint or none"),
         ("push_to_hub", "noslash", "--push-to-hub wants ORG/NAME"),
+        ("push_to_hub", "org/-x", "--push-to-hub wants ORG/NAME"),
+        ("seed", -1, "--seed must be an integer >= 0, got -1"),
+        ("threads", 10**20, "--threads must be in 1..4096"),
+        ("window_days", 1e300, "--window-days must be a number of days in 0..36,500"),
+        ("memory_limit", "99999999999999999999GB", "is larger than any machine's memory"),
+        ("work_dir", ".", "--work-dir . is the current folder or one above it"),
     ],
 )
 def test_build_errors_invalid_parameters(tmp_path: Path, field: str, value: object, match: str) -> None:
     with pytest.raises(BuildError, match=match):
         BuildConfig(source=str(tmp_path), out=tmp_path / "o", **{field: value})
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"seed": -1}, "--seed must be an integer >= 0, got -1"),
+        ({"reviews_per_domain": 99_999_999_999}, "--reviews-per-domain 99,999,999,999 needs about .* GiB"),
+    ],
+)
+def test_build_errors_synth_refuses_a_negative_seed_and_a_size_beyond_memory(tmp_path, settings, match):
+    from dataset_builder.config import SynthConfig
+
+    with pytest.raises(BuildError, match=match):
+        SynthConfig(out=tmp_path / "raw", **settings)
+    assert not (tmp_path / "raw").exists()

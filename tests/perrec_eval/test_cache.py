@@ -188,6 +188,39 @@ def test_cache_ignores_stored_lines_without_an_answer(tmp_path):
     assert recorder.asked == ["a"] and completion.texts == ("echo:a",)
 
 
+@pytest.mark.parametrize(
+    "field",
+    [{"extra": "notadict"}, {"prompt_tokens": "lots"}, {"completion_tokens": -3}, {"prompt_tokens": 1.5}],
+)
+def test_cache_asks_again_for_a_stored_line_with_a_bad_count_or_extra(tmp_path, field):
+    path = tmp_path / "cache.jsonl"
+    key = key_of("fake", "fake", None, PARAMS, make_request("a"))
+    path.write_text(json.dumps({"key": key, "texts": ["old"], **field}) + "\n")
+    recorder = Recorder()
+    (completion,) = CachedEngine(FakeEngine(recorder), path).generate([make_request("a")], PARAMS)
+    assert recorder.asked == ["a"] and completion.texts == ("echo:a",)
+
+
+def test_cache_never_stores_token_counts_that_are_not_counts(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    odd = FakeEngine(lambda r, p, i: Completion(texts=("x",), prompt_tokens="lots", completion_tokens=2.5))
+    (completion,) = CachedEngine(odd, path).generate([make_request("a")], PARAMS)
+    assert completion.ok and (completion.prompt_tokens, completion.completion_tokens) == (None, None)
+    (line,) = path.read_text(encoding="utf-8").splitlines()
+    assert (json.loads(line)["prompt_tokens"], json.loads(line)["completion_tokens"]) == (None, None)
+    recorder = Recorder()
+    (again,) = CachedEngine(FakeEngine(recorder), path).generate([make_request("a")], PARAMS)
+    assert recorder.asked == [] and again.texts == ("x",)
+
+
+def test_cache_file_that_is_a_folder_is_one_line_error(tmp_path):
+    from perrec_eval.errors import DataError
+
+    (tmp_path / "cache.jsonl").mkdir()
+    with pytest.raises(DataError, match="is a folder, not the request cache file"):
+        CachedEngine(FakeEngine(Recorder()), tmp_path / "cache.jsonl")
+
+
 def test_cache_resume_after_crash_repeats_no_completed_request(tmp_path):
     path = tmp_path / "cache.jsonl"
     queries = [f"q{i}" for i in range(10)]

@@ -128,3 +128,55 @@ def test_load_settings_refuses_one_setting_spelled_twice(tmp_path):
     add_arguments(parser, Two)
     with pytest.raises(ConfigError, match="gives max_k twice"):
         from_namespace(Two, parser.parse_args(["--config", str(path)]))
+
+
+@pytest.mark.parametrize("raw", ["inf", "-inf", "nan", float("inf"), float("nan")])
+def test_coerce_refuses_non_finite_floats(raw):
+    with pytest.raises(ConfigError, match="--ratio=.* is not float or none: write a finite number"):
+        if isinstance(raw, str):
+            _parse(["--data", "d", f"--ratio={raw}"])
+        else:  # a YAML .inf or .nan
+            coerce("--ratio", float | None, raw)
+
+
+@pytest.mark.parametrize("raw", ["a\nb", "tab\there", "bell\x07", "a\x85b"])
+def test_coerce_refuses_control_characters_in_text(raw):
+    with pytest.raises(ConfigError, match="control character .*: write it on one line"):
+        _parse(["--data", raw])
+    with pytest.raises(ConfigError, match="control character"):
+        _parse(["--data", "d", "--extra-arg", raw])
+
+
+def test_coerce_refuses_text_that_is_not_utf8():
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
+        _parse(["--data", "caf\udce9"])  # how a shell passes the byte 0xe9 of a latin-1 name
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"k: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nest"),
+        (b"k: " + b"{a: " * 3000 + b"1" + b"}" * 3000 + b"\n", "nest"),
+        (b"\xff\xfe k: 4", "is not UTF-8 text"),
+    ],
+)
+def test_config_file_deep_or_binary_is_one_line_error(tmp_path, content, message):
+    path = tmp_path / "bad.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError, match=message):
+        _parse(["--config", str(path)])
+
+
+def test_config_file_unreadable_is_one_line_error(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    path = tmp_path / "run.yaml"
+    path.write_text("data: d\n")
+
+    def denied(self, *args, **kwargs):  # as root chmod 000 would not stop the read
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    with pytest.raises(ConfigError, match="cannot be read \\(Permission denied\\)"):
+        _parse(["--config", str(path)])

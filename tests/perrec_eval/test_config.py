@@ -23,6 +23,7 @@ DATA_COMMANDS = {
         ({"levels": ()}, "--levels must be a non-empty subset"),
         ({"levels": ("easy", "easy")}, "--levels lists easy more than once"),
         ({"max_groups": 0}, "--max-groups must be >= 1, got 0"),
+        ({"seed": -1}, "--seed must be an integer >= 0, got -1"),
     ],
 )
 def test_data_spec_refuses_bad_levels_and_group_counts_in_every_command(command, settings, message):
@@ -53,3 +54,20 @@ def test_data_spec_fields_keep_their_place_in_run_json():
         "data": "d", "levels": ["easy"], "max_groups": 3, "seed": 7, "k": 2
     }  # fmt: skip
     assert "progress" not in record
+
+
+def test_eval_config_refuses_more_samples_than_memory_holds():
+    with pytest.raises(ConfigError, match="--samples must be at most 1000"):
+        DATA_COMMANDS["evaluate"](samples=10**20)
+
+
+@pytest.mark.parametrize("repo", ["-1", "/", "org/a b", "org/" + "x" * 300])
+def test_profiles_config_refuses_a_push_to_hub_that_is_no_repository_id(repo):
+    with pytest.raises(ConfigError, match="--push-to-hub wants ORG/NAME"):
+        DATA_COMMANDS["profiles"](push_to_hub=repo)
+
+
+@pytest.mark.parametrize("label", ["two\nlines", "tab\there", "caf\udce9"])
+def test_eval_config_refuses_a_label_that_would_break_a_table_row(label):
+    with pytest.raises(ConfigError, match="--label="):
+        DATA_COMMANDS["evaluate"](label=label)

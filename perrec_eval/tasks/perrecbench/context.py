@@ -75,10 +75,21 @@ def check_data(data: str | os.PathLike) -> None:
         raise DataError("--data is empty: pass the folder `perrecbench build --out DIR` wrote (or a Hub id)")
     path = Path(data)
     if path.exists():
+        if not (path / "README.md").is_file():  # the card's `configs:` name the levels' data files
+            raise DataError(
+                f"--data {text} is not a benchmark folder (no README.md listing its levels): pass the folder "
+                "`perrecbench build --out DIR` wrote"
+            )
         return
     hub_like = text.count("/") == 1 and not text.startswith((".", "/", "~")) and not path.parent.is_dir()
-    if hub_like and os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("", "0", "false", "no"):
+    offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() not in ("", "0", "false", "no")
+    if hub_like and not offline:
         return
+    if hub_like:
+        raise DataError(
+            f"--data {text}: no such folder, and the Hub dataset {text} cannot be loaded: offline mode is on "
+            "(HF_HUB_OFFLINE); unset HF_HUB_OFFLINE to load it from the Hub, or pass a local benchmark folder"
+        )
     raise DataError(
         f"--data {text}: no such folder; build the benchmark with "
         f"`perrecbench build --source RAW --out {text}` (or pass an existing folder or Hub id ORG/NAME)"

@@ -251,21 +251,29 @@ def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
     if not path.is_file():
         raise DataError(f"no profiles file at {path}: write one with `perrecbench profiles --out {path}`")
     profiles: dict[UserKey, str] = {}
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            try:
-                record = json.loads(line)
-                profiles[(record["group_id"], record["user_id"])] = record["profile"]
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise DataError(
-                    f"{path}:{lineno}: not a profile record ({err}); "
-                    "each line needs group_id, user_id, profile"
-                ) from err
-            if not isinstance(record["profile"], str) or not record["profile"].strip():
-                raise DataError(
-                    f"{path}:{lineno}: profile is {record['profile']!r}, not a text; write the profiles "
-                    "again with `perrecbench profiles`"
-                )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path} is not UTF-8 text ({err}): pass the profiles file you wrote") from err
+    lines = text.split("\n")  # not splitlines: a profile may hold U+2028
+    for lineno, line in enumerate(lines[:-1] if lines[-1] == "" else lines, 1):
+        try:
+            record = json.loads(line)
+            key, profile = (record["group_id"], record["user_id"]), record["profile"]
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise DataError(
+                f"{path}:{lineno}: not a profile record ({err}); "
+                "each line needs group_id, user_id, profile"
+            ) from err
+        if not all(isinstance(value, str) for value in key):
+            raise DataError(f"{path}:{lineno}: group_id and user_id must be strings")
+        if not isinstance(profile, str) or not profile.strip():
+            # `perrecbench profiles` never writes an empty one (it is a failed profile, asked again)
+            raise DataError(
+                f"{path}:{lineno}: the profile is {profile!r}, not a text: write the profiles again "
+                "with `perrecbench profiles`, or pass --no-profile"
+            )
+        profiles[key] = profile
     return profiles
 
 

@@ -183,3 +183,12 @@ def test_report_of_one_run_compares_it_with_nothing(runs, tmp_path):
     assert main(two) == 0
     both = (tmp_path / "two" / "leaderboard.md").read_text()
     assert "best in the column" in both and "### Average against the best" in both
+
+
+@pytest.mark.parametrize(("field", "value"), [("resamples", 10**20), ("resamples", 0), ("seed", -1)])
+def test_report_config_refuses_resamples_memory_cannot_hold_and_a_negative_seed(field, value):
+    from perrec_eval.errors import ConfigError
+    from perrec_eval.leaderboard.cli import ReportConfig
+
+    with pytest.raises(ConfigError, match=f"--{field} must"):
+        ReportConfig(run_dirs=("run",), **{field: value})
