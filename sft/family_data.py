@@ -21,7 +21,7 @@ from perrec_eval.cliconfig import check_task, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.tasks import Doc, Task, get
-from sft.data import INFO_FILE, check_out
+from sft.examples import INFO_FILE, check_out
 from sft.outdir import replaced
 
 

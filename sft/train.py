@@ -42,7 +42,7 @@ from perrec_eval.lock import folder_lock
 from perrec_eval.secrets import is_secret_name, redact
 from sft.card import MERGE_INFO, TRAIN_INFO, model_card, record_hub_base
 from sft.config import TrainArguments
-from sft.data import INFO_FILE, token_ids
+from sft.examples import INFO_FILE, token_ids
 from sft.outdir import is_empty, refuse_overlap
 
 logger = logging.getLogger(__name__)
