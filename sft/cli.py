@@ -97,7 +97,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "push",
         PushConfig,
         push_cli.run_adapter,  # the same command as `perrecbench push adapter`
-        help="upload an adapter with its model card (and PTC table) to the Hugging Face Hub",
+        help="upload an adapter with its model card (and results table) to the Hugging Face Hub",
     )
 
 
@@ -107,10 +107,13 @@ def run_train(command: TrainCommand) -> int:
     script, training, model = parse(command.argv)
     info = train(script, training, model)
     out, name = training.output_dir, Path(training.output_dir).name
+    task = info["data"].get("task")  # written by the general path; PerRecBench's examples predate it
     print(
-        f"next: perrecbench evaluate --engine hf --model {model.model_name_or_path} --adapter {name}={out} "
+        "next: perrecbench evaluate "
+        + (f"--task {task} " if task else "")
+        + f"--engine hf --model {model.model_name_or_path} --adapter {name}={out} "
         f"--data {info['data']['source']['data']} --out runs/{name}"
-        + (" --no-profile" if info["data"]["variant"] == "no_profile" else "")
+        + (" --no-profile" if info["data"].get("variant") == "no_profile" else "")
     )
     return 0
 

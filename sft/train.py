@@ -1,4 +1,4 @@
-r"""LoRA fine-tuning on PerRecBench examples, in the shape of TRL's `trl/scripts/sft.py`.
+r"""LoRA fine-tuning on a task family's examples, in the shape of TRL's `trl/scripts/sft.py`.
 
 Train a LoRA adapter with TRL's SFTTrainer on an examples folder of `perrecbench sft data` (conversational
 prompt-completion: the loss is on the answer only). The settings are TRL's own, parsed by trl.TrlParser: every
@@ -318,13 +318,14 @@ def load_examples(
 
 def _examples_fix(data: str) -> str:
     """How to write the examples `--data` should name: into `data` when it is free, else from it when it is
-    a benchmark, else into a folder of their own."""
-    from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
+    a benchmark (a build's manifest, or a folder per subset of a family), else into a folder of their own."""
+    from perrec_eval import tasks
 
     folder = Path(data)
     if is_empty(folder):
         return f"write one with `perrecbench sft data --data BENCHMARK --format FORMAT --out {data}`"
-    if (folder / "manifest.json").is_file() or any((folder / level).is_dir() for level in LEVELS):
+    subsets = {subset for name in tasks.evaluable() for subset in tasks.get(name).subsets}
+    if (folder / "manifest.json").is_file() or any((folder / subset).is_dir() for subset in subsets):
         return (
             f"{data} is a benchmark: write examples from it with `perrecbench sft data --data {data} "
             "--format FORMAT --out EXAMPLES` and pass --data EXAMPLES"
