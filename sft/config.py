@@ -132,7 +132,7 @@ class PushConfig:
     adapter: str = option("adapter (or merged model) folder to upload", positional=True)
     repo: str = option("Hub model repository", metavar="ORG/NAME")
     run: str | None = option(
-        "run folder of `perrecbench evaluate` with exactly this adapter on its base model: its PTC table "
+        "run folder of `perrecbench evaluate` with exactly this adapter on its base model: its results table "
         "goes into the card (and its model-index metadata); runs of anything else are refused",
         default=None,
     )
