@@ -302,10 +302,15 @@ def _data_line(info: Mapping[str, Any]) -> str:
 def training_section(info: Mapping[str, Any]) -> str:
     """How the folder's weights came about: data and recipe, or the merge and each source's."""
     if info["kind"] == "adapter":
+        no_test = (
+            "Every example comes from the train split."  # the general path reads nothing else
+            if "task" in info["data"]
+            else "No example comes from a test group or shows a test rating."
+        )
         return (
             f"TRL `SFTTrainer` with a PEFT LoRA adapter on `{hub_base_model(info)}`, {_recipe_words(info)}."
             "\n\n"
-            f"Data: {_data_line(info)}. No example comes from a test group or shows a test rating.\n\n"
+            f"Data: {_data_line(info)}. {no_test}\n\n"
             + recipe_table(info)
         )
     method = MERGE_METHODS[info["method"]].format(density=info.get("density"), rank=info.get("svd_rank"))

@@ -8,15 +8,15 @@ sft/configs/lora.yaml, with bf16 only on a GPU that has it; --config FILE.yaml (
 it, and flags override both. The output folder holds the adapter (PEFT), the tokenizer, sft_train.json
 (data, recipe, metrics, log history) and a model card.
 
-    perrecbench sft train --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --data sft_data/pairwise \
-        --output_dir adapters/pairwise
+    perrecbench sft train --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --data sft_data/mixed \
+        --output_dir adapters/mixed
 
 On several GPUs, the same arguments through accelerate (zero3.yaml or fsdp.yaml for models that do not fit
 on one); the effective batch is per-device batch x accumulation x processes (here 4 x 2 x 4 = 32):
 
     accelerate launch --config_file sft/configs/ddp.yaml --num_processes 4 -m sft.train \
-        --model_name_or_path meta-llama/Llama-3.1-8B-Instruct --data sft_data/pairwise \
-        --output_dir adapters/pairwise --gradient_accumulation_steps 2
+        --model_name_or_path meta-llama/Llama-3.1-8B-Instruct --data sft_data/mixed \
+        --output_dir adapters/mixed --gradient_accumulation_steps 2
 """
 
 from __future__ import annotations
