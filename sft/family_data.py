@@ -122,6 +122,7 @@ def describe(task: Task, config: FamilyDataConfig, rows: list[dict[str, Any]], n
     (`sft.examples`), the family's name and its subsets."""
     lengths = [sum(len(m["content"]) for m in (*row["prompt"], *row["completion"])) for row in rows]
     formats = [row["format"] for row in rows]
+    protocols = tuple(task.protocols) if config.format == "mixed" else (config.format,)
     answers: dict[str, Counter] = {}
     for row in rows:
         answers.setdefault(row["format"], Counter())[row["answer"]] += 1
@@ -129,7 +130,7 @@ def describe(task: Task, config: FamilyDataConfig, rows: list[dict[str, Any]], n
         "task": task.name,
         "format": config.format,
         "examples": len(rows),
-        "examples_per_format": dict(Counter(formats)),
+        "examples_per_format": {protocol: formats.count(protocol) for protocol in protocols},
         "docs": n_docs,
         "subsets": list(config.subsets or task.subsets),
         "answers": {fmt: dict(sorted(counts.items())) for fmt, counts in answers.items()},
