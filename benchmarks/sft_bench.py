@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perrec_eval.tasks.perrecbench import context  # noqa: E402
-from sft.config import DataConfig  # noqa: E402
-from sft.data import build  # noqa: E402
+from sft.perrecbench.config import DataConfig  # noqa: E402
+from sft.perrecbench.data import build  # noqa: E402
 from tests.tiny_model import build_tiny_chat_model  # noqa: E402
 
 WORK = ROOT / "benchmarks" / "_work" / "sft_bench"

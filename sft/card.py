@@ -205,13 +205,26 @@ def formats_of(info: Mapping[str, Any]) -> list[str]:
 
 
 def _formats(info: Mapping[str, Any]) -> str:
-    """The formats, each named once, in order ("pointwise", not "pointwise, pointwise")."""
+    """The formats, each named once, in order ("a", not "a, a")."""
     return ", ".join(dict.fromkeys(formats_of(info)))
+
+
+def task_of(info: Mapping[str, Any]) -> str:
+    """The family whose examples trained the folder's weights: the one ``task`` the examples (or a merge's
+    sources) name; the default family's examples name none. Sources of several families give the default.
+    """
+    from perrec_eval.tasks import DEFAULT_TASK
+
+    if info["kind"] == "adapter":
+        return info["data"].get("task", DEFAULT_TASK)
+    sources = [source["info"] for source in info.get("sources", ()) if source["info"]["kind"] != "external"]
+    names = {task_of(source) for source in sources}
+    return names.pop() if len(names) == 1 else DEFAULT_TASK
 
 
 def _variant(info: Mapping[str, Any]) -> str:
     if info["kind"] == "adapter":
-        return info["data"]["variant"]
+        return info["data"].get("variant", "default")  # only PerRecBench's examples have prompt variants
     if "sources" not in info:
         return "unknown"
     variants = {_variant(source["info"]) for source in info["sources"]}
@@ -272,6 +285,12 @@ def _recipe_words(info: Mapping[str, Any]) -> str:
 def _data_line(info: Mapping[str, Any]) -> str:
     data = info["data"]
     counts = ", ".join(f"{fmt} {n:,}" for fmt, n in data["examples_per_format"].items())
+    if "task" in data:  # a family on the general path (`sft.family_data`)
+        return (
+            f"{data['examples']:,} examples ({counts}) from {data['docs']:,} train docs of "
+            f"`{data['source']['data']}` ({', '.join(data['subsets'])}), written by `perrecbench sft data "
+            f"--task {data['task']} --format {data['format']}`"
+        )
     return (
         f"{data['examples']:,} examples ({counts}) from {data['groups']:,} train groups of "
         f"`{data['source']['data']}` (levels {', '.join(data['levels'])}; BM25 top {data['k']} history "
@@ -283,10 +302,15 @@ def _data_line(info: Mapping[str, Any]) -> str:
 def training_section(info: Mapping[str, Any]) -> str:
     """How the folder's weights came about: data and recipe, or the merge and each source's."""
     if info["kind"] == "adapter":
+        no_test = (
+            "Every example comes from the train split."  # the general path reads nothing else
+            if "task" in info["data"]
+            else "No example comes from a test group or shows a test rating."
+        )
         return (
             f"TRL `SFTTrainer` with a PEFT LoRA adapter on `{hub_base_model(info)}`, {_recipe_words(info)}."
             "\n\n"
-            f"Data: {_data_line(info)}. No example comes from a test group or shows a test rating.\n\n"
+            f"Data: {_data_line(info)}. {no_test}\n\n"
             + recipe_table(info)
         )
     method = MERGE_METHODS[info["method"]].format(density=info.get("density"), rank=info.get("svd_rank"))
@@ -343,21 +367,28 @@ def results_section(
     systems: Sequence[tuple[str, str | os.PathLike]],
     name: str,
     costs: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    task: Any = None,
 ) -> str:
-    """The PTC table of the given (label, run folder)s (the base model's row first when given), or how to
-    produce one."""
-    from perrec_eval.report import table
-    from perrec_eval.tasks.perrecbench.leaderboard.runs import load_run
-
+    """The results table of the given (label, run folder)s (the base model's first when given), or how to
+    produce one: PerRecBench's PTC table, or for `task` (a family on the general path) its headline metric
+    per cell."""
     if not systems:
+        flag = f"--task {task.name} " if task is not None else ""
         return (
-            "Not evaluated yet: run `perrecbench evaluate --engine hf --adapter NAME=PATH ...`, then "
-            f"`perrecbench sft push {name} --repo ORG/NAME --run RUN_DIR` puts its PTC table here."
+            f"Not evaluated yet: run `perrecbench evaluate {flag}--engine hf --adapter NAME=PATH ...`, then "
+            f"`perrecbench sft push {name} --repo ORG/NAME --run RUN_DIR` puts its "
+            f"{'results' if task is not None else 'PTC'} table here."
         )
-    loaded = [load_run(folder) for _, folder in systems]
-    text = "PerRecBench test split, PTC per level and method.\n\n" + table(
-        loaded, [label for label, _ in systems], compact=True
-    )
+    if task is not None:
+        text = family_table(systems, task)
+    else:
+        from perrec_eval.report import table
+        from perrec_eval.tasks.perrecbench.leaderboard.runs import load_run
+
+        loaded = [load_run(folder) for _, folder in systems]
+        text = "PerRecBench test split, PTC per level and method.\n\n" + table(
+            loaded, [label for label, _ in systems], compact=True
+        )
     if len(systems) == 1:
         text += (
             "\n\nNo base-model run was given: compare with the base model's own run before relying on this."
@@ -365,6 +396,49 @@ def results_section(
     if costs:
         text += "\n\nCost of each run: " + "; ".join(cost_line(n, c) for n, c in costs) + "."
     return text
+
+
+def family_table(systems: Sequence[tuple[str, str | os.PathLike]], task: Any) -> str:
+    """One row per cell of the runs' scores (general-path runs of `task`), a column per run: the family's
+    headline metric with its interval.
+
+    Raises:
+        DataError: a run of another family, or scores of another shape.
+    """
+    from perrec_eval.results import read_family_scores, read_run_info
+
+    scores = []
+    for _, folder in systems:
+        if (ran := read_run_info(folder).task) != task.name:
+            raise DataError(f"{folder} is a run of task {ran}, not of {task.name}: pass a run of {task.name}")
+        cells = read_family_scores(Path(folder) / "scores.json").cells
+        scores.append({(cell.subset, cell.protocol): cell for cell in cells})
+    headline = task.headline.name
+    labels = " | ".join(f"`{label}`" for label, _ in systems)
+    rows = [f"| {task.subset_axis} | {task.protocol_axis} | {labels} |", "|---|---|" + "---:|" * len(systems)]
+    for cell in task.cells():
+        key = (cell.subset, cell.protocol)
+        if any(key in run for run in scores):
+            values = [_metric_text(run[key].metrics.get(headline)) if key in run else "–" for run in scores]
+            rows.append(f"| {cell.subset} | {cell.protocol} | " + " | ".join(values) + " |")
+    direction = "higher" if task.headline.higher_is_better else "lower"
+    return (
+        f"{task.title}, {headline} per cell ({task.subset_axis} × {task.protocol_axis}; {direction} is "
+        "better; 95% interval in brackets).\n\n" + "\n".join(rows)
+    )
+
+
+def _metric_text(value: Any) -> str:
+    """A metric value with its interval, or a dash when the cell had nothing to score.
+
+    >>> from perrec_eval.results import MetricValue
+    >>> _metric_text(MetricValue(value=0.5, ci_low=0.25, ci_high=0.75)), _metric_text(None)
+    ('0.500 [0.250, 0.750]', '–')
+    """
+    if value is None or value.value is None:
+        return "–"
+    interval = f" [{value.ci_low:.3f}, {value.ci_high:.3f}]" if value.ci_low is not None else ""
+    return f"{value.value:.3f}{interval}"
 
 
 def load_systems(run: str | os.PathLike | None) -> list[tuple[str, dict[str, Any]]]:
@@ -397,6 +471,10 @@ def model_card(
     """
     from huggingface_hub import ModelCard, ModelCardData
 
+    from perrec_eval import tasks
+
+    family = tasks.get(task_of(info))
+    task = None if family.name == tasks.DEFAULT_TASK else family  # a family on the general path
     base = hub_base_model(info)
     on_hub = is_hub_id(base)
     info = without_local_paths(info)  # a published card names no folder of this machine
@@ -408,12 +486,13 @@ def model_card(
         base_model=base if on_hub else None,
         library_name="transformers" if kind == "merged-model" else "peft",
         pipeline_tag="text-generation",
-        tags=["perrecbench", "personalization", "recommendation", "sft", "trl", "lora"],
+        tags=["perrecbench", *(("personalization", "recommendation") if task is None else (task.name,))]
+        + ["sft", "trl", "lora"],
         model_name=(repo or name) if eval_results else None,
         eval_results=list(eval_results) or None,
     )
     what = {
-        "adapter": f"a LoRA adapter for `{base}` trained on PerRecBench's **{formats}** format",
+        "adapter": f"a LoRA adapter for `{base}` trained on {family.title}'s **{formats}** format",
         "merged-adapter": f"a LoRA adapter for `{base}` merged (`{info.get('method')}`) from adapters "
         f"trained on the {formats} {plural}",
         "merged-model": f"`{base}` with merged (`{info.get('method')}`) LoRA updates from adapters "
@@ -421,12 +500,13 @@ def model_card(
     }[kind]
     variant = _variant(info)
     flags = "--no-profile " if variant == "no_profile" else "--profiles PROFILES.jsonl "
+    template = "model_card.md" if task is None else "task_model_card.md"
     card = ModelCard.from_template(
         card_data,
-        template_str=resources.files("hub_cards").joinpath("model_card.md").read_text(encoding="utf-8"),
+        template_str=resources.files("hub_cards").joinpath(template).read_text(encoding="utf-8"),
         summary=f"This is {what}, written by `perrecbench sft` (perrecbench {info.get('perrecbench')})."
         + _SYNTHETIC_NOTE * bool(source_kinds(info) & {"synthetic", "mixed"}),
-        results=results_section(systems, name, costs),
+        results=results_section(systems, name, costs, task),
         training=training_section(info),
         variant=variant,
         kind=kind,
@@ -434,5 +514,12 @@ def model_card(
         base=base,
         repo=repo or "ORG/NAME",
         flags=flags,
+        task=family.name,
+        title=family.title,
+        description=family.description,
+        cells=f"{family.subset_axis} ({', '.join(family.subsets)}) × {family.protocol_axis} "
+        f"({', '.join(family.protocols)})",
+        headline=f"{family.headline.name} ("
+        f"{'higher' if family.headline.higher_is_better else 'lower'} is better)",
     )
     return f"{card}\n"  # Jinja drops the template's last newline

@@ -1,9 +1,11 @@
 """`perrecbench sft data | train | merge | push`: fine-tuning for personalization (paper §6).
 
-Each subcommand's flags come from its config dataclass in `sft.config` (``--config FILE.yaml`` included),
-but for ``train``, whose arguments go to TRL's own parser in its handler (`sft.train.parse`). The handlers
-import the heavy libraries (torch, transformers, trl, peft) only when they run, so ``perrecbench --help``
-stays fast and a missing ``[train]`` extra is one line naming the pip command.
+Each subcommand's flags come from its config dataclass (``--config FILE.yaml`` included): `sft.config`'s,
+and for ``data`` the family's (`sft.perrecbench.config`, or `sft.family_data` for a family on the general
+path, chosen by ``--task``), but for ``train``, whose arguments go to TRL's own parser in its handler
+(`sft.train.parse`). The handlers import the heavy libraries (torch, transformers, trl, peft) only when
+they run, so ``perrecbench --help`` stays fast and a missing ``[train]`` extra is one line naming the pip
+command.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import cliconfig, push_cli
-from sft.config import DataConfig, MergeConfig, PushConfig
+from sft.config import MergeConfig, PushConfig
+from sft.perrecbench.cli import run_data
+from sft.perrecbench.config import DataConfig
 
-LOOP = """the loop (paper §6: three single-format adapters, merged):
-  perrecbench sft data  --data BENCH --format pairwise --no-profile --out sft_data/pairwise   (x3 formats)
-  perrecbench sft train --model_name_or_path MODEL --data sft_data/pairwise --output_dir adapters/pairwise
-  perrecbench sft merge adapters/pointwise adapters/pairwise adapters/listwise --out adapters/merged
+LOOP = """the loop (paper §6: one adapter per format, merged); a format is one of the family's request
+protocols (`perrecbench tasks` lists them) or mixed; --task NAME picks the family (default perrecbench):
+  perrecbench sft data  --data BENCH --format F1 --no-profile --out sft_data/F1   (once per format)
+  perrecbench sft train --model_name_or_path MODEL --data sft_data/F1 --output_dir adapters/F1
+  perrecbench sft merge adapters/F1 adapters/F2 adapters/F3 --out adapters/merged
   perrecbench evaluate  --data BENCH --engine hf --model MODEL --no-profile --out runs \\
-      --adapter pairwise=adapters/pairwise --adapter merged=adapters/merged
+      --adapter F1=adapters/F1 --adapter merged=adapters/merged
   perrecbench sft push  adapters/merged --repo ORG/NAME --run runs/merged --base-run runs/base --dry-run"""
 
 
@@ -92,26 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "push",
         PushConfig,
         push_cli.run_adapter,  # the same command as `perrecbench push adapter`
-        help="upload an adapter with its model card (and PTC table) to the Hugging Face Hub",
+        help="upload an adapter with its model card (and results table) to the Hugging Face Hub",
     )
-
-
-def run_data(config: DataConfig) -> int:
-    from perrec_eval import outputs
-    from perrec_eval.lock import file_lock
-    from sft.data import build
-
-    outputs.target(config.out)  # before the lock, which sits beside --out
-    with file_lock(config.out):  # a second `sft data` into the same folder is refused
-        path, info = build(config)
-    counts = ", ".join(f"{fmt} {n:,}" for fmt, n in info["examples_per_format"].items())
-    left_out = sum(info["test_label_groups_left_out"].values())
-    print(f"{info['examples']:,} examples ({counts}) from {info['groups']:,} train groups -> {path}")
-    print(f"prompt variant {info['variant']}; {left_out} train groups left out for showing a test rating")
-    print(
-        f"next: perrecbench sft train --model_name_or_path MODEL --data {config.out} --output_dir ADAPTER_DIR"
-    )
-    return 0
 
 
 def run_train(command: TrainCommand) -> int:
@@ -120,10 +107,13 @@ def run_train(command: TrainCommand) -> int:
     script, training, model = parse(command.argv)
     info = train(script, training, model)
     out, name = training.output_dir, Path(training.output_dir).name
+    task = info["data"].get("task")  # written by the general path; PerRecBench's examples predate it
     print(
-        f"next: perrecbench evaluate --engine hf --model {model.model_name_or_path} --adapter {name}={out} "
+        "next: perrecbench evaluate "
+        + (f"--task {task} " if task else "")
+        + f"--engine hf --model {model.model_name_or_path} --adapter {name}={out} "
         f"--data {info['data']['source']['data']} --out runs/{name}"
-        + (" --no-profile" if info["data"]["variant"] == "no_profile" else "")
+        + (" --no-profile" if info["data"].get("variant") == "no_profile" else "")
     )
     return 0
 

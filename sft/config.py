@@ -1,4 +1,7 @@
-"""One config dataclass per `perrecbench sft` command; the command-line flags are derived from these fields.
+"""One config dataclass per general `perrecbench sft` command; the command-line flags are derived from them.
+
+`sft data` is a family's own (PerRecBench's: `sft.perrecbench.config`; the general path's:
+`sft.family_data`).
 
 `sft train` is the exception: its settings are TRL's (`trl.SFTConfig`, `trl.ModelConfig`) plus the few of
 `TrainArguments`, parsed by `trl.TrlParser` in `sft.train`, with `sft/configs/lora.yaml` (the paper's recipe)
@@ -12,51 +15,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from perrec_eval.cliconfig import option
-from perrec_eval.config import PromptSpec
 from perrec_eval.errors import ConfigError
-from perrec_eval.tasks.perrecbench.presentation import Presentation
-from perrec_eval.tasks.perrecbench.vocabulary import LEVEL_SIZES
 
-SFTFormat = Literal["pointwise", "pairwise", "listwise", "mixed"]
 MergeMethod = Literal["cat", "linear", "factor-mean", "ties", "svd"]
 DType = Literal["auto", "bfloat16", "float16", "float32"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DataConfig(PromptSpec):
-    """Settings of `perrecbench sft data`: chat examples for fine-tuning from the train split."""
-
-    level_choices = tuple(LEVEL_SIZES)  # full: the 5-user groups, train only
-
-    format: SFTFormat = option(
-        "answer format: pointwise (a rating per user), pairwise (every pair in both orders), listwise (the "
-        "best-first order of a group), or mixed (the union of the three, shuffled)"
-    )
-    out: str = option(
-        "output folder: a `datasets` folder (parquet + card) that `perrecbench sft train` reads"
-    )
-    presentation: Presentation = option(
-        "order of the users in listwise examples, as `perrecbench evaluate --presentation`: balanced (paired "
-        "across each level's groups, seeded by --seed) or dataset (the dataset's order)",
-        default="balanced",
-    )
-    tokenizer: str | None = option(
-        "tokenizer (model id or folder) for token counts in the card; default: character counts",
-        default=None,
-    )
-
-    def __post_init__(self) -> None:
-        PromptSpec.__post_init__(self)
-        if not self.profiles and not self.no_profile:
-            raise ConfigError(
-                "pass --profiles PATH (profiles of the train users, written with `perrecbench profiles "
-                "--splits train --out PATH ...`) or --no-profile (prompts without profiles)"
-            )
-
-    @property
-    def variant(self) -> str:
-        """The runner's prompt variant the examples are rendered with."""
-        return "no_profile" if self.no_profile else "default"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,7 +132,7 @@ class PushConfig:
     adapter: str = option("adapter (or merged model) folder to upload", positional=True)
     repo: str = option("Hub model repository", metavar="ORG/NAME")
     run: str | None = option(
-        "run folder of `perrecbench evaluate` with exactly this adapter on its base model: its PTC table "
+        "run folder of `perrecbench evaluate` with exactly this adapter on its base model: its results table "
         "goes into the card (and its model-index metadata); runs of anything else are refused",
         default=None,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,10 @@ from typing import Any
 from perrec_eval import fileio
 from perrec_eval.cliconfig import check_task, option
 from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.evaluation import fingerprint
 from perrec_eval.lock import folder_lock
 from perrec_eval.tasks import Doc, Task, get
-from sft.data import INFO_FILE, check_out
+from sft.examples import INFO_FILE, check_out, lengths_per_format
 from sft.outdir import replaced
 
 
@@ -104,21 +106,44 @@ def write_command(config: FamilyDataConfig) -> int:
             random.Random(config.seed).shuffle(rows)
         digest = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:12]
         name = f"train-{digest}.parquet"
-        info = {
-            "task": task.name,
-            "format": config.format,
-            "file": name,
-            "examples": len(rows),
-            "examples_per_format": {p: sum(r["format"] == p for r in rows) for p in protocols},
-            "source": config.data,
-            "split": "train",
-        }
+        info = describe(task, config, rows, sum(map(len, docs.values())))
+        info["file"] = name
         with replaced(out) as tmp:
             datasets.Dataset.from_list(rows).to_parquet(str(tmp / name))
             fileio.write_json(tmp / INFO_FILE, info)
             fileio.write_text(tmp / "README.md", card(task, info))
     print(f"{len(rows)} examples of task {task.name} written to {out}/ ({name})")
     return 0
+
+
+def describe(task: Task, config: FamilyDataConfig, rows: list[dict[str, Any]], n_docs: int) -> dict[str, Any]:
+    """The facts of the examples folder (``sft_data.json``): those every examples folder holds
+    (`sft.examples`), the family's name and its subsets."""
+    lengths = [sum(len(m["content"]) for m in (*row["prompt"], *row["completion"])) for row in rows]
+    formats = [row["format"] for row in rows]
+    protocols = tuple(task.protocols) if config.format == "mixed" else (config.format,)
+    answers: dict[str, Counter] = {}
+    for row in rows:
+        answers.setdefault(row["format"], Counter())[row["answer"]] += 1
+    return {
+        "task": task.name,
+        "format": config.format,
+        "examples": len(rows),
+        "examples_per_format": {protocol: formats.count(protocol) for protocol in protocols},
+        "docs": n_docs,
+        "subsets": list(config.subsets or task.subsets),
+        "answers": {fmt: dict(sorted(counts.items())) for fmt, counts in answers.items()},
+        "length_unit": "characters",
+        "lengths": lengths_per_format(formats, lengths),
+        "total_length": sum(lengths),
+        "max_docs": config.max_docs,
+        "seed": config.seed,
+        "source": {
+            "data": config.data,
+            "split": "train",
+            "dataset_fingerprint": fingerprint(config.data),
+        },
+    }
 
 
 def card(task: Task, info: dict[str, Any]) -> str:
@@ -131,7 +156,7 @@ def card(task: Task, info: dict[str, Any]) -> str:
         "tags": ["perrecbench", task.name, "sft", "trl"],
     }
     counts = "\n".join(f"- {fmt}: {n:,}" for fmt, n in info["examples_per_format"].items())
-    source = Path(info["source"]).name
+    source = Path(info["source"]["data"]).name
     return (
         f"---\n{yaml.safe_dump(header, sort_keys=False)}---\n\n# {task.title}: training examples\n\n"
         f"{info['examples']:,} conversational prompt-completion examples from the train split of "

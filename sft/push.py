@@ -1,12 +1,13 @@
 """Upload an adapter (or merged model) folder to the Hugging Face Hub with its model card.
 
-The card is ``hub_cards/model_card.md`` filled from the folder's ``sft_train.json`` / ``sft_merge.json`` and,
-with ``--run``, the PTC table of a run of exactly this adapter on its base model (``--base-run``: the base
-model's row beside it); with ``--dataset``/``--dataset-revision`` also the card's ``model-index`` and the
-``.eval_results/`` entries. The upload is built in memory (`perrec_eval.publish.Upload`): every file of
-the folder except checkpoints (``checkpoint-*``), ``training_args.bin`` and hidden files, the card as
-``README.md`` and ``adapter_config.json`` naming the base model's Hub id. Nothing is written into the
-folder, dry run or not.
+The card is ``hub_cards/model_card.md`` (``task_model_card.md`` for an adapter of a family on the general
+path) filled from the folder's ``sft_train.json`` / ``sft_merge.json`` and, with ``--run``, the results table
+of a run of exactly this adapter on its base model, on the family it was trained for (``--base-run``: the
+base model's column beside it); with ``--dataset``/``--dataset-revision`` (PerRecBench runs) also the
+card's ``model-index`` and the ``.eval_results/`` entries. The upload is built in memory
+(`perrec_eval.publish.Upload`): every file of the folder except checkpoints (``checkpoint-*``),
+``training_args.bin`` and hidden files, the card as ``README.md`` and ``adapter_config.json`` naming the
+base model's Hub id. Nothing is written into the folder, dry run or not.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio
-from perrec_eval.errors import DataError
+from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.publish import Upload, check_run_of_model, folder_files, results_files
 from perrec_eval.publish import push as send
 from perrec_eval.results import RunInfo, read_run_info
 from perrec_eval.secrets import has_secret
-from sft.card import base_model_ids, hub_base_model, model_card, read_info
+from perrec_eval.tasks import DEFAULT_TASK
+from sft.card import base_model_ids, hub_base_model, model_card, read_info, task_of
 from sft.config import PushConfig
 
 # Never uploaded: training checkpoints, and the trainer's pickled arguments (local paths, maybe a token; the
@@ -29,12 +31,17 @@ from sft.config import PushConfig
 SKIP = ("checkpoint-", "training_args.bin")
 
 
-def _run(path: str, *, ids: tuple[str, ...], adapter: Path | None) -> tuple[Path, RunInfo]:
-    """(run folder, run.json) of one checked run."""
+def _run(path: str, *, ids: tuple[str, ...], adapter: Path | None, task: str) -> tuple[Path, RunInfo]:
+    """(run folder, run.json) of one checked run: of this model (and adapter), on the adapter's family."""
     from perrec_eval.rundir import one_run_folder
 
     run_dir = one_run_folder(path)
     info = read_run_info(run_dir)
+    if info.task != task:
+        raise DataError(
+            f"{run_dir} is a run of task {info.task}; the adapter was trained on task {task}'s examples: "
+            f"pass a run of `perrecbench evaluate --task {task}`"
+        )
     check_run_of_model(run_dir, info, model_ids=ids, adapter=adapter)
     return run_dir, info
 
@@ -79,19 +86,24 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
             f"{folder} records a secret (e.g. a hub_token setting) in its sft_train.json and "
             "training_args.bin: train it again without it (set HF_TOKEN instead) before uploading"
         )
-    ids = base_model_ids(folder)
+    ids, task = base_model_ids(folder), task_of(info)
+    if config.dataset and task != DEFAULT_TASK:
+        raise ConfigError(
+            f"--dataset: `.eval_results` entries are written for {DEFAULT_TASK} runs only so far; push this "
+            f"adapter of task {task} without --dataset and --dataset-revision (its card still has the table)"
+        )
     systems, costs, eval_results = [], [], []
     files: dict[str, Any] = dict(folder_files(folder, skip=SKIP))
     if config.base_run:
-        base_dir, base_info = _run(config.base_run, ids=ids, adapter=None)
+        base_dir, base_info = _run(config.base_run, ids=ids, adapter=None, task=task)
         systems.append((f"base ({hub_base_model(info)})", base_dir))
         costs += [(systems[-1][0], base_info.cost)] if base_info.cost else []
     if config.run:
-        run_dir, run_info = _run(config.run, ids=ids, adapter=folder)
-        scores = load_scores(run_dir).to_json()
+        run_dir, run_info = _run(config.run, ids=ids, adapter=folder, task=task)
         systems.append((folder.name, run_dir))
         costs += [(folder.name, run_info.cost)] if run_info.cost else []
         if config.dataset and config.dataset_revision:
+            scores = load_scores(run_dir).to_json()
             eval_results = _eval_results(scores, config.dataset, config.dataset_revision)
             files |= results_files(
                 run_dir,

@@ -1,4 +1,4 @@
-r"""LoRA fine-tuning on PerRecBench examples, in the shape of TRL's `trl/scripts/sft.py`.
+r"""LoRA fine-tuning on a task family's examples, in the shape of TRL's `trl/scripts/sft.py`.
 
 Train a LoRA adapter with TRL's SFTTrainer on an examples folder of `perrecbench sft data` (conversational
 prompt-completion: the loss is on the answer only). The settings are TRL's own, parsed by trl.TrlParser: every
@@ -8,15 +8,15 @@ sft/configs/lora.yaml, with bf16 only on a GPU that has it; --config FILE.yaml (
 it, and flags override both. The output folder holds the adapter (PEFT), the tokenizer, sft_train.json
 (data, recipe, metrics, log history) and a model card.
 
-    perrecbench sft train --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --data sft_data/pairwise \
-        --output_dir adapters/pairwise
+    perrecbench sft train --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --data sft_data/mixed \
+        --output_dir adapters/mixed
 
 On several GPUs, the same arguments through accelerate (zero3.yaml or fsdp.yaml for models that do not fit
 on one); the effective batch is per-device batch x accumulation x processes (here 4 x 2 x 4 = 32):
 
     accelerate launch --config_file sft/configs/ddp.yaml --num_processes 4 -m sft.train \
-        --model_name_or_path meta-llama/Llama-3.1-8B-Instruct --data sft_data/pairwise \
-        --output_dir adapters/pairwise --gradient_accumulation_steps 2
+        --model_name_or_path meta-llama/Llama-3.1-8B-Instruct --data sft_data/mixed \
+        --output_dir adapters/mixed --gradient_accumulation_steps 2
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from perrec_eval.lock import folder_lock
 from perrec_eval.secrets import is_secret_name, redact
 from sft.card import MERGE_INFO, TRAIN_INFO, model_card, record_hub_base
 from sft.config import TrainArguments
-from sft.data import INFO_FILE, token_ids
+from sft.examples import INFO_FILE, token_ids
 from sft.outdir import is_empty, refuse_overlap
 
 logger = logging.getLogger(__name__)
@@ -318,13 +318,14 @@ def load_examples(
 
 def _examples_fix(data: str) -> str:
     """How to write the examples `--data` should name: into `data` when it is free, else from it when it is
-    a benchmark, else into a folder of their own."""
-    from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
+    a benchmark (a build's manifest, or a folder per subset of a family), else into a folder of their own."""
+    from perrec_eval import tasks
 
     folder = Path(data)
     if is_empty(folder):
         return f"write one with `perrecbench sft data --data BENCHMARK --format FORMAT --out {data}`"
-    if (folder / "manifest.json").is_file() or any((folder / level).is_dir() for level in LEVELS):
+    subsets = {subset for name in tasks.evaluable() for subset in tasks.get(name).subsets}
+    if (folder / "manifest.json").is_file() or any((folder / subset).is_dir() for subset in subsets):
         return (
             f"{data} is a benchmark: write examples from it with `perrecbench sft data --data {data} "
             "--format FORMAT --out EXAMPLES` and pass --data EXAMPLES"

@@ -6,7 +6,7 @@ import pytest
 
 from perrec_eval.config import EvalConfig, ProfilesConfig
 from perrec_eval.errors import ConfigError
-from sft.config import DataConfig
+from sft.perrecbench.config import DataConfig
 
 DATA_COMMANDS = {
     "evaluate": lambda **kw: EvalConfig(data="d", out="o", engine="fake", model="m", **kw),

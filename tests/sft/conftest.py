@@ -92,8 +92,8 @@ def sft_bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def pairwise_data(sft_bench: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from sft.config import DataConfig
-    from sft.data import build
+    from sft.perrecbench.config import DataConfig
+    from sft.perrecbench.data import build
 
     out = tmp_path_factory.mktemp("sft_data") / "pairwise"
     build(DataConfig(data=str(sft_bench), format="pairwise", no_profile=True, out=str(out)))

@@ -14,8 +14,9 @@ from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.run import evaluate
 from perrec_eval.tasks.perrecbench import context, protocols
-from sft.config import DataConfig
-from sft.data import INFO_FILE, build, build_examples, load_train_contexts
+from sft.examples import INFO_FILE
+from sft.perrecbench.config import DataConfig
+from sft.perrecbench.data import build, build_examples, load_train_contexts
 from tests.benchmark_fixture import write_tiny_benchmark
 from tests.sft.conftest import write_sft_benchmark
 
@@ -257,7 +258,7 @@ def test_sft_data_refuses_an_out_overlapping_the_benchmark(sft_bench, tmp_path, 
 
 
 def test_sft_data_killed_while_writing_leaves_the_earlier_folder(sft_bench, tmp_path, monkeypatch):
-    import sft.data
+    import sft.perrecbench.data
 
     out = tmp_path / "data"
     build(data_config(sft_bench, out, "listwise"))
@@ -266,7 +267,7 @@ def test_sft_data_killed_while_writing_leaves_the_earlier_folder(sft_bench, tmp_
     def killed(info):  # the new parquet and sft_data.json are written, the card is not
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sft.data, "card", killed)
+    monkeypatch.setattr(sft.perrecbench.data, "card", killed)
     with pytest.raises(KeyboardInterrupt):
         build(data_config(sft_bench, out, "pointwise"))
     assert _snapshot(out) == before

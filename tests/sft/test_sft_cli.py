@@ -23,7 +23,7 @@ def help_text(capsys, *argv: str) -> str:
 
 def test_sft_help_lists_the_subcommands_and_the_loop(capsys):
     out = help_text(capsys, "sft")
-    for command in ("data", "train", "merge", "push", "perrecbench sft merge adapters/pointwise"):
+    for command in ("data", "train", "merge", "push", "perrecbench sft merge adapters/F1 adapters/F2"):
         assert command in out
 
 

@@ -23,7 +23,7 @@ several levels) is kept once.
 user's history) is left out and counted: whatever split rule the benchmark was built with, no test rating
 reaches the examples.
 
-Examples are written as a `datasets` folder: ``train-<sha12>.parquet`` (named by a hash of its content,
+Examples are written as an examples folder (`sft.examples`): ``train-<sha12>.parquet`` (named by content,
 PITFALLS 1) with the conversational prompt-completion columns TRL's `SFTTrainer` reads (``prompt``:
 system + user messages, ``completion``: the assistant answer) and provenance columns, a card (``README.md``
 with its ``configs:``) and ``sft_data.json`` (the facts the card states, read by `perrecbench sft train`).
@@ -31,20 +31,18 @@ with its ``configs:``) and ``sft_data.json`` (the facts the card states, read by
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import random
-import statistics
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from perrec_eval import fileio, outputs
+from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.publish import size_category
 from perrec_eval.run import render_slot
@@ -56,13 +54,11 @@ from perrec_eval.tasks.perrecbench.records import Group
 from perrec_eval.tasks.perrecbench.retrieval import retrieve_groups
 from perrec_eval.tasks.perrecbench.vocabulary import METHODS, Method
 from perrec_eval.types import Message
-from sft.config import DataConfig
-from sft.outdir import is_empty, refuse_overlap, replaced
+from sft.examples import INFO_FILE, check_out, content_name, lengths_per_format, token_ids
+from sft.outdir import replaced
+from sft.perrecbench.config import DataConfig
 
 logger = logging.getLogger(__name__)
-
-INFO_FILE = "sft_data.json"
-
 
 @dataclass(frozen=True, slots=True)
 class Example:
@@ -220,34 +216,11 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
     return contexts, facts
 
 
-def _summary(values: Sequence[int]) -> dict[str, float | int]:
-    """min / mean / median / p95 / max of lengths.
-
-    >>> _summary([1, 2, 3, 10])
-    {'min': 1, 'mean': 4.0, 'median': 2.5, 'p95': 10, 'max': 10}
-    """
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {
-        "min": ordered[0],
-        "mean": round(statistics.fmean(ordered), 1),
-        "median": statistics.median(ordered),
-        "p95": p95,
-        "max": ordered[-1],
-    }
-
-
 def example_lengths(examples: Sequence[Example], tokenizer: Any | None = None) -> list[int]:
     """Length of each conversation: tokens of its chat-templated text with `tokenizer`, else characters."""
     if tokenizer is None:
         return [sum(len(m["content"]) for m in (*ex.prompt, *ex.completion)) for ex in examples]
     return [len(token_ids(tokenizer, [*ex.prompt, *ex.completion])) for ex in examples]
-
-
-def token_ids(tokenizer: Any, messages: Sequence[Message]) -> list[int]:
-    """Token ids of a whole conversation through the tokenizer's chat template (what training sees)."""
-    text = tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=False)
-    return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 def answer_counts(examples: Sequence[Example]) -> dict[str, dict[str, int]]:
@@ -279,7 +252,7 @@ def describe(
         "answers": answer_counts(examples),
         "length_unit": "tokens" if config.tokenizer else "characters",
         "tokenizer": config.tokenizer,
-        "lengths": {fmt: _summary(values) for fmt, values in per_format.items()},
+        "lengths": lengths_per_format([ex.format for ex in examples], lengths),
         "total_length": sum(lengths),
         "variant": config.variant,
         "k": config.k,
@@ -302,19 +275,6 @@ def source_kind(data: str) -> str | None:
     """``amazon``, ``synthetic`` or ``mixed`` from the build's ``manifest.json`` (None when there is none)."""
     manifest = Path(data) / "manifest.json"
     return fileio.read_json(manifest).get("source_kind") if manifest.is_file() else None
-
-
-def content_name(rows: Sequence[Mapping[str, Any]]) -> str:
-    """``train-<sha12>.parquet``: the data file named by a hash of its rows (PITFALLS 1).
-
-    >>> content_name([{"a": 1}]) == content_name([{"a": 1}]) != content_name([{"a": 2}])
-    True
-    """
-    digest = hashlib.sha256()
-    for row in rows:
-        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8"))
-        digest.update(b"\n")
-    return f"train-{digest.hexdigest()[:12]}.parquet"
 
 
 def _features() -> Any:
@@ -354,39 +314,6 @@ def write_folder(out: str | Path, examples: Sequence[Example], info: Mapping[str
         fileio.write_json(tmp / INFO_FILE, info)
         fileio.write_text(tmp / "README.md", card(info))
     return out / name
-
-
-def check_out(out: str | Path, inputs: Mapping[str, str | None] | None = None) -> Path:
-    """Refuse an `out` that overlaps an input or holds files `perrecbench sft data` did not write; return
-    it resolved (`perrec_eval.outputs`).
-
-    `out` is replaced whole, so a folder of something else (a benchmark, a dataset with its own
-    ``train-*.parquet`` and card), or a file added beside an earlier examples folder, would be lost.
-
-    Raises:
-        ConfigError: `out` overlaps an input, or is a non-empty folder without ``sft_data.json``.
-        DataError: an earlier examples folder holds files its `sft data` did not write.
-    """
-    out = outputs.target(out)
-    refuse_overlap(out, dict(inputs or {}))
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file: sft data writes a folder; choose another --out")
-    if not is_empty(out) and not (out / INFO_FILE).is_file():
-        raise ConfigError(
-            f"--out {out} holds files `perrecbench sft data` did not write (no {INFO_FILE}): they would be "
-            "replaced; choose another --out"
-        )
-    outputs.refuse_foreign(out, _data_files(out), command="sft data")
-    return out
-
-
-def _data_files(out: Path) -> Callable[[PurePosixPath], bool]:
-    """Whether a path in `out` is a file an earlier `sft data` wrote (its record names the parquet file)."""
-    try:
-        written = {INFO_FILE, "README.md", fileio.read_json(out / INFO_FILE)["file"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        written = {INFO_FILE, "README.md"}
-    return lambda path: str(path) in written
 
 
 _SOURCE_NOTES = {
