@@ -219,6 +219,10 @@ def score(
         metrics = {}
         for metric in task.metrics:
             items = [task.score_doc(metric.name, r.prediction, r.truth) for r in records]
+            if metric.aggregation == "corpus" and not math.isfinite(metric.corpus(items)):
+                # undefined on these docs (e.g. RMSE when every doc failed): no value, said as None
+                metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
+                continue
             value = metric.value(items)
             low, high = metric.interval(
                 items,

@@ -122,3 +122,14 @@ def test_toy_family_refuses_perrecbench_options_in_one_line(toy_family, capsys):
     with pytest.raises(SystemExit):
         main([*argv, "--out", "x", "--methods", "pointwise"])
     assert "unrecognized arguments: --methods" in capsys.readouterr().err
+
+
+def test_toy_family_a_cell_where_every_doc_failed_scores_none_not_a_crash(toy_family, tmp_path):
+    config = TaskEvalConfig(
+        task="toy", data=str(toy_family), engine="fake", model="m", out=str(tmp_path / "r"), max_docs=2
+    )
+    scores = evaluate(config, engine=FakeEngine(lambda request, params, i: "no idea", model="m"))
+    for cell in scores.cells:
+        assert cell.num_failed == 2
+        assert cell.metrics["accuracy"].value == 0.0  # a failed doc scores 0
+        assert cell.metrics["rmse"].value is None  # no error to average
