@@ -114,8 +114,8 @@ def baseline_names(config: EvalConfig) -> tuple[str, ...]:
 
 
 def evaluate(config: EvalConfig) -> int:
-    from perrec_eval import report, run
     from perrec_eval.leaderboard.runs import load_runs
+    from perrec_eval.tasks.perrecbench import report, run
 
     if config.engine == BASELINE_ENGINE:
         systems = run.evaluate_baselines(config, baseline_names(config))
@@ -181,7 +181,8 @@ def _warn_suspect_profiles(config: EvalConfig) -> None:
 
 
 def score(config: ScoreConfig) -> int:
-    from perrec_eval import report, rundir
+    from perrec_eval import rundir
+    from perrec_eval.tasks.perrecbench import report
 
     run_dir = rundir.one_run_folder(config.run_dir)
     scores = rundir.rescore(run_dir, variant=config.variant, invalid=config.invalid)

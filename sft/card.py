@@ -3,7 +3,7 @@
 
 Everything the card states comes from the folder's own record: ``sft_train.json`` (written by
 `perrecbench sft train`) or ``sft_merge.json`` (written by `perrecbench sft merge`), plus, when a run folder
-of `perrecbench evaluate` is given, its PTC table (`perrec_eval.report.table`, compact).
+of `perrecbench evaluate` is given, its PTC table (`perrec_eval.tasks.perrecbench.report.table`, compact).
 """
 
 from __future__ import annotations
@@ -347,7 +347,7 @@ def results_section(
     """The PTC table of the given (label, run folder)s (the base model's row first when given), or how to
     produce one."""
     from perrec_eval.leaderboard.runs import load_run
-    from perrec_eval.report import table
+    from perrec_eval.tasks.perrecbench.report import table
 
     if not systems:
         return (

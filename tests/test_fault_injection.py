@@ -173,7 +173,8 @@ def test_evaluate_overwrite_killed_at_start_leaves_no_run_json(
 
 
 def test_evaluate_killed_while_writing_leaves_no_run_json(bench: Path, tmp_path: Path, monkeypatch) -> None:
-    from perrec_eval import report, rundir
+    from perrec_eval import rundir
+    from perrec_eval.tasks.perrecbench import report
 
     out = tmp_path / "run"
     assert main(_eval_argv(bench, out)) == 0

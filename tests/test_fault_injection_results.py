@@ -735,7 +735,7 @@ def test_sft_model_card_shows_no_local_paths(tmp_path):
 def failed_and_reverse(bench, tmp_path_factory):
     from perrec_eval.config import EvalConfig
     from perrec_eval.engines.fake import FakeEngine
-    from perrec_eval.run import evaluate
+    from perrec_eval.tasks.perrecbench.run import evaluate
     from tests.benchmark_fixture import truth_responder
 
     folder, profiles = bench

@@ -12,8 +12,8 @@ import pytest
 from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.errors import ConfigError, DataError
-from perrec_eval.run import evaluate
 from perrec_eval.tasks.perrecbench import context, protocols
+from perrec_eval.tasks.perrecbench.run import evaluate
 from sft.config import DataConfig
 from sft.data import INFO_FILE, build, build_examples, load_train_contexts
 from tests.benchmark_fixture import write_tiny_benchmark

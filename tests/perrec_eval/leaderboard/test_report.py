@@ -138,8 +138,8 @@ def test_report_without_matplotlib_names_the_extra(runs, tmp_path, monkeypatch, 
 
 
 def test_report_run_report_is_the_leaderboard_of_its_runs(baselines_report, runs):
-    from perrec_eval import report
     from perrec_eval.leaderboard.runs import load_runs
+    from perrec_eval.tasks.perrecbench import report
 
     board = (baselines_report / "leaderboard.md").read_text()
     run_md = report.render_report(load_runs([runs["baselines"]]))
@@ -164,8 +164,8 @@ def test_report_page_and_markdown_are_one_document(baselines_report):
 
 
 def test_report_console_table_of_one_run_has_no_marks(runs):
-    from perrec_eval import report
     from perrec_eval.leaderboard.runs import load_runs
+    from perrec_eval.tasks.perrecbench import report
 
     text = report.table(load_runs([runs["truth"]]), legend=False)
     assert "**" not in text and "≈" not in text and "| fake [truth] | 6 |" not in text

@@ -18,7 +18,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from perrec_eval import report
 from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.engines.base import Engine
@@ -29,7 +28,7 @@ from perrec_eval.results import Metric, RunInfo, Scores
 from perrec_eval.rundir import adapter_fingerprint, claim, run_cost, versions, write_run
 from perrec_eval.runner import drive
 from perrec_eval.secrets import redact
-from perrec_eval.tasks.perrecbench import context, presentation, prompts, protocols
+from perrec_eval.tasks.perrecbench import context, presentation, prompts, protocols, report
 from perrec_eval.tasks.perrecbench.context import GroupContext
 from perrec_eval.tasks.perrecbench.rankers import (
     PairwiseStrategy,
