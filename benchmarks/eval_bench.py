@@ -197,15 +197,15 @@ def instrumented(probe: Probe) -> Iterator[None]:
         ("perrec_eval.tasks.perrecbench.context", "load_groups", "load rows (datasets)"),
         ("perrec_eval.tasks.perrecbench.retrieval", "retrieve_groups", "retrieval (retrieve_groups)"),
         ("perrec_eval.tasks.perrecbench.profiles", "generate_profiles", "stage:profiles"),
-        ("perrec_eval.tasks.perrecbench.run", "run_method", _method_label),
+        ("perrec_eval.tasks.perrecbench.systems", "run_method", _method_label),
         ("perrec_eval.tasks.perrecbench.run", "score_cells", "score cells (PTC + bootstrap)"),
         ("perrec_eval.fileio", "write_jsonl", _jsonl_label),
         ("perrec_eval.tasks.perrecbench.report", "render_run", "report.md (the run's leaderboard)"),
-        ("perrec_eval.tasks.perrecbench.run", "render_slot", "render prompts (render_slot)"),
+        ("perrec_eval.tasks.perrecbench.systems", "render_slot", "render prompts (render_slot)"),
         ("perrec_eval.tasks.perrecbench.profiles", "profile_requests", "render profile prompts"),
         ("perrec_eval.tasks.perrecbench.parsing", "parse", "parse answers"),
         ("perrec_eval.cache", "request_key", "request keys (cache + samples)"),
-        ("perrec_eval.tasks.perrecbench.run", "request_key", "request keys (cache + samples)"),
+        ("perrec_eval.tasks.perrecbench.systems", "request_key", "request keys (cache + samples)"),
     ]
     with contextlib.ExitStack() as stack:
         for module, name, label in patches:
@@ -436,7 +436,7 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
     from perrec_eval.tasks.perrecbench import context
     from perrec_eval.tasks.perrecbench.rankers import PairSlot
     from perrec_eval.tasks.perrecbench.retrieval import retrieve_groups
-    from perrec_eval.tasks.perrecbench.run import render_slot
+    from perrec_eval.tasks.perrecbench.systems import render_slot
     from perrec_eval.types import ChatRequest, GenParams
 
     config = EvalConfig(

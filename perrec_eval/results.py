@@ -242,10 +242,10 @@ class FamilyMetric:
 class RunInfo:
     """A run's run.json: its config, engine, metric, versions and groups; model runs add how they ran.
 
-    The fields are in the order a model run writes them; the no-LLM baselines write `_BASELINE_LAYOUT` (the
-    parts that are None for them left out) and the collaborative-filtering ones `cf` after it. `config` is
-    the run's `EvalConfig` as recorded (secrets redacted), `engine` the engine's own description: open
-    records of other modules.
+    Models and no-LLM baselines write one layout: every field, in this order, None where it does not apply
+    (a baseline sends no request; only the collaborative-filtering baselines have `cf`). Baseline runs
+    written before 2026-11-26 hold only their parts. `config` is the run's config as recorded (secrets
+    redacted), `engine` the engine's own description: open records of other modules.
     """
 
     config: Mapping[str, Any]
@@ -282,11 +282,8 @@ class RunInfo:
         return self.config.get("task", "perrecbench")
 
     def to_json(self) -> dict[str, Any]:
-        layout = _BASELINE_LAYOUT if self.is_baseline else [f.name for f in fields(self) if f.name != "cf"]
-        out = {name: getattr(self, name) for name in layout}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["metric"] = self.metric.to_json()
-        if self.cf is not None:
-            out["cf"] = self.cf
         return out
 
     @classmethod
@@ -317,8 +314,6 @@ class RunInfo:
             )
         return cls(**{**parts, "metric": Metric(metric["variant"], metric["invalid"])})
 
-
-_BASELINE_LAYOUT = ("config", "engine", "metric", "versions", "retrieval", "dataset_fingerprint", "groups")
 
 
 def read_run_info(run_dir: str | os.PathLike) -> RunInfo:

@@ -13,9 +13,8 @@ One example is one request the runner would send for a train group, paired with 
 
 Nothing about the text is re-implemented here: the slots are the runner's rankers' own requests
 (each protocol's `ranker`, `perrec_eval.tasks.perrecbench.protocols`), the prompts come from
-`perrec_eval.tasks.perrecbench.run.render_slot`, the truth from the protocol's `demonstration` (what
-few-shot demonstrations
-show) and the answer text from its `format_answer`, so its `parse` reads every answer back to its truth.
+`perrec_eval.tasks.perrecbench.systems.render_slot`, the truth from the protocol's `demonstration` (what
+few-shot demonstrations show) and the answer text from its `format_answer`, so its `parse` reads every answer back to its truth.
 An example whose prompt is identical to an earlier one (the same user, or the same ordered pair, seen in
 several levels) is kept once.
 
@@ -54,7 +53,7 @@ from perrec_eval.tasks.perrecbench.presentation import listwise_orders
 from perrec_eval.tasks.perrecbench.rankers import Slot
 from perrec_eval.tasks.perrecbench.records import Group
 from perrec_eval.tasks.perrecbench.retrieval import retrieve_groups
-from perrec_eval.tasks.perrecbench.run import render_slot
+from perrec_eval.tasks.perrecbench.systems import render_slot
 from perrec_eval.tasks.perrecbench.vocabulary import METHODS, Method
 from perrec_eval.types import Message
 from sft.config import DataConfig
