@@ -16,7 +16,8 @@ from perrec_eval.config import (
     ScoreConfig,
     TasksConfig,
 )
-from perrec_eval.results import Scores, read_run_info
+from perrec_eval.results import read_run_info
+from perrec_eval.tasks.perrecbench.results import Scores
 
 
 def engine_options_help() -> str:
@@ -183,12 +184,13 @@ def _warn_suspect_profiles(config: EvalConfig) -> None:
 def score(config: ScoreConfig) -> int:
     from perrec_eval import rundir
     from perrec_eval.tasks.perrecbench import report
+    from perrec_eval.tasks.perrecbench import rundir as run_files
 
     run_dir = rundir.one_run_folder(config.run_dir)
-    scores = rundir.rescore(run_dir, variant=config.variant, invalid=config.invalid)
+    scores = run_files.rescore(run_dir, variant=config.variant, invalid=config.invalid)
     rescored = [report.rescored(run_dir, scores)]
     if config.write:
-        rundir.update_metric(run_dir, scores, report.render_report(rescored))
+        run_files.update_metric(run_dir, scores, report.render_report(rescored))
     print(report.table(rescored, [rundir.run_name(run_dir)], compact=True, legend=False))
     json.dump(scores.to_json(), sys.stdout, indent=2)
     print()

@@ -40,7 +40,8 @@ import yaml
 
 from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
-from perrec_eval.results import RunInfo, Scores, read_run_info
+from perrec_eval.results import RunInfo, read_run_info
+from perrec_eval.tasks.perrecbench.results import Scores
 
 logger = logging.getLogger(__name__)
 
@@ -618,7 +619,7 @@ def check_run_of_model(
 def run_setup(info: RunInfo) -> tuple[str, str]:
     """(file slug, words) of what distinguishes a run's setup: prompt variant, shots, CoT, metric variant.
 
-    >>> from perrec_eval.results import Metric
+    >>> from perrec_eval.tasks.perrecbench.results import Metric
     >>> run_setup(RunInfo(config={"shots": 2}, prompt_variant="no_profile", metric=Metric("tau_b", "zero"),
     ...                   engine={}))
     ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
@@ -682,7 +683,8 @@ def results_files(
     """``.eval_results/<file>.yaml`` of one checked run folder (see `check_run_of_model`)."""
     from huggingface_hub import eval_result_entries_to_yaml
 
-    from perrec_eval.rundir import load_scores, one_run_folder
+    from perrec_eval.rundir import one_run_folder
+    from perrec_eval.tasks.perrecbench.rundir import load_scores
 
     run_dir = one_run_folder(run)
     info = read_run_info(run_dir)

@@ -371,7 +371,8 @@ def load_systems(run: str | os.PathLike | None) -> list[tuple[str, dict[str, Any
     """(name, scores) of each run folder at `run` (itself, or the run folders inside it), named by folder."""
     if run is None:
         return []
-    from perrec_eval.rundir import load_scores, run_folders
+    from perrec_eval.rundir import run_folders
+    from perrec_eval.tasks.perrecbench.rundir import load_scores
 
     return [(folder.name, load_scores(folder).to_json()) for folder in run_folders(run)]
 

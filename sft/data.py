@@ -14,7 +14,8 @@ One example is one request the runner would send for a train group, paired with 
 Nothing about the text is re-implemented here: the slots are the runner's rankers' own requests
 (each protocol's `ranker`, `perrec_eval.tasks.perrecbench.protocols`), the prompts come from
 `perrec_eval.tasks.perrecbench.systems.render_slot`, the truth from the protocol's `demonstration` (what
-few-shot demonstrations show) and the answer text from its `format_answer`, so its `parse` reads every answer back to its truth.
+few-shot demonstrations show) and the answer text from its `format_answer`, so its `parse` reads every
+answer back to its truth.
 An example whose prompt is identical to an earlier one (the same user, or the same ordered pair, seen in
 several levels) is kept once.
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from perrec_eval.leaderboard.board import ALPHA, CELLS, Entry, Report, Row, Table, failed_share, mostly_failed
 from perrec_eval.leaderboard.published import PublishedRow
-from perrec_eval.results import CellScore
+from perrec_eval.tasks.perrecbench.results import CellScore
 
 SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 DASH = "–"

@@ -123,6 +123,8 @@ class Task:
     predict_baseline: Callable[..., Sequence[Any]] | None = field(default=None, repr=False)
     # Commands a family runs its own way ("evaluate", "score", "sft data"): name -> "module:Config:handler"
     handlers: Mapping[str, str] = field(default_factory=dict)
+    # A family that writes its own scores reads its run.json metric part: (part, path) -> its record
+    read_metric: Callable[[Mapping[str, Any], Any], Any] | None = field(default=None, repr=False)
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""

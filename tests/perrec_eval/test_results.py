@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from perrec_eval.errors import DataError
-from perrec_eval.results import Metric, RunInfo, Scores, read_run_info, read_scores
+from perrec_eval.results import RunInfo, read_run_info
+from perrec_eval.tasks.perrecbench.results import Metric, Scores, read_scores
 from perrec_eval.tasks.perrecbench.scoring import score_cells
 from tests.perrec_eval.leaderboard.synthetic import coin_flips, pointwise_records, write_run
 

@@ -16,7 +16,6 @@ from perrec_eval.cache import CachedEngine, request_key
 from perrec_eval.config import EvalConfig, default_label
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import DataError
-from perrec_eval.results import Scores
 from perrec_eval.rundir import adapter_fingerprint, run_cost, versions
 from perrec_eval.runner import drive
 from perrec_eval.secrets import redact
@@ -25,6 +24,7 @@ from perrec_eval.tasks.perrecbench.context import GroupContext
 from perrec_eval.tasks.perrecbench.demonstrations import NO_DEMONSTRATIONS, Demonstrations
 from perrec_eval.tasks.perrecbench.rankers import PairwiseStrategy, Prediction, Slot
 from perrec_eval.tasks.perrecbench.records import Group, SampleRecord, UserKey
+from perrec_eval.tasks.perrecbench.results import Scores
 from perrec_eval.tasks.perrecbench.vocabulary import Level, Method
 from perrec_eval.types import ChatRequest, Completion, GenParams
 

@@ -13,6 +13,7 @@ from perrec_eval.tasks.perrecbench.baselines import BASELINES
 from perrec_eval.tasks.perrecbench.cf import CF_BASELINES
 from perrec_eval.tasks.perrecbench.fake import constant_answer
 from perrec_eval.tasks.perrecbench.protocols import PROTOCOLS
+from perrec_eval.tasks.perrecbench.results import Metric
 from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
 
 
@@ -38,4 +39,5 @@ TASK = Task(
     builder="dataset_builder.perrecbench",
     answer_formats=_answer_formats,
     constant_answer=constant_answer,
+    read_metric=Metric.from_json,
 )
