@@ -146,7 +146,7 @@ def sweep(config: SweepConfig) -> int:
     incomplete = [name for name, scores in results if not scores.complete]
     print(f"{len(results)} grid points in {out}/; report: {report_dir / 'index.html'}")
     if incomplete:
-        from perrec_eval.commands import failure_summary
+        from perrec_eval.tasks.perrecbench.commands import failure_summary
 
         points = ", ".join(incomplete)
         print(f"perrecbench sweep: provisional points (engine errors): {points}", file=sys.stderr)

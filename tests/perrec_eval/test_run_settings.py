@@ -122,7 +122,7 @@ def test_run_default_settings_keep_the_released_budgets(bench, tmp_path):
 
 
 def test_evaluate_warns_of_suspect_profiles_from_run_json(bench, tmp_path, capsys):
-    from perrec_eval.commands import _warn_suspect_profiles
+    from perrec_eval.tasks.perrecbench.commands import _warn_suspect_profiles
 
     config = _config(bench, tmp_path, levels=("easy",))
     evaluate(config, FakeEngine(_profile_writer("Short but cut", "length"), model=config.model))

@@ -1,103 +1,18 @@
-"""`perrecbench evaluate | score | profiles`: one config class and one handler each."""
+"""PerRecBench's `perrecbench evaluate | score | profiles`: one config class and one handler each.
+
+The general command line (`perrec_eval.commands`) registers them for the default task through
+`Task.handlers`; their flags and outputs are PerRecBench's own.
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from perrec_eval.cliconfig import add_command, for_task
-from perrec_eval.config import (
-    BASELINE_ENGINE,
-    ConvertGGUFConfig,
-    EvalConfig,
-    ProfilesConfig,
-    ScoreConfig,
-    TasksConfig,
-)
+from perrec_eval.config import BASELINE_ENGINE, EvalConfig, ProfilesConfig, ScoreConfig
 from perrec_eval.results import read_run_info
 from perrec_eval.tasks.perrecbench.results import Scores
-
-
-def engine_options_help() -> str:
-    """Every engine's options, for the --help epilog of the commands that load an engine."""
-    from perrec_eval.engines import ENGINE_NAMES, describe_options
-
-    parts = ["engine options (--engine-arg KEY=VALUE):"]
-    for name in ENGINE_NAMES:
-        parts += [f" {name}:", describe_options(name)]
-    return "\n".join(parts)
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    epilog = engine_options_help()
-    add_command(
-        subparsers,
-        "evaluate",
-        *for_task("evaluate", EvalConfig, evaluate),
-        epilog=epilog,
-        help="rank the benchmark's groups with a model (or a no-LLM baseline) and score PTC",
-        description="Evaluate a model on a built benchmark; writes run.json, samples.jsonl, "
-        "predictions.jsonl, "
-        "scores.json and report.md into --out. Running the same command again resumes from the cache.",
-    )
-    add_command(
-        subparsers,
-        "score",
-        *for_task("score", ScoreConfig, score),
-        help="re-score a finished run from its saved predictions",
-    )
-    add_command(
-        subparsers,
-        "profiles",
-        *for_task("profiles", ProfilesConfig, profiles),
-        help="write one user profile per (group, user) with an LLM",
-        epilog=epilog,
-    )
-    add_command(
-        subparsers,
-        "tasks",
-        TasksConfig,
-        list_tasks,
-        help="list the task families with their cells, metrics and baselines",
-    )
-    add_command(
-        subparsers,
-        "convert-gguf",
-        ConvertGGUFConfig,
-        convert_gguf,
-        help="write a GGUF model file as a transformers model folder (for --engine vllm)",
-    )
-
-
-def list_tasks(config: TasksConfig) -> int:
-    """Print every task family: its cells, metrics and baselines (``--json``: the same as JSON)."""
-    from perrec_eval import tasks
-
-    described = [tasks.get(name).describe() for name in tasks.evaluable()]
-    if config.json:
-        print(json.dumps(described, indent=2, ensure_ascii=False))
-        return 0
-    for task in (tasks.get(name) for name in tasks.evaluable()):
-        metrics = ", ".join(
-            f"{m.name} ({'higher' if m.higher_is_better else 'lower'} is better, {m.aggregation})"
-            for m in task.metrics
-        )
-        print(f"{task.name}: {task.title}: {task.description}")
-        print(f"  cells:     {task.subset_axis} ({', '.join(task.subsets)}) × {task.protocol_axis} "
-              f"({', '.join(task.protocols)})")
-        print(f"  metrics:   {metrics}")
-        print(f"  baselines: {', '.join(task.baselines)}")
-    return 0
-
-
-def convert_gguf(config: ConvertGGUFConfig) -> int:
-    from perrec_eval.engines.hf import convert_gguf as convert
-
-    convert(config.gguf, config.out)
-    print(f"{config.gguf} written to {config.out} (float32 weights): --model {config.out}")
-    return 0
 
 
 def baseline_names(config: EvalConfig) -> tuple[str, ...]:

@@ -40,4 +40,13 @@ TASK = Task(
     answer_formats=_answer_formats,
     constant_answer=constant_answer,
     read_metric=Metric.from_json,
+    # Its own commands: files byte-identical to the ones PerRecBench always wrote.
+    handlers={
+        command: f"perrec_eval.tasks.perrecbench.commands:{config}:{command}"
+        for command, config in (
+            ("evaluate", "EvalConfig"),
+            ("score", "ScoreConfig"),
+            ("profiles", "ProfilesConfig"),
+        )
+    },
 )

@@ -1,0 +1,94 @@
+"""`perrecbench evaluate | score | profiles | tasks | convert-gguf`: one config class and one handler each.
+
+`evaluate`, `score` and `profiles` are the task family's (`--task`, default perrecbench): each family runs
+them its own way (`Task.handlers`) or through the general path (`perrec_eval.evaluation`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from perrec_eval.cliconfig import add_command, for_task
+from perrec_eval.config import ConvertGGUFConfig, TasksConfig
+from perrec_eval.tasks import default_command
+
+
+def engine_options_help() -> str:
+    """Every engine's options, for the --help epilog of the commands that load an engine."""
+    from perrec_eval.engines import ENGINE_NAMES, describe_options
+
+    parts = ["engine options (--engine-arg KEY=VALUE):"]
+    for name in ENGINE_NAMES:
+        parts += [f" {name}:", describe_options(name)]
+    return "\n".join(parts)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    epilog = engine_options_help()
+    add_command(
+        subparsers,
+        "evaluate",
+        *for_task("evaluate", *default_command("evaluate")),
+        epilog=epilog,
+        help="rank the benchmark's groups with a model (or a no-LLM baseline) and score PTC",
+        description="Evaluate a model on a built benchmark; writes run.json, samples.jsonl, "
+        "predictions.jsonl, "
+        "scores.json and report.md into --out. Running the same command again resumes from the cache.",
+    )
+    add_command(
+        subparsers,
+        "score",
+        *for_task("score", *default_command("score")),
+        help="re-score a finished run from its saved predictions",
+    )
+    add_command(
+        subparsers,
+        "profiles",
+        *for_task("profiles", *default_command("profiles")),
+        help="write one user profile per (group, user) with an LLM",
+        epilog=epilog,
+    )
+    add_command(
+        subparsers,
+        "tasks",
+        TasksConfig,
+        list_tasks,
+        help="list the task families with their cells, metrics and baselines",
+    )
+    add_command(
+        subparsers,
+        "convert-gguf",
+        ConvertGGUFConfig,
+        convert_gguf,
+        help="write a GGUF model file as a transformers model folder (for --engine vllm)",
+    )
+
+
+def list_tasks(config: TasksConfig) -> int:
+    """Print every task family: its cells, metrics and baselines (``--json``: the same as JSON)."""
+    from perrec_eval import tasks
+
+    described = [tasks.get(name).describe() for name in tasks.evaluable()]
+    if config.json:
+        print(json.dumps(described, indent=2, ensure_ascii=False))
+        return 0
+    for task in (tasks.get(name) for name in tasks.evaluable()):
+        metrics = ", ".join(
+            f"{m.name} ({'higher' if m.higher_is_better else 'lower'} is better, {m.aggregation})"
+            for m in task.metrics
+        )
+        print(f"{task.name}: {task.title}: {task.description}")
+        print(f"  cells:     {task.subset_axis} ({', '.join(task.subsets)}) × {task.protocol_axis} "
+              f"({', '.join(task.protocols)})")
+        print(f"  metrics:   {metrics}")
+        print(f"  baselines: {', '.join(task.baselines)}")
+    return 0
+
+
+def convert_gguf(config: ConvertGGUFConfig) -> int:
+    from perrec_eval.engines.hf import convert_gguf as convert
+
+    convert(config.gguf, config.out)
+    print(f"{config.gguf} written to {config.out} (float32 weights): --model {config.out}")
+    return 0
