@@ -89,7 +89,7 @@ def record(data: Path, profiles: Path, groups: int | None) -> list[dict[str, Any
     """The steps `perrecbench evaluate` sends for `groups` groups per level (None: all)."""
     import tempfile
 
-    from perrec_eval.config import EvalConfig
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
     from perrec_eval.tasks.perrecbench.run import evaluate
 
     recorder = Recorder()

@@ -432,8 +432,8 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
     import hashlib
 
     from perrec_eval.cache import key_of
-    from perrec_eval.config import EvalConfig
     from perrec_eval.tasks.perrecbench import context
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
     from perrec_eval.tasks.perrecbench.rankers import PairSlot
     from perrec_eval.tasks.perrecbench.retrieval import retrieve_groups
     from perrec_eval.tasks.perrecbench.systems import render_slot
@@ -606,7 +606,7 @@ def main() -> None:
 
 
 def report(data: Path, profile: bool, repeats: int) -> None:
-    from perrec_eval.config import EvalConfig
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
 
     start = time.perf_counter()
     import bm25s  # noqa: F401 - imported once up front so no run pays the import

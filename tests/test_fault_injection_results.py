@@ -733,8 +733,8 @@ def test_sft_model_card_shows_no_local_paths(tmp_path):
 
 @pytest.fixture(scope="module")
 def failed_and_reverse(bench, tmp_path_factory):
-    from perrec_eval.config import EvalConfig
     from perrec_eval.engines.fake import FakeEngine
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
     from perrec_eval.tasks.perrecbench.run import evaluate
     from tests.benchmark_fixture import truth_responder
 

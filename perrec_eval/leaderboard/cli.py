@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from perrec_eval.cliconfig import add_command, check_task, for_task, option
-from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

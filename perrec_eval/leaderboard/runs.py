@@ -225,7 +225,7 @@ def settings_of(info: RunInfo, records: Sequence[PredictionRecord]) -> dict[str,
 
 def _budgets(info: RunInfo) -> str:
     """The answer budgets as ``pointwise=16,listwise=64`` (runs before `--max-new-tokens`: the defaults)."""
-    from perrec_eval.config import token_budgets
+    from perrec_eval.tasks.perrecbench.config import token_budgets
 
     budgets = token_budgets(tuple(info.config.get("max_new_tokens") or ()))
     return ",".join(f"{name}={value}" for name, value in budgets.items())

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.cliconfig import check_once
-from perrec_eval.config import BASELINE_ENGINE, EvalConfig
+from perrec_eval.config import BASELINE_ENGINE
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 
 
 def point_name(k: int, shots: int) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perrec_eval.config import EvalConfig, ProfilesConfig
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks.perrecbench.config import EvalConfig, ProfilesConfig
 from sft.config import DataConfig
 
 DATA_COMMANDS = {

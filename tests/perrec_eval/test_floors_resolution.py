@@ -8,10 +8,10 @@ import json
 import pytest
 
 from perrec_eval import ptc
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.leaderboard.runs import run_of
 from perrec_eval.results import RunInfo
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.report import render_report
 from perrec_eval.tasks.perrecbench.results import Scores
 from perrec_eval.tasks.perrecbench.run import evaluate, evaluate_baselines

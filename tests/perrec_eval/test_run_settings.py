@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import SCRIPTS, FakeEngine
 from perrec_eval.errors import DataError
 from perrec_eval.leaderboard.runs import settings_of, system_name
 from perrec_eval.results import read_run_info
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.run import evaluate
 from perrec_eval.types import Completion
 from tests.benchmark_fixture import write_tiny_benchmark

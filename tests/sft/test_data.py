@@ -9,10 +9,10 @@ from pathlib import Path
 import datasets
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.tasks.perrecbench import context, protocols
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.run import evaluate
 from sft.config import DataConfig
 from sft.data import INFO_FILE, build, build_examples, load_train_contexts

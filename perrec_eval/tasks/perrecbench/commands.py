@@ -10,8 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-from perrec_eval.config import BASELINE_ENGINE, EvalConfig, ProfilesConfig, ScoreConfig
+from perrec_eval.config import BASELINE_ENGINE
 from perrec_eval.results import read_run_info
+from perrec_eval.tasks.perrecbench.config import EvalConfig, ProfilesConfig, ScoreConfig
 from perrec_eval.tasks.perrecbench.results import Scores
 
 

@@ -12,9 +12,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
 from perrec_eval.tasks.perrecbench import context, prompts, protocols
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.context import GroupContext
 from perrec_eval.tasks.perrecbench.records import Group, UserKey
 from perrec_eval.tasks.perrecbench.vocabulary import Level, Method

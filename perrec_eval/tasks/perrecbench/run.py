@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.cache import CachedEngine
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.leaderboard.runs import load_runs
@@ -28,6 +27,7 @@ from perrec_eval.results import RunInfo
 from perrec_eval.rundir import claim, write_run
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, demonstrations, report
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord, UserKey
 from perrec_eval.tasks.perrecbench.results import Metric, Scores
 from perrec_eval.tasks.perrecbench.scoring import prediction_records, score_cells

@@ -13,13 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from perrec_eval.cache import CachedEngine, request_key
-from perrec_eval.config import EvalConfig, default_label
+from perrec_eval.config import default_label
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import DataError
 from perrec_eval.rundir import adapter_fingerprint, run_cost, versions
 from perrec_eval.runner import drive
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, demonstrations, presentation, prompts, protocols
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.context import GroupContext
 from perrec_eval.tasks.perrecbench.demonstrations import NO_DEMONSTRATIONS, Demonstrations
 from perrec_eval.tasks.perrecbench.rankers import PairwiseStrategy, Prediction, Slot

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.errors import ConfigError
 from perrec_eval.ptc import compute_ptc
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.fake import _listwise_user_marker, request_kind
 from perrec_eval.tasks.perrecbench.presentation import balanced_orders, true_ranks
 from perrec_eval.tasks.perrecbench.records import Group, User
