@@ -554,7 +554,7 @@ def test_cli_transient_failures_still_say_run_again(bench, tmp_path, capsys):
     ],
 )
 def test_engine_errors_are_told_permanent_from_transient(error, transient):
-    from perrec_eval.engines.base import permanent_fix
+    from perrec_eval.tasks.perrecbench.profiles import permanent_fix
 
     assert (permanent_fix(error) is None) is transient
 

@@ -60,7 +60,7 @@ def evaluate(config: EvalConfig) -> int:
 def failure_summary(failed: list[Scores], command: str = "evaluate") -> str:
     """The closing lines of a run with engine errors: the fix for those that fail on every try (a prompt
     longer than the context, ...), "run again" only for those that may pass on their own."""
-    from perrec_eval.engines.base import permanent_fix
+    from perrec_eval.tasks.perrecbench.profiles import permanent_fix
 
     total = sum(s.num_engine_errors for s in failed)
     permanent = sum(s.num_permanent_errors for s in failed)
@@ -192,7 +192,7 @@ def _profiles(config: ProfilesConfig) -> int:
 
 def _profile_failures(errors: list[str]) -> str:
     """What to do about failed profile requests: the fix for permanent ones, a re-run for the others."""
-    from perrec_eval.engines.base import permanent_fix
+    from perrec_eval.tasks.perrecbench.profiles import permanent_fix
 
     permanent = [error for error in errors if permanent_fix(error)]
     lines = []

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perrec_eval.errors import ConfigError
-from perrec_eval.tasks.perrecbench import context, prompts, protocols
+from perrec_eval.tasks.perrecbench import context, profiles, prompts, protocols
 from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.context import GroupContext
 from perrec_eval.tasks.perrecbench.records import Group, UserKey
@@ -90,7 +90,7 @@ def make(config: EvalConfig, method: Method, picked: Sequence[GroupContext]) -> 
         failed = [ctx.views[i].profile_error for i in slot.users if ctx.views[i].profile_error]
         if failed:
             return Demonstrations(
-                config.shots, (), f"profile request failed for a demonstration: {failed[0]}"
+                config.shots, (), f"{profiles.DEMONSTRATION_FAILED}{failed[0]}"
             )
         users = [ctx.views[i] for i in slot.users]
         shown.append((ctx.group_id, prompts.Demonstration(ctx.group.query, users, answer)))

@@ -85,7 +85,7 @@ class Scores:
     complete: bool = True  # runs before 402a133 (2026-11-23): no engine errors were counted
     num_engine_errors: int = 0  # idem
     first_engine_error: str | None = None  # idem
-    # Errors that asking again cannot cure (a prompt over the context, ...): `engines.base.permanent_fix`;
+    # Errors that asking again cannot cure (a prompt over the context, ...): `profiles.permanent_fix`;
     # runs before c028686 (2026-11-24) do not tell them apart.
     num_permanent_errors: int = 0
     first_permanent_error: str | None = None

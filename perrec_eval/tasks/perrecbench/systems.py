@@ -19,7 +19,7 @@ from perrec_eval.errors import DataError
 from perrec_eval.rundir import adapter_fingerprint, run_cost, versions
 from perrec_eval.runner import drive
 from perrec_eval.secrets import redact
-from perrec_eval.tasks.perrecbench import context, demonstrations, presentation, prompts, protocols
+from perrec_eval.tasks.perrecbench import context, demonstrations, presentation, profiles, prompts, protocols
 from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.context import GroupContext
 from perrec_eval.tasks.perrecbench.demonstrations import NO_DEMONSTRATIONS, Demonstrations
@@ -56,7 +56,7 @@ def _blocked(ctx: GroupContext, slot: Slot, demos: Demonstrations) -> str | None
     """Why the request of `slot` cannot be rendered (a profile it needs failed), or None."""
     for i in slot.users:
         if ctx.views[i].profile_error is not None:
-            return f"profile request failed: {ctx.views[i].profile_error}"
+            return f"{profiles.FAILED}{ctx.views[i].profile_error}"
     return demos.error
 
 
