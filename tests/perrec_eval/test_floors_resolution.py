@@ -50,6 +50,18 @@ def baselines(bench, tmp_path_factory):
     return dict(evaluate_baselines(config, ("constant", "history-affinity"))), out
 
 
+def test_baselines_and_models_write_one_run_json_layout(bench, baselines, tmp_path):
+    _fake(bench, tmp_path / "model", constant, methods=("pointwise",))
+    _, out = baselines
+    model = json.loads((tmp_path / "model" / "run.json").read_text())
+    baseline = json.loads((out / "constant" / "run.json").read_text())
+    assert list(baseline) == list(model)
+    assert baseline["engine"] == {"name": "baseline", "model": "constant"}
+    assert (baseline["cache"], baseline["cost"], baseline["cf"]) == (None, None, None)
+    assert (tmp_path / "model" / "samples.jsonl").exists()
+    assert not (out / "constant" / "samples.jsonl").exists()  # a baseline sends no request
+
+
 def test_constant_baseline_scores_exactly_the_floor_of_each_pointwise_cell(baselines):
     systems, _ = baselines
     for cell in systems["constant"].cells:
