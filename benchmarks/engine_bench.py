@@ -7,7 +7,8 @@ Without ``--data`` a benchmark is synthesised and built into ``benchmarks/_work/
 (``perrecbench synth --reviews-per-domain 60000`` + ``perrecbench build --test-groups 200``). Every user gets
 a fixed 600-character profile (an LLM profile's usual size), so prompts have the paper's shape.
 
-1. The runner records what it sends: `perrec_eval.run.evaluate` with a recording fake engine, once on the
+1. The runner records what it sends: `perrec_eval.tasks.perrecbench.run.evaluate` with a recording fake
+   engine, once on the
    whole test split (the request count and prompt size of the full benchmark, for the H100 estimate) and
    once on a stratified slice of ``--groups`` groups per level (the requests replayed below). Each
    ``generate`` call is one ranking step (9: 3 levels x 3 methods, pairwise asks all pairs at once).
@@ -88,8 +89,8 @@ def record(data: Path, profiles: Path, groups: int | None) -> list[dict[str, Any
     """The steps `perrecbench evaluate` sends for `groups` groups per level (None: all)."""
     import tempfile
 
-    from perrec_eval.config import EvalConfig
-    from perrec_eval.run import evaluate
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
+    from perrec_eval.tasks.perrecbench.run import evaluate
 
     recorder = Recorder()
     with tempfile.TemporaryDirectory() as out:

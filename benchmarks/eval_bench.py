@@ -5,7 +5,8 @@ Usage: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/eval_bench.py [--data DIR
 Without ``--data`` a benchmark folder is synthesised and built into ``benchmarks/_work/eval_bench/``
 (``perrecbench synth --reviews-per-domain 60000`` + ``perrecbench build --test-groups 200``; 200 test groups
 per level) and
-deleted afterwards (``--keep`` keeps it). Each scenario runs ``perrec_eval.run.evaluate`` on all 200 groups ×
+deleted afterwards (``--keep`` keeps it). Each scenario runs
+``perrec_eval.tasks.perrecbench.run.evaluate`` on all 200 groups ×
 easy/medium/hard × pointwise/pairwise/listwise with k = 4, into a fresh run folder, then once more into the
 same folder (every request is then a cache hit). Scenarios:
 
@@ -196,15 +197,15 @@ def instrumented(probe: Probe) -> Iterator[None]:
         ("perrec_eval.tasks.perrecbench.context", "load_groups", "load rows (datasets)"),
         ("perrec_eval.tasks.perrecbench.retrieval", "retrieve_groups", "retrieval (retrieve_groups)"),
         ("perrec_eval.tasks.perrecbench.profiles", "generate_profiles", "stage:profiles"),
-        ("perrec_eval.run", "run_method", _method_label),
-        ("perrec_eval.run", "score_cells", "score cells (PTC + bootstrap)"),
+        ("perrec_eval.tasks.perrecbench.systems", "run_method", _method_label),
+        ("perrec_eval.tasks.perrecbench.run", "score_cells", "score cells (PTC + bootstrap)"),
         ("perrec_eval.fileio", "write_jsonl", _jsonl_label),
-        ("perrec_eval.report", "render_run", "report.md (the run's leaderboard)"),
-        ("perrec_eval.run", "render_slot", "render prompts (render_slot)"),
+        ("perrec_eval.tasks.perrecbench.report", "render_run", "report.md (the run's leaderboard)"),
+        ("perrec_eval.tasks.perrecbench.systems", "render_slot", "render prompts (render_slot)"),
         ("perrec_eval.tasks.perrecbench.profiles", "profile_requests", "render profile prompts"),
         ("perrec_eval.tasks.perrecbench.parsing", "parse", "parse answers"),
         ("perrec_eval.cache", "request_key", "request keys (cache + samples)"),
-        ("perrec_eval.run", "request_key", "request keys (cache + samples)"),
+        ("perrec_eval.tasks.perrecbench.systems", "request_key", "request keys (cache + samples)"),
     ]
     with contextlib.ExitStack() as stack:
         for module, name, label in patches:
@@ -256,7 +257,7 @@ class RunResult:
 
 def run_once(name: str, config: Any, responder: Callable[..., str], cached: bool) -> RunResult:
     from perrec_eval.fileio import read_jsonl
-    from perrec_eval.run import evaluate
+    from perrec_eval.tasks.perrecbench.run import evaluate
 
     probe = Probe()
     engine = TimedEngine(responder, probe)
@@ -431,11 +432,11 @@ def key_costs(data: Path) -> list[tuple[str, float, int]]:
     import hashlib
 
     from perrec_eval.cache import key_of
-    from perrec_eval.config import EvalConfig
-    from perrec_eval.run import render_slot
     from perrec_eval.tasks.perrecbench import context
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
     from perrec_eval.tasks.perrecbench.rankers import PairSlot
     from perrec_eval.tasks.perrecbench.retrieval import retrieve_groups
+    from perrec_eval.tasks.perrecbench.systems import render_slot
     from perrec_eval.types import ChatRequest, GenParams
 
     config = EvalConfig(
@@ -605,14 +606,14 @@ def main() -> None:
 
 
 def report(data: Path, profile: bool, repeats: int) -> None:
-    from perrec_eval.config import EvalConfig
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
 
     start = time.perf_counter()
     import bm25s  # noqa: F401 - imported once up front so no run pays the import
     import datasets  # noqa: F401
 
-    import perrec_eval.report  # noqa: F401
-    import perrec_eval.run  # noqa: F401
+    import perrec_eval.tasks.perrecbench.report  # noqa: F401
+    import perrec_eval.tasks.perrecbench.run  # noqa: F401
 
     imports = time.perf_counter() - start
     runs = WORK / "runs"
@@ -670,7 +671,7 @@ def report(data: Path, profile: bool, repeats: int) -> None:
         config = EvalConfig(data=str(data), engine="fake", model="blind", out=str(runs / "profiled"), k=K)
         profiler = cProfile.Profile()
         profiler.enable()
-        perrec_eval.run.evaluate(config, FakeEngine(blind_responder, model="bench-blind"))
+        perrec_eval.tasks.perrecbench.run.evaluate(config, FakeEngine(blind_responder, model="bench-blind"))
         profiler.disable()
         print("\ncProfile of one fresh blind run with generated profiles (top 30 by own time):")
         pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(30)

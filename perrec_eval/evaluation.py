@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -297,7 +297,8 @@ def run_record(config: TaskEvalConfig) -> dict[str, Any]:
 def evaluate(config: TaskEvalConfig, engine: Engine | None = None) -> FamilyScores:
     """Run a model (or, with ``--engine baseline``, each baseline) on the family's docs into `config.out`.
 
-    Requests go through the run's cache, so the same command resumes; a killed run loses no answer.
+    Requests go through the run's cache, so the same command resumes; a killed run loses no answer. Models
+    and baselines go through `_run`: one loop over the cells, one scoring, one run.json layout, one writer.
 
     Raises:
         DataError: another process works in `config.out`, or it holds another config's finished run.
@@ -312,29 +313,25 @@ def evaluate(config: TaskEvalConfig, engine: Engine | None = None) -> FamilyScor
         started = time.perf_counter()
         engine = engine if engine is not None else config.load_engine()
         cached = CachedEngine(engine, out / "cache.jsonl")
-        task, docs = config.family, load_docs(config)
-        predictions: list[DocPrediction] = []
-        samples: list[DocSample] = []
-        for cell in config.cells():
-            cell_predictions, cell_samples = run_cell(task, cell, docs[cell.subset], cached, config)
-            predictions += cell_predictions
-            samples += cell_samples
-        scores = score(task, predictions, samples, seed=config.seed)
-        info = _run_info(config, scores, docs, engine=redact(engine.info()))
-        info = dataclasses.replace(
-            info,
-            complete=scores.complete,
-            engine_errors={"requests": scores.num_engine_errors, "first": scores.first_engine_error},
-            cache={"hits": cached.hits, "misses": cached.misses},
-            cost=run_cost(samples, time.perf_counter() - started, cached.hits),
-            label=config.label or default_label(engine.model),
-            generation={
-                "max_new_tokens": config.token_budgets(),
-                "structured_outputs": config.structured_outputs,
-            },
-        )
-        write_run(out, samples=samples, records=predictions, scores=scores, run_info=info, report=None)
-    return scores
+        task = config.family
+
+        def answer(cell: Cell, docs: Sequence[Doc]) -> tuple[list[DocPrediction], list[DocSample]]:
+            return run_cell(task, cell, docs, cached, config)
+
+        def model_fields(scores: FamilyScores, samples: Sequence[DocSample]) -> dict[str, Any]:
+            return {
+                "complete": scores.complete,
+                "engine_errors": {"requests": scores.num_engine_errors, "first": scores.first_engine_error},
+                "cache": {"hits": cached.hits, "misses": cached.misses},
+                "cost": run_cost(samples, time.perf_counter() - started, cached.hits),
+                "label": config.label or default_label(engine.model),
+                "generation": {
+                    "max_new_tokens": config.token_budgets(),
+                    "structured_outputs": config.structured_outputs,
+                },
+            }
+
+        return _run(config, load_docs(config), answer, redact(engine.info()), model_fields)
 
 
 def evaluate_baselines(config: TaskEvalConfig) -> FamilyScores:
@@ -352,23 +349,48 @@ def evaluate_baselines(config: TaskEvalConfig) -> FamilyScores:
         for name in names:
             out = Path(config.out) / name if len(names) > 1 else Path(config.out)
             sub = dataclasses.replace(config, model=name, out=str(out))
+
+            def answer(
+                cell: Cell, cell_docs: Sequence[Doc], name: str = name
+            ) -> tuple[list[DocPrediction], None]:
+                answers = task.predict_baseline(name, cell_docs, data=config.data, seed=config.seed)
+                return [
+                    DocPrediction(cell.subset, cell.protocol, doc.id, answer, doc.truth, doc.cluster)
+                    for doc, answer in zip(cell_docs, answers, strict=True)
+                ], None
+
             with folder_lock(out):
                 claim(out, run_record(sub), overwrite=config.overwrite)
-                out.mkdir(parents=True, exist_ok=True)
-                predictions = []
-                for cell in config.cells():
-                    answers = task.predict_baseline(
-                        name, docs[cell.subset], data=config.data, seed=config.seed
-                    )
-                    predictions += [
-                        DocPrediction(cell.subset, cell.protocol, doc.id, answer, doc.truth, doc.cluster)
-                        for doc, answer in zip(docs[cell.subset], answers, strict=True)
-                    ]
-                last = score(task, predictions, seed=config.seed)
-                info = _run_info(sub, last, docs, engine={"name": BASELINE_ENGINE, "model": name})
-                write_run(out, samples=None, records=predictions, scores=last, run_info=info, report=None)
+                last = _run(sub, docs, answer, {"name": BASELINE_ENGINE, "model": name})
     assert last is not None
     return last
+
+
+def _run(
+    config: TaskEvalConfig,
+    docs: Mapping[str, list[Doc]],
+    answer: Callable[[Cell, Sequence[Doc]], tuple[list[DocPrediction], list[DocSample] | None]],
+    engine: Mapping[str, Any],
+    model_fields: Callable[[FamilyScores, Sequence[DocSample]], dict[str, Any]] | None = None,
+) -> FamilyScores:
+    """Every cell answered by a system (a model's runners, or a baseline's direct answers), scored and
+    written to `config.out` in the one run.json layout."""
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    task = config.family
+    predictions: list[DocPrediction] = []
+    samples: list[DocSample] | None = None
+    for cell in config.cells():
+        cell_predictions, cell_samples = answer(cell, docs[cell.subset])
+        predictions += cell_predictions
+        if cell_samples is not None:
+            samples = [*(samples or []), *cell_samples]
+    scores = score(task, predictions, samples or (), seed=config.seed)
+    info = _run_info(config, scores, docs, engine=engine)
+    if model_fields is not None:
+        info = dataclasses.replace(info, **model_fields(scores, samples or []))
+    write_run(out, samples=samples, records=predictions, scores=scores, run_info=info, report=None)
+    return scores
 
 
 def _run_info(

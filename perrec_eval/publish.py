@@ -46,11 +46,11 @@ from perrec_eval.results import (
     FamilyMetric,
     FamilyScores,
     RunInfo,
-    Scores,
     read_family_scores,
     read_run_info,
 )
 from perrec_eval.tasks import Cell, Task
+from perrec_eval.tasks.perrecbench.results import Scores
 
 logger = logging.getLogger(__name__)
 
@@ -645,7 +645,7 @@ def check_run_of_model(
 def run_setup(info: RunInfo) -> tuple[str, str]:
     """(file slug, words) of what distinguishes a run's setup: prompt variant, shots, CoT, metric variant.
 
-    >>> from perrec_eval.results import Metric
+    >>> from perrec_eval.tasks.perrecbench.results import Metric
     >>> run_setup(RunInfo(config={"shots": 2}, prompt_variant="no_profile", metric=Metric("tau_b", "zero"),
     ...                   engine={}))
     ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
@@ -809,7 +809,7 @@ def _load_scores(run_dir: Path, info: RunInfo) -> Scores | FamilyScores:
     Raises:
         DataError: no scores.json, or one of another task or headline metric than run.json's.
     """
-    from perrec_eval.rundir import load_scores
+    from perrec_eval.tasks.perrecbench.rundir import load_scores
 
     if not isinstance(info.metric, FamilyMetric):
         return load_scores(run_dir)

@@ -3,7 +3,7 @@
 
 Everything the card states comes from the folder's own record: ``sft_train.json`` (written by
 `perrecbench sft train`) or ``sft_merge.json`` (written by `perrecbench sft merge`), plus, when a run folder
-of `perrecbench evaluate` is given, its PTC table (`perrec_eval.report.table`, compact).
+of `perrecbench evaluate` is given, its PTC table (`perrec_eval.tasks.perrecbench.report.table`, compact).
 """
 
 from __future__ import annotations
@@ -382,8 +382,8 @@ def results_section(
     if task is not None:
         text = family_table(systems, task)
     else:
-        from perrec_eval.report import table
         from perrec_eval.tasks.perrecbench.leaderboard.runs import load_run
+        from perrec_eval.tasks.perrecbench.report import table
 
         loaded = [load_run(folder) for _, folder in systems]
         text = "PerRecBench test split, PTC per level and method.\n\n" + table(
@@ -445,7 +445,8 @@ def load_systems(run: str | os.PathLike | None) -> list[tuple[str, dict[str, Any
     """(name, scores) of each run folder at `run` (itself, or the run folders inside it), named by folder."""
     if run is None:
         return []
-    from perrec_eval.rundir import load_scores, run_folders
+    from perrec_eval.rundir import run_folders
+    from perrec_eval.tasks.perrecbench.rundir import load_scores
 
     return [(folder.name, load_scores(folder).to_json()) for folder in run_folders(run)]
 

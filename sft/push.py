@@ -77,7 +77,7 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
         DataError: a run that is not of this adapter on its base model (or a base run that is not of the
             base model alone), or an adapter folder not written by `perrecbench sft`.
     """
-    from perrec_eval.rundir import load_scores
+    from perrec_eval.tasks.perrecbench.rundir import load_scores
 
     folder = Path(config.adapter)
     info = read_info(folder)

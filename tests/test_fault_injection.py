@@ -173,7 +173,8 @@ def test_evaluate_overwrite_killed_at_start_leaves_no_run_json(
 
 
 def test_evaluate_killed_while_writing_leaves_no_run_json(bench: Path, tmp_path: Path, monkeypatch) -> None:
-    from perrec_eval import report, rundir
+    from perrec_eval import rundir
+    from perrec_eval.tasks.perrecbench import report
 
     out = tmp_path / "run"
     assert main(_eval_argv(bench, out)) == 0
@@ -558,7 +559,8 @@ def test_score_write_killed_while_writing_leaves_the_old_run(bench: Path, tmp_pa
 def test_score_write_killed_between_renames_is_refused_on_read(
     bench: Path, tmp_path: Path, monkeypatch, capsys, renamed: int
 ) -> None:
-    from perrec_eval import fileio, rundir
+    from perrec_eval import fileio
+    from perrec_eval.tasks.perrecbench import rundir as run_files
 
     out = tmp_path / "run"
     assert main(_eval_argv(bench, out)) == 0
@@ -577,20 +579,20 @@ def test_score_write_killed_between_renames_is_refused_on_read(
     assert json.loads((out / "scores.json").read_text())["variant"] == "paper"
     assert json.loads((out / "run.json").read_text())["metric"]["variant"] == "tau_b"
     with pytest.raises(DataError, match="score --write. was interrupted"):
-        rundir.load_scores(out)
+        run_files.load_scores(out)
     refused(capsys, ["report", str(out)], "interrupted", f"perrecbench score {out} --write")
     assert not [p for p in out.iterdir() if ".tmp-" in p.name]
     assert main(["score", str(out), "--write"]) == 0  # the fix the message names
-    assert rundir.load_scores(out).variant == "tau_b"
+    assert run_files.load_scores(out).variant == "tau_b"
 
 
 def test_score_write_records_the_new_metric_in_run_json(bench: Path, tmp_path: Path) -> None:
-    from perrec_eval import rundir
+    from perrec_eval.tasks.perrecbench import rundir as run_files
 
     out = tmp_path / "run"
     assert main(_eval_argv(bench, out)) == 0
     assert main(["score", str(out), "--variant", "paper", "--invalid", "skip", "--write"]) == 0
-    scores = rundir.load_scores(out)
+    scores = run_files.load_scores(out)
     assert (scores.variant, scores.invalid) == ("paper", "skip")
     assert json.loads((out / "run.json").read_text())["metric"] == {"variant": "paper", "invalid": "skip"}
 

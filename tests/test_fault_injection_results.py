@@ -554,7 +554,7 @@ def test_cli_transient_failures_still_say_run_again(bench, tmp_path, capsys):
     ],
 )
 def test_engine_errors_are_told_permanent_from_transient(error, transient):
-    from perrec_eval.engines.base import permanent_fix
+    from perrec_eval.tasks.perrecbench.profiles import permanent_fix
 
     assert (permanent_fix(error) is None) is transient
 
@@ -733,9 +733,9 @@ def test_sft_model_card_shows_no_local_paths(tmp_path):
 
 @pytest.fixture(scope="module")
 def failed_and_reverse(bench, tmp_path_factory):
-    from perrec_eval.config import EvalConfig
     from perrec_eval.engines.fake import FakeEngine
-    from perrec_eval.run import evaluate
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
+    from perrec_eval.tasks.perrecbench.run import evaluate
     from tests.benchmark_fixture import truth_responder
 
     folder, profiles = bench

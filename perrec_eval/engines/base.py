@@ -161,9 +161,10 @@ def _usable_counts(completion: Completion) -> Completion:
     return dataclasses.replace(completion, prompt_tokens=prompt, completion_tokens=answer, extra=extra)
 
 
+# A family names its own options that shorten its prompts in place of SHORTER_PROMPTS (PerRecBench: --k).
+SHORTER_PROMPTS = "show less in each prompt (the task's options that shorten it)"
 _CONTEXT_FIX = (
-    "the prompt does not fit the model's context: show fewer history items per user with --k (profiles: "
-    "--max-items, --max-chars), or use a model with a longer context"
+    f"the prompt does not fit the model's context: {SHORTER_PROMPTS}, or use a model with a longer context"
 )
 _TOO_LONG = re.compile(r"context length|context window|maximum context|too long|too many tokens")
 _CLIENT_ERROR = re.compile(r"^HTTP (4\d\d) from ")
@@ -189,14 +190,10 @@ def permanent_fix(error: str) -> str | None:
     >>> permanent_fix("HTTP 404 from http://h/v1: model 'x' not found")[:43]
     'the server does not serve this model (HTTP '
     """
-    if error.startswith("profile request failed: "):
-        return permanent_fix(error.removeprefix("profile request failed: "))
-    if error.startswith("profile request failed for a demonstration: "):
-        return permanent_fix(error.removeprefix("profile request failed for a demonstration: "))
     if "max_model_len" in error:
         return (
             "the prompt does not fit max_model_len: raise --engine-arg max_model_len (up to the model's "
-            "context), or show fewer history items per user with --k (profiles: --max-items, --max-chars)"
+            f"context), or {SHORTER_PROMPTS}"
         )
     if "exceeds the model's" in error and "positions" in error:
         return _CONTEXT_FIX

@@ -476,7 +476,7 @@ class OpenAIEngine:
         if answer_format is not None and self.options.structured_outputs == "vllm":
             extra["structured_outputs"] = {"regex": tasks.answer_regex(answer_format)}
         elif answer_format is not None and (schema := tasks.json_schema(answer_format)) is not None:
-            # no schema says "[User A]" or "text, then JSON": pairwise and CoT answers go unconstrained
+            # no JSON schema describes a bare label or "text, then JSON": such answers go unconstrained
             schema = {"name": "answer", "schema": schema}
             body["response_format"] = {"type": "json_schema", "json_schema": schema}
         return {**body, "extra_body": extra or None}

@@ -4,8 +4,8 @@ One `LLM` is built, once, from `VLLMOptions` (every field settable with ``--engi
 first request: the adapters `with_adapter` adds before then decide whether it is built with LoRA support. The
 model's ``generation_config.json`` is not loaded (``generation_config="vllm"``) and every sampling field is
 set explicitly, so no checkpoint default leaks into a run; the ``n`` samples of self-consistency come from
-one request (``SamplingParams.n``). Prefix caching is on by default: every prompt of a method shares its
-system prompt, and pairwise requests repeat the same users' blocks.
+one request (``SamplingParams.n``). Prefix caching is on by default: every prompt of a request protocol
+shares its system prompt, and the requests about one doc repeat the same blocks.
 
 A call is cut into chunks of ``chunk_size`` requests, one `LLM.chat` each (vLLM returns them in input order),
 and each chunk is reported through ``on_results`` as soon as it returns, so a killed run loses at most one

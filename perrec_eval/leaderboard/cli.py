@@ -10,9 +10,9 @@ from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
 from perrec_eval.cliconfig import add_command, check_seed, check_task, for_task, option
-from perrec_eval.config import EvalConfig
 from perrec_eval.errors import ConfigError
 from perrec_eval.tasks import DEFAULT_TASK
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 
 MAX_RESAMPLES = 1_000_000
 
@@ -199,7 +199,7 @@ def sweep(config: SweepConfig) -> int:
     incomplete = [name for name, scores in results if not scores.complete]
     print(f"{len(results)} grid points in {out}/; report: {report_dir / 'index.html'}")
     if incomplete:
-        from perrec_eval.commands import failure_summary
+        from perrec_eval.tasks.perrecbench.commands import failure_summary
 
         points = ", ".join(incomplete)
         print(f"perrecbench sweep: provisional points (engine errors): {points}", file=sys.stderr)

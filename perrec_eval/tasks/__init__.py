@@ -147,6 +147,11 @@ def _load(spec: str) -> tuple[type, Callable[[Any], int]]:
     return getattr(loaded, cls), getattr(loaded, handler)
 
 
+def default_command(command: str) -> tuple[type, Callable[[Any], int]]:
+    """The default family's config class and handler of `command`: what a command line without --task runs."""
+    return _load(get(DEFAULT_TASK).handlers[command])
+
+
 def evaluable() -> tuple[str, ...]:
     """The families that declare a Task (the others can only be built so far)."""
     return tuple(name for name in names() if name in _registered or _FAMILIES[name].task is not None)

@@ -125,6 +125,8 @@ class Task:
     handlers: Mapping[str, str] = field(default_factory=dict)
     # The benchmark's description in its Hub ``eval.yaml`` (None: made from title, description and headline).
     hub_description: str | None = None
+    # A family that writes its own scores reads its run.json metric part: (part, path) -> its record
+    read_metric: Callable[[Mapping[str, Any], Any], Any] | None = field(default=None, repr=False)
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""

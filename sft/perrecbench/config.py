@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from perrec_eval.cliconfig import option
-from perrec_eval.config import PromptSpec
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks.perrecbench.config import PromptSpec
 from perrec_eval.tasks.perrecbench.presentation import Presentation
 from perrec_eval.tasks.perrecbench.vocabulary import LEVEL_SIZES
 

@@ -13,8 +13,9 @@ One example is one request the runner would send for a train group, paired with 
 
 Nothing about the text is re-implemented here: the slots are the runner's rankers' own requests
 (each protocol's `ranker`, `perrec_eval.tasks.perrecbench.protocols`), the prompts come from
-`perrec_eval.run.render_slot`, the truth from the protocol's `demonstration` (what few-shot demonstrations
-show) and the answer text from its `format_answer`, so its `parse` reads every answer back to its truth.
+`perrec_eval.tasks.perrecbench.systems.render_slot`, the truth from the protocol's `demonstration` (what
+few-shot demonstrations show) and the answer text from its `format_answer`, so its `parse` reads every
+answer back to its truth.
 An example whose prompt is identical to an earlier one (the same user, or the same ordered pair, seen in
 several levels) is kept once.
 
@@ -45,13 +46,13 @@ import yaml
 from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.publish import size_category
-from perrec_eval.run import render_slot
 from perrec_eval.tasks.perrecbench import context, prompts, protocols
 from perrec_eval.tasks.perrecbench.context import GroupContext
 from perrec_eval.tasks.perrecbench.presentation import listwise_orders
 from perrec_eval.tasks.perrecbench.rankers import Slot
 from perrec_eval.tasks.perrecbench.records import Group
 from perrec_eval.tasks.perrecbench.retrieval import retrieve_groups
+from perrec_eval.tasks.perrecbench.systems import render_slot
 from perrec_eval.tasks.perrecbench.vocabulary import METHODS, Method
 from perrec_eval.types import Message
 from sft.examples import INFO_FILE, check_out, content_name, lengths_per_format, token_ids

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from perrec_eval.config import EvalConfig, ProfilesConfig
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks.perrecbench.config import EvalConfig, ProfilesConfig
 from sft.perrecbench.config import DataConfig
 
 DATA_COMMANDS = {
@@ -47,7 +47,7 @@ def test_data_spec_full_level_is_sft_data_only():
 
 def test_data_spec_fields_keep_their_place_in_run_json():
     config = DATA_COMMANDS["evaluate"](levels=("easy",), max_groups=3, seed=7, k=2)
-    from perrec_eval.run import run_record
+    from perrec_eval.tasks.perrecbench.run import run_record
 
     record = run_record(config)
     assert {key: record[key] for key in ("data", "levels", "max_groups", "seed", "k")} == {

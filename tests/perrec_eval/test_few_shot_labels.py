@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.errors import ConfigError
-from perrec_eval.run import evaluate
+from perrec_eval.tasks.perrecbench.config import EvalConfig
+from perrec_eval.tasks.perrecbench.run import evaluate
 from tests.benchmark_fixture import write_tiny_benchmark
 from tests.sft.conftest import write_sft_benchmark
 

@@ -8,12 +8,13 @@ import json
 import pytest
 
 from perrec_eval import ptc
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
-from perrec_eval.report import render_report
-from perrec_eval.results import RunInfo, Scores
-from perrec_eval.run import evaluate, evaluate_baselines
+from perrec_eval.results import RunInfo
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.leaderboard.runs import run_of
+from perrec_eval.tasks.perrecbench.report import render_report
+from perrec_eval.tasks.perrecbench.results import Scores
+from perrec_eval.tasks.perrecbench.run import evaluate, evaluate_baselines
 from perrec_eval.tasks.perrecbench.scoring import N_RESAMPLES, cell_resolution
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
 
@@ -47,6 +48,18 @@ def baselines(bench, tmp_path_factory):
     out = tmp_path_factory.mktemp("baselines")
     config = EvalConfig(data=str(folder), engine="baseline", model="all", out=str(out))
     return dict(evaluate_baselines(config, ("constant", "history-affinity"))), out
+
+
+def test_baselines_and_models_write_one_run_json_layout(bench, baselines, tmp_path):
+    _fake(bench, tmp_path / "model", constant, methods=("pointwise",))
+    _, out = baselines
+    model = json.loads((tmp_path / "model" / "run.json").read_text())
+    baseline = json.loads((out / "constant" / "run.json").read_text())
+    assert list(baseline) == list(model)
+    assert baseline["engine"] == {"name": "baseline", "model": "constant"}
+    assert (baseline["cache"], baseline["cost"], baseline["cf"]) == (None, None, None)
+    assert (tmp_path / "model" / "samples.jsonl").exists()
+    assert not (out / "constant" / "samples.jsonl").exists()  # a baseline sends no request
 
 
 def test_constant_baseline_scores_exactly_the_floor_of_each_pointwise_cell(baselines):

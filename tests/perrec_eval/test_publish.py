@@ -14,11 +14,11 @@ from huggingface_hub.repocard import metadata_load
 
 from perrec_eval import metric_path, ptc, stats, tasks
 from perrec_eval.cli import main
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.publish import Upload, check_publishable, eval_yaml, push, scan
-from perrec_eval.run import evaluate, evaluate_baselines
+from perrec_eval.tasks.perrecbench.config import EvalConfig
+from perrec_eval.tasks.perrecbench.run import evaluate, evaluate_baselines
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
 
 DATASET, REVISION = "org/perrecbench", "0123456789abcdef0123456789abcdef01234567"

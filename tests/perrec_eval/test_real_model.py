@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines import load_engine
 from perrec_eval.engines.hf import HFOptions
-from perrec_eval.run import evaluate
 from perrec_eval.tasks.perrecbench import structured
+from perrec_eval.tasks.perrecbench.config import EvalConfig
+from perrec_eval.tasks.perrecbench.run import evaluate
 from perrec_eval.types import ChatRequest
 from tests.benchmark_fixture import write_tiny_benchmark
 from tests.real_model import MODEL_FILE, FetchError, fetch_smollm2

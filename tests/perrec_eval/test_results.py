@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 from perrec_eval.errors import DataError
-from perrec_eval.results import Metric, RunInfo, Scores, read_run_info, read_scores
+from perrec_eval.results import RunInfo, read_run_info
+from perrec_eval.tasks.perrecbench.results import Metric, Scores, read_scores
 from perrec_eval.tasks.perrecbench.scoring import score_cells
 from tests.perrec_eval.tasks.perrecbench.leaderboard.synthetic import coin_flips, pointwise_records, write_run
 
 GROUPS = [f"g{i}" for i in range(20)]
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture
@@ -31,20 +35,17 @@ def test_results_pointwise_cell_writes_its_floor_but_no_listwise_or_cluster_part
     assert not {"first_shown_first", "num_clusters", "design_effect", "ptc_missing"} & set(cell)
 
 
-def test_results_run_info_of_a_baseline_keeps_its_shorter_layout():
-    written = {
-        "config": {"k": 4},
-        "engine": {"name": "baseline", "model": "random"},
-        "metric": {"variant": "tau_b", "invalid": "zero"},
-        "versions": {"python": "3.11"},
-        "retrieval": {"library": "bm25s"},
-        "dataset_fingerprint": "f" * 64,
-        "groups": {"easy": ["g0"]},
-    }
+def test_results_run_info_of_an_older_baseline_reads_in_the_one_layout():
+    # written by `evaluate --engine baseline --model mf --max-groups 2` before baselines shared the models'
+    # run.json layout: only the parts that apply to a baseline, `cf` last
+    written = json.loads((FIXTURES / "baseline_run_2026-11-26.json").read_text())
     info = RunInfo.from_json(written)
-    assert info.is_baseline and info.metric == Metric("tau_b", "zero")
-    assert json.dumps(info.to_json()) == json.dumps(written)
-    assert list(RunInfo.from_json({**written, "cf": {"cells": {}}}).to_json())[-1] == "cf"
+    assert info.is_baseline and info.metric == Metric("tau_b", "zero") and info.cf is not None
+    assert (info.complete, info.cost, info.label) == (None, None, None)
+    rewritten = info.to_json()
+    assert list(rewritten) == [field.name for field in dataclasses.fields(RunInfo)]
+    assert {name: rewritten[name] for name in written} == written
+    assert RunInfo.from_json(rewritten) == info
 
 
 def test_results_older_scores_read_with_the_values_of_their_time(run):

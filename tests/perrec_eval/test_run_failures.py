@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.errors import ConfigError, DataError
-from perrec_eval.run import evaluate
-from perrec_eval.rundir import rescore
+from perrec_eval.tasks.perrecbench.config import EvalConfig
+from perrec_eval.tasks.perrecbench.run import evaluate
+from perrec_eval.tasks.perrecbench.rundir import rescore
 from perrec_eval.types import Completion
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
 

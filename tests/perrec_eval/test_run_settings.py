@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import SCRIPTS, FakeEngine
 from perrec_eval.errors import DataError
 from perrec_eval.results import read_run_info
-from perrec_eval.run import evaluate
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.leaderboard.runs import settings_of, system_name
+from perrec_eval.tasks.perrecbench.run import evaluate
 from perrec_eval.types import Completion
 from tests.benchmark_fixture import write_tiny_benchmark
 
@@ -122,7 +122,7 @@ def test_run_default_settings_keep_the_released_budgets(bench, tmp_path):
 
 
 def test_evaluate_warns_of_suspect_profiles_from_run_json(bench, tmp_path, capsys):
-    from perrec_eval.commands import _warn_suspect_profiles
+    from perrec_eval.tasks.perrecbench.commands import _warn_suspect_profiles
 
     config = _config(bench, tmp_path, levels=("easy",))
     evaluate(config, FakeEngine(_profile_writer("Short but cut", "length"), model=config.model))

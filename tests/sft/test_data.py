@@ -9,11 +9,11 @@ from pathlib import Path
 import datasets
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.errors import ConfigError, DataError
-from perrec_eval.run import evaluate
 from perrec_eval.tasks.perrecbench import context, protocols
+from perrec_eval.tasks.perrecbench.config import EvalConfig
+from perrec_eval.tasks.perrecbench.run import evaluate
 from sft.examples import INFO_FILE
 from sft.perrecbench.config import DataConfig
 from sft.perrecbench.data import build, build_examples, load_train_contexts

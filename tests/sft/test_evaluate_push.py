@@ -11,10 +11,10 @@ import yaml
 from huggingface_hub import ModelCard, parse_eval_result_entries
 
 from perrec_eval.cli import main
-from perrec_eval.config import EvalConfig
 from perrec_eval.publish import folder_files
-from perrec_eval.run import evaluate
 from perrec_eval.rundir import adapter_fingerprint
+from perrec_eval.tasks.perrecbench.config import EvalConfig
+from perrec_eval.tasks.perrecbench.run import evaluate
 from sft.card import LOCAL_INFO, model_card, read_info
 from sft.config import PushConfig
 from sft.push import SKIP, push

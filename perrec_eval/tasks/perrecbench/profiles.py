@@ -21,11 +21,33 @@ from pathlib import Path
 from typing import Any, Literal
 
 from perrec_eval import fileio
+from perrec_eval.engines import base as engine_base
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import DataError
 from perrec_eval.tasks.perrecbench import prompts
 from perrec_eval.tasks.perrecbench.records import Group, HistoryItem, UserKey
 from perrec_eval.types import ChatRequest, GenParams
+
+# Why a request was not sent: a profile it shows failed (that request's error follows).
+FAILED = "profile request failed: "
+DEMONSTRATION_FAILED = "profile request failed for a demonstration: "
+SHORTER_PROMPTS = "show fewer history items per user with --k (profiles: --max-items, --max-chars)"
+
+
+def permanent_fix(error: str) -> str | None:
+    """`engines.base.permanent_fix` in PerRecBench's words: a request not sent because a profile failed has
+    that profile's fix, and a prompt over the context names the options that shorten it.
+
+    >>> permanent_fix(FAILED + "prompt of 9 tokens + max_tokens 8 exceeds the model's 16 positions")
+    "the prompt does not fit the model's context: show fewer history items per user with --k (profiles: \
+--max-items, --max-chars), or use a model with a longer context"
+    """
+    for prefix in (FAILED, DEMONSTRATION_FAILED):
+        if error.startswith(prefix):
+            return permanent_fix(error.removeprefix(prefix))
+    fix = engine_base.permanent_fix(error)
+    return fix.replace(engine_base.SHORTER_PROMPTS, SHORTER_PROMPTS) if fix else None
+
 
 logger = logging.getLogger(__name__)
 

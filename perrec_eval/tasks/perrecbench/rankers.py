@@ -1,7 +1,8 @@
 """The three ranking methods as per-group state machines driven in lockstep.
 
 Every ranker asks for a batch of comparisons or ratings (`pending()`), receives the parsed answers
-(`feed()`), and when `done` yields a prediction for the PTC metric. The driver (`perrec_eval.run`) collects
+(`feed()`), and when `done` yields a prediction for the PTC metric. The driver
+(`perrec_eval.runner.drive`, called by `perrec_eval.tasks.perrecbench.run`) collects
 the pending requests of *all* groups of a level into one engine call per step, so pointwise, listwise and
 all-pairs take exactly one call and heapsort takes one call per lockstep round.
 """

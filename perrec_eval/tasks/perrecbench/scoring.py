@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perrec_eval import ptc, stats
-from perrec_eval.engines.base import permanent_fix
-from perrec_eval.results import CellScore, Scores
+from perrec_eval.tasks.perrecbench.profiles import permanent_fix
 from perrec_eval.tasks.perrecbench.rankers import ListSlot, Prediction
 from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord, clusters_of
+from perrec_eval.tasks.perrecbench.results import CellScore, Scores
 from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS, Method
 
 CONFIDENCE_LEVEL = 0.95

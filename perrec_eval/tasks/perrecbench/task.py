@@ -13,6 +13,7 @@ from perrec_eval.tasks.perrecbench.baselines import BASELINES
 from perrec_eval.tasks.perrecbench.cf import CF_BASELINES
 from perrec_eval.tasks.perrecbench.fake import constant_answer
 from perrec_eval.tasks.perrecbench.protocols import PROTOCOLS
+from perrec_eval.tasks.perrecbench.results import Metric
 from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
 
 
@@ -44,4 +45,14 @@ TASK = Task(
         "much each liked it. Score: PTC, Kendall's tau between the predicted and the true order, "
         "averaged over groups (-1 to 1). One task per level (config) and ranking method."
     ),
+    read_metric=Metric.from_json,
+    # Its own commands: files byte-identical to the ones PerRecBench always wrote.
+    handlers={
+        command: f"perrec_eval.tasks.perrecbench.commands:{config}:{command}"
+        for command, config in (
+            ("evaluate", "EvalConfig"),
+            ("score", "ScoreConfig"),
+            ("profiles", "ProfilesConfig"),
+        )
+    },
 )

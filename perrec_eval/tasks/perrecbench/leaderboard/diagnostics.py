@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perrec_eval.config import MAX_TOKENS
+from perrec_eval.tasks.perrecbench.config import MAX_TOKENS
 
 Cell = tuple[str, str]
 

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perrec_eval.results import CellScore
 from perrec_eval.tasks.perrecbench.leaderboard.board import (
     ALPHA,
     CELLS,
@@ -26,6 +25,7 @@ from perrec_eval.tasks.perrecbench.leaderboard.board import (
     mostly_failed,
 )
 from perrec_eval.tasks.perrecbench.leaderboard.published import PublishedRow
+from perrec_eval.tasks.perrecbench.results import CellScore
 
 SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
 DASH = "–"

@@ -17,8 +17,10 @@ from typing import Any
 
 from perrec_eval import rundir
 from perrec_eval.errors import DataError
-from perrec_eval.results import CellScore, RunInfo, Scores, read_run_info
+from perrec_eval.results import RunInfo, read_run_info
+from perrec_eval.tasks.perrecbench import rundir as run_files
 from perrec_eval.tasks.perrecbench.records import PredictionRecord
+from perrec_eval.tasks.perrecbench.results import CellScore, Scores
 
 BASELINE = "baseline"
 # Settings that can tell two runs of one model apart, in the order a row label shows them.
@@ -99,8 +101,8 @@ class Run:
         return {(cell.level, cell.method): cell for cell in self.scores.cells}
 
     def samples(self) -> list[dict[str, Any]]:
-        """samples.jsonl's lines (`rundir.sample_lines`); none for runs without engine requests."""
-        return rundir.sample_lines(self.path)
+        """samples.jsonl's lines (`run_files.sample_lines`); none for runs without engine requests."""
+        return run_files.sample_lines(self.path)
 
 
 def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
@@ -118,10 +120,10 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
 def load_run(folder: str | os.PathLike) -> Run:
     """One finished run folder (run.json, scores.json, predictions.jsonl)."""
     folder = Path(folder)
-    scores = rundir.load_scores(folder)
+    scores = run_files.load_scores(folder)
     info = read_run_info(folder)
-    records = tuple(rundir.read_predictions(folder))
-    rundir.check_complete(folder, info, records)
+    records = tuple(run_files.read_predictions(folder))
+    run_files.check_complete(folder, info, records)
     return run_of(folder, info, scores, records)
 
 
@@ -155,7 +157,7 @@ def system_name(info: RunInfo, folder: Path) -> str:
     """The run's label (``--label``; the model's short name) or its model, with its LoRA adapter's name.
 
     >>> from dataclasses import replace
-    >>> from perrec_eval.results import Metric
+    >>> from perrec_eval.tasks.perrecbench.results import Metric
     >>> info = RunInfo(config={"adapter": ["pw=/a/b"]}, engine={"model": "m"}, metric=Metric("tau_b", "zero"))
     >>> system_name(info, Path("x"))
     'm + pw'
@@ -188,7 +190,7 @@ def group_sets(info: RunInfo, records: Sequence[PredictionRecord]) -> dict[str, 
 def settings_of(info: RunInfo, records: Sequence[PredictionRecord]) -> dict[str, Any]:
     """The run's value of each of `SETTINGS` (None where the setting does not apply to the run).
 
-    >>> from perrec_eval.results import Metric
+    >>> from perrec_eval.tasks.perrecbench.results import Metric
     >>> config = {"k": 4, "seed": 0, "pairwise_strategy": "allpairs"}
     >>> info = RunInfo(config=config, engine={"name": "baseline"}, metric=Metric("tau_b", "zero"))
     >>> {k: v for k, v in settings_of(info, []).items() if v is not None}
@@ -223,7 +225,7 @@ def settings_of(info: RunInfo, records: Sequence[PredictionRecord]) -> dict[str,
 
 def _budgets(info: RunInfo) -> str:
     """The answer budgets as ``pointwise=16,listwise=64`` (runs before `--max-new-tokens`: the defaults)."""
-    from perrec_eval.config import token_budgets
+    from perrec_eval.tasks.perrecbench.config import token_budgets
 
     budgets = token_budgets(tuple(info.config.get("max_new_tokens") or ()))
     return ",".join(f"{name}={value}" for name, value in budgets.items())

@@ -1,6 +1,7 @@
 """`perrecbench sweep`: one engine over a grid of retrieved-history sizes k and shot counts (paper Fig. 6).
 
-Each grid point is an ordinary `perrec_eval.run.evaluate` run into ``OUT/k<K>-shots<S>/`` (so each resumes
+Each grid point is an ordinary `perrec_eval.tasks.perrecbench.run.evaluate` run into ``OUT/k<K>-shots<S>/``
+(so each resumes
 from its own cache), with the engine loaded once; the grid's report goes to ``OUT/report/``.
 """
 
@@ -11,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.cliconfig import check_once
-from perrec_eval.config import BASELINE_ENGINE, EvalConfig
+from perrec_eval.config import BASELINE_ENGINE
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 
 
 def point_name(k: int, shots: int) -> str:
@@ -59,8 +61,8 @@ def run_grid(config: Any, engine: Engine | None = None) -> list[tuple[str, dict[
     `engine` overrides the one the config names (tests pass a FakeEngine).
     """
     from perrec_eval.lock import folder_lock
-    from perrec_eval.run import evaluate, run_record
     from perrec_eval.rundir import claim
+    from perrec_eval.tasks.perrecbench.run import evaluate, run_record
 
     check(config)
     base = base_config(config)

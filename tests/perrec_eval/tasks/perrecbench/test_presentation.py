@@ -8,14 +8,14 @@ import random
 
 import pytest
 
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.errors import ConfigError
 from perrec_eval.ptc import compute_ptc
-from perrec_eval.run import evaluate
+from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.fake import _listwise_user_marker, request_kind
 from perrec_eval.tasks.perrecbench.presentation import balanced_orders, true_ranks
 from perrec_eval.tasks.perrecbench.records import Group, User
+from perrec_eval.tasks.perrecbench.run import evaluate
 from tests.benchmark_fixture import write_tiny_benchmark, write_truth_profiles
 
 

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from perrec_eval.cache import key_of
-from perrec_eval.config import EvalConfig, token_budgets
 from perrec_eval.errors import ConfigError
 from perrec_eval.tasks.perrecbench import protocols, structured
+from perrec_eval.tasks.perrecbench.config import EvalConfig, token_budgets
 from perrec_eval.types import ChatRequest, GenParams
 
 REQUEST = ChatRequest(messages=({"role": "user", "content": "hi"},))

@@ -9,10 +9,10 @@ import datasets
 import pytest
 
 from dataset_builder.perrecbench.stats import distributions, table4
-from perrec_eval.config import EvalConfig
 from perrec_eval.engines.fake import FakeEngine, constant
-from perrec_eval.run import evaluate, evaluate_baselines
 from perrec_eval.tasks.perrecbench.baselines import BASELINES
+from perrec_eval.tasks.perrecbench.config import EvalConfig
+from perrec_eval.tasks.perrecbench.run import evaluate, evaluate_baselines
 from perrec_eval.types import Completion
 from tests.benchmark_fixture import truth_responder, write_tiny_benchmark, write_truth_profiles
 

@@ -42,7 +42,7 @@ def test_board_truth_beats_reverse_in_every_cell(runs):
 
 def test_board_provisional_run_is_marked(bench, tmp_path, runs):
     from perrec_eval.engines.fake import FakeEngine
-    from perrec_eval.run import evaluate
+    from perrec_eval.tasks.perrecbench.run import evaluate
     from perrec_eval.types import Completion
     from tests.perrec_eval.tasks.perrecbench.leaderboard.conftest import eval_config
 

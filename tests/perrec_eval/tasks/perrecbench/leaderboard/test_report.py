@@ -138,7 +138,7 @@ def test_report_without_matplotlib_names_the_extra(runs, tmp_path, monkeypatch, 
 
 
 def test_report_run_report_is_the_leaderboard_of_its_runs(baselines_report, runs):
-    from perrec_eval import report
+    from perrec_eval.tasks.perrecbench import report
     from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
     board = (baselines_report / "leaderboard.md").read_text()
@@ -164,7 +164,7 @@ def test_report_page_and_markdown_are_one_document(baselines_report):
 
 
 def test_report_console_table_of_one_run_has_no_marks(runs):
-    from perrec_eval import report
+    from perrec_eval.tasks.perrecbench import report
     from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
     text = report.table(load_runs([runs["truth"]]), legend=False)

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from perrec_eval import fileio, rundir
-from perrec_eval.results import Metric, RunInfo, Scores, read_run_info
+from perrec_eval import fileio
+from perrec_eval.results import RunInfo, read_run_info
+from perrec_eval.tasks.perrecbench import rundir
 from perrec_eval.tasks.perrecbench.leaderboard import board, compare, render, runs
 from perrec_eval.tasks.perrecbench.leaderboard.published import load as load_published
 from perrec_eval.tasks.perrecbench.records import PredictionRecord
+from perrec_eval.tasks.perrecbench.results import Metric, Scores
 
 
 def report_of(loaded: Sequence[runs.Run], labels: Sequence[str] | None = None) -> board.Report:

@@ -1,0 +1,269 @@
+"""One PerRecBench run: groups → a system's answers → rankings → PTC → run folder.
+
+This module only orchestrates; each stage lives in its own module: `context` (load groups, retrieve, user
+views), `systems` (what answers a cell: a model through its engine and the lockstep rankers, or a no-LLM
+baseline), `demonstrations` (few-shot examples), `profiles`, `scoring` (PTC per cell), `rundir` (write the
+run folder), `report` (its report.md). `evaluate` runs a model, `evaluate_baselines` the baselines, both
+through `_run`: one loop over the cells, one scoring, one run.json layout, one writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from perrec_eval.cache import CachedEngine
+from perrec_eval.engines.base import Engine
+from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.lock import folder_lock
+from perrec_eval.results import RunInfo
+from perrec_eval.rundir import check_out, claim, local_inputs, write_run
+from perrec_eval.secrets import redact
+from perrec_eval.tasks.perrecbench import context, demonstrations, report
+from perrec_eval.tasks.perrecbench.config import EvalConfig
+from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
+from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord, UserKey
+from perrec_eval.tasks.perrecbench.results import Metric, Scores
+from perrec_eval.tasks.perrecbench.scoring import prediction_records, score_cells
+from perrec_eval.tasks.perrecbench.systems import Baseline, Baselines, Model, System
+
+logger = logging.getLogger(__name__)
+
+
+def _profiles(
+    config: EvalConfig, engine: CachedEngine, groups: Sequence[Group], users: set[UserKey], out: Path
+) -> tuple[dict[UserKey, str] | None, dict[UserKey, str], dict[str, Any] | None]:
+    """The run's profiles for `users` (loaded, or written with the run's engine), failures and provenance.
+
+    A ``--profiles`` file must hold one writer's profiles (recorded in run.json); the run folder's own
+    profiles.jsonl must be the run engine's (model, adapter weights, options, budget): another writer's is
+    refused, or replaced with ``--overwrite``.
+    """
+    from perrec_eval.engines.base import answer_options
+    from perrec_eval.tasks.perrecbench.profiles import (
+        check_profiles,
+        file_sha256,
+        file_writer,
+        flag_counts,
+        generate_profiles,
+        load_own_profiles,
+        load_profile_flags,
+        load_profiles,
+        save_profiles,
+        writer_provenance,
+    )
+
+    if config.no_profile:
+        return None, {}, None
+    params = config.profile_params()
+    if config.profiles:
+        known = load_profiles(config.profiles)
+        writer = file_writer(config.profiles)
+        # --shots shows train groups: their users need profiles too
+        splits = tuple(dict.fromkeys(["train", config.split] if config.shots else [config.split]))
+        fix = f"perrecbench profiles --data {config.data} --splits {','.join(splits)} --out {config.profiles}"
+        check_profiles(users, known, config.profiles, f"write them with `{fix}`")
+        path, source = Path(config.profiles), "file"
+        flagged = load_profile_flags(path)
+    else:
+        path, source = out / "profiles.jsonl", "generated"
+        writer = writer_provenance(
+            engine.name,
+            engine.model,
+            adapters=config.adapters(),
+            options=answer_options(engine),
+            max_tokens=params.max_tokens,
+        )
+        known, flagged = load_own_profiles(path, writer, replace=config.overwrite)
+    profiles, failures = generate_profiles(
+        engine,
+        groups,
+        params=params,
+        known=known,
+        users=users,
+        degenerate=config.degenerate_profiles,
+        flagged=flagged,
+    )
+    if source == "generated":
+        save_profiles(path, profiles, writer, flagged)
+    info = {
+        "source": source,
+        "writer": writer,
+        "file": path.name,
+        "sha256": file_sha256(path),
+        "failures": len(failures),
+        "max_tokens": params.max_tokens,
+        "quality": flag_counts({key: flags for key, flags in flagged.items() if key in users}),
+        "degenerate_policy": config.degenerate_profiles,
+    }
+    return profiles, failures, info
+
+
+def run_record(config: EvalConfig) -> dict[str, Any]:
+    """The config as run.json records it (secrets redacted)."""
+    return redact(asdict(config))
+
+
+def evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
+    """Run the benchmark for one model into `config.out`, holding the folder's lock; see `_evaluate`.
+
+    Raises:
+        DataError: another process works in `config.out`, it holds another config's finished run and
+            `config.overwrite` is off, or it is not a folder a run may be written to (`rundir.check_out`).
+    """
+    out = Path(config.out)
+    check_out(config.out, local_inputs(config))
+    with folder_lock(out):
+        claim(out, run_record(config), overwrite=config.overwrite)
+        return _evaluate(config, engine)
+
+
+def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
+    """Run the benchmark for one model and write the run folder; returns its scores.
+
+    `engine` overrides the one named in the config (tests pass a FakeEngine). Requests go through the
+    run's cache, so calling this again with the same config resumes without repeating any request; requests
+    that failed (engine errors) are not cached and are asked again. A run with engine errors is written
+    with ``"complete": false`` and its scores are provisional.
+    """
+    from perrec_eval.tasks.perrecbench import retrieval
+
+    started = time.perf_counter()
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if engine is None:
+        engine = config.load_engine()
+        if config.adapter:
+            ((_, engine),) = config.adapter_engines(engine)
+    cached = CachedEngine(engine, out / "cache.jsonl")
+
+    # Levels share query items and users: load every level once and retrieve once for all of them.
+    test = _test_groups(config)
+    # Few-shot demonstrations come from the held-out split; only the groups shown need retrieval and profiles.
+    train, left_out = demonstrations.pool(config)
+    picked = {
+        (lv, m): demonstrations.pick_groups(config, lv, m, train[lv], left_out[lv])
+        for lv in train
+        for m in config.methods
+    }
+    test_groups = [g for groups in test.values() for g in groups]
+    demo_groups = list({(g.group_id, g.level): g for groups in picked.values() for g in groups}.values())
+    retrieved = retrieval.retrieve_groups([*test_groups, *demo_groups], config.k)
+    users = {(g.group_id, u.user_id) for g in test_groups for u in g.users}
+    for (_, method), groups in picked.items():
+        users |= demonstrations.users(method, groups)
+    profiles = _profiles(config, cached, [*test_groups, *demo_groups], users, out)
+    model = Model(
+        config,
+        engine,
+        cached,
+        retrieved=retrieved,
+        profiles=profiles,
+        picked=picked,
+        left_out=left_out,
+        started=started,
+    )
+    return _run(config, model, test)
+
+
+def _test_groups(config: EvalConfig) -> dict[str, list[Group]]:
+    """The evaluated groups of each level (a seeded sample of --max-groups of each)."""
+    return {
+        lv: context.load_groups(config.data, lv, config.split, config.max_groups, seed=config.seed)
+        for lv in config.levels
+    }
+
+
+def _run(config: EvalConfig, system: System, test: Mapping[str, list[Group]]) -> Scores:
+    """Every cell of `config` answered by `system`, scored and written to `config.out`: the one path of
+    models and baselines."""
+    out = Path(config.out)
+    records: list[PredictionRecord] = []
+    samples: list[SampleRecord] | None = None
+    for level in config.levels:
+        for method in config.methods:
+            predictions, cell_samples = system.answer(level, method, test[level])
+            records += prediction_records(level, method, test[level], predictions)
+            if cell_samples is not None:
+                samples = [*(samples or []), *cell_samples]
+    scores = score_cells(
+        records, samples or (), variant=config.metric_variant, invalid=config.invalid_policy, seed=config.seed
+    )
+    run_info = RunInfo(
+        config=run_record(config),
+        metric=Metric(config.metric_variant, config.invalid_policy),
+        dataset_fingerprint=context.dataset_fingerprint(config.data),
+        groups={level: [g.group_id for g in groups] for level, groups in test.items()},
+        **system.run_fields(scores),
+    )
+    write_run(
+        out,
+        samples=samples,
+        records=records,
+        scores=scores,
+        run_info=run_info,
+        report=partial(report.render_run, out, run_info, scores, records),
+    )
+    return scores
+
+
+def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, Scores]]:
+    """Evaluate several LoRA adapters on one loaded base model, one run folder each under ``out/<name>/``."""
+    subs = {
+        name: replace(config, adapter=(f"{name}={path}",), out=str(Path(config.out) / name))
+        for name, path in config.adapters().items()
+    }
+    check_out(config.out, local_inputs(config), runs=True)
+    with folder_lock(config.out):
+        for sub in subs.values():  # before the model is loaded
+            claim(Path(sub.out), run_record(sub), overwrite=config.overwrite)
+        base = engine if engine is not None else config.load_engine()
+        systems = [
+            (name, evaluate(subs[name], engine=adapted)) for name, adapted in config.adapter_engines(base)
+        ]
+        report.write_report(config.out, load_runs([Path(sub.out) for sub in subs.values()]))
+    return systems
+
+
+def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Scores]]:
+    """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder.
+
+    With several names, each goes to `out/<name>/`; groups, retrieval and the CF fits are computed once. The
+    collaborative-filtering baselines (`cf`: mf, item-knn) fit on the build's interactions
+    under the past-only rule, tuned on the train split; their `run.json` records how (`cf`).
+    """
+    from perrec_eval.tasks.perrecbench import baselines, cf
+
+    known = (*baselines.BASELINES, *cf.CF_BASELINES)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ConfigError(f"unknown baseline {unknown[0]!r}: choose one of {', '.join(known)} or all")
+    if any(name in cf.CF_BASELINES for name in names) and not cf.has_interactions(config.data):
+        raise DataError(cf.missing_interactions(config.data))
+    subs = {
+        name: replace(config, model=name, out=str(Path(config.out) / name if len(names) > 1 else config.out))
+        for name in names
+    }
+    check_out(config.out, local_inputs(config), runs=len(names) > 1)
+    for sub in subs.values() if len(names) > 1 else ():
+        check_out(sub.out, local_inputs(config))
+    with contextlib.ExitStack() as locks:
+        locks.enter_context(folder_lock(config.out))
+        for sub in subs.values():
+            locks.enter_context(folder_lock(sub.out))  # each run folder too: `score --write` takes it
+            claim(Path(sub.out), run_record(sub), overwrite=config.overwrite)
+        test = _test_groups(config)
+        shared = Baselines(config, test)
+        systems = []
+        for name, sub in subs.items():
+            Path(sub.out).mkdir(parents=True, exist_ok=True)
+            systems.append((name, _run(sub, Baseline(name, shared), test)))
+        if len(names) > 1:
+            report.write_report(config.out, load_runs([Path(sub.out) for sub in subs.values()]))
+    return systems
