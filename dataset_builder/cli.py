@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from pathlib import Path
 from typing import Any
 
 from dataset_builder.config import BuildSpec, SynthConfig
@@ -147,6 +148,6 @@ def _run_build(config: BuildSpec) -> int:
     """
     from dataset_builder.build import build
 
-    out = build(config)
-    print(task_builder(config.task).summary(out))
+    build(config)
+    print(task_builder(config.task).summary(Path(config.out)))  # the folder as the user named it
     return 0

@@ -276,8 +276,6 @@ class BuildSpec:
             raise BuildConfigError(f"--on-bad-line must be error or skip, got {self.on_bad_line!r}")
         if self.threads is not None and not 1 <= self.threads <= MAX_THREADS:
             raise BuildConfigError(f"--threads must be in 1..{MAX_THREADS}, got {self.threads}")
-        if self.seed < 0:  # numpy's generators take no negative seed
-            raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")
         parse_memory(self.memory_limit)
         if self.push_to_hub is not None:
             try:

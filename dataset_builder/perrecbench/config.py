@@ -98,6 +98,8 @@ class BuildConfig(BuildSpec):
 
     def __post_init__(self) -> None:
         BuildSpec.__post_init__(self)
+        if self.seed < 0:  # numpy's generators take no negative seed
+            raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")
         if not 0 <= self.window_days <= MAX_WINDOW_DAYS:  # in ms it must fit DuckDB's 64-bit integers
             raise BuildConfigError(
                 f"--window-days must be a number of days in 0..{MAX_WINDOW_DAYS:,} (a century), got "
