@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio
-from perrec_eval.cache import CachedEngine, request_key
+from perrec_eval.cache import CachedEngine
 from perrec_eval.cliconfig import check_task, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
@@ -31,7 +31,7 @@ from perrec_eval.errors import ConfigError
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
 from perrec_eval.rundir import check_out, claim, local_inputs, run_cost, versions, write_run
-from perrec_eval.runner import drive
+from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
 from perrec_eval.tasks import Cell, Doc, Task, get
 from perrec_eval.types import ChatRequest, Completion, GenParams
@@ -167,27 +167,13 @@ def run_cell(
 
 def _sample(protocol, cell, doc_id, slot, step, engine, request, completion: Completion, params) -> DocSample:
     parsed = [protocol.parse(text, slot) for text in completion.texts]
-    good = [p.value for p in parsed if p.ok]
-    value = protocol.combine(good) if good else None
-    reasons = [p.reason for p in parsed if not p.ok]
-    reason = completion.error or (reasons[0] if value is None and reasons else None)
     return DocSample(
         id=doc_id,
         subset=cell.subset,
         protocol=cell.protocol,
         step=step,
         slot=slot.to_json() if hasattr(slot, "to_json") else slot,
-        key=request_key(engine, request, params) if isinstance(request, ChatRequest) else None,
-        texts=list(completion.texts),
-        parsed=[p.value if p.ok else None for p in parsed],
-        value=value,
-        ok=value is not None,
-        reason=reason if value is None else None,
-        num_failed_samples=len(parsed) - len(good) if completion.ok else params.n,
-        prompt_tokens=completion.prompt_tokens,
-        completion_tokens=completion.completion_tokens,
-        error=completion.error,
-        finish_reasons=completion.extra.get("finish_reasons"),
+        **answer_fields(parsed, protocol.combine, engine, request, completion, params),
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from perrec_eval import progress
+from perrec_eval.cache import request_key
 from perrec_eval.engines.base import Engine
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
@@ -93,3 +94,35 @@ def drive(
             bar.update(len(requests))
             step += 1
     return samples
+
+
+def answer_fields(
+    parsed: Sequence[Any],
+    combine: Callable[[list[Any]], Any],
+    engine: Engine,
+    request: ChatRequest | str,
+    completion: Completion,
+    params: GenParams,
+) -> dict[str, Any]:
+    """What every family's sample record keeps of one answered request, from its samples' parse results.
+
+    `parsed` are the protocol's results (``ok``, ``value``, ``reason``), one per sample text; `combine` merges
+    the successful values (self-consistency). A request that could not be sent (a str) has no cache key.
+    """
+    good = [p.value for p in parsed if p.ok]
+    value = combine(good) if good else None
+    reasons = [p.reason for p in parsed if not p.ok]
+    reason = completion.error or (reasons[0] if value is None and reasons else None)
+    return {
+        "key": request_key(engine, request, params) if isinstance(request, ChatRequest) else None,
+        "texts": list(completion.texts),
+        "parsed": [p.value if p.ok else None for p in parsed],
+        "value": value,
+        "ok": value is not None,
+        "reason": reason if value is None else None,
+        "num_failed_samples": len(parsed) - len(good) if completion.ok else params.n,
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "error": completion.error,
+        "finish_reasons": completion.extra.get("finish_reasons"),
+    }

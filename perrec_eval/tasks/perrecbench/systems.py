@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol
 
-from perrec_eval.cache import CachedEngine, request_key
+from perrec_eval.cache import CachedEngine
 from perrec_eval.config import default_label
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import DataError
 from perrec_eval.rundir import adapter_fingerprint, run_cost, versions
-from perrec_eval.runner import drive
+from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, demonstrations, presentation, profiles, prompts, protocols
 from perrec_eval.tasks.perrecbench.config import EvalConfig
@@ -119,27 +120,14 @@ def _sample(
     """Parse one completion into the request's sample record."""
     protocol = protocols.get(method)
     parsed = [protocol.parse(text, n_users=len(slot.users)) for text in completion.texts]
-    good = [p.value for p in parsed if p.ok]
-    value = protocols.majority(method, good, how=aggregate) if good else None
-    reasons = [p.reason for p in parsed if not p.ok]
-    reason = completion.error or (reasons[0] if value is None and reasons else None)
+    combine = partial(protocols.majority, method, how=aggregate)
     return SampleRecord(
         group_id=ctx.group_id,
         level=ctx.level,
         method=method,
         step=step,
         slot=slot.to_json(),
-        key=request_key(engine, request, params) if isinstance(request, ChatRequest) else None,
-        texts=list(completion.texts),
-        parsed=[p.value if p.ok else None for p in parsed],
-        value=value,
-        ok=value is not None,
-        reason=reason if value is None else None,
-        num_failed_samples=len(parsed) - len(good) if completion.ok else params.n,
-        prompt_tokens=completion.prompt_tokens,
-        completion_tokens=completion.completion_tokens,
-        error=completion.error,
-        finish_reasons=completion.extra.get("finish_reasons"),
+        **answer_fields(parsed, combine, engine, request, completion, params),
     )
 
 
