@@ -138,7 +138,7 @@ def test_cli_data_hub_id_while_offline_says_how_to_go_online(tmp_path, capsys, m
 
 
 def test_cli_score_write_while_the_run_is_replaced_is_one_line(fake_run, tmp_path, capsys, monkeypatch):
-    from perrec_eval import rundir
+    from perrec_eval.tasks.perrecbench import rundir
 
     run = _copy_run(fake_run, tmp_path)
     rescore = rundir.rescore

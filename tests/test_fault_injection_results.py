@@ -911,7 +911,7 @@ def test_readme_quick_start_commands_run_as_written(tmp_path, monkeypatch, capsy
         assert main([*argv, "--no-progress"]) == 0, argv
     block = README.split("Then, on the demo's output", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     commands = [line for line in block.splitlines() if line.startswith("perrecbench ")]
-    assert [c.split()[1] for c in commands] == ["score", "evaluate", "report"]
+    assert [c.split()[1] for c in commands] == ["score", "evaluate", "report", "tasks"]
     for command in commands:
         argv = shlex.split(command)[1:]
         if argv[0] == "evaluate":
