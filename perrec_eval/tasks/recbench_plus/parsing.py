@@ -95,33 +95,35 @@ def normalize_title(title: str) -> str:
 class Matcher:
     """Titles of one catalogue (one domain) → their item: exact normalized title, else fuzzy.
 
-    Several items with one normalized title: the most popular (ties: the smallest asin).
+    A title names every item that has it (most popular first, ties by asin): an answer cannot tell apart
+    items whose titles are equal once normalized.
 
-    >>> m = Matcher([("a", "The Lost Wizard", 3), ("b", "Dragons of Old", 9)])
+    >>> m = Matcher([("a", "The Lost Wizard", 3), ("b", "Dragons of Old", 9), ("c", "Dragons of old", 12)])
     >>> m.match("the lost wizard (1994)"), m.match("Dragons of Olde"), m.match("Something else")
-    ('a', 'b', None)
+    (('a',), ('c', 'b'), ())
     """
 
     items: Iterable[tuple[str, str, int]]  # (parent_asin, title, popularity)
     threshold: float = FUZZY_THRESHOLD
-    _by_title: dict[str, str] = field(init=False)
+    _by_title: dict[str, tuple[str, ...]] = field(init=False)
     _choices: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
         ranked = sorted(self.items, key=lambda item: (-item[2], item[0]))
-        self._by_title = {}
+        by_title: dict[str, list[str]] = {}
         for asin, title, _ in ranked:
-            self._by_title.setdefault(normalize_title(title), asin)
+            by_title.setdefault(normalize_title(title), []).append(asin)
+        self._by_title = {title: tuple(asins) for title, asins in by_title.items()}
         self._choices = list(self._by_title)
 
-    def match(self, title: str) -> str | None:
-        """The matched item's parent_asin, or None (not in the catalogue)."""
+    def match(self, title: str) -> tuple[str, ...]:
+        """The parent_asins of the matched title (empty: not in the catalogue)."""
         from rapidfuzz import fuzz, process
 
         key = normalize_title(title)
         if not key:
-            return None
+            return ()
         if key in self._by_title:
             return self._by_title[key]
         found = process.extractOne(key, self._choices, scorer=fuzz.ratio, score_cutoff=self.threshold)
-        return None if found is None else self._by_title[found[0]]
+        return () if found is None else self._by_title[found[0]]

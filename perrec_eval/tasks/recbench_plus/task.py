@@ -66,9 +66,17 @@ class Catalogue:
         return records
 
     def match(self, titles: Sequence[str], truth: Mapping[str, Any]) -> list[dict]:
-        """A model's titles matched in the query's domain."""
-        matcher = self.matchers[truth["domain"]]
-        return self.resolve([(title, matcher.match(title)) for title in titles], truth)
+        """A model's titles matched in the query's domain; a title several items share is read as the one
+        the query wants (a ground-truth item, else one holding the conditions, else the most popular)."""
+        matcher, relevant = self.matchers[truth["domain"]], {g["parent_asin"] for g in truth["ground_truth"]}
+
+        def pick(asins: tuple[str, ...]) -> str | None:
+            wanted = [a for a in asins if a in relevant] or [
+                a for a in asins if self.satisfies(a, truth["conditions"])
+            ]
+            return (wanted or list(asins) or [None])[0]
+
+        return self.resolve([(title, pick(matcher.match(title))) for title in titles], truth)
 
 
 @cache
@@ -172,7 +180,7 @@ class Recommend:
 
     def render(self, doc: QueryDoc, slot: Any, *, variant: str | None = None) -> list[dict[str, str]]:
         history = [item["title"] for item in doc.row["history"]]
-        chosen = self.variant if variant in (None, "default") else variant
+        chosen = self.variant if variant is None else variant
         return prompts.messages(doc.row["query"], doc.row["domain"], history, variant=chosen, k=self.k)
 
     def parse(self, text: str | None, slot: Any) -> Parsed:
