@@ -1,15 +1,15 @@
 """Condition queries of RecBench+ from the item knowledge graph (paper §2.2, eq. 6).
 
 For a user, the relation values held by at least ``min_subset`` items of their history (and by at most
-``max_subset``) give one-condition queries; pairs of values of two different relations whose shared
-subset is still large enough give two-condition queries (a pair is skipped when one value's catalogue items
-all hold the other: the second condition would add nothing). The subset is the ground truth, and the
-history shown is the rest of the user's history, in time order.
+``max_subset``) give one-condition queries; pairs of values of two different relations whose shared subset
+is still large enough give two-condition queries (a pair is skipped when one value's catalogue items all
+hold the other: the second condition would add nothing). The subset is the ground truth, and the history
+shown is the rest of the user's history, in time order.
 
 Phrasing is a deterministic template (:data:`EXPLICIT_PHRASES`, :data:`IMPLICIT_PHRASES`): an implicit query
-names each value through another catalogue item that holds it (the most popular one outside the user's
-history whose title does not contain any hidden value); a query whose values cannot all be referenced so is
-not written, and counted.
+names each value through another catalogue item that holds it (outside the user's history, whose title does
+not contain any hidden value; one with a single value of that relation first, then the most popular); a
+query whose values cannot all be referenced so is not written, and counted.
 """
 
 from __future__ import annotations
@@ -140,13 +140,17 @@ def leaks(text: str, conditions: Sequence[Fact]) -> bool:
 def references(
     conditions: Sequence[Fact], graph: Graph, items: Mapping[str, Item], exclude: set[str]
 ) -> list[Item] | None:
-    """One reference item per condition (most popular first, ties by asin) outside `exclude`, whose title
-    names no hidden value and that is not already a reference; None when some condition has none."""
+    """One reference item per condition outside `exclude`, whose title names no hidden value and that is not
+    already a reference; None when some condition has none. Preferred: an item with one value of the
+    relation ("the author of X" is ambiguous when X has two authors), then the most popular, then by asin."""
     chosen: list[Item] = []
     for fact in conditions:
+        def ambiguous(asin: str, relation: str = fact.relation) -> bool:
+            return sum(f.relation == relation for f in graph.facts.get(asin, ())) > 1
+
         pool = sorted(
             (items[a] for a in graph.holders[fact.key] if a not in exclude and a in items),
-            key=lambda item: (-item.popularity, item.parent_asin),
+            key=lambda item: (ambiguous(item.parent_asin), -item.popularity, item.parent_asin),
         )
         taken = {item.parent_asin for item in chosen}
         found = next((i for i in pool if i.parent_asin not in taken and not leaks(i.title, conditions)), None)

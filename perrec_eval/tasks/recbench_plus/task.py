@@ -1,13 +1,13 @@
-"""RecBench+ as a task family (issue 26): the build's queries as docs, one protocol (`recommend`), its
-metrics and two no-LLM baselines.
+"""RecBench+ as a task family (issue 26): the build's queries as docs, one protocol (`recommend`), its metrics
+and two no-LLM baselines.
 
 A doc is one query (`QueryDoc`: its row and the build's catalogue); its truth is JSON (ground-truth items,
-conditions, domain). The protocol renders the released prompts (`templates/recommend.yaml`), reads the answer
-as a list of titles (`parsing.split_answer`) and its runner matches them to the catalogue once
-(`parsing.Matcher`), so every metric reads one matched list (`metrics.value`). Baselines: ``popularity``
-(the domain's most reviewed items outside the history shown) and ``condition-filter`` (the catalogue items
-holding every condition, most reviewed first: a perfect reader of an explicit query), each
-`BASELINE_LENGTH` items.
+conditions, domain) and its cluster its user (a user's queries are resampled together in the intervals). The
+protocol renders the released prompts (`templates/recommend.yaml`), reads the answer as a list of titles
+(`parsing.split_answer`) and its runner matches them to the catalogue once (`parsing.Matcher`), so every
+metric reads one matched list (`metrics.value`). Baselines: ``popularity`` (the domain's most reviewed items
+outside the history shown) and ``condition-filter`` (the catalogue items holding every condition, most
+reviewed first: a perfect reader of an explicit query), each `BASELINE_LENGTH` items.
 """
 
 from __future__ import annotations
@@ -139,6 +139,7 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
         QueryDoc(
             row["id"],
             {"ground_truth": row["ground_truth"], "conditions": row["conditions"], "domain": row["domain"]},
+            f"{row['domain']}-{row['user_id']}",  # one user's queries are resampled together
             row=row,
             catalogue=catalogue,
         )

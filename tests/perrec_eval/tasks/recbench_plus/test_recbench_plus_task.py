@@ -66,6 +66,8 @@ def test_recbench_plus_ground_truth_titles_score_one_and_never_fail(bench, tmp_p
     for name in ("recall", "precision", "ndcg", "condition_match"):
         assert _metric(scores, name) == [1.0, 1.0]
     assert _metric(scores, "ftr") == [0.0, 0.0] and _metric(scores, "hallucination") == [0.0, 0.0]
+    # a user's queries are one cluster of the bootstrap
+    assert all(cell.num_clusters is not None and cell.num_clusters < cell.num_docs for cell in scores.cells)
 
 
 def test_recbench_plus_empty_answer_fails_to_recommend(bench, tmp_path):
