@@ -28,6 +28,14 @@ DEFAULT_DETAIL_KEYS: dict[str, tuple[str, ...]] = {
 }
 _STORE = re.compile(r"^visit the (.+?) store$", re.IGNORECASE)
 _SPACES = re.compile(r"\s+")
+# Notes the real metadata adds to a value: a contributor's role in Books' `store` ("Ann Lee (Author)") and a
+# date after a publisher ("Penguin; Reprint edition (May 1, 2007)"): without them a value is shared again.
+_ROLE = re.compile(
+    r"\s*\((?:author|editor|illustrator|translator|narrator|contributor|foreword|introduction|"
+    r"photographer|compiler|adapter|reader)[^)]*\)",
+    re.IGNORECASE,
+)
+_DATED = re.compile(r"\s*\([^()]*\b(?:1[5-9]|20)\d\d\)\s*$")
 
 
 def detail_keys(domain: str, override: tuple[str, ...] | None = None) -> tuple[str, ...]:
@@ -41,15 +49,21 @@ def detail_keys(domain: str, override: tuple[str, ...] | None = None) -> tuple[s
     return DEFAULT_DETAIL_KEYS.get(domain, DEFAULT_DETAIL_KEYS["*"])
 
 
-def normalize_value(text: str) -> str:
-    """A relation value as shown: Unicode NFKC, whitespace collapsed, "Visit the X Store" read as X.
+def normalize_value(text: str, relation: str = "") -> str:
+    """A relation value as shown: Unicode NFKC, whitespace collapsed, "Visit the X Store" read as X,
+    contributor roles and a trailing dated note removed; a publisher is read up to its first ";".
 
     >>> normalize_value("  Visit the   Harbor Press Store ")
     'Harbor Press'
-    >>> normalize_value("Ann\\u00a0Lee")
-    'Ann Lee'
+    >>> normalize_value("Ann\\u00a0Lee (Author), Bo Li (Illustrator)")
+    'Ann Lee, Bo Li'
+    >>> normalize_value("Penguin Books; Reprint edition (May 1, 2007)", "details.Publisher")
+    'Penguin Books'
     """
     text = _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+    if relation == "details.Publisher":
+        text = text.split(";")[0]
+    text = _DATED.sub("", _ROLE.sub("", text)).strip()
     match = _STORE.match(text)
     return match.group(1).strip() if match else text
 
@@ -101,8 +115,8 @@ def item_facts(
     raw += [(f"details.{key}", parsed.get(key)) for key in keys if isinstance(parsed, dict)]
     facts: dict[tuple[str, str], Fact] = {}
     for relation, value in raw:
-        if isinstance(value, str) and normalize_value(value):
-            fact = Fact(relation, normalize_value(value))
+        if isinstance(value, str) and normalize_value(value, relation):
+            fact = Fact(relation, normalize_value(value, relation))
             facts.setdefault(fact.key, fact)
     return list(facts.values())
 
