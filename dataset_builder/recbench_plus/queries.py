@@ -145,6 +145,7 @@ def references(
     relation ("the author of X" is ambiguous when X has two authors), then the most popular, then by asin."""
     chosen: list[Item] = []
     for fact in conditions:
+
         def ambiguous(asin: str, relation: str = fact.relation) -> bool:
             return sum(f.relation == relation for f in graph.facts.get(asin, ())) > 1
 
