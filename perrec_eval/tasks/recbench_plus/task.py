@@ -230,7 +230,7 @@ _STRING = r'"([^"\\]|\\.)*"'
 
 def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
     """A JSON list of titles (the parser reads it as well as the [SEP] list the prompt asks for)."""
-    regex = rf"\[\s*({_STRING}(\s*,\s*{_STRING})*)?\s*\]"
+    regex = rf"\[\s*{_STRING}(\s*,\s*{_STRING})*\s*\]"
     return regex, {"type": "array", "items": {"type": "string"}, "minItems": 1}
 
 

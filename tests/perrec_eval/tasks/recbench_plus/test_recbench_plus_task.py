@@ -105,6 +105,16 @@ def test_recbench_plus_true_answer_reads_back_through_the_parser(bench):
         assert protocol.parse(text, "recommend").value == protocol.true_answer(doc, "recommend")
 
 
+def test_recbench_plus_answer_format_is_a_non_empty_json_list_the_parser_reads():
+    import re
+
+    regex, schema = TASK.answer_formats("recommend")
+    answer = json.dumps(["Dune", 'The "Hobbit"'])
+    assert re.fullmatch(regex, answer) and not re.fullmatch(regex, "[]")
+    assert schema["minItems"] == 1
+    assert TASK.protocols["recommend"].parse(answer, "recommend").value == ["Dune", 'The "Hobbit"']
+
+
 def test_recbench_plus_prompt_variants_render_the_released_shapes(bench):
     (doc,) = load_docs(str(bench), "explicit", "test", max_docs=1)
     protocol = TASK.protocols["recommend"]
