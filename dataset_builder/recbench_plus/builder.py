@@ -92,6 +92,7 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
         **{f"values_{k}": v for k, v in graph.dropped.items()},
     }
     counts["values_kept"] = len(graph.holders)
+    counts["implicit_skipped"] = 0
     out: dict[str, dict[str, list[dict[str, Any]]]] = {c: {s: [] for s in SPLITS} for c in CONFIGS}
     wanted = {"test": cfg.users, "train": cfg.train_users}
     users = {"test": 0, "train": 0}
@@ -110,6 +111,10 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
         for config in CONFIGS:
             out[config][split] += made[config]
     counts.update({f"{split}_users": n for split, n in users.items()})
+    for config in CONFIGS:  # queries by condition count, both splits
+        for n in (1, 2):
+            rows_n = [r for split in SPLITS for r in out[config][split] if len(r["conditions"]) == n]
+            counts[f"{config}_{n}_condition"] = len(rows_n)
     catalogue = [
         {"parent_asin": a, "title": i.title, "domain": domain, "popularity": i.popularity,
          "relations": [f.to_json() for f in graph.facts[a]]}

@@ -34,10 +34,11 @@ def card(
     }
     keys = {d: ", ".join(kg.detail_keys(d, cfg.details_keys)) or "none" for d in cfg.domains}
     rows = [f"| {c} | {s} | {n:,} |" for c, splits in sizes.items() for s, n in splits.items()]
+    domains = list(counts)
     names = sorted({name for domain in counts.values() for name in domain})
-    table = "| domain | " + " | ".join(names) + " |\n|---|" + "---|" * len(names) + "\n"
+    table = "| count | " + " | ".join(domains) + " |\n|---|" + "---:|" * len(domains) + "\n"
     table += "\n".join(
-        f"| {d} | " + " | ".join(str(c.get(n, 0)) for n in names) + " |" for d, c in counts.items()
+        f"| {n} | " + " | ".join(f"{counts[d].get(n, 0):,}" for d in domains) + " |" for n in names
     )
     values = {
         "pretty_name": header["pretty_name"],
