@@ -123,3 +123,18 @@ def test_recbench_plus_kg_details_keys_default_per_category_and_overridable():
     assert kg.detail_keys("Books") == kg.DEFAULT_DETAIL_KEYS["Books"]
     assert kg.detail_keys("Video_Games") == kg.DEFAULT_DETAIL_KEYS["*"]
     assert kg.detail_keys("Books", ("Language",)) == ("Language",)
+
+
+def test_recbench_plus_build_details_keys_choose_the_details_relations(raw, bench, tmp_path):
+    relations = {f["relation"] for row in _rows(bench, "catalogue", "items") for f in row["relations"]}
+    assert "details.Publisher" in relations  # Books' default keys
+    other = build(tmp_path / "b", raw, "--details-keys", "Paperback")
+    relations = {f["relation"] for row in _rows(other, "catalogue", "items") for f in row["relations"]}
+    assert "details.Publisher" not in relations and relations <= {
+        "author",
+        "store",
+        "categories",
+        "details.Paperback",
+    }
+    manifest = json.loads((other / "manifest.json").read_text())
+    assert manifest["parameters"]["details_keys"] == ["Paperback"]
