@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import string
 from dataclasses import dataclass
 from functools import cache
@@ -56,7 +57,7 @@ def messages(
     'The user has read the following books:["A", "B"]'
     """
     singular, plural, verb = _NOUNS.get(domain, ("item", "items", "bought"))
-    shown = "[" + ", ".join(f'"{title}"' for title in history[-HISTORY_TITLES:]) + "]"
+    shown = json.dumps(history[-HISTORY_TITLES:], ensure_ascii=False)  # a title's quotes stay readable
     values = {
         "noun": plural,
         "noun_singular": singular,
