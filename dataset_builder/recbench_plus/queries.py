@@ -4,7 +4,7 @@ For a user, the relation values held by at least ``min_subset`` items of their h
 ``max_subset``) give one-condition queries; pairs of values of two different relations whose shared subset
 is still large enough give two-condition queries (a pair is skipped when one value's catalogue items all
 hold the other: the second condition would add nothing). The subset is the ground truth, and the history
-shown is the rest of the user's history, in time order.
+shown is the rest of the user's history, in time order (less any item titled like a ground-truth item).
 
 Phrasing is a deterministic template (:data:`EXPLICIT_PHRASES`, :data:`IMPLICIT_PHRASES`): an implicit query
 names each value through another catalogue item that holds it (outside the user's history, whose title does
@@ -21,6 +21,7 @@ from itertools import combinations
 from typing import Any
 
 from dataset_builder.recbench_plus.kg import Fact, Graph, value_key
+from perrec_eval.tasks.recbench_plus.parsing import normalize_title
 
 TEMPLATE_ID = "template-v1"
 EXPLICIT_PHRASES = {
@@ -174,13 +175,19 @@ def rows_of_user(
     rows: dict[str, list[dict[str, Any]]] = {"explicit": [], "implicit": []}
     for n, candidate in enumerate(chosen):
         subset = set(candidate.subset)
+        # an item titled like a ground-truth item is not shown either: an answer cannot tell them apart
+        truth_titles = {normalize_title(items[a].title) for a in subset}
         base = {
             "id": f"{domain}-{user_id}-{n}",
             "user_id": user_id,
             "domain": domain,
             "conditions": [fact.to_json() for fact in candidate.conditions],
             "ground_truth": [items[a].to_json() for a in candidate.subset],
-            "history": [items[a].to_json() for a in dict.fromkeys(history) if a not in subset],
+            "history": [
+                items[a].to_json()
+                for a in dict.fromkeys(history)
+                if a not in subset and normalize_title(items[a].title) not in truth_titles
+            ],
         }
         rows["explicit"].append({**base, "query": explicit_text(candidate.conditions, domain)})
         refs = references(candidate.conditions, graph, items, set(history))

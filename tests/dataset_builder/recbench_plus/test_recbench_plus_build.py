@@ -12,6 +12,7 @@ import yaml
 
 from dataset_builder.recbench_plus import kg, queries
 from perrec_eval.cli import main
+from perrec_eval.tasks.recbench_plus.parsing import normalize_title
 from tests.dataset_builder.recbench_plus.fixture import build, synth
 
 
@@ -71,6 +72,8 @@ def test_recbench_plus_build_history_shown_never_holds_a_ground_truth_item(bench
     for row in _rows(bench, config) + _rows(bench, config, "train"):
         truth = {item["parent_asin"] for item in row["ground_truth"]}
         assert truth.isdisjoint(item["parent_asin"] for item in row["history"])
+        titles = {normalize_title(item["title"]) for item in row["ground_truth"]}
+        assert titles.isdisjoint(normalize_title(item["title"]) for item in row["history"])
 
 
 def test_recbench_plus_build_explicit_query_names_every_condition_value(bench):
