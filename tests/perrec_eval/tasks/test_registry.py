@@ -48,7 +48,8 @@ def test_tasks_command_lists_cells_metrics_and_baselines(capsys):
     assert "level (easy, medium, hard) × method (pointwise, pairwise, listwise)" in out
     assert "ptc (higher is better, mean)" in out and "item-knn" in out
     assert main(["tasks", "--json"]) == 0
-    (described,) = json.loads(capsys.readouterr().out)
+    described = json.loads(capsys.readouterr().out)[0]  # the default family first, then the others
+    assert described["name"] == "perrecbench"
     assert described["methods"] == ["pointwise", "pairwise", "listwise"]
 
 

@@ -1,0 +1,55 @@
+"""RecBench+'s dataset card: `hub_cards/recbench_plus_card.md` filled with the settings and counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dataset_builder.card import configs_yaml, fill_card
+from dataset_builder.recbench_plus import kg, queries
+from dataset_builder.recbench_plus.config import BuildConfig
+
+_TITLES = {
+    "raw": "RecBench+ (Amazon Reviews 2023 rebuild)",
+    "synthetic": "RecBench+ (SYNTHETIC data)",
+    "mixed": "RecBench+ (partly SYNTHETIC data)",
+}
+
+
+def card(
+    cfg: BuildConfig,
+    files: dict[str, dict[str, str]],
+    sizes: dict[str, dict[str, int]],
+    counts: dict[str, dict[str, int]],
+    provenance: dict[str, Any],
+) -> str:
+    """The README.md of a build: YAML ``configs:`` (empty splits left out) and how the queries were made."""
+    kind = provenance["source_kind"]
+    header = {
+        "pretty_name": _TITLES[kind],
+        "configs": configs_yaml(files),
+        "license": "other",
+        "license_name": "synthetic-data" if kind == "synthetic" else "amazon-reviews-2023-terms",
+        "tags": ["recommendation", "conversational-recommendation", "llm-evaluation", "recbench-plus"]
+        + (["synthetic"] if kind != "raw" else []),
+    }
+    keys = {d: ", ".join(kg.detail_keys(d, cfg.details_keys)) or "none" for d in cfg.domains}
+    rows = [f"| {c} | {s} | {n:,} |" for c, splits in sizes.items() for s, n in splits.items()]
+    domains = list(counts)
+    names = sorted({name for domain in counts.values() for name in domain})
+    table = "| count | " + " | ".join(domains) + " |\n|---|" + "---:|" * len(domains) + "\n"
+    table += "\n".join(
+        f"| {n} | " + " | ".join(f"{counts[d].get(n, 0):,}" for d in domains) + " |" for n in names
+    )
+    values = {
+        "pretty_name": header["pretty_name"],
+        "provenance_note": ""
+        if kind == "raw"
+        else "\n**Built from synthetic data** (`perrecbench synth`).\n",
+        "config_rows": "\n".join(rows),
+        "details_keys": "; ".join(f"{d}: {k}" for d, k in keys.items()),
+        "template_id": queries.TEMPLATE_ID,
+        "implicit_skipped": sum(c.get("implicit_skipped", 0) for c in counts.values()),
+        "counts_table": table,
+        **cfg.params(),
+    }
+    return fill_card(header, "recbench_plus_card.md", values)

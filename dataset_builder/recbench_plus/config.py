@@ -1,0 +1,72 @@
+"""The settings of ``perrecbench build --task recbench-plus`` (imports nothing heavy: the CLI reads it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from dataset_builder.config import BuildConfigError, BuildSpec, portable_name
+from perrec_eval.cliconfig import option
+
+
+@dataclass(frozen=True, slots=True)
+class BuildConfig(BuildSpec):
+    """RecBench+'s build: an item knowledge graph from the metadata, then condition queries per user."""
+
+    task: ClassVar[str] = "recbench-plus"
+    description: ClassVar[str] = (
+        "Build RecBench+ condition queries (explicit, implicit) from an item knowledge graph of the metadata "
+        "(author, store, categories, details) and users' histories."
+    )
+
+    users: int = option(
+        "test users sampled per domain (each gives up to --queries-per-user queries)", default=500
+    )
+    train_users: int = option(
+        "train users per domain, disjoint from the test users (for `sft data`)", default=500
+    )
+    queries_per_user: int = option("queries per user, alternating one and two conditions", default=2)
+    min_history: int = option("a user needs at least this many reviewed items with metadata", default=5)
+    min_subset: int = option("a condition must be shared by at least this many history items", default=2)
+    max_subset: int = option("and by at most this many (the ground truth's largest size)", default=10)
+    min_items: int = option("drop a relation value held by fewer catalogue items than this", default=3)
+    max_share: float = option(
+        "drop a relation value held by more than this share of the catalogue's items", default=0.2
+    )
+    details_keys: tuple[str, ...] | None = option(
+        "the metadata `details` keys read as relations (comma-separated); default: the list per category "
+        "in dataset_builder/recbench_plus/kg.py",
+        default=None,
+        shown="per category",
+    )
+    seed: int = option("seed of the user sample and of the choice of conditions", default=0)
+
+    def __post_init__(self) -> None:
+        BuildSpec.__post_init__(self)
+        for name in ("users", "queries_per_user", "min_history", "min_items"):
+            if getattr(self, name) < 1:
+                raise BuildConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        if self.train_users < 0 or self.seed < 0:
+            raise BuildConfigError("--train-users and --seed must be integers >= 0")
+        if not 2 <= self.min_subset <= self.max_subset:
+            raise BuildConfigError(
+                f"--min-subset must be at least 2 and at most --max-subset, got {self.min_subset} and "
+                f"{self.max_subset}"
+            )
+        if not 0 < self.max_share <= 1:
+            raise BuildConfigError(f"--max-share must lie in (0, 1], got {self.max_share}")
+        if isinstance(self.details_keys, str):
+            keys = tuple(key.strip() for key in self.details_keys.split(",") if key.strip())
+            object.__setattr__(self, "details_keys", keys)
+        if self.details_keys is not None and not all(isinstance(k, str) and k for k in self.details_keys):
+            raise BuildConfigError("--details-keys must name metadata details keys, e.g. Publisher,Language")
+
+    def params(self) -> dict[str, Any]:
+        """What the stage and the queries depend on (the stage cache's key, the manifest's parameters)."""
+        names = ("users", "train_users", "queries_per_user", "min_history", "min_subset", "max_subset")
+        names += ("min_items", "max_share", "seed")
+        details = None if self.details_keys is None else list(self.details_keys)
+        return {**{name: getattr(self, name) for name in names}, "details_keys": details}
+
+    def as_manifest(self) -> dict[str, Any]:
+        return {"source": portable_name(self.source), **self.params()}

@@ -1,0 +1,55 @@
+"""RecBench+'s per-query metrics, from a prediction already matched to the catalogue.
+
+A prediction is the list of recommended titles in order, each ``{"title", "parent_asin", "satisfies"}``
+(``parent_asin`` None: not in the catalogue; ``satisfies``: the item holds every true condition), with
+repeats of one item (or of one unmatched title) kept once; None is a failed query (no title at all).
+
+- ``recall``: ground-truth items recommended / ground-truth items;
+- ``precision``: ground-truth items recommended / titles recommended;
+- ``ndcg``: binary relevance, the ideal list holds every ground-truth item (as released);
+- ``condition_match``: recommended catalogue items satisfying every true condition / recommended catalogue
+  items (0 when there is none: the released code left such queries out of its mean);
+- ``hallucination``: recommended titles not in the catalogue / titles recommended (0 for a failed query);
+- ``ftr``: 1 for a failed query (no title at all; a one-item answer is not a failure), else 0.
+
+Recall, precision and NDCG score a failed query 0.
+
+>>> truth = {"ground_truth": [{"parent_asin": "a"}, {"parent_asin": "b"}]}
+>>> prediction = [{"title": "A", "parent_asin": "a", "satisfies": True},
+...               {"title": "Z", "parent_asin": None, "satisfies": False}]
+>>> [value(m, prediction, truth) for m in ("recall", "precision", "condition_match", "hallucination", "ftr")]
+[0.5, 0.5, 1.0, 0.5, 0.0]
+>>> round(value("ndcg", prediction, truth), 4)  # 1 / (1 + 1/log2(3))
+0.6131
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+METRICS = ("recall", "precision", "ndcg", "condition_match", "hallucination", "ftr")
+
+
+def value(metric: str, prediction: Sequence[Mapping[str, Any]] | None, truth: Mapping[str, Any]) -> float:
+    """One query's value of `metric` (see the module docstring)."""
+    if not prediction:
+        return 1.0 if metric == "ftr" else 0.0
+    relevant = {item["parent_asin"] for item in truth["ground_truth"]}
+    hits = [entry["parent_asin"] in relevant for entry in prediction]
+    found = [entry for entry in prediction if entry["parent_asin"] is not None]
+    if metric == "recall":
+        return sum(hits) / len(relevant)
+    if metric == "precision":
+        return sum(hits) / len(prediction)
+    if metric == "ndcg":
+        dcg = sum(1.0 / math.log2(rank + 2) for rank, hit in enumerate(hits) if hit)
+        return dcg / sum(1.0 / math.log2(rank + 2) for rank in range(len(relevant)))
+    if metric == "condition_match":
+        return sum(entry["satisfies"] for entry in found) / len(found) if found else 0.0
+    if metric == "hallucination":
+        return 1.0 - len(found) / len(prediction)
+    if metric == "ftr":
+        return 0.0
+    raise ValueError(f"unknown RecBench+ metric {metric!r}; known: {', '.join(METRICS)}")

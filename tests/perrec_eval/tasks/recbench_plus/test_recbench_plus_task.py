@@ -1,0 +1,155 @@
+"""RecBench+ through the general path on a synthetic build: the ground truth scores 1, an empty answer
+fails, a one-item answer does not; baselines, the fake engine, score, report and sft data end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perrec_eval.cli import main
+from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.evaluation import TaskEvalConfig, evaluate
+from perrec_eval.tasks import get
+from perrec_eval.tasks.recbench_plus import metrics
+from perrec_eval.tasks.recbench_plus.task import Recommend, load_docs
+from tests.dataset_builder.recbench_plus.fixture import build, synth
+
+TASK = get("recbench-plus")
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("rb-task")
+    return build(root / "bench", synth(root / "raw"))
+
+
+def _truths(bench: Path) -> dict[str, list[str]]:
+    """Each rendered request → its ground-truth titles (the oracle's knowledge); one query text can be
+    asked by several users, so the protocol's history variant tells them apart."""
+    protocol = TASK.protocols["recommend"]
+    truths: dict[str, list[str]] = {}
+    for subset in TASK.subsets:
+        for doc in load_docs(str(bench), subset, "test"):
+            message = protocol.render(doc, "recommend")[-1]["content"]
+            titles = [item["title"] for item in doc.truth["ground_truth"]]
+            assert truths.setdefault(message, titles) == titles, "two docs with one request"
+    return truths
+
+
+@pytest.fixture(autouse=True)
+def history_variant(monkeypatch):
+    monkeypatch.setitem(TASK.protocols, "recommend", Recommend(variant="history"))
+
+
+def _run(bench: Path, out: Path, answer, **options):
+    truths = _truths(bench)
+
+    def respond(request, params, index):
+        return answer(truths[request.messages[-1]["content"]])
+
+    config = TaskEvalConfig(
+        task="recbench-plus", data=str(bench), engine="fake", model="m", out=str(out), **options
+    )
+    return evaluate(config, engine=FakeEngine(respond, model="m"))
+
+
+def _metric(scores, name: str) -> list[float]:
+    return [cell.metrics[name].value for cell in scores.cells]
+
+
+def test_recbench_plus_ground_truth_titles_score_one_and_never_fail(bench, tmp_path):
+    # the titles with a year appended still match: the released code never matched those
+    scores = _run(bench, tmp_path / "r", lambda titles: " [SEP] ".join(f"{t} (2001)" for t in titles))
+    assert [str(cell.subset) for cell in scores.cells] == ["explicit", "implicit"]
+    for name in ("recall", "precision", "ndcg", "condition_match"):
+        assert _metric(scores, name) == [1.0, 1.0]
+    assert _metric(scores, "ftr") == [0.0, 0.0] and _metric(scores, "hallucination") == [0.0, 0.0]
+    # a user's queries are one cluster of the bootstrap
+    assert all(cell.num_clusters is not None and cell.num_clusters < cell.num_docs for cell in scores.cells)
+
+
+def test_recbench_plus_empty_answer_fails_to_recommend(bench, tmp_path):
+    scores = _run(bench, tmp_path / "r", lambda titles: "I cannot help with that:", max_docs=5)
+    assert _metric(scores, "ftr") == [1.0, 1.0] and _metric(scores, "recall") == [0.0, 0.0]
+    assert all(cell.num_failed == cell.num_docs == 5 for cell in scores.cells)
+
+
+def test_recbench_plus_one_item_correct_answer_is_not_a_failure(bench, tmp_path):
+    scores = _run(bench, tmp_path / "r", lambda titles: titles[0], max_docs=5)
+    assert _metric(scores, "ftr") == [0.0, 0.0] and _metric(scores, "precision") == [1.0, 1.0]
+    assert all(0 < recall < 1 for recall in _metric(scores, "recall"))  # every ground truth holds 2 or more
+
+
+def test_recbench_plus_metrics_match_hand_computed_values():
+    truth = {"ground_truth": [{"parent_asin": g} for g in "abc"]}
+    prediction = [
+        {"title": "X", "parent_asin": "x", "satisfies": True},
+        {"title": "B", "parent_asin": "b", "satisfies": True},
+        {"title": "?", "parent_asin": None, "satisfies": False},
+        {"title": "Y", "parent_asin": "y", "satisfies": False},
+    ]
+    ideal = 1 + 1 / 1.584962500721156 + 1 / 2
+    expected = {"recall": 1 / 3, "precision": 1 / 4, "ndcg": (1 / 1.584962500721156) / ideal,
+                "condition_match": 2 / 3, "hallucination": 1 / 4, "ftr": 0.0}  # fmt: skip
+    for name, value in expected.items():
+        assert metrics.value(name, prediction, truth) == pytest.approx(value)
+    assert metrics.value("ftr", None, truth) == 1.0 and metrics.value("recall", None, truth) == 0.0
+
+
+def test_recbench_plus_true_answer_reads_back_through_the_parser(bench):
+    protocol = TASK.protocols["recommend"]
+    for doc in load_docs(str(bench), "implicit", "train", max_docs=5):
+        text = protocol.format_answer(protocol.true_answer(doc, "recommend"), "recommend")
+        assert protocol.parse(text, "recommend").value == protocol.true_answer(doc, "recommend")
+
+
+def test_recbench_plus_answer_format_is_a_non_empty_json_list_the_parser_reads():
+    import re
+
+    regex, schema = TASK.answer_formats("recommend")
+    answer = json.dumps(["Dune", 'The "Hobbit"'])
+    assert re.fullmatch(regex, answer) and not re.fullmatch(regex, "[]")
+    assert schema["minItems"] == 1
+    assert TASK.protocols["recommend"].parse(answer, "recommend").value == ["Dune", 'The "Hobbit"']
+
+
+def test_recbench_plus_prompt_variants_render_the_released_shapes(bench):
+    (doc,) = load_docs(str(bench), "explicit", "test", max_docs=1)
+    protocol = TASK.protocols["recommend"]
+    system, user = protocol.render(doc, "recommend", variant="default")
+    assert system["content"].startswith("You are a book recommender system.")
+    assert user["content"] == f"Query: {doc.row['query']}\nRecommended books (separated by [SEP]):"
+    _, fixed = protocol.render(doc, "recommend", variant="k")
+    assert "5 recommended books" in fixed["content"]
+    _, history = protocol.render(doc, "recommend", variant="history")
+    assert history["content"].startswith("The user has read the following books:[")
+
+
+def test_recbench_plus_cli_baselines_fake_score_report_and_sft_data(bench, tmp_path, capsys):
+    runs, argv = (
+        tmp_path / "runs",
+        ["--no-progress", "evaluate", "--task", "recbench-plus", "--data", str(bench)],
+    )
+    assert main([*argv, "--engine", "baseline", "--model", "all", "--out", str(runs / "b")]) == 0
+    assert main([*argv, "--engine", "fake", "--model", "constant", "--out", str(runs / "c")]) == 0
+    scores = {
+        name: json.loads((runs / name / "scores.json").read_text())
+        for name in ("b/popularity", "b/condition-filter", "c")
+    }
+    explicit = {name: s["cells"][0]["metrics"] for name, s in scores.items()}
+    assert explicit["b/condition-filter"]["condition_match"]["value"] == 1.0
+    assert explicit["b/condition-filter"]["recall"]["value"] > explicit["b/popularity"]["recall"]["value"]
+    assert explicit["c"]["hallucination"]["value"] == 1.0 and explicit["c"]["ftr"]["value"] == 0.0
+    capsys.readouterr()
+    assert main(["score", str(runs / "c"), "--task", "recbench-plus"]) == 0
+    assert json.loads(capsys.readouterr().out) == scores["c"]
+    report = tmp_path / "report"
+    assert main(["report", str(runs / "b"), str(runs / "c"), "--out", str(report)]) == 0
+    board = (report / "leaderboard.md").read_text()
+    assert "## RecBench+: recall (higher is better)" in board and "| condition-filter | **" in board
+    sft = tmp_path / "sft"
+    assert main(["sft", "data", "--task", "recbench-plus", "--data", str(bench), "--out", str(sft)]) == 0
+    info = json.loads((sft / "sft_data.json").read_text())
+    assert info["task"] == "recbench-plus" and info["examples_per_format"]["recommend"] > 0
