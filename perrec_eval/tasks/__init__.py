@@ -51,6 +51,7 @@ _FAMILIES: dict[str, Family] = {
         "dataset_builder.perrecbench.builder:BUILDER",
         "perrec_eval.tasks.perrecbench.task:TASK",
     ),
+    "llmrec": Family("dataset_builder.llmrec.config:Config", "dataset_builder.llmrec.builder:BUILDER", None),
 }
 _registered: dict[str, Task] = {}
 
