@@ -84,6 +84,11 @@ class TaskEvalConfig(EngineSpec):
                 object.__setattr__(self, name, chosen)
             if chosen is not None and (not chosen or any(c not in known for c in chosen)):
                 raise ConfigError(f"--{name} of task {task.name} must be a subset of {','.join(known)}")
+        if not self.cells():
+            raise ConfigError(
+                f"no {task.protocol_axis} of task {task.name} asks about the chosen {task.subset_axis}s: "
+                "choose --subsets and --protocols that meet (`perrecbench tasks` lists the cells)"
+            )
         if self.max_docs is not None and self.max_docs < 1:
             raise ConfigError(f"--max-docs must be >= 1, got {self.max_docs}")
         if self.samples < 1:
