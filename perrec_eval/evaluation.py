@@ -210,6 +210,9 @@ def score(
         metrics = {}
         for metric in task.metrics:
             items = [task.score_doc(metric.name, r.prediction, r.truth) for r in records]
+            if all(item is None for item in items):  # not a metric of this cell (`Task.score_doc`)
+                metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
+                continue
             if metric.aggregation == "corpus" and not math.isfinite(metric.corpus(items)):
                 # undefined on these docs (e.g. RMSE when every doc failed): no value, said as None
                 metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
@@ -345,6 +348,8 @@ def evaluate_baselines(config: TaskEvalConfig) -> FamilyScores:
                 cell: Cell, cell_docs: Sequence[Doc], name: str = name
             ) -> tuple[list[DocPrediction], None]:
                 answers = task.predict_baseline(name, cell_docs, data=config.data, seed=config.seed)
+                if answers is None:  # the baseline does not answer this cell (`Task.predict_baseline`)
+                    return [], None
                 return [
                     DocPrediction(cell.subset, cell.protocol, doc.id, answer, doc.truth, doc.cluster)
                     for doc, answer in zip(cell_docs, answers, strict=True)

@@ -51,7 +51,11 @@ _FAMILIES: dict[str, Family] = {
         "dataset_builder.perrecbench.builder:BUILDER",
         "perrec_eval.tasks.perrecbench.task:TASK",
     ),
-    "llmrec": Family("dataset_builder.llmrec.config:Config", "dataset_builder.llmrec.builder:BUILDER", None),
+    "llmrec": Family(
+        "dataset_builder.llmrec.config:Config",
+        "dataset_builder.llmrec.builder:BUILDER",
+        "perrec_eval.tasks.llmrec.task:TASK",
+    ),
 }
 _registered: dict[str, Task] = {}
 

@@ -100,9 +100,11 @@ class Task:
 
     The general runs need three functions: `load_docs(data, subset, split, max_docs=, seed=)` reads the
     docs of a build, `score_doc(metric, prediction, truth)` gives a doc's value of a mean metric (or its
-    item of a corpus metric; `prediction` is None for a failed doc) and `predict_baseline(name, docs,
-    data=, seed=)` answers every doc as a no-LLM baseline. A family may run a command its own way
-    instead (`handlers`); PerRecBench does, for files byte-identical to the ones it always wrote.
+    item of a corpus metric; `prediction` is None for a failed doc; None for every doc of a cell: not a
+    metric of that cell) and `predict_baseline(name, docs, data=, seed=)` answers every doc as a no-LLM
+    baseline (None: the baseline does not answer that cell's docs, which is then left out of its run).
+    A family may run a command its own way instead (`handlers`); PerRecBench does, for files
+    byte-identical to the ones it always wrote.
     """
 
     name: str
