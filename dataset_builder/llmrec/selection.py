@@ -47,9 +47,7 @@ def kcore(con: duckdb.DuckDBPyConnection, k: int) -> int:
 
 def write_sorted(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, int]:
     """``inter`` to parquet in each user's chronological order (ties by `parent_asin`); its counts."""
-    con.sql(
-        f"COPY (SELECT * FROM inter ORDER BY user_id, ts, parent_asin) TO '{path}' (FORMAT parquet)"
-    )
+    con.sql(f"COPY (SELECT * FROM inter ORDER BY user_id, ts, parent_asin) TO '{path}' (FORMAT parquet)")
     users, items, interactions, longest = con.sql(
         "SELECT count(DISTINCT user_id), count(DISTINCT parent_asin), count(*), "
         "coalesce(max(n), 0) FROM inter, (SELECT max(c) AS n FROM (SELECT count(*) AS c FROM inter "
