@@ -1,0 +1,103 @@
+"""LLMRec end to end on a small synthetic build: an oracle, the baselines, the fake engine, report, sft."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perrec_eval.cli import main
+from perrec_eval.engines.fake import FakeEngine
+from perrec_eval.evaluation import TaskEvalConfig, evaluate
+from perrec_eval.tasks.llmrec import data
+from perrec_eval.tasks.llmrec.task import TASK
+from tests.dataset_builder.llmrec.fixture import read, synth_build
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synth_build(tmp_path_factory.mktemp("llmrec_eval"))
+
+
+def _metrics(folder: Path) -> dict[str, dict[str, float | None]]:
+    scores = json.loads((folder / "scores.json").read_text())
+    return {c["subset"]: {k: v["value"] for k, v in c["metrics"].items()} for c in scores["cells"]}
+
+
+def _oracle(build: Path):
+    """A responder that answers every request of the build's test docs with its true answer."""
+    answers = {}
+    for cell in TASK.cells():
+        protocol = TASK.protocols[cell.protocol]
+        for doc in data.load_docs(str(build), cell.subset, "test"):
+            (slot,) = protocol.runner(doc).pending()
+            text = protocol.render(doc, slot)[-1]["content"]
+            answers[text] = protocol.format_answer(protocol.true_answer(doc, slot), slot)
+    return lambda request, params, i: answers[request.messages[-1]["content"]]
+
+
+def test_llmrec_family_oracle_scores_hits_one_and_errors_zero(build, tmp_path) -> None:
+    config = TaskEvalConfig(
+        task="llmrec", data=str(build), engine="fake", model="oracle", out=str(tmp_path / "o")
+    )
+    scores = evaluate(config, engine=FakeEngine(_oracle(build), model="oracle"))
+    values = {c.subset: {k: v.value for k, v in c.metrics.items()} for c in scores.cells}
+    for kind in ("sequential", "direct"):
+        assert all(values[kind][m] == 1.0 for m in ("hr@1", "hr@5", "hr@10", "ndcg@5", "ndcg@10"))
+        assert values[kind]["rmse"] is None
+    assert values["rating"]["rmse"] == 0.0 and values["rating"]["mae"] == 0.0
+    assert values["rating"]["ndcg@10"] is None
+    assert all(c.num_failed == 0 for c in scores.cells)
+
+
+def test_llmrec_family_baselines_constant_report_and_sft_data(build, tmp_path, capsys) -> None:
+    runs, argv = tmp_path / "runs", ["--task", "llmrec", "--data", str(build), "--no-progress"]
+    assert main(["evaluate", *argv, "--engine", "baseline", "--model", "all", "--out", str(runs / "b")]) == 0
+    assert main(["evaluate", *argv, "--engine", "fake", "--model", "constant", "--out", str(runs / "f")]) == 0
+    baselines = {name: _metrics(runs / "b" / name) for name in TASK.baselines}
+    assert set(baselines["random"]) == {"rating", "sequential", "direct"}
+    assert set(baselines["popularity"]) == {"sequential", "direct"}
+    assert set(baselines["global-mean"]) == set(baselines["user-mean"]) == {"rating"}
+    test = read(build, "direct", "test")
+    constant = _metrics(runs / "f")
+    # `constant` ranks the first 10 candidates as listed: a hit wherever the target was put among them
+    assert constant["direct"]["hr@10"] == pytest.approx(
+        sum(r["target_position"] < 10 for r in test) / len(test)
+    )
+    ratings = [r["rating"] for r in read(build, "rating", "test")]
+    assert constant["rating"]["mae"] == pytest.approx(sum(abs(4 - r) for r in ratings) / len(ratings))
+    train = [r["rating"] for r in read(build, "interactions", "train")]
+    mean = sum(train) / len(train)
+    expected = (sum((mean - r) ** 2 for r in ratings) / len(ratings)) ** 0.5
+    assert baselines["global-mean"]["rating"]["rmse"] == pytest.approx(expected)
+
+    assert (
+        main(["report", str(runs / "b"), str(runs / "f"), "--out", str(tmp_path / "p"), "--no-progress"]) == 0
+    )
+    board = (tmp_path / "p" / "leaderboard.md").read_text()
+    assert "## LLMRec: ndcg@10" in board and "| popularity |" in board and "| constant |" in board
+
+    out = tmp_path / "sft"
+    assert main(["sft", "data", *argv, "--format", "direct", "--out", str(out)]) == 0
+    info = json.loads((out / "sft_data.json").read_text())
+    assert info["examples_per_format"] == {"direct": len(read(build, "direct", "train"))}
+
+
+def test_llmrec_family_refuses_a_protocol_that_cannot_ask_the_subset(build, tmp_path, capsys) -> None:
+    argv = ["evaluate", "--task", "llmrec", "--data", str(build), "--engine", "fake", "--model", "constant"]
+    assert main([*argv, "--subsets", "rating", "--protocols", "direct", "--out", str(tmp_path / "x")]) == 2
+    assert "choose --subsets and --protocols that meet" in capsys.readouterr().err
+
+
+def test_llmrec_family_answer_formats_accept_the_true_answers(build) -> None:
+    import re
+
+    doc = data.load_docs(str(build), "direct", "test", max_docs=1)[0]
+    protocol = TASK.protocols["direct"]
+    (slot,) = protocol.runner(doc).pending()
+    answer = protocol.format_answer(protocol.true_answer(doc, slot), slot)
+    assert re.fullmatch(TASK.answer_regex("direct"), answer)
+    assert re.fullmatch(TASK.answer_regex("rating"), "4") and not re.fullmatch(
+        TASK.answer_regex("rating"), "6"
+    )
