@@ -52,7 +52,8 @@ def test_build_tasks_unknown_task_ends_in_one_line_listing_the_known_ones(capsys
     assert cli_main(["build", "--task", "nope", "--source", "raw", "--out", "bench"]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [
-        "perrecbench: error: unknown task 'nope': choose one of perrecbench (`perrecbench tasks` lists them)"
+        "perrecbench: error: unknown task 'nope': choose one of perrecbench, llmrec "
+        "(`perrecbench tasks` lists them)"
     ]
 
 
