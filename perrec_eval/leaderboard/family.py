@@ -92,22 +92,23 @@ def section(
     """One family's leaderboard as data: per run and cell the headline metric, its interval and the paired
     test against the cell's best run."""
     check_comparable(runs)
-    metric = task.headline
     present = {Cell(c.subset, c.protocol) for run in runs for c in run.scores.cells}
     cells = [cell for cell in task.cells() if cell in present]
+    shown = {cell: _cell_metric(task, runs, cell) for cell in cells}
     rows = []
     for run in runs:
         by_cell = {Cell(c.subset, c.protocol): c for c in run.scores.cells}
         rows.append({"label": run.label, "path": str(run.path), "cells": {}, "average": run.scores.average})
         for cell in cells:
-            value = by_cell[cell].metrics[metric.name] if cell in by_cell else None
+            value = by_cell[cell].metrics[shown[cell].name] if cell in by_cell else None
             rows[-1]["cells"][str(cell)] = (
                 None
                 if value is None
                 else {"value": value.value, "ci_low": value.ci_low, "ci_high": value.ci_high}
             )
-    sign = 1 if metric.higher_is_better else -1
     for cell in cells:
+        metric = shown[cell]
+        sign = 1 if metric.higher_is_better else -1
         scored = [
             (row, run)
             for row, run in zip(rows, runs, strict=True)
@@ -128,15 +129,39 @@ def section(
     return {
         "task": task.name,
         "title": task.title,
-        "headline": metric.name,
-        "higher_is_better": metric.higher_is_better,
+        "headline": task.headline.name,
+        "higher_is_better": task.headline.higher_is_better,
         "cells": [str(cell) for cell in cells],
+        # a cell without the headline (a family whose cells are different tasks) shows its first metric
+        "cell_metrics": {
+            str(cell): {"name": m.name, "higher_is_better": m.higher_is_better}
+            for cell, m in shown.items()
+            if m is not task.headline
+        },
         "rows": rows,
     }
 
 
+def _cell_metric(task: Task, runs: Sequence[FamilyRun], cell: Cell) -> Any:
+    """The metric a cell shows: the headline, or where no run has it there, the family's first one it has."""
+    for metric in task.metrics:
+        for run in runs:
+            for scored in run.scores.cells:
+                value = scored.metrics[metric.name].value
+                if Cell(scored.subset, scored.protocol) == cell and value is not None:
+                    return metric
+    return task.headline
+
+
 def _fmt(value: float | None) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.3f}"
+
+
+def _header(data: dict[str, Any], cell: str) -> str:
+    other = data["cell_metrics"].get(cell)
+    if other is None:
+        return cell
+    return f"{cell}: {other['name']} ({'higher' if other['higher_is_better'] else 'lower'} is better)"
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -146,7 +171,7 @@ def markdown(data: dict[str, Any]) -> str:
     lines = [
         f"## {data['title']}: {data['headline']} ({direction} is better)",
         "",
-        "| run | " + " | ".join(data["cells"]) + " | average |",
+        "| run | " + " | ".join(_header(data, cell) for cell in data["cells"]) + " | average |",
         "|---|" + "---:|" * (len(data["cells"]) + 1),
     ]
     for row in data["rows"]:

@@ -272,4 +272,9 @@ TASK = Task(
     score_doc=score_doc,
     predict_baseline=predict_baseline,
     subset_protocols={kind: (kind,) for kind in KINDS},
+    hub_description=(
+        "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "
+        "(leave-last-out per user). Score: NDCG@10 for sequential and direct (higher is better), RMSE for "
+        "rating (lower is better). One task per config."
+    ),
 )

@@ -77,6 +77,7 @@ def test_llmrec_family_baselines_constant_report_and_sft_data(build, tmp_path, c
     )
     board = (tmp_path / "p" / "leaderboard.md").read_text()
     assert "## LLMRec: ndcg@10" in board and "| popularity |" in board and "| constant |" in board
+    assert "rating/rating: rmse (lower is better)" in board  # the rating cell shows its own metric
 
     out = tmp_path / "sft"
     assert main(["sft", "data", *argv, "--format", "direct", "--out", str(out)]) == 0
