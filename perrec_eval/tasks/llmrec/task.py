@@ -220,7 +220,8 @@ def _popular(doc: build.RecDoc, data_dir: str, counts: Counter) -> list[str]:
     return ranked if doc.kind == "direct" else ranked[:LIST_LENGTH]
 
 
-_LIST_REGEX = r'\[ ?"[^"\n]{1,300}"(, ?"[^"\n]{1,300}"){0,9} ?\]'
+_TITLE_REGEX = r'"(?:[^"\\\n]|\\.){1,300}"'  # a JSON string, escaped quotes included
+_LIST_REGEX = rf"\[ ?{_TITLE_REGEX}(, ?{_TITLE_REGEX}){{0,9}} ?\]"
 
 
 def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
