@@ -26,6 +26,7 @@ class RecDoc(Doc):
     domain: str = ""
     user_id: str = ""
     title: str = ""
+    timestamp: int = 0
     history: tuple[Mapping[str, Any], ...] = ()
     candidates: tuple[str, ...] = ()
     source: str = ""  # the build folder (the catalogue gives the candidates' titles)
@@ -96,6 +97,23 @@ def train_interactions(data: str) -> tuple[dict[str, Any], ...]:
     return _interactions(str(Path(data).resolve()), _stamp(data))
 
 
+@functools.cache
+def _earlier(folder: str, stamp: float) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    by_user: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for row in _interactions(folder, stamp):
+        by_user.setdefault((row["domain"], row["user_id"]), []).append((row["timestamp"], row["parent_asin"]))
+    return by_user
+
+
+def seen_before(data: str, doc: RecDoc) -> set[str]:
+    """The items the user reviewed before the doc's target in the build's order (time, then
+    `parent_asin`): its history and its earlier train interactions, never the target or later items."""
+    target = (doc.timestamp, doc.truth if isinstance(doc.truth, str) else "")
+    earlier = _earlier(str(Path(data).resolve()), _stamp(data)).get((doc.domain, doc.user_id), [])
+    before = {asin for ts, asin in earlier if (ts, asin) < target}
+    return before | {item["parent_asin"] for item in doc.history}
+
+
 def load_docs(
     data: str, subset: str, split: str, *, max_docs: int | None = None, seed: int = 0
 ) -> list[RecDoc]:
@@ -112,6 +130,7 @@ def load_docs(
             domain=row["domain"],
             user_id=row["user_id"],
             title=row["title"],
+            timestamp=row["timestamp"],
             history=tuple(row["history"]),
             candidates=tuple(row.get("candidates") or ()),
             source=data,

@@ -165,9 +165,10 @@ def predict_baseline(name: str, docs: Sequence[build.RecDoc], *, data: str, seed
     """A no-LLM baseline's answer to every doc of a cell (None: it does not answer this task).
 
     ``random``: a uniform rating 1..5; a uniform shuffle of the candidates (direct) or 10 uniform catalogue
-    items outside the history shown (sequential). ``popularity``: items by train interactions, most first
-    (ties by ``parent_asin``), the history shown left out (sequential). ``global-mean`` / ``user-mean``:
-    the mean train rating of everyone / of the user (ratings only).
+    items the user had not reviewed before the target (sequential, `data.seen_before`). ``popularity``:
+    items by train interactions, most first (ties by ``parent_asin``), the same items left out
+    (sequential). ``global-mean`` / ``user-mean``: the mean train rating of everyone / of the user
+    (ratings only).
     """
     if not docs:
         return []
@@ -205,7 +206,7 @@ def _random(doc: build.RecDoc, data_dir: str, seed: int) -> Any:
         return float(rng.randint(1, 5))
     if doc.kind == "direct":
         return rng.sample(list(doc.candidates), len(doc.candidates))
-    seen = {item["parent_asin"] for item in doc.history}
+    seen = build.seen_before(data_dir, doc)
     pool = [asin for asin, _ in build.catalogue(data_dir)[doc.domain] if asin not in seen]
     return rng.sample(pool, min(LIST_LENGTH, len(pool)))
 
@@ -214,7 +215,7 @@ def _popular(doc: build.RecDoc, data_dir: str, counts: Counter) -> list[str]:
     if doc.kind == "direct":
         pool = list(doc.candidates)
     else:
-        seen = {item["parent_asin"] for item in doc.history}
+        seen = build.seen_before(data_dir, doc)
         pool = [asin for asin, _ in build.catalogue(data_dir)[doc.domain] if asin not in seen]
     ranked = sorted(pool, key=lambda asin: (-counts[(doc.domain, asin)], asin))
     return ranked if doc.kind == "direct" else ranked[:LIST_LENGTH]
