@@ -102,3 +102,15 @@ def test_llmrec_family_answer_formats_accept_the_true_answers(build) -> None:
     assert re.fullmatch(TASK.answer_regex("rating"), "4") and not re.fullmatch(
         TASK.answer_regex("rating"), "6"
     )
+
+
+def test_llmrec_family_seen_before_is_every_earlier_item_and_never_the_target(build) -> None:
+    train: dict[str, set[str]] = {}
+    for row in read(build, "interactions", "train"):
+        train.setdefault(row["user_id"], set()).add(row["parent_asin"])
+    for doc in data.load_docs(str(build), "sequential", "test"):
+        seen = data.seen_before(str(build), doc)
+        history = {item["parent_asin"] for item in doc.history}
+        assert doc.truth not in seen and seen == train[doc.user_id] | history
+    for doc in data.load_docs(str(build), "sequential", "train", max_docs=50):
+        assert doc.truth not in data.seen_before(str(build), doc)
