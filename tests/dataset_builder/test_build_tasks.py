@@ -51,10 +51,9 @@ def help_of(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 def test_build_tasks_unknown_task_ends_in_one_line_listing_the_known_ones(capsys) -> None:
     assert cli_main(["build", "--task", "nope", "--source", "raw", "--out", "bench"]) == 2
     err = capsys.readouterr().err
-    assert err.splitlines() == [
-        "perrecbench: error: unknown task 'nope': choose one of perrecbench, llmrec "
-        "(`perrecbench tasks` lists them)"
-    ]
+    (line,) = err.splitlines()  # the known families are listed, the default first
+    assert line.startswith("perrecbench: error: unknown task 'nope': choose one of perrecbench")
+    assert line.endswith("(`perrecbench tasks` lists them)")
 
 
 def test_build_tasks_help_shows_the_named_family_options(toy, capsys, monkeypatch) -> None:

@@ -114,3 +114,14 @@ def test_llmrec_family_seen_before_is_every_earlier_item_and_never_the_target(bu
         assert doc.truth not in seen and seen == train[doc.user_id] | history
     for doc in data.load_docs(str(build), "sequential", "train", max_docs=50):
         assert doc.truth not in data.seen_before(str(build), doc)
+
+
+def test_llmrec_family_is_listed_with_its_cells(capsys) -> None:
+    assert main(["tasks"]) == 0
+    assert "task/protocol: rating/rating, sequential/sequential, direct/direct" in capsys.readouterr().out
+    assert main(["tasks", "--json"]) == 0
+    (llmrec,) = [t for t in json.loads(capsys.readouterr().out) if t["name"] == "llmrec"]
+    assert (
+        llmrec["protocols"] == ["rating", "sequential", "direct"]
+        and llmrec["metrics"][0]["name"] == "ndcg@10"
+    )
