@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from dataset_builder import raw
 from dataset_builder.config import BuildError
-from dataset_builder.llmrec.config import Config
+from dataset_builder.llmrec.config import BuildConfig
 from dataset_builder.llmrec.selection import kcore, titled_interactions, write_sorted
 from dataset_builder.llmrec.splits import SPLITS, Interaction, candidates, row_rng, user_rows
 from dataset_builder.manifest import manifest
@@ -67,7 +67,7 @@ SCHEMAS = {
 
 
 def _select(
-    cfg: Config, source: Source, item: DomainInputs, work: Path, files: dict[str, Path], tick: Tick
+    cfg: BuildConfig, source: Source, item: DomainInputs, work: Path, files: dict[str, Path], tick: Tick
 ) -> StageOutput:
     con = raw.connect(cfg, work, source)
     try:
@@ -86,7 +86,7 @@ def _select(
     return StageOutput(selection, bad + meta_bad, {**kept, "kcore_rounds": rounds})
 
 
-def _stage(cfg: Config) -> StageSpec:
+def _stage(cfg: BuildConfig) -> StageSpec:
     return StageSpec(
         version=1,
         params={"kcore": cfg.kcore},
@@ -97,7 +97,7 @@ def _stage(cfg: Config) -> StageSpec:
     )
 
 
-def _plan(cfg: Config, results: dict[str, dict[str, Any]]) -> list[str]:
+def _plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> list[str]:
     domains = [d for d in cfg.domains if results[d]["users"]]
     if not domains:
         raise BuildError(f"the {cfg.kcore}-core leaves no user in {', '.join(cfg.domains)}; lower --kcore")
@@ -111,7 +111,7 @@ def _plan(cfg: Config, results: dict[str, dict[str, Any]]) -> list[str]:
     return domains
 
 
-def domain_rows(cfg: Config, domain: str, path: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
+def domain_rows(cfg: BuildConfig, domain: str, path: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Every config's rows of one domain: ``{config: {split: rows}}``."""
     table = pq.read_table(path).to_pylist()
     out: dict[str, dict[str, list[dict[str, Any]]]] = {
@@ -154,7 +154,7 @@ def write_split(folder: Path, config: str, split: str, rows: list[dict[str, Any]
 
 
 def _write(
-    folder: Path, cfg: Config, results: dict[str, dict[str, Any]], plan: list[str], provenance: dict
+    folder: Path, cfg: BuildConfig, results: dict[str, dict[str, Any]], plan: list[str], provenance: dict
 ) -> None:
     from dataset_builder.llmrec.card import build_card
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dataset_builder.card import configs_yaml, fill_card
-from dataset_builder.llmrec.config import Config
+from dataset_builder.llmrec.config import BuildConfig
 
 
 def _count(counts: dict[str, dict[str, int]], name: str, split: str) -> str:
@@ -13,7 +13,7 @@ def _count(counts: dict[str, dict[str, int]], name: str, split: str) -> str:
 
 
 def build_card(
-    cfg: Config,
+    cfg: BuildConfig,
     files: dict[str, dict[str, str]],
     counts: dict[str, dict[str, int]],
     results: dict[str, dict[str, Any]],

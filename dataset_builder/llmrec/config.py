@@ -13,7 +13,7 @@ P5_SEED = 2022
 
 
 @dataclass(frozen=True, slots=True)
-class Config(BuildSpec):
+class BuildConfig(BuildSpec):
     """LLMRec's rating, sequential and direct tasks, leave-last-out per user (real data: --domains All_Beauty,
     LLMRec's domain in the 2023 release)."""
 

@@ -52,7 +52,7 @@ _FAMILIES: dict[str, Family] = {
         "perrec_eval.tasks.perrecbench.task:TASK",
     ),
     "llmrec": Family(
-        "dataset_builder.llmrec.config:Config",
+        "dataset_builder.llmrec.config:BuildConfig",
         "dataset_builder.llmrec.builder:BUILDER",
         "perrec_eval.tasks.llmrec.task:TASK",
     ),
