@@ -9,7 +9,8 @@ from dataset_builder.llmrec.config import BuildConfig
 
 
 def _count(counts: dict[str, dict[str, int]], name: str, split: str) -> str:
-    return f"{counts.get(name, {}).get(split, 0):,}"
+    split_counts = counts[name]
+    return f"{split_counts[split]:,}" if split in split_counts else "–"  # a split the config does not have
 
 
 def build_card(
