@@ -33,6 +33,7 @@ from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricVa
 from perrec_eval.rundir import check_out, claim, local_inputs, run_cost, versions, write_run
 from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
+from perrec_eval.stats import resampled_docs
 from perrec_eval.tasks import Cell, Doc, Task, get
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
@@ -218,9 +219,10 @@ def score(
                 metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
                 continue
             value = metric.value(items)
+            keep = resampled_docs(metric, items)
             low, high = metric.interval(
-                items,
-                clusters if clustered else None,
+                [items[i] for i in keep],
+                [clusters[i] for i in keep] if clustered else None,
                 confidence_level=CONFIDENCE_LEVEL,
                 n_resamples=n_resamples,
                 seed=seed,

@@ -19,6 +19,7 @@ from perrec_eval import fileio, rundir
 from perrec_eval.docrecords import read_predictions
 from perrec_eval.errors import DataError
 from perrec_eval.results import FamilyScores, RunInfo, read_family_scores, read_run_info
+from perrec_eval.stats import resampled_docs
 from perrec_eval.tasks import Cell, Task, get
 
 ALPHA = 0.05
@@ -124,7 +125,16 @@ def section(
             if run is best_run:
                 continue
             _, items, _ = _per_doc(task, run, cell, metric)
-            test = metric.paired_test(best_items, items, shared, n_resamples=n_resamples, seed=seed)
+            keep = sorted(set(resampled_docs(metric, best_items)) & set(resampled_docs(metric, items)))
+            if not keep:  # no doc on which both runs have the metric: nothing to test
+                continue
+            test = metric.paired_test(
+                [best_items[i] for i in keep],
+                [items[i] for i in keep],
+                [shared[i] for i in keep] if shared is not None else None,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
             row["cells"][str(cell)]["vs_best"] = {"difference": test.difference, "p_value": test.p_value}
     return {
         "task": task.name,

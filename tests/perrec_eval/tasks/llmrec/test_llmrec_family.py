@@ -125,3 +125,23 @@ def test_llmrec_family_is_listed_with_its_cells(capsys) -> None:
         llmrec["protocols"] == ["rating", "sequential", "direct"]
         and llmrec["metrics"][0]["name"] == "ndcg@10"
     )
+
+
+def test_llmrec_family_mostly_failed_ratings_score_with_an_interval_and_compare(build, tmp_path) -> None:
+    docs = data.load_docs(str(build), "rating", "test", max_docs=30)
+    rated = {doc.user_id for doc in docs[:2]}  # two answers parse; 28 are out of range
+
+    def answer(request, params, i):
+        return "4" if any(f"user {u} " in request.messages[-1]["content"] for u in rated) else "9"
+
+    runs = tmp_path / "runs"
+    argv = dict(task="llmrec", data=str(build), subsets=("rating",), protocols=("rating",), max_docs=30)
+    config = TaskEvalConfig(**argv, engine="fake", model="weak", out=str(runs / "weak"))
+    (cell,) = evaluate(config, engine=FakeEngine(answer, model="weak")).cells
+    truth = [doc.truth for doc in docs if doc.user_id in rated]
+    expected = (sum((4 - r) ** 2 for r in truth) / 2) ** 0.5
+    assert cell.num_failed == 28 and cell.metrics["rmse"].value == pytest.approx(expected)
+    assert cell.metrics["rmse"].ci_low is not None  # resampled over the two rated docs: no crash
+    constant = TaskEvalConfig(**argv, engine="fake", model="constant", out=str(runs / "constant"))
+    evaluate(constant)
+    assert main(["report", str(runs), "--out", str(tmp_path / "p"), "--no-progress"]) == 0
