@@ -81,8 +81,12 @@ def list_tasks(config: TasksConfig) -> int:
             for m in task.metrics
         )
         print(f"{task.name}: {task.title}: {task.description}")
-        print(f"  cells:     {task.subset_axis} ({', '.join(task.subsets)}) × {task.protocol_axis} "
-              f"({', '.join(task.protocols)})")
+        if task.subset_protocols is None:
+            print(f"  cells:     {task.subset_axis} ({', '.join(task.subsets)}) × {task.protocol_axis} "
+                  f"({', '.join(task.protocols)})")
+        else:
+            print(f"  cells:     {task.subset_axis}/{task.protocol_axis}: "
+                  f"{', '.join(str(cell) for cell in task.cells())}")
         print(f"  metrics:   {metrics}")
         print(f"  baselines: {', '.join(task.baselines)}")
     return 0

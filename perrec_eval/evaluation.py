@@ -33,6 +33,7 @@ from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricVa
 from perrec_eval.rundir import check_out, claim, local_inputs, run_cost, versions, write_run
 from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
+from perrec_eval.stats import resampled_docs
 from perrec_eval.tasks import Cell, Doc, Task, get
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
@@ -84,6 +85,11 @@ class TaskEvalConfig(EngineSpec):
                 object.__setattr__(self, name, chosen)
             if chosen is not None and (not chosen or any(c not in known for c in chosen)):
                 raise ConfigError(f"--{name} of task {task.name} must be a subset of {','.join(known)}")
+        if not self.cells():
+            raise ConfigError(
+                f"no {task.protocol_axis} of task {task.name} asks about the chosen {task.subset_axis}s: "
+                "choose --subsets and --protocols that meet (`perrecbench tasks` lists the cells)"
+            )
         if self.max_docs is not None and self.max_docs < 1:
             raise ConfigError(f"--max-docs must be >= 1, got {self.max_docs}")
         if self.samples < 1:
@@ -205,14 +211,18 @@ def score(
         metrics = {}
         for metric in task.metrics:
             items = [task.score_doc(metric.name, r.prediction, r.truth) for r in records]
+            if all(item is None for item in items):  # not a metric of this cell (`Task.score_doc`)
+                metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
+                continue
             if metric.aggregation == "corpus" and not math.isfinite(metric.corpus(items)):
                 # undefined on these docs (e.g. RMSE when every doc failed): no value, said as None
                 metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
                 continue
             value = metric.value(items)
+            keep = resampled_docs(metric, items)
             low, high = metric.interval(
-                items,
-                clusters if clustered else None,
+                [items[i] for i in keep],
+                [clusters[i] for i in keep] if clustered else None,
                 confidence_level=CONFIDENCE_LEVEL,
                 n_resamples=n_resamples,
                 seed=seed,
@@ -340,6 +350,8 @@ def evaluate_baselines(config: TaskEvalConfig) -> FamilyScores:
                 cell: Cell, cell_docs: Sequence[Doc], name: str = name
             ) -> tuple[list[DocPrediction], None]:
                 answers = task.predict_baseline(name, cell_docs, data=config.data, seed=config.seed)
+                if answers is None:  # the baseline does not answer this cell (`Task.predict_baseline`)
+                    return [], None
                 return [
                     DocPrediction(cell.subset, cell.protocol, doc.id, answer, doc.truth, doc.cluster)
                     for doc, answer in zip(cell_docs, answers, strict=True)

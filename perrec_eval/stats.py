@@ -723,3 +723,17 @@ class MetricSpec:
         what = f"values of metric {self.name}"
         differences = _finite(items_a, what) - _finite(items_b, what)
         return signflip_test(differences, clusters, alpha=alpha, n_resamples=n_resamples, seed=seed)
+
+
+def resampled_docs(metric: MetricSpec, items: Sequence[Any]) -> list[int]:
+    """The docs a metric's interval and paired tests resample: every doc for a mean over docs; for a corpus
+    metric, the docs it is defined on alone, since a resample of only the others has no value (a failed
+    rating has no error: RMSE is a statistic of the rated docs, and the cell counts the failed ones).
+
+    >>> error = MetricSpec("rmse", higher_is_better=False, aggregation="corpus", corpus=rmse)
+    >>> resampled_docs(error, [[1.0], []]), resampled_docs(MetricSpec("hit"), [0.0, 1.0])
+    ([0], [0, 1])
+    """
+    if metric.aggregation != "corpus":
+        return list(range(len(items)))
+    return [i for i, item in enumerate(items) if math.isfinite(metric.corpus([item]))]

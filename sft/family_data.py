@@ -22,7 +22,7 @@ from perrec_eval.cliconfig import check_task, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.evaluation import fingerprint
 from perrec_eval.lock import folder_lock
-from perrec_eval.tasks import Doc, Task, get
+from perrec_eval.tasks import Cell, Doc, Task, get
 from sft.examples import INFO_FILE, check_out, lengths_per_format
 from sft.outdir import replaced
 
@@ -63,9 +63,12 @@ class FamilyDataConfig:
 def examples(task: Task, docs: dict[str, list[Doc]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
     """One row per request a runner sends first for a train doc, with the true answer as its completion."""
     rows = []
+    cells = set(task.cells())
     for protocol_name in protocols:
         protocol = task.protocols[protocol_name]
         for subset, subset_docs in docs.items():
+            if Cell(subset, protocol_name) not in cells:
+                continue
             for doc in subset_docs:
                 for slot in protocol.runner(doc).pending():
                     answer = protocol.true_answer(doc, slot)
@@ -90,7 +93,8 @@ def write_command(config: FamilyDataConfig) -> int:
 
     task = get(config.task)
     protocols = tuple(task.protocols) if config.format == "mixed" else (config.format,)
-    subsets = config.subsets or task.subsets
+    cells = set(task.cells())
+    subsets = [s for s in config.subsets or task.subsets if any(Cell(s, p) in cells for p in protocols)]
     out = check_out(config.out, {"--data": config.data})  # resolved: a symlinked --out is written through
     with folder_lock(out):
         docs = {

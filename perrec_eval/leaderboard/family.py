@@ -19,6 +19,7 @@ from perrec_eval import fileio, rundir
 from perrec_eval.docrecords import read_predictions
 from perrec_eval.errors import DataError
 from perrec_eval.results import FamilyScores, RunInfo, read_family_scores, read_run_info
+from perrec_eval.stats import resampled_docs
 from perrec_eval.tasks import Cell, Task, get
 
 ALPHA = 0.05
@@ -62,16 +63,22 @@ def check_comparable(runs: Sequence[FamilyRun]) -> None:
         return
     first = runs[0]
     for run in runs[1:]:
+        # a run may answer only some cells (a baseline of one task): doc sets are compared where both answer
+        shared = {(s, p) for s, p, _ in first.doc_ids()} & {(s, p) for s, p, _ in run.doc_ids()}
         for what, a, b in (
             ("builds (dataset fingerprints)", first.info.dataset_fingerprint, run.info.dataset_fingerprint),
             ("splits", first.info.config.get("split"), run.info.config.get("split")),
-            ("doc sets", first.doc_ids(), run.doc_ids()),
+            ("doc sets", _in_cells(first, shared), _in_cells(run, shared)),
         ):
             if a != b:
                 raise DataError(
                     f"runs {first.path} and {run.path} of task {first.task} differ in their {what}: compare "
                     "runs of one build, split and doc set (same --data, --split, --max-docs and --seed)"
                 )
+
+
+def _in_cells(run: FamilyRun, cells: set[tuple[str, str]]) -> frozenset[tuple[str, str, str]]:
+    return frozenset(key for key in run.doc_ids() if key[:2] in cells)
 
 
 def _per_doc(task: Task, run: FamilyRun, cell: Cell, metric: Any) -> tuple[list[str], list[Any], list[Any]]:
@@ -86,22 +93,23 @@ def section(
     """One family's leaderboard as data: per run and cell the headline metric, its interval and the paired
     test against the cell's best run."""
     check_comparable(runs)
-    metric = task.headline
     present = {Cell(c.subset, c.protocol) for run in runs for c in run.scores.cells}
     cells = [cell for cell in task.cells() if cell in present]
+    shown = {cell: _cell_metric(task, runs, cell) for cell in cells}
     rows = []
     for run in runs:
         by_cell = {Cell(c.subset, c.protocol): c for c in run.scores.cells}
         rows.append({"label": run.label, "path": str(run.path), "cells": {}, "average": run.scores.average})
         for cell in cells:
-            value = by_cell[cell].metrics[metric.name] if cell in by_cell else None
+            value = by_cell[cell].metrics[shown[cell].name] if cell in by_cell else None
             rows[-1]["cells"][str(cell)] = (
                 None
                 if value is None
                 else {"value": value.value, "ci_low": value.ci_low, "ci_high": value.ci_high}
             )
-    sign = 1 if metric.higher_is_better else -1
     for cell in cells:
+        metric = shown[cell]
+        sign = 1 if metric.higher_is_better else -1
         scored = [
             (row, run)
             for row, run in zip(rows, runs, strict=True)
@@ -117,20 +125,53 @@ def section(
             if run is best_run:
                 continue
             _, items, _ = _per_doc(task, run, cell, metric)
-            test = metric.paired_test(best_items, items, shared, n_resamples=n_resamples, seed=seed)
+            keep = sorted(set(resampled_docs(metric, best_items)) & set(resampled_docs(metric, items)))
+            if not keep:  # no doc on which both runs have the metric: nothing to test
+                continue
+            test = metric.paired_test(
+                [best_items[i] for i in keep],
+                [items[i] for i in keep],
+                [shared[i] for i in keep] if shared is not None else None,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
             row["cells"][str(cell)]["vs_best"] = {"difference": test.difference, "p_value": test.p_value}
     return {
         "task": task.name,
         "title": task.title,
-        "headline": metric.name,
-        "higher_is_better": metric.higher_is_better,
+        "headline": task.headline.name,
+        "higher_is_better": task.headline.higher_is_better,
         "cells": [str(cell) for cell in cells],
+        # a cell without the headline (a family whose cells are different tasks) shows its first metric
+        "cell_metrics": {
+            str(cell): {"name": m.name, "higher_is_better": m.higher_is_better}
+            for cell, m in shown.items()
+            if m is not task.headline
+        },
         "rows": rows,
     }
 
 
+def _cell_metric(task: Task, runs: Sequence[FamilyRun], cell: Cell) -> Any:
+    """The metric a cell shows: the headline, or where no run has it there, the family's first one it has."""
+    for metric in task.metrics:
+        for run in runs:
+            for scored in run.scores.cells:
+                value = scored.metrics[metric.name].value
+                if Cell(scored.subset, scored.protocol) == cell and value is not None:
+                    return metric
+    return task.headline
+
+
 def _fmt(value: float | None) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.3f}"
+
+
+def _header(data: dict[str, Any], cell: str) -> str:
+    other = data["cell_metrics"].get(cell)
+    if other is None:
+        return cell
+    return f"{cell}: {other['name']} ({'higher' if other['higher_is_better'] else 'lower'} is better)"
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -140,7 +181,7 @@ def markdown(data: dict[str, Any]) -> str:
     lines = [
         f"## {data['title']}: {data['headline']} ({direction} is better)",
         "",
-        "| run | " + " | ".join(data["cells"]) + " | average |",
+        "| run | " + " | ".join(_header(data, cell) for cell in data["cells"]) + " | average |",
         "|---|" + "---:|" * (len(data["cells"]) + 1),
     ]
     for row in data["rows"]:

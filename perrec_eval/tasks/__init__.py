@@ -51,6 +51,11 @@ _FAMILIES: dict[str, Family] = {
         "dataset_builder.perrecbench.builder:BUILDER",
         "perrec_eval.tasks.perrecbench.task:TASK",
     ),
+    "llmrec": Family(
+        "dataset_builder.llmrec.config:BuildConfig",
+        "dataset_builder.llmrec.builder:BUILDER",
+        "perrec_eval.tasks.llmrec.task:TASK",
+    ),
     "recbench-plus": Family(
         "dataset_builder.recbench_plus.config:BuildConfig",
         "dataset_builder.recbench_plus.builder:BUILDER",

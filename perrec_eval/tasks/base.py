@@ -100,9 +100,11 @@ class Task:
 
     The general runs need three functions: `load_docs(data, subset, split, max_docs=, seed=)` reads the
     docs of a build, `score_doc(metric, prediction, truth)` gives a doc's value of a mean metric (or its
-    item of a corpus metric; `prediction` is None for a failed doc) and `predict_baseline(name, docs,
-    data=, seed=)` answers every doc as a no-LLM baseline. A family may run a command its own way
-    instead (`handlers`); PerRecBench does, for files byte-identical to the ones it always wrote.
+    item of a corpus metric; `prediction` is None for a failed doc; None for every doc of a cell: not a
+    metric of that cell) and `predict_baseline(name, docs, data=, seed=)` answers every doc as a no-LLM
+    baseline (None: the baseline does not answer that cell's docs, which is then left out of its run).
+    A family may run a command its own way instead (`handlers`); PerRecBench does, for files
+    byte-identical to the ones it always wrote.
     """
 
     name: str
@@ -127,6 +129,9 @@ class Task:
     hub_description: str | None = None
     # A family that writes its own scores reads its run.json metric part: (part, path) -> its record
     read_metric: Callable[[Mapping[str, Any], Any], Any] | None = field(default=None, repr=False)
+    # The protocols that can ask about each subset (None: every protocol asks about every subset), for a
+    # family whose subsets are different tasks (LLMRec: a rating protocol cannot ask a ranking subset)
+    subset_protocols: Mapping[str, tuple[str, ...]] | None = None
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""
@@ -158,10 +163,14 @@ class Task:
     def cells(
         self, subsets: Iterable[str] | None = None, protocols: Iterable[str] | None = None
     ) -> tuple[Cell, ...]:
-        """The cells of `subsets` × `protocols` (default: all), in the family's order."""
+        """The cells of `subsets` × `protocols` (default: all), in the family's order; with
+        `subset_protocols`, only the pairs it allows."""
         chosen_subsets = self.subsets if subsets is None else tuple(subsets)
         chosen = tuple(self.protocols) if protocols is None else tuple(protocols)
-        return tuple(Cell(s, p) for s in chosen_subsets for p in chosen)
+        allowed = self.subset_protocols
+        return tuple(
+            Cell(s, p) for s in chosen_subsets for p in chosen if allowed is None or p in allowed.get(s, ())
+        )
 
     def eval_description(self) -> str:
         """What the benchmark's Hub ``eval.yaml`` says it is: `hub_description`, or one made from the rest."""

@@ -1,0 +1,185 @@
+"""`perrecbench build --task llmrec`: the stage (titled items, k-core), the plan and the files.
+
+Configs: ``rating``, ``sequential``, ``direct`` (splits train / validation / test, `splits`), plus
+``items`` (the catalogue: every item after the k-core, with its title) and ``interactions`` (every train
+interaction, what the baselines are fitted on). Data files are named by content hash (PITFALLS 1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dataset_builder import raw
+from dataset_builder.config import BuildError
+from dataset_builder.llmrec.config import BuildConfig
+from dataset_builder.llmrec.selection import kcore, titled_interactions, write_sorted
+from dataset_builder.llmrec.splits import SPLITS, Interaction, candidates, row_rng, user_rows
+from dataset_builder.manifest import manifest
+from dataset_builder.sources import Source
+from dataset_builder.stages import DomainInputs, StageOutput, StageSpec, Tick
+from dataset_builder.tasks import Builder
+from perrec_eval.fileio import write_json, write_text
+
+TASK_CONFIGS = ("rating", "sequential", "direct")
+_HISTORY = pa.list_(
+    pa.struct(
+        [
+            ("parent_asin", pa.string()),
+            ("title", pa.string()),
+            ("rating", pa.float64()),
+            ("timestamp", pa.int64()),
+        ]
+    )
+)
+_COMMON = [
+    ("id", pa.string()),
+    ("domain", pa.string()),
+    ("user_id", pa.string()),
+    ("parent_asin", pa.string()),
+    ("title", pa.string()),
+    ("timestamp", pa.int64()),
+    ("history", _HISTORY),
+]
+SCHEMAS = {
+    "rating": pa.schema([*_COMMON, ("rating", pa.float64())]),
+    "sequential": pa.schema(_COMMON),
+    "direct": pa.schema([*_COMMON, ("candidates", pa.list_(pa.string())), ("target_position", pa.int64())]),
+    "items": pa.schema([("domain", pa.string()), ("parent_asin", pa.string()), ("title", pa.string())]),
+    "interactions": pa.schema(
+        [
+            ("domain", pa.string()),
+            ("user_id", pa.string()),
+            ("parent_asin", pa.string()),
+            ("rating", pa.float64()),
+            ("timestamp", pa.int64()),
+        ]
+    ),
+}
+
+
+def _select(
+    cfg: BuildConfig, source: Source, item: DomainInputs, work: Path, files: dict[str, Path], tick: Tick
+) -> StageOutput:
+    con = raw.connect(cfg, work, source)
+    try:
+        funnel, bad = raw.read_reviews(con, source, item.reviews, cfg.on_bad_line, tick=tick)
+        tick("read metadata")
+        counts, meta_bad = raw.read_meta(
+            con, source, item.meta, cfg.on_bad_line, items="SELECT DISTINCT parent_asin FROM rev"
+        )
+        tick("k-core")
+        titled = titled_interactions(con)
+        rounds = kcore(con, cfg.kcore)
+        kept = write_sorted(con, files["interactions_path"])
+    finally:
+        con.close()
+    selection = {**funnel, **counts, "titled": titled, "kcore": kept["interactions"]}
+    return StageOutput(selection, bad + meta_bad, {**kept, "kcore_rounds": rounds})
+
+
+def _stage(cfg: BuildConfig) -> StageSpec:
+    return StageSpec(
+        version=1,
+        params={"kcore": cfg.kcore},
+        flags={},
+        steps=("read reviews", "deduplicate", "read metadata", "k-core"),
+        files={"interactions_path": "interactions.parquet"},
+        select=partial(_select, cfg),
+    )
+
+
+def _plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> list[str]:
+    domains = [d for d in cfg.domains if results[d]["users"]]
+    if not domains:
+        raise BuildError(f"the {cfg.kcore}-core leaves no user in {', '.join(cfg.domains)}; lower --kcore")
+    for domain in domains:
+        spare = results[domain]["items"] - results[domain]["longest_user"]
+        if spare < cfg.negatives:
+            raise BuildError(
+                f"{domain}: a user reviewed {results[domain]['longest_user']} of its "
+                f"{results[domain]['items']} items, leaving {spare} negatives; lower --negatives to {spare}"
+            )
+    return domains
+
+
+def domain_rows(cfg: BuildConfig, domain: str, path: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Every config's rows of one domain: ``{config: {split: rows}}``."""
+    table = pq.read_table(path).to_pylist()
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {
+        name: {split: [] for split in SPLITS} for name in TASK_CONFIGS
+    }
+    catalogue = sorted({(r["parent_asin"], r["title"]) for r in table})
+    out["items"] = {"train": [{"domain": domain, "parent_asin": a, "title": t} for a, t in catalogue]}
+    out["interactions"] = {"train": []}
+    items = np.array([asin for asin, _ in catalogue])
+    sequences: dict[str, list[Interaction]] = {}
+    for r in table:  # already in each user's chronological order
+        sequences.setdefault(r["user_id"], []).append(
+            Interaction(r["parent_asin"], r["title"], float(r["rating"]), int(r["ts"]))
+        )
+    for user, sequence in sequences.items():
+        pool = np.setdiff1d(items, [i.parent_asin for i in sequence])
+        for item in sequence[:-2]:
+            out["interactions"]["train"].append(
+                {"domain": domain, "user_id": user, "parent_asin": item.parent_asin, "rating": item.rating,
+                 "timestamp": item.timestamp}
+            )  # fmt: skip
+        for split, row in user_rows(domain, user, sequence, cfg.history_length):
+            rating = row.pop("rating")
+            out["rating"][split].append({**row, "rating": rating})
+            out["sequential"][split].append(row)
+            listed, at = candidates(row["parent_asin"], pool, cfg.negatives, row_rng(cfg.seed, row["id"]))
+            out["direct"][split].append({**row, "candidates": listed, "target_position": at})
+    return out
+
+
+def write_split(folder: Path, config: str, split: str, rows: list[dict[str, Any]]) -> str:
+    """One config's split as ``<config>/<split>-<sha12>.parquet`` (named by content); its relative path."""
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS[config]), sink)
+    data = sink.getvalue()
+    name = f"{config}/{split}-{hashlib.sha256(data).hexdigest()[:12]}.parquet"
+    (folder / config).mkdir(exist_ok=True)
+    (folder / name).write_bytes(data)
+    return name
+
+
+def _write(
+    folder: Path, cfg: BuildConfig, results: dict[str, dict[str, Any]], plan: list[str], provenance: dict
+) -> None:
+    from dataset_builder.llmrec.card import build_card
+
+    rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for domain in plan:
+        for name, splits in domain_rows(cfg, domain, Path(results[domain]["interactions_path"])).items():
+            for split, split_rows in splits.items():
+                rows.setdefault(name, {}).setdefault(split, []).extend(split_rows)
+    files: dict[str, dict[str, str]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for name, splits in rows.items():
+        for split, split_rows in splits.items():
+            if split_rows:  # an empty split does not load (PITFALLS 2): left out
+                files.setdefault(name, {})[split] = write_split(folder, name, split, split_rows)
+                counts.setdefault(name, {})[split] = len(split_rows)
+    outputs = {"outputs": files, "counts": counts}
+    recorded = manifest(cfg.as_manifest(), results, provenance, outputs, task=cfg.task)
+    write_json(folder / "manifest.json", recorded)
+    write_text(folder / "README.md", build_card(cfg, files, counts, results, plan, provenance))
+
+
+def _summary(out: Path) -> str:
+    counts = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["counts"]
+    test = counts.get("sequential", {}).get("test", 0)
+    return f"llmrec built in {out}: {test:,} test users; rating, sequential and direct configs"
+
+
+BUILDER = Builder(stage=_stage, plan=_plan, write=_write, summary=_summary)

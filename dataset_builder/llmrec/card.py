@@ -1,0 +1,53 @@
+"""LLMRec's dataset card: what was built, how, its counts and its leakage statement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dataset_builder.card import configs_yaml, fill_card
+from dataset_builder.llmrec.config import BuildConfig
+
+
+def _count(counts: dict[str, dict[str, int]], name: str, split: str) -> str:
+    split_counts = counts[name]
+    return f"{split_counts[split]:,}" if split in split_counts else "–"  # a split the config does not have
+
+
+def build_card(
+    cfg: BuildConfig,
+    files: dict[str, dict[str, str]],
+    counts: dict[str, dict[str, int]],
+    results: dict[str, dict[str, Any]],
+    plan: list[str],
+    provenance: dict[str, Any],
+) -> str:
+    """The README.md of an LLMRec build (``hub_cards/llmrec_dataset_card.md``)."""
+    header = {
+        "pretty_name": "LLMRec tasks (rating, sequential, direct) from Amazon Reviews 2023",
+        "license": "other",
+        "task_categories": ["text-generation"],
+        "tags": ["recommendation", "llmrec", "perrecbench"]
+        + (["synthetic"] if provenance["source_kind"] == "synthetic" else ["amazon-reviews"]),
+        "configs": configs_yaml(files),
+    }
+    rows = "\n".join(
+        f"| `{name}` | " + " | ".join(_count(counts, name, s) for s in ("train", "validation", "test")) + " |"
+        for name in files
+    )
+    funnel = "\n".join(
+        f"| {d} | {results[d]['funnel']['reviews']:,} | {results[d]['funnel']['titled']:,} | "
+        f"{results[d]['interactions']:,} | {results[d]['users']:,} | {results[d]['items']:,} | "
+        f"{results[d]['kcore_rounds']} |"
+        for d in plan
+    )
+    values = {
+        "kcore": cfg.kcore,
+        "history_length": cfg.history_length,
+        "negatives": cfg.negatives,
+        "seed": cfg.seed,
+        "domains": ", ".join(plan),
+        "source_kind": provenance["source_kind"],
+        "config_rows": rows,
+        "funnel_rows": funnel,
+    }
+    return fill_card(header, "llmrec_dataset_card.md", values)

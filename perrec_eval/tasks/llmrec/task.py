@@ -1,0 +1,282 @@
+"""LLMRec as a task family: rating, sequential and direct recommendation asked with LLMRec's off-the-shelf
+prompts, one request per user (`TASK`).
+
+Cells: subset = the build's config (rating, sequential, direct) × protocol = the way of asking (one per
+config so far, named like it). Metrics, headline first:
+
+- ``ndcg@10`` (headline): the ranking tasks' graded metric at the list length the prompts ask for; it
+  rewards the rank of the hit, which HR@10 ignores, and it is P5's and LLMRec's reported metric;
+- ``ndcg@5``, ``hr@1``, ``hr@5``, ``hr@10``: means over users (a failed answer scores 0), intervals by
+  bootstrap over users, paired sign-flip tests;
+- ``rmse``, ``mae``: over every user whose rating parsed (corpus metrics, paired bootstrap tests). A rating
+  outside 1..5 or none at all fails the doc: it adds no error and is counted in the cell's failures, never
+  clipped (P5 silently dropped predictions outside 1.0-4.9).
+
+A cell has only its task's metrics (the others are None). Sequential answers are titles mapped to the
+domain's catalogue, direct answers titles mapped to the row's candidates (`parsing`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perrec_eval.stats import MetricSpec, rmse
+from perrec_eval.tasks.base import Doc, Parsed, Task
+from perrec_eval.tasks.llmrec import data as build
+from perrec_eval.tasks.llmrec import metrics, prompts
+from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating
+
+KINDS = prompts.KINDS
+RANKING = ("sequential", "direct")
+LIST_LENGTH = 10  # the prompts ask for 10 items
+RANKING_METRICS = {"ndcg@10": 10, "ndcg@5": 5, "hr@1": 1, "hr@5": 5, "hr@10": 10}
+BASELINES = ("random", "popularity", "global-mean", "user-mean")
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """The one request of a doc: its task, and the titles its answer is mapped back with (ranking)."""
+
+    kind: str
+    index: TitleIndex | None = None
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind}
+
+
+class OneShot:
+    """A doc's runner: one request, then the parsed answer is the prediction (the ranked items of a list)."""
+
+    def __init__(self, slot: Ask) -> None:
+        self._slot, self._answer, self._done = slot, None, False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def pending(self) -> list[Ask]:
+        return [] if self._done else [self._slot]
+
+    def feed(self, answers: Mapping[Any, Any]) -> None:
+        self._answer, self._done = answers.get(self._slot), True
+
+    def prediction(self) -> Any:
+        if self._answer is None or self._slot.kind == "rating":
+            return self._answer
+        return self._answer["items"]
+
+
+def _titles(doc: build.RecDoc) -> dict[str, str]:
+    """Every item's title in the doc's domain."""
+    return dict(build.catalogue(doc.source)[doc.domain])
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    """LLMRec's off-the-shelf prompt of one task: render, parse, budget, true answer."""
+
+    name: str
+    max_tokens: int
+
+    def _slot(self, doc: build.RecDoc) -> Ask:
+        if self.name == "rating":
+            return Ask("rating")
+        if self.name == "direct":
+            titles = _titles(doc)
+            return Ask("direct", TitleIndex((asin, titles[asin]) for asin in doc.candidates))
+        return Ask("sequential", build.title_index(doc.source, doc.domain))
+
+    def runner(self, doc: Doc) -> OneShot:
+        return OneShot(self._slot(doc))
+
+    def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]:
+        template = prompts.load().kinds[self.name]
+        titles = [item["title"] for item in doc.history]
+        if self.name == "rating":
+            return template.render(
+                user=doc.user_id,
+                history=prompts.rated_lines(doc.history),
+                title=doc.title,
+                category=doc.domain.replace("_", " "),
+            )
+        if self.name == "sequential":
+            return template.render(user=doc.user_id, history=prompts.title_list(titles))
+        titled = _titles(doc)
+        candidates = prompts.title_list([titled[asin] for asin in doc.candidates])
+        return template.render(user=doc.user_id, history=prompts.title_list(titles), candidates=candidates)
+
+    def parse(self, text: str | None, slot: Any) -> Parsed:
+        return parse_rating(text) if slot.kind == "rating" else parse_ranking(text, slot.index)
+
+    def combine(self, values: Sequence[Any]) -> Any:
+        """The most frequent answer of the samples (the first of equals)."""
+        keys = [json.dumps(value, sort_keys=True) for value in values]
+        return values[keys.index(Counter(keys).most_common(1)[0][0])]
+
+    def true_answer(self, doc: Doc, slot: Any) -> Any:
+        """The target's rating, or a list holding the target's title (P5's one-item target)."""
+        return doc.truth if self.name == "rating" else [doc.title]
+
+    def format_answer(self, answer: Any, slot: Any) -> str:
+        return f"{answer:g}" if self.name == "rating" else prompts.title_list(answer)
+
+    def answer_format(self, doc: Doc, *, cot: bool = False) -> str:
+        return self.name
+
+
+PROTOCOLS = {
+    "rating": Protocol("rating", 16),
+    "sequential": Protocol("sequential", 400),
+    "direct": Protocol("direct", 400),
+}
+
+
+def score_doc(metric: str, prediction: Any, truth: Any) -> Any:
+    """A doc's value of a ranking metric (0 for a failed doc), or its rating error (none when failed);
+    None where the metric is not its task's (a ranking metric of a rating doc, and the reverse)."""
+    ranking = isinstance(truth, str)
+    if metric in RANKING_METRICS:
+        if not ranking:
+            return None
+        if prediction is None:
+            return 0.0
+        scorer = metrics.ndcg_at if metric.startswith("ndcg") else metrics.hit_at
+        return scorer(list(prediction), truth, RANKING_METRICS[metric])
+    if ranking:
+        return None
+    return [] if prediction is None else [float(prediction) - float(truth)]
+
+
+def _rng(seed: int, doc_id: str) -> random.Random:
+    return random.Random(f"{seed}:{doc_id}")
+
+
+def _popularity(data_dir: str) -> Counter:
+    return Counter((row["domain"], row["parent_asin"]) for row in build.train_interactions(data_dir))
+
+
+def predict_baseline(name: str, docs: Sequence[build.RecDoc], *, data: str, seed: int) -> list[Any] | None:
+    """A no-LLM baseline's answer to every doc of a cell (None: it does not answer this task).
+
+    ``random``: a uniform rating 1..5; a uniform shuffle of the candidates (direct) or 10 uniform catalogue
+    items the user had not reviewed before the target (sequential, `data.seen_before`). ``popularity``:
+    items by train interactions, most first (ties by ``parent_asin``), the same items left out
+    (sequential). ``global-mean`` / ``user-mean``: the mean train rating of everyone / of the user
+    (ratings only).
+    """
+    if not docs:
+        return []
+    kind = docs[0].kind
+    if name == "random":
+        return [_random(doc, data, seed) for doc in docs]
+    if name == "popularity" and kind in RANKING:
+        counts = _popularity(data)
+        return [_popular(doc, data, counts) for doc in docs]
+    if name in ("global-mean", "user-mean") and kind == "rating":
+        train = train_ratings(data)
+        overall = sum(train.values(), start=[])
+        global_mean = sum(overall) / len(overall)
+        if name == "global-mean":
+            return [global_mean for _ in docs]
+        return [_mean(train.get((doc.domain, doc.user_id)), global_mean) for doc in docs]
+    return None
+
+
+def train_ratings(data_dir: str) -> dict[tuple[str, str], list[float]]:
+    """Every user's train ratings, by (domain, user)."""
+    ratings: dict[tuple[str, str], list[float]] = {}
+    for row in build.train_interactions(data_dir):
+        ratings.setdefault((row["domain"], row["user_id"]), []).append(row["rating"])
+    return ratings
+
+
+def _mean(values: list[float] | None, fallback: float) -> float:
+    return sum(values) / len(values) if values else fallback
+
+
+def _random(doc: build.RecDoc, data_dir: str, seed: int) -> Any:
+    rng = _rng(seed, doc.id)
+    if doc.kind == "rating":
+        return float(rng.randint(1, 5))
+    if doc.kind == "direct":
+        return rng.sample(list(doc.candidates), len(doc.candidates))
+    seen = build.seen_before(data_dir, doc)
+    pool = [asin for asin, _ in build.catalogue(data_dir)[doc.domain] if asin not in seen]
+    return rng.sample(pool, min(LIST_LENGTH, len(pool)))
+
+
+def _popular(doc: build.RecDoc, data_dir: str, counts: Counter) -> list[str]:
+    if doc.kind == "direct":
+        pool = list(doc.candidates)
+    else:
+        seen = build.seen_before(data_dir, doc)
+        pool = [asin for asin, _ in build.catalogue(data_dir)[doc.domain] if asin not in seen]
+    ranked = sorted(pool, key=lambda asin: (-counts[(doc.domain, asin)], asin))
+    return ranked if doc.kind == "direct" else ranked[:LIST_LENGTH]
+
+
+_TITLE_REGEX = r'"(?:[^"\\\n]|\\.){1,300}"'  # a JSON string, escaped quotes included
+_LIST_REGEX = rf"\[ ?{_TITLE_REGEX}(, ?{_TITLE_REGEX}){{0,9}} ?\]"
+
+
+def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
+    """The structured-output format of a protocol's answers: a rating 1..5 (one decimal at most), or a
+    JSON list of at most 10 titles; no JSON schema fits either (neither is an object)."""
+    if spec.partition(":")[0] == "rating":
+        return r"[1-5](\.[0-9])?", None
+    return _LIST_REGEX, None
+
+
+@functools.cache
+def _systems() -> dict[str, str]:
+    return {template.system: kind for kind, template in prompts.load().kinds.items()}
+
+
+def constant_answer(request: Any) -> str | None:
+    """The fake engine's `constant` answer to an LLMRec request: a rating of 4; for direct the first 10
+    candidates as listed; for sequential the history's titles as listed (both well-formed title lists)."""
+    messages = request.messages
+    kind = _systems().get(messages[0]["content"]) if messages else None
+    if kind is None:
+        return None
+    if kind == "rating":
+        return "4"
+    text = messages[-1]["content"]
+    marker = "Candidates: " if kind == "direct" else "chronological order: "
+    listed = text.rpartition(marker)[2].splitlines()[0]
+    return prompts.title_list(json.loads(listed)[:LIST_LENGTH])
+
+
+TASK = Task(
+    name="llmrec",
+    title="LLMRec",
+    description="rating, sequential and direct recommendation with LLMRec's prompts (Amazon Reviews 2023)",
+    subset_axis="task",
+    protocol_axis="protocol",
+    subsets=KINDS,
+    protocols=PROTOCOLS,
+    metrics=(
+        *(MetricSpec(name) for name in RANKING_METRICS),
+        MetricSpec("rmse", higher_is_better=False, aggregation="corpus", corpus=rmse),
+        MetricSpec("mae", higher_is_better=False, aggregation="corpus", corpus=metrics.mae),
+    ),
+    baselines=BASELINES,
+    builder="dataset_builder.llmrec.builder",
+    answer_formats=answer_formats,
+    constant_answer=constant_answer,
+    load_docs=build.load_docs,
+    score_doc=score_doc,
+    predict_baseline=predict_baseline,
+    subset_protocols={kind: (kind,) for kind in KINDS},
+    hub_description=(
+        "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "
+        "(leave-last-out per user). Score: NDCG@10 for sequential and direct (higher is better), RMSE for "
+        "rating (lower is better). One task per config."
+    ),
+)
