@@ -32,6 +32,35 @@ class Runner(Protocol):
     def prediction(self) -> Any: ...
 
 
+class OneShot:
+    """The runner of a protocol that asks once: one slot, and the prediction is `finish(answer)`.
+
+    `answer` is what the driver fed for the slot (None: every sample failed).
+
+    >>> runner = OneShot("rating", finish=lambda answer: answer and answer * 2)
+    >>> runner.pending(), runner.feed({"rating": 3}), runner.done, runner.prediction()
+    (['rating'], None, True, 6)
+    """
+
+    def __init__(self, slot: Hashable, finish: Callable[[Any], Any] = lambda answer: answer) -> None:
+        self._slot, self._finish = slot, finish
+        self._answer: Any = None
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def pending(self) -> list[Any]:
+        return [] if self._done else [self._slot]
+
+    def feed(self, answers: Mapping[Any, Any]) -> None:
+        self._answer, self._done = answers.get(self._slot), True
+
+    def prediction(self) -> Any:
+        return self._finish(self._answer)
+
+
 # (doc id, slot) -> the request, or why it cannot be sent (a str: it fails as an engine error, unsent)
 Ask = Callable[[str, Hashable], "ChatRequest | str"]
 # (doc id, slot, step, request, completion) -> (the parsed answer fed to the runner, the sample record)

@@ -22,10 +22,11 @@ import functools
 import json
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.tasks.base import Doc, Parsed, Task
 from perrec_eval.tasks.llmrec import data as build
@@ -50,28 +51,6 @@ class Ask:
         return {"kind": self.kind}
 
 
-class OneShot:
-    """A doc's runner: one request, then the parsed answer is the prediction (the ranked items of a list)."""
-
-    def __init__(self, slot: Ask) -> None:
-        self._slot, self._answer, self._done = slot, None, False
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    def pending(self) -> list[Ask]:
-        return [] if self._done else [self._slot]
-
-    def feed(self, answers: Mapping[Any, Any]) -> None:
-        self._answer, self._done = answers.get(self._slot), True
-
-    def prediction(self) -> Any:
-        if self._answer is None or self._slot.kind == "rating":
-            return self._answer
-        return self._answer["items"]
-
-
 def _titles(doc: build.RecDoc) -> dict[str, str]:
     """Every item's title in the doc's domain."""
     return dict(build.catalogue(doc.source)[doc.domain])
@@ -93,7 +72,11 @@ class Protocol:
         return Ask("sequential", build.title_index(doc.source, doc.domain))
 
     def runner(self, doc: Doc) -> OneShot:
-        return OneShot(self._slot(doc))
+        """One request; a ranking's prediction is its ranked items (a rating's, the rating)."""
+        slot = self._slot(doc)
+        if slot.kind == "rating":
+            return OneShot(slot)
+        return OneShot(slot, finish=lambda answer: None if answer is None else answer["items"])
 
     def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]:
         template = prompts.load().kinds[self.name]

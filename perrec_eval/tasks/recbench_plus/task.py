@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.errors import DataError
+from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec
 from perrec_eval.tasks import Doc, Parsed, Task
 from perrec_eval.tasks.recbench_plus import metrics, parsing, prompts
@@ -147,26 +148,6 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
     ]
 
 
-class _OneShot:
-    """One request per query; the prediction is the answer matched to the catalogue (None: failed)."""
-
-    def __init__(self, doc: QueryDoc) -> None:
-        self._doc, self._titles, self._done = doc, None, False
-
-    @property
-    def done(self) -> bool:
-        return self._done
-
-    def pending(self) -> list[str]:
-        return [] if self._done else [SLOT]
-
-    def feed(self, answers: Mapping[str, Any]) -> None:
-        self._titles, self._done = answers.get(SLOT), True
-
-    def prediction(self) -> list[dict] | None:
-        return None if not self._titles else self._doc.catalogue.match(self._titles, self._doc.truth)
-
-
 @dataclass(frozen=True)
 class Recommend:
     """Ask for the recommendations of a query (the released prompt; `variant` default, k or history)."""
@@ -176,8 +157,9 @@ class Recommend:
     variant: str = "default"
     k: int = 5
 
-    def runner(self, doc: QueryDoc) -> _OneShot:
-        return _OneShot(doc)
+    def runner(self, doc: QueryDoc) -> OneShot:
+        """One request per query; the prediction is the answer matched to the catalogue (None: failed)."""
+        return OneShot(SLOT, finish=lambda titles: doc.catalogue.match(titles, doc.truth) if titles else None)
 
     def render(self, doc: QueryDoc, slot: Any, *, variant: str | None = None) -> list[dict[str, str]]:
         history = [item["title"] for item in doc.row["history"]]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.tasks import Doc, Parsed, Task
 
@@ -60,24 +61,6 @@ def _messages(text: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": text}]
 
 
-class OneShot:
-    def __init__(self, slots: Sequence[Any]) -> None:
-        self._slots, self.answers = list(slots), None
-
-    @property
-    def done(self) -> bool:
-        return self.answers is not None
-
-    def pending(self) -> list[Any]:
-        return [] if self.done else self._slots
-
-    def feed(self, answers: Mapping[Any, Any]) -> None:
-        self.answers = dict(answers)
-
-    def prediction(self) -> Any:
-        return self.answers.get(self._slots[0])
-
-
 class TwoStep:
     """Step 0 asks ``high?``; step 1 asks for the rating within the chosen half."""
 
@@ -114,7 +97,7 @@ class Rate:
     max_tokens: int = 4
 
     def runner(self, doc: Doc) -> OneShot:
-        return OneShot(["rating"])
+        return OneShot("rating")
 
     def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]:
         return _messages(f"Rate {ITEMS[doc.id]} from 1 to 5. Answer with the digit.")
