@@ -9,14 +9,11 @@ carries no usable text into such an error.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from perrec_eval.types import ChatRequest, Completion, GenParams
-
-logger = logging.getLogger(__name__)
 
 # An engine reports finished requests through this callback, as (index into the `requests` it was given,
 # completion) pairs, as soon as they finish, so a cache can persist them before the whole call returns: a
@@ -85,15 +82,6 @@ def answer_options(engine: Any) -> dict[str, Any]:
     """
     describe = getattr(getattr(engine, "options", None), "answer_options", None)
     return dict(describe()) if callable(describe) else {}
-
-
-def token_count(value: Any) -> bool:
-    """Whether `value` may stand as a token count: a whole number >= 0, or None (not reported).
-
-    >>> token_count(12), token_count(None), token_count("lots"), token_count(True), token_count(-1)
-    (True, True, False, False, False)
-    """
-    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
 
 
 def checked(completion: Completion, n: int) -> Completion:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio
+from perrec_eval.engines.base import is_count
 from perrec_eval.errors import DataError
 from perrec_eval.results import RERUN, RunInfo, is_number, read_run_info
 from perrec_eval.tasks.perrecbench.records import PredictionRecord, SampleRecord
@@ -39,7 +40,7 @@ def sample_lines(run_dir: str | os.PathLike) -> list[dict[str, Any]]:
             raise DataError(f"{path} line {number} has no {missing[0]!r}: {RERUN}")
         for name in ("prompt_tokens", "completion_tokens"):
             count = line[name]
-            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            if count is not None and not is_count(count):
                 raise DataError(f"{path} line {number}: {name} is {count!r}, not a token count: {RERUN}")
     return lines
 
