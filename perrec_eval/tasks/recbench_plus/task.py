@@ -257,4 +257,6 @@ TASK = Task(
     score_doc=score_doc,
     predict_baseline=predict_baseline,
     prediction_from=prediction_from,
+    # `score` also reads the released files (`released.py`); a run or a predictions file as every family's
+    handlers={"score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command"},
 )
