@@ -228,7 +228,7 @@ def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
 def constant_answer(request: Any) -> str | None:
     """The fake engine's `constant` answer to a RecBench+ request: two fixed famous titles."""
     messages = request.messages
-    if not messages or "recommender system. You are given a query" not in messages[0]["content"]:
+    if not messages or "recommender system. You are given a" not in messages[0]["content"]:
         return None
     return f" {prompts.SEPARATOR} ".join(CONSTANT_TITLES)
 

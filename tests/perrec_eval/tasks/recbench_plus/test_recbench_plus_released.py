@@ -133,3 +133,26 @@ def test_recbench_plus_released_needs_all_three_files(capsys):
     args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", QUERIES]
     assert main(args) == 2
     assert "--responses and --catalogue" in capsys.readouterr().err
+
+
+RELEASED_HISTORY_SYSTEM = (
+    "You are a movie recommender system. You are given a user's watched movies and a query from the user. "
+    "You need to recommend movies that satisfy the user's query and user preferences. Please output  5 "
+    "recommended movies directly, do not output other content."
+)
+
+
+def test_recbench_plus_released_prompts_render_as_the_release_sent_them():
+    from perrec_eval.tasks.recbench_plus.prompts import messages
+
+    system, user = messages(
+        "Q?", "Movies_and_TV", ["Saint, The (1997)", "Cabaret (1972)"], variant="history-k"
+    )
+    assert system["content"] == RELEASED_HISTORY_SYSTEM
+    assert user["content"] == (
+        "The user has watched the following movies:['Saint, The (1997)', 'Cabaret (1972)']\nQuery: Q?\n"
+        "Recommended movies (separated by [SEP]):"
+    )
+    fixed_k = messages("Q?", "Movies_and_TV", [], variant="k")
+    assert "Please output 5 recommended movies directly" in fixed_k[0]["content"]
+    assert fixed_k[1]["content"] == messages("Q?", "Movies_and_TV", [])[1]["content"]
