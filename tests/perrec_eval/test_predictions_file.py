@@ -183,3 +183,36 @@ def test_predictions_file_needs_data_and_predictions_or_a_run(capsys):
     assert main(["--no-progress", "score", "--task", "llmrec", "--predictions", "p.jsonl"]) == 2
     assert "--data DIR --predictions" in capsys.readouterr().err
     assert get("llmrec").prediction_from is not None and get("recbench-plus").prediction_from is not None
+
+
+@pytest.fixture
+def toy_family(tmp_path):
+    from perrec_eval import tasks
+    from tests.perrec_eval.tasks import toy
+
+    tasks.register(toy.TASK, replace=True)
+    yield toy.write_data(tmp_path / "toy-data")
+    tasks.unregister("toy")
+
+
+def test_predictions_file_a_family_without_the_hook_reads_answer_text(toy_family, tmp_path, capsys):
+    from tests.perrec_eval.tasks import toy
+
+    docs = toy.load_docs(str(toy_family), "small", "test")
+    lines = [{"config": "small", "id": doc.id, "prediction": str(doc.truth)} for doc in docs]
+    scores = _score(capsys, "toy", toy_family, _write(tmp_path / "p.jsonl", lines))
+    (cell,) = scores["cells"]
+    assert cell["protocol"] == "toy-rate" and cell["metrics"]["accuracy"]["value"] == 1.0
+    number = _write(tmp_path / "n.jsonl", [{**lines[0], "prediction": 3}])
+    args = [
+        "--no-progress",
+        "score",
+        "--task",
+        "toy",
+        "--data",
+        str(toy_family),
+        "--predictions",
+        str(number),
+    ]
+    assert main(args) == 2
+    assert "takes the answer text" in capsys.readouterr().err

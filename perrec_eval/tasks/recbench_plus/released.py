@@ -394,7 +394,9 @@ class ReleasedScoreConfig(TaskScoreConfig):
         "MovieLens-1M users.dat (checked; the query file names each group)", default=None
     )
     compat: Literal["released"] | None = option(
-        "score as the released evaluator did, defects included (default: the corrected scoring)", default=None
+        "score as the released evaluator did, defects included",
+        default=None,
+        shown="the corrected scoring",
     )
     k: int | None = option("read only the first K titles of each answer (the fixed-K variant)", default=None)
     per_query: str | None = option("write one JSON line of metrics per query here", default=None)
