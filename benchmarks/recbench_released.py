@@ -25,6 +25,8 @@ import json
 import logging
 from pathlib import Path
 
+from metric_bench import write_section  # benchmarks/ is the script's folder, so on sys.path
+
 from perrec_eval.evaluation import CONFIDENCE_LEVEL, N_RESAMPLES
 from perrec_eval.stats import MetricSpec
 from perrec_eval.tasks.recbench_plus import released
@@ -32,7 +34,6 @@ from perrec_eval.tasks.recbench_plus import released
 logger = logging.getLogger("recbench_released")
 
 SECTION = "## RecBench+ released files"
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 QUERIES = "dataset/movie/DemographicsBasedQuery.json"
 MOVIES = "dataset/movie/movies.dat"
 # model -> its responses under llm_results/ (its released per-query results: `results_path`)
@@ -162,25 +163,12 @@ def markdown(reproduced, records: dict[str, list[dict]], clusters: list[str], me
     return "\n".join(lines)
 
 
-def write_section(body: str) -> None:
-    """Replace (or append) this benchmark's section of RESULTS.md."""
-    text = RESULTS.read_text(encoding="utf-8")
-    start = text.find(f"\n{SECTION}\n")
-    if start < 0:
-        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n{body}\n"
-    else:
-        following = text.find("\n## ", start + len(SECTION) + 2)
-        tail = text[following:] if following >= 0 else "\n"
-        text = text[:start] + f"\n{SECTION}\n\n{body}\n" + tail
-    RESULTS.write_text(text, encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--released", required=True, type=Path, help="a checkout of jiani-huang/RecAssistBench"
     )
-    parser.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in {RESULTS.name}")
+    parser.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in RESULTS.md")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     queries = released.read_queries(str(args.released / QUERIES))
@@ -192,8 +180,8 @@ def main() -> None:
     )
     print(body)
     if args.write:
-        write_section(body)
-        logger.info("wrote %s to %s", SECTION, RESULTS)
+        write_section(body, SECTION)
+        logger.info("wrote %s to benchmarks/RESULTS.md", SECTION)
 
 
 if __name__ == "__main__":
