@@ -136,6 +136,28 @@ def score_doc(metric: str, prediction: Any, truth: Any) -> Any:
     return [] if prediction is None else [float(prediction) - float(truth)]
 
 
+def prediction_from(doc: Doc, protocol: str, value: Any) -> Any:
+    """Another system's prediction of a doc (`perrecbench score --predictions`): a rating 1..5 (outside
+    it fails the doc, as a model's answer does), or the ``parent_asin``s it ranks, best first (repeats kept
+    once; an empty list fails)."""
+    if doc.kind == "rating":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"a rating row takes a number 1..5 or the answer text, not {_kind(value)}")
+        return float(value) if 1.0 <= value <= 5.0 else None
+    if doc.kind in RANKING:
+        if not isinstance(value, list) or not all(isinstance(asin, str) for asin in value):
+            raise ValueError(
+                f"a {doc.kind} row takes a list of parent_asin strings, best first, or the answer text, "
+                f"not {_kind(value)}"
+            )
+        return list(dict.fromkeys(value)) or None
+    raise ValueError(f"a {doc.kind} row takes the answer text (a string), not {_kind(value)}")
+
+
+def _kind(value: Any) -> str:
+    return {bool: "true/false", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
 def _rng(seed: int, doc_id: str) -> random.Random:
     return random.Random(f"{seed}:{doc_id}")
 
@@ -256,6 +278,7 @@ TASK = Task(
     load_docs=build.load_docs,
     score_doc=score_doc,
     predict_baseline=predict_baseline,
+    prediction_from=prediction_from,
     subset_protocols={kind: (kind,) for kind in KINDS},
     hub_description=(
         "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "

@@ -187,6 +187,15 @@ def score_doc(metric: str, prediction: Any, truth: Any) -> float:
     return metrics.value(metric, prediction, truth)
 
 
+def prediction_from(doc: QueryDoc, protocol: str, value: Any) -> list[dict] | None:
+    """Another system's answer to a query (`perrecbench score --predictions`): its titles, best first,
+    matched to the catalogue as a model's are (an empty list is a failed query)."""
+    if not isinstance(value, list) or not all(isinstance(title, str) for title in value):
+        raise ValueError("a query takes a list of titles, best first, or the raw answer text")
+    titles = [title.strip() for title in value if title.strip()]
+    return doc.catalogue.match(titles, doc.truth) if titles else None
+
+
 def _ranked(doc: QueryDoc, keep: Any) -> list[dict]:
     catalogue, domain = doc.catalogue, doc.truth["domain"]
     shown = {item["parent_asin"] for item in doc.row["history"]}
@@ -219,7 +228,7 @@ def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
 def constant_answer(request: Any) -> str | None:
     """The fake engine's `constant` answer to a RecBench+ request: two fixed famous titles."""
     messages = request.messages
-    if not messages or "recommender system. You are given a query" not in messages[0]["content"]:
+    if not messages or "recommender system. You are given a" not in messages[0]["content"]:
         return None
     return f" {prompts.SEPARATOR} ".join(CONSTANT_TITLES)
 
@@ -247,4 +256,7 @@ TASK = Task(
     load_docs=load_docs,
     score_doc=score_doc,
     predict_baseline=predict_baseline,
+    prediction_from=prediction_from,
+    # `score` also reads the released files (`released.py`); a run or a predictions file as every family's
+    handlers={"score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command"},
 )

@@ -121,7 +121,7 @@ def test_recbench_plus_prompt_variants_render_the_released_shapes(bench):
     system, user = protocol.render(doc, "recommend", variant="default")
     assert system["content"].startswith("You are a book recommender system.")
     assert user["content"] == f"Query: {doc.row['query']}\nRecommended books (separated by [SEP]):"
-    _, fixed = protocol.render(doc, "recommend", variant="k")
+    fixed, _ = protocol.render(doc, "recommend", variant="k")  # the release asked for K in the system message
     assert "5 recommended books" in fixed["content"]
     _, history = protocol.render(doc, "recommend", variant="history")
     assert history["content"].startswith("The user has read the following books:[")
