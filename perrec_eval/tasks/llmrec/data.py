@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ import pyarrow.parquet as pq
 from perrec_eval.errors import DataError
 from perrec_eval.tasks.base import Doc
 from perrec_eval.tasks.llmrec.parsing import TitleIndex
+
+logger = logging.getLogger(__name__)
 
 # The text configs' ground-truth columns: a text doc's truth is ``{column: text}`` (a mapping keeps it apart
 # from a ranking's `parent_asin` in predictions.jsonl).
@@ -128,6 +131,9 @@ def load_docs(
     from perrec_eval.tasks.llmrec import textmetrics
 
     if subset in TEXT_TRUTHS:
+        if subset not in outputs(data):  # a rating-only source (the build said why) or an older build
+            logger.warning("%s has no %s config (no review texts): its cells are skipped", data, subset)
+            return []
         textmetrics.check_installed()  # before any answer is asked for
     chosen = rows(data, subset, split)
     if max_docs is not None and max_docs < len(chosen):

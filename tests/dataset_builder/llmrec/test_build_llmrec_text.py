@@ -159,3 +159,10 @@ def test_build_llmrec_rating_only_source_skips_the_text_tasks_in_one_line(tmp_pa
     assert lines == [manifest["text"]["skipped_because"]]
     assert "Books: explanation and summarization skipped: the source has no review text" in lines[0]
     assert lines[0] in (out / "README.md").read_text()
+    # evaluating every cell of such a build skips the text cells (said in a log line) and scores the rest
+    from perrec_eval.cli import main
+
+    argv = ["evaluate", "--task", "llmrec", "--data", str(out), "--engine", "fake", "--model", "constant"]
+    assert main([*argv, "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    cells = json.loads((tmp_path / "run" / "scores.json").read_text())["cells"]
+    assert [c["subset"] for c in cells] == ["rating", "sequential", "direct"]

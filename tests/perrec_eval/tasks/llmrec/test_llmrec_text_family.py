@@ -133,3 +133,18 @@ def test_llmrec_text_answer_format_accepts_the_true_answer(build) -> None:
     doc = data.load_docs(str(build), "explanation", "test", max_docs=1)[0]
     assert re.fullmatch(TASK.answer_regex("explanation"), doc.truth["explanation"])
     assert text.TextProtocol("summarization", 32).answer_format(doc) == "summarization"
+
+
+def test_llmrec_text_without_the_metric_libraries_fails_in_one_line_before_asking(
+    build, tmp_path, monkeypatch, capsys
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rouge_score", None)
+    argv = ["evaluate", "--task", "llmrec", "--data", str(build), "--engine", "fake", "--model", "constant"]
+    code = main(
+        [*argv, "--subsets", "summarization", "--protocols", "summarization", "--out", str(tmp_path / "r")]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and len(err.splitlines()) == 1 and 'pip install "perrecbench[text]"' in err
+    assert not (tmp_path / "r" / "cache.jsonl").exists()
