@@ -24,6 +24,7 @@ validation row of the user.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -141,6 +142,7 @@ def summary_problem(title: str | None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=2**16)  # a user's earlier reviews are read again for each checked row
 def _words(text: str) -> str:
     """A text as its lower-case words joined by single spaces, padded (for whole-word containment)."""
     return " " + " ".join(_TOKEN.findall(text.casefold())) + " "

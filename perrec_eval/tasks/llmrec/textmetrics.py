@@ -15,8 +15,9 @@ item; a failed doc is scored as an empty answer.
   subsequence with ``beta = P / (R + 1e-12)``), the mean over docs. Their epsilons make an exact answer
   score 99.9999995 (ROUGE-N) rather than 100.
 
-BLEU items are per-doc count tuples whose sums give the corpus value (`MetricSpec(aggregation="corpus")`:
-intervals and paired tests resample docs and recompute it); ROUGE items are per-doc F-measures.
+BLEU items are per-doc counts (packed in one int, `pack`) whose sums give the corpus value
+(`MetricSpec(aggregation="corpus")`: intervals and paired tests resample docs and recompute it); ROUGE items
+are per-doc F-measures.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
-
-import numpy as np
+from typing import Any
 
 from perrec_eval.extras import require
 
@@ -60,23 +60,50 @@ def _rouge():
     return scorer.RougeScorer(list(ROUGE_TYPES.values()), use_stemmer=False)
 
 
+# A BLEU item packs a doc's counts into one int, FIELD_BITS per count: a bootstrap recomputes the corpus
+# value from thousands of resamples, and `sum` over packed ints adds every count of every doc in one C loop
+# (about 30 times faster than summing tuples). 64 bits hold any count summed over any corpus.
+FIELD_BITS = 64
+_MASK = (1 << FIELD_BITS) - 1
+
+
+def pack(counts: Sequence[int]) -> int:
+    """Counts as one int (`unpack` gives them back; sums of packed ints unpack to the counts' sums).
+
+    >>> unpack(pack((1, 2)) + pack((3, 4)), 2)
+    [4, 6]
+    """
+    return sum(count << (FIELD_BITS * i) for i, count in enumerate(counts))
+
+
+def unpack(packed: int, fields: int) -> list[int]:
+    """The `fields` counts of a packed int (see `pack`)."""
+    return [(packed >> (FIELD_BITS * i)) & _MASK for i in range(fields)]
+
+
+@functools.lru_cache(maxsize=2**16)  # BLEU-1, -2 and -4 read the same counts; so do intervals and reports
+def _sacrebleu_counts(hypothesis: str, reference: str) -> tuple[tuple[int, ...], tuple[int, ...], int, int]:
+    score = _bleu(4).corpus_score([hypothesis], [[reference]])
+    return tuple(score.counts), tuple(score.totals), score.sys_len, score.ref_len
+
+
 def sacrebleu_stats(hypothesis: str, reference: str, order: int) -> tuple[int, ...]:
     """sacrebleu's sufficient statistics of one doc: matches and totals per order, then the two lengths.
 
     >>> sacrebleu_stats("the cat sat", "the cat sat on", 2)
     (3, 2, 3, 2, 3, 4)
     """
-    score = _bleu(order).corpus_score([hypothesis], [[reference]])
-    return (*score.counts, *score.totals, score.sys_len, score.ref_len)
+    counts, totals, length, reference_length = _sacrebleu_counts(hypothesis, reference)
+    return (*counts[:order], *totals[:order], length, reference_length)
 
 
-def sacrebleu_corpus(items: Sequence[Sequence[int]], order: int) -> float:
-    """sacrebleu's corpus BLEU from the docs' `sacrebleu_stats` (the same value as ``corpus_score``).
+def sacrebleu_corpus(items: Sequence[int], order: int) -> float:
+    """sacrebleu's corpus BLEU from the docs' packed `sacrebleu_stats` (the same value as ``corpus_score``).
 
-    >>> round(sacrebleu_corpus([sacrebleu_stats("the cat sat", "the cat sat on", 2)], 2), 4)
+    >>> round(sacrebleu_corpus([pack(sacrebleu_stats("the cat sat", "the cat sat on", 2))], 2), 4)
     71.6531
     """
-    total = np.asarray(items, dtype=np.int64).reshape(len(items), -1).sum(axis=0).tolist()
+    total = unpack(sum(items), 2 * order + 2)
     correct, possible = total[:order], total[order : 2 * order]
     bleu = require("sacrebleu.metrics", "text", by=_BY).BLEU
     return float(
@@ -90,7 +117,12 @@ def rouge_score_f(hypothesis: str, reference: str, kind: str) -> float:
     >>> rouge_score_f("The cat sat", "the cat sat on", "rouge1") == 100 * 2 * 1.0 * 0.75 / 1.75
     True
     """
-    return 100.0 * _rouge().score(reference, hypothesis)[kind].fmeasure
+    return 100.0 * _rouge_scores(hypothesis, reference)[kind].fmeasure
+
+
+@functools.lru_cache(maxsize=2**16)  # one call scores ROUGE-1, -2 and -L together
+def _rouge_scores(hypothesis: str, reference: str) -> dict[str, Any]:
+    return _rouge().score(reference, hypothesis)
 
 
 def _ngrams(tokens: Sequence[str], n: int) -> Counter:
@@ -110,15 +142,15 @@ def nmt_stats(hypothesis: str, reference: str, order: int) -> tuple[int, ...]:
     return (*matches, *possible, len(hyp), len(ref))
 
 
-def nmt_corpus(items: Sequence[Sequence[int]], order: int) -> float:
-    """tensorflow/nmt's corpus BLEU (no smoothing) from the docs' `nmt_stats`, as a percentage.
+def nmt_corpus(items: Sequence[int], order: int) -> float:
+    """tensorflow/nmt's corpus BLEU (no smoothing) from the docs' packed `nmt_stats`, as a percentage.
 
-    >>> round(nmt_corpus([nmt_stats("the cat the cat", "the cat sat", 2)], 2), 4)  # sqrt(2/4 * 1/3)
+    >>> round(nmt_corpus([pack(nmt_stats("the cat the cat", "the cat sat", 2))], 2), 4)  # sqrt(2/4 * 1/3)
     40.8248
-    >>> nmt_corpus([nmt_stats("", "the cat", 1)], 1)  # nothing generated (nmt would divide by zero)
+    >>> nmt_corpus([pack(nmt_stats("", "the cat", 1))], 1)  # nothing generated (nmt would divide by zero)
     0.0
     """
-    total = np.asarray(items, dtype=np.int64).reshape(len(items), -1).sum(axis=0).tolist()
+    total = unpack(sum(items), 2 * order + 2)
     matches, possible = total[:order], total[order : 2 * order]
     length, reference = total[-2], total[-1]
     precisions = [m / p if p > 0 else 0.0 for m, p in zip(matches, possible, strict=True)]
@@ -174,12 +206,12 @@ def tf_rouge_l(hypothesis: str, reference: str) -> float:
     return 100.0 * (1 + beta**2) * recall * precision / (recall + beta**2 * precision + 1e-12)
 
 
-def doc_item(metric: str, hypothesis: str, reference: str) -> float | tuple[int, ...]:
-    """A doc's item of a text metric (`TEXT_METRICS`): a BLEU count tuple or a ROUGE F-measure."""
+def doc_item(metric: str, hypothesis: str, reference: str) -> float | int:
+    """A doc's item of a text metric (`TEXT_METRICS`): its packed BLEU counts or its ROUGE F-measure."""
     name, p5, _ = metric.partition(P5)
     if name in BLEU_ORDERS:
         stats = nmt_stats if p5 else sacrebleu_stats
-        return stats(hypothesis, reference, BLEU_ORDERS[name])
+        return pack(stats(hypothesis, reference, BLEU_ORDERS[name]))
     if p5:
         return (
             tf_rouge_l(hypothesis, reference)
@@ -190,7 +222,7 @@ def doc_item(metric: str, hypothesis: str, reference: str) -> float | tuple[int,
 
 
 def corpus_function(metric: str):
-    """The corpus function of a BLEU metric (its items are `doc_item`'s count tuples)."""
+    """The corpus function of a BLEU metric (its items are `doc_item`'s packed counts)."""
     name, p5, _ = metric.partition(P5)
     order = BLEU_ORDERS[name]
     return functools.partial(nmt_corpus if p5 else sacrebleu_corpus, order=order)
