@@ -28,7 +28,7 @@ TEXT_TRUTHS = {"explanation": "explanation", "summarization": "summary"}
 @dataclass(frozen=True, slots=True, eq=False)
 class RecDoc(Doc):
     """A row of a build as a doc: `truth` is the target's rating (rating), its `parent_asin` (ranking) or
-    its ground-truth text (explanation, summarization: `text.truth`)."""
+    its ground-truth text (explanation, summarization: ``{column: text}``, `TEXT_TRUTHS`)."""
 
     kind: str = "rating"
     domain: str = ""

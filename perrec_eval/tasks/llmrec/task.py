@@ -1,8 +1,8 @@
 """LLMRec as a task family: rating, sequential and direct recommendation, explanation generation and review
 summarization asked with LLMRec's off-the-shelf prompts, one request per user (`TASK`).
 
-Cells: subset = the build's config (rating, sequential, direct) × protocol = the way of asking (one per
-config so far, named like it). Metrics, headline first:
+Cells: subset = the build's config (rating, sequential, direct, explanation, summarization) × protocol =
+the way of asking (one per config so far, named like it). Metrics, headline first:
 
 - ``ndcg@10`` (headline): the ranking tasks' graded metric at the list length the prompts ask for; it
   rewards the rank of the hit, which HR@10 ignores, and it is P5's and LLMRec's reported metric;
