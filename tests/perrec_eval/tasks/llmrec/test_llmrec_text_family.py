@@ -140,7 +140,8 @@ def test_llmrec_text_without_the_metric_libraries_fails_in_one_line_before_askin
 ) -> None:
     import sys
 
-    monkeypatch.setitem(sys.modules, "rouge_score", None)
+    for module in ("rouge_score", "rouge_score.rouge_scorer"):  # as if never installed, even once imported
+        monkeypatch.setitem(sys.modules, module, None)
     argv = ["evaluate", "--task", "llmrec", "--data", str(build), "--engine", "fake", "--model", "constant"]
     code = main(
         [*argv, "--subsets", "summarization", "--protocols", "summarization", "--out", str(tmp_path / "r")]

@@ -110,7 +110,8 @@ def test_textmetrics_specs_are_corpus_bleu_and_mean_rouge() -> None:
 
 
 def test_textmetrics_missing_library_names_the_install(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "sacrebleu", None)
+    for module in ("sacrebleu", "sacrebleu.metrics"):  # as if never installed, even once imported
+        monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(MissingExtraError, match=r'pip install "perrecbench\[text\]"') as err:
         textmetrics.check_installed()
     assert "\n" not in str(err.value)
