@@ -134,7 +134,8 @@ def load_docs(
         if subset not in outputs(data):  # a rating-only source (the build said why) or an older build
             logger.warning("%s has no %s config (no review texts): its cells are skipped", data, subset)
             return []
-        textmetrics.check_installed()  # before any answer is asked for
+        if split != "train":  # an evaluation: before any answer is asked for (`sft data` needs no metric)
+            textmetrics.check_installed()
     chosen = rows(data, subset, split)
     if max_docs is not None and max_docs < len(chosen):
         keep = sorted(random.Random(seed).sample(range(len(chosen)), max_docs))
