@@ -2,10 +2,18 @@
 
 Every ```bash and ```python block of README.md and docs/*.md (a new page is covered as soon as it exists) is
 read in order, as a shell would: continued lines joined, comments dropped, ``NAME=value`` lines and ``for``
-loops expanded. Each ``perrecbench`` command must parse; it then runs through `perrec_eval.cli.main` in a
-temp folder on small synthetic data unless `why_not_run` names what it needs that a test machine lacks.
-Python blocks run too. The folder holds what `make demo` makes (its commands read from the Makefile) and the
-raw files the pages name (`RAW`, `~/amazon2023/raw`); `SHRINK` makes the work small.
+loops expanded (a variable the page never sets fails). In a temp folder holding what `make demo` makes (its
+commands read from the Makefile) and the raw files the pages name (`RAW`, `~/amazon2023/raw`: every category
+a page names, small and synthetic):
+
+- every ``perrecbench`` command must parse, then runs through `perrec_eval.cli.main`, with `SHRINK`'s
+  smaller data and fewer groups, unless `why_not_run` gives one of its rules: a model (``--engine
+  vllm|hf|openai``), training or merging a model (``sft train``/``sft merge``), a GGUF download, an upload
+  (``push`` without ``--dry-run``, ``--push-to-hub``), the Hub (``hf://``), or reading what such a command
+  would have written;
+- other commands (``pip``, ``make``, ``vllm serve``, ``accelerate``, ``python -c``) are not run: they are not
+  this package's;
+- python blocks run as they are.
 """
 
 from __future__ import annotations
@@ -28,11 +36,9 @@ from perrec_eval.cli import build_parser, main
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
-# The raw files the pages read: every category they name, small (synthetic, planted signal).
+# The raw files the pages read: the default categories and every one a page names, small (synthetic).
 RAW_NAMES = ("RAW", "~/amazon2023/raw")
-RAW_DOMAINS = (
-    "Books,Clothing_Shoes_and_Jewelry,Home_and_Kitchen,Electronics,All_Beauty,Video_Games,Kindle_Store"
-)
+DEFAULT_DOMAINS = ["Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics"]
 REVIEWS = "4000"
 
 # The test's data is small: these settings replace a documented value (`replace`) or are added where a
@@ -231,7 +237,14 @@ def prepared(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("docs")
     work, raw = base / "work", base / "raw"
     work.mkdir()
-    argv = ["synth", "--out", str(raw), "--domains", RAW_DOMAINS, "--reviews-per-domain", REVIEWS]
+    named = {
+        d
+        for text in map(Path.read_text, PAGES)
+        for v in re.findall(r"--domains[ =](\w+(?:,\w+)*)", text)
+        for d in v.split(",")
+    }
+    domains = ",".join([*DEFAULT_DOMAINS, *sorted(named - {"all", *DEFAULT_DOMAINS})])
+    argv = ["synth", "--out", str(raw), "--domains", domains, "--reviews-per-domain", REVIEWS]
     assert main([*argv, "--no-progress"]) == 0
     for name in RAW_NAMES:
         link = (base / "home" / name[2:]) if name.startswith("~/") else (work / name)
