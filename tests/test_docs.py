@@ -13,7 +13,8 @@ a page names, small and synthetic):
   would have written;
 - other commands (``pip``, ``make``, ``vllm serve``, ``accelerate``, ``python -c``) are not run: they are not
   this package's;
-- python blocks run as they are.
+- python blocks run as they are;
+- a block right after ``<!-- not run: REASON -->`` is parsed (compiled) and not run.
 """
 
 from __future__ import annotations
@@ -110,19 +111,22 @@ def test_why_not_run_names_each_rule(tmp_path, monkeypatch):
 
 # --- reading the pages as a shell would ------------------------------------------------------------------
 
-_BLOCK = re.compile(r"^```(bash|python)\n(.*?)^```", re.S | re.M)
+# A block right after `<!-- not run: REASON -->` is parsed, never run (e.g. it needs files a page tells you to
+# download); the reason stays visible to every reader of the page's source.
+_BLOCK = re.compile(r"(?:^<!-- not run: (.+?) -->\n)?^```(bash|python)\n(.*?)^```", re.S | re.M)
 _VARIABLE = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 
 
-def blocks(text: str) -> Iterator[tuple[str, str]]:
-    """The page's ```bash and ```python blocks, in order, as (language, code); indented ones too."""
-    dedented = re.sub(r"^ {2,}(```)", r"\1", text, flags=re.M)
+def blocks(text: str) -> Iterator[tuple[str, str, str | None]]:
+    """The page's ```bash and ```python blocks, in order, as (language, code, why it is not run or None);
+    indented ones too."""
+    dedented = re.sub(r"^ {2,}(```|<!-- not run)", r"\1", text, flags=re.M)
     for match in _BLOCK.finditer(dedented):
-        code = match.group(2)
+        code = match.group(3)
         indent = min(
             (len(line) - len(line.lstrip()) for line in code.splitlines() if line.strip()), default=0
         )
-        yield match.group(1), "\n".join(line[indent:] for line in code.splitlines())
+        yield match.group(2), "\n".join(line[indent:] for line in code.splitlines()), match.group(1)
 
 
 def shell_lines(code: str) -> list[str]:
@@ -265,7 +269,7 @@ def documented_outputs() -> set[str]:
     found: set[str] = set()
     for page in PAGES:
         env: dict[str, str] = {}
-        for language, code in blocks(page.read_text(encoding="utf-8")):
+        for language, code, _ in blocks(page.read_text(encoding="utf-8")):
             if language == "bash":
                 found |= {path for argv in commands(code, env) for path in outputs(argv)}
     return found
@@ -279,16 +283,18 @@ def test_docs_commands_run_as_written(page, prepared, tmp_path, monkeypatch, cap
     monkeypatch.setenv("HOME", str(base / "home"))
     documented = documented_outputs()
     env: dict[str, str] = {}
-    for language, code in blocks(page.read_text(encoding="utf-8")):
+    for language, code, not_run in blocks(page.read_text(encoding="utf-8")):
         if language == "python":
-            exec(compile(code, str(page), "exec"), {"__name__": "__docs__"})
+            compiled = compile(code, str(page), "exec")
+            if not not_run:
+                exec(compiled, {"__name__": "__docs__"})
             continue
         for argv in commands(code, env):
             if argv[0] != "perrecbench":
                 continue  # pip, make, vllm serve, accelerate, python -c: not this package's commands
             argv = [os.path.expanduser(word) if word.startswith("~/") else word for word in argv[1:]]
             parses(argv)
-            if why_not_run(argv, documented) is None:
+            if not not_run and why_not_run(argv, documented) is None:
                 assert main([*shrink(argv), "--no-progress"]) == 0, shlex.join(argv)
     capsys.readouterr()
 
@@ -317,3 +323,25 @@ def test_docs_links_resolve(page):
         if anchor and file.suffix == ".md":
             headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), flags=re.M)
             assert anchor in {_anchor(h) for h in headings}, f"{page.name} links {target}: no such heading"
+
+
+def test_blocks_read_the_not_run_marker():
+    page = "text\n<!-- not run: needs the released files -->\n```bash\nperrecbench tasks\n```\n"
+    page += "\n  ```python\n  print(1)\n  ```\n"
+    assert list(blocks(page)) == [
+        ("bash", "perrecbench tasks", "needs the released files"),
+        ("python", "print(1)", None),
+    ]
+
+
+def test_commands_expand_variables_and_loops():
+    code = "MODEL=m  # a comment\nfor F in a b; do\n"
+    code += "    perrecbench sft data --format $F \\\n  --out d/$F\ndone\n"
+    code += "KEY=... perrecbench evaluate --model $MODEL &\n"
+    assert list(commands(code, {})) == [
+        ["perrecbench", "sft", "data", "--format", "a", "--out", "d/a"],
+        ["perrecbench", "sft", "data", "--format", "b", "--out", "d/b"],
+        ["perrecbench", "evaluate", "--model", "m"],
+    ]
+    with pytest.raises(AssertionError, match="never sets"):
+        list(commands("perrecbench evaluate --model $UNSET", {}))
