@@ -78,15 +78,19 @@ def why_not_run(argv: list[str], documented: set[str]) -> str | None:
     return None
 
 
+_OUTPUT_OPTIONS = ("--out", "--output_dir", "--output-dir")
 _PATH_OPTIONS = ("--data", "--source", "--profiles", "--run", "--base-run", "--adapter", "--model")
 
 
 def inputs(argv: list[str]) -> set[str]:
-    """The paths a command may read: its positional operands and the values of options that name files."""
+    """The paths a command may read: its positional operands, the values of options that name files, and any
+    value with a slash."""
     operands = argv[2:] if argv[0] in ("sft", "push") else argv[1:]  # after the (sub)command's name
     found = set()
     for before, word in zip(["", *operands], operands, strict=False):
-        if word.startswith("-") or (before.startswith("-") and before not in _PATH_OPTIONS):
+        if word.startswith("-") or before in _OUTPUT_OPTIONS:
+            continue
+        if before.startswith("-") and before not in _PATH_OPTIONS and "/" not in word:
             continue
         found.add(word.partition("=")[2] if before == "--adapter" else word)
     return found
@@ -216,9 +220,12 @@ def shrink(argv: list[str]) -> list[str]:
 
 
 def outputs(argv: list[str]) -> set[str]:
-    """The folders and files a command writes (its --out or --output_dir)."""
-    flags = ("--out", "--output_dir", "--output-dir")
-    return {argv[i + 1].rstrip("/") for i in range(len(argv) - 1) if argv[i] in flags}
+    """The folders and files a command writes (its --out or --output_dir; the folder of a `git clone`)."""
+    if argv[:2] == ["git", "clone"]:  # git clone [OPTIONS] URL [DIR]
+        url = next(i for i, word in enumerate(argv) if "://" in word or word.endswith(".git"))
+        folder = argv[url + 1 : url + 2] or [argv[url].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")]
+        return set(folder)
+    return {argv[i + 1].rstrip("/") for i in range(len(argv) - 1) if argv[i] in _OUTPUT_OPTIONS}
 
 
 def make_demo() -> list[list[str]]:
@@ -345,3 +352,11 @@ def test_commands_expand_variables_and_loops():
     ]
     with pytest.raises(AssertionError, match="never sets"):
         list(commands("perrecbench evaluate --model $UNSET", {}))
+
+
+def test_outputs_of_a_clone_are_its_folder():
+    assert outputs(["git", "clone", "https://github.com/o/Rel.git"]) == {"Rel"}
+    assert outputs(["git", "clone", "--depth", "1", "https://github.com/o/Rel", "here"]) == {"here"}
+    argv = ["score", "--responses", "Rel/a.json", "--per-query", "x.jsonl"]
+    assert why_not_run(argv, {"Rel"}) == "reads what a command not run here writes"
+    assert why_not_run(["score", "Rel/run"], {"Rel"}) == "reads what a command not run here writes"
