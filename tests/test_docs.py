@@ -228,18 +228,42 @@ def outputs(argv: list[str]) -> set[str]:
     return {argv[i + 1].rstrip("/") for i in range(len(argv) - 1) if argv[i] in _OUTPUT_OPTIONS}
 
 
-def make_demo() -> list[list[str]]:
-    """`make demo`'s perrecbench commands, read from the Makefile (`$(DEMO)` is demo_out)."""
-    recipe = (REPO / "Makefile").read_text().split("\ndemo:", 1)[1].split("\n\n", 1)[0]
-    found = []
-    for line in re.sub(r"\\\n\s*", " ", recipe).splitlines()[1:]:
-        if "bin/perrecbench " not in line:
-            continue
-        line = line.replace("$(DEMO)", "demo_out").split("bin/perrecbench ", 1)[1]
-        assert "$(" not in line, f"teach tests/test_docs.py the Makefile variable in {line!r}"
-        found.append(shlex.split(line))
-    assert found, "the Makefile's demo target runs no perrecbench command"
+def make_target(name: str, makefile: str | None = None) -> list[list[str]]:
+    """The perrecbench commands `make NAME` runs, read from the Makefile: its prerequisite targets' and
+    ``$(MAKE) TARGET`` lines' first, Makefile variables (``NAME ?= value``) expanded."""
+    text = re.sub(r"\\\n\s*", " ", (REPO / "Makefile").read_text() if makefile is None else makefile)
+    variables = dict(re.findall(r"^(\w+) *[?:]?= *(.*)$", text, flags=re.M))
+    rule = re.search(rf"^{re.escape(name)}:(.*)\n((?:\t.*\n?)*)", text, flags=re.M)
+    assert rule, f"the Makefile has no target {name}"
+    targets = set(re.findall(r"^([\w-]+):", text, flags=re.M))
+    found = [
+        argv
+        for prerequisite in rule.group(1).split()
+        if prerequisite in targets
+        for argv in make_target(prerequisite, text)
+    ]
+    for line in rule.group(2).splitlines():
+        while "$(" in line.replace("$(MAKE)", ""):
+            line = re.sub(
+                r"\$\((\w+)\)", lambda m: "$(MAKE)" if m.group(1) == "MAKE" else variables[m.group(1)], line
+            )
+        if "$(MAKE) " in line:
+            found += [
+                argv
+                for word in line.split("$(MAKE) ", 1)[1].split()
+                if word in targets
+                for argv in make_target(word, text)
+            ]
+        elif "bin/perrecbench " in line:
+            found.append(shlex.split(line.split("bin/perrecbench ", 1)[1]))
     return found
+
+
+def test_make_target_reads_prerequisites_sub_makes_and_variables():
+    makefile = "OUT ?= d\nN := 3\nall: a\n\tcp x y\n\t$(MAKE) b\na: $(VENV)/.core\n"
+    makefile += "\t.venv/bin/perrecbench synth --out $(OUT) \\\n\t\t--seed $(N)\n\n"
+    makefile += "b:\n\t.venv/bin/perrecbench tasks\n"
+    assert make_target("all", makefile) == [["synth", "--out", "d", "--seed", "3"], ["tasks"]]
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +288,7 @@ def prepared(tmp_path_factory) -> Path:
     cwd = os.getcwd()
     os.chdir(work)
     try:
-        for argv in make_demo():
+        for argv in make_target("demo"):
             assert main([*shrink(argv), "--no-progress"]) == 0, argv
     finally:
         os.chdir(cwd)
