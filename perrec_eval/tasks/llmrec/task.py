@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import json
-import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,15 +28,14 @@ from typing import Any
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.tasks.base import Doc, Parsed, Task
+from perrec_eval.tasks.llmrec import baselines, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
-from perrec_eval.tasks.llmrec import metrics, prompts
 from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating
 
 KINDS = prompts.KINDS
 RANKING = ("sequential", "direct")
 LIST_LENGTH = 10  # the prompts ask for 10 items
 RANKING_METRICS = {"ndcg@10": 10, "ndcg@5": 5, "hr@1": 1, "hr@5": 5, "hr@10": 10}
-BASELINES = ("random", "popularity", "global-mean", "user-mean")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,74 +134,6 @@ def score_doc(metric: str, prediction: Any, truth: Any) -> Any:
     return [] if prediction is None else [float(prediction) - float(truth)]
 
 
-def _rng(seed: int, doc_id: str) -> random.Random:
-    return random.Random(f"{seed}:{doc_id}")
-
-
-def _popularity(data_dir: str) -> Counter:
-    return Counter((row["domain"], row["parent_asin"]) for row in build.train_interactions(data_dir))
-
-
-def predict_baseline(name: str, docs: Sequence[build.RecDoc], *, data: str, seed: int) -> list[Any] | None:
-    """A no-LLM baseline's answer to every doc of a cell (None: it does not answer this task).
-
-    ``random``: a uniform rating 1..5; a uniform shuffle of the candidates (direct) or 10 uniform catalogue
-    items the user had not reviewed before the target (sequential, `data.seen_before`). ``popularity``:
-    items by train interactions, most first (ties by ``parent_asin``), the same items left out
-    (sequential). ``global-mean`` / ``user-mean``: the mean train rating of everyone / of the user
-    (ratings only).
-    """
-    if not docs:
-        return []
-    kind = docs[0].kind
-    if name == "random":
-        return [_random(doc, data, seed) for doc in docs]
-    if name == "popularity" and kind in RANKING:
-        counts = _popularity(data)
-        return [_popular(doc, data, counts) for doc in docs]
-    if name in ("global-mean", "user-mean") and kind == "rating":
-        train = train_ratings(data)
-        overall = sum(train.values(), start=[])
-        global_mean = sum(overall) / len(overall)
-        if name == "global-mean":
-            return [global_mean for _ in docs]
-        return [_mean(train.get((doc.domain, doc.user_id)), global_mean) for doc in docs]
-    return None
-
-
-def train_ratings(data_dir: str) -> dict[tuple[str, str], list[float]]:
-    """Every user's train ratings, by (domain, user)."""
-    ratings: dict[tuple[str, str], list[float]] = {}
-    for row in build.train_interactions(data_dir):
-        ratings.setdefault((row["domain"], row["user_id"]), []).append(row["rating"])
-    return ratings
-
-
-def _mean(values: list[float] | None, fallback: float) -> float:
-    return sum(values) / len(values) if values else fallback
-
-
-def _random(doc: build.RecDoc, data_dir: str, seed: int) -> Any:
-    rng = _rng(seed, doc.id)
-    if doc.kind == "rating":
-        return float(rng.randint(1, 5))
-    if doc.kind == "direct":
-        return rng.sample(list(doc.candidates), len(doc.candidates))
-    seen = build.seen_before(data_dir, doc)
-    pool = [asin for asin, _ in build.catalogue(data_dir)[doc.domain] if asin not in seen]
-    return rng.sample(pool, min(LIST_LENGTH, len(pool)))
-
-
-def _popular(doc: build.RecDoc, data_dir: str, counts: Counter) -> list[str]:
-    if doc.kind == "direct":
-        pool = list(doc.candidates)
-    else:
-        seen = build.seen_before(data_dir, doc)
-        pool = [asin for asin, _ in build.catalogue(data_dir)[doc.domain] if asin not in seen]
-    ranked = sorted(pool, key=lambda asin: (-counts[(doc.domain, asin)], asin))
-    return ranked if doc.kind == "direct" else ranked[:LIST_LENGTH]
-
-
 _TITLE_REGEX = r'"(?:[^"\\\n]|\\.){1,300}"'  # a JSON string, escaped quotes included
 _LIST_REGEX = rf"\[ ?{_TITLE_REGEX}(, ?{_TITLE_REGEX}){{0,9}} ?\]"
 
@@ -249,13 +179,13 @@ TASK = Task(
         MetricSpec("rmse", higher_is_better=False, aggregation="corpus", corpus=rmse),
         MetricSpec("mae", higher_is_better=False, aggregation="corpus", corpus=metrics.mae),
     ),
-    baselines=BASELINES,
+    baselines=baselines.BASELINES,
     builder="dataset_builder.llmrec.builder",
     answer_formats=answer_formats,
     constant_answer=constant_answer,
     load_docs=build.load_docs,
     score_doc=score_doc,
-    predict_baseline=predict_baseline,
+    predict_baseline=baselines.predict,
     subset_protocols={kind: (kind,) for kind in KINDS},
     hub_description=(
         "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "
