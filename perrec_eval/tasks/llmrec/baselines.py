@@ -182,6 +182,7 @@ def _knn_scores(doc: build.RecDoc, data: str) -> np.ndarray:
     return np.asarray(similar[history].sum(axis=0)).ravel()
 
 
+@functools.cache  # one warning per process
 def _cornac_ready(name: str) -> bool:
     try:
         import cornac  # noqa: F401
