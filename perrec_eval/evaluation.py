@@ -67,6 +67,11 @@ class TaskEvalConfig(EngineSpec):
     temperature: float = option("sampling temperature (0 = greedy)", default=0.1)
     top_p: float = option("nucleus sampling top-p", default=1.0)
     structured_outputs: bool = option("constrain every answer to its protocol's format", default=False)
+    prompts: str | None = option(
+        "a prompt variant of the family (e.g. the one `sft data` wrote a fine-tuned model's examples with)",
+        default=None,
+        shown="the family's own",
+    )
     overwrite: bool = option(
         "replace a finished run of other settings in --out (the same command resumes without it)",
         default=False,
@@ -92,6 +97,9 @@ class TaskEvalConfig(EngineSpec):
             )
         if self.max_docs is not None and self.max_docs < 1:
             raise ConfigError(f"--max-docs must be >= 1, got {self.max_docs}")
+        if self.prompts is not None and self.prompts not in task.prompt_variants:
+            known = ", ".join(task.prompt_variants) or "none"
+            raise ConfigError(f"--prompts of task {task.name} must be one of its variants ({known})")
         if self.samples < 1:
             raise ConfigError(f"--samples must be >= 1, got {self.samples}")
         if self.engine == BASELINE_ENGINE and self.model != "all" and self.model not in task.baselines:
@@ -146,6 +154,7 @@ def run_cell(
 ) -> tuple[list[DocPrediction], list[DocSample]]:
     """Every doc of `cell` through its protocol's runners, one engine call per lockstep step."""
     protocol = task.protocols[cell.protocol]
+    variant = {} if config.prompts is None else {"variant": config.prompts}
     by_id = {doc.id: doc for doc in docs}
     runners = {doc.id: protocol.runner(doc) for doc in docs}
     params = {doc.id: config.params(cell.protocol, doc) for doc in docs}
@@ -157,7 +166,7 @@ def run_cell(
     for doc_params, chunk in groups.items():
 
         def ask(doc_id: str, slot: Any) -> ChatRequest:
-            return ChatRequest(tuple(protocol.render(by_id[doc_id], slot)))
+            return ChatRequest(tuple(protocol.render(by_id[doc_id], slot, **variant)))
 
         def read(doc_id, slot, step, request, completion, doc_params=doc_params):
             sample = _sample(protocol, cell, doc_id, slot, step, engine, request, completion, doc_params)

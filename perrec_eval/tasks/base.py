@@ -132,6 +132,10 @@ class Task:
     # The protocols that can ask about each subset (None: every protocol asks about every subset), for a
     # family whose subsets are different tasks (LLMRec: a rating protocol cannot ask a ranking subset)
     subset_protocols: Mapping[str, tuple[str, ...]] | None = None
+    # Prompt variants a protocol renders (`render(..., variant=)`, `--prompts`; none: the family has one),
+    # and the one `sft data` writes examples with by default (None: the protocols' own default)
+    prompt_variants: tuple[str, ...] = ()
+    sft_prompts: str | None = None
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""

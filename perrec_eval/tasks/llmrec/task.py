@@ -77,7 +77,8 @@ class Protocol:
         return OneShot(slot, finish=lambda answer: None if answer is None else answer["items"])
 
     def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]:
-        template = prompts.load().kinds[self.name]
+        """The request in prompt variant `variant` (`prompts.VARIANTS`: LLMRec's, or P5's templates)."""
+        template = prompts.variant(variant).kinds[self.name]
         titles = [item["title"] for item in doc.history]
         if self.name == "rating":
             return template.render(
@@ -187,6 +188,8 @@ TASK = Task(
     score_doc=score_doc,
     predict_baseline=baselines.predict,
     subset_protocols={kind: (kind,) for kind in KINDS},
+    prompt_variants=tuple(prompts.VARIANTS),
+    sft_prompts="p5",
     hub_description=(
         "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "
         "(leave-last-out per user). Score: NDCG@10 for sequential and direct (higher is better), RMSE for "

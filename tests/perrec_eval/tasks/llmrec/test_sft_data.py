@@ -51,3 +51,45 @@ def test_sft_data_formats_count_their_train_rows(build, tmp_path) -> None:
     rows = _examples(build, tmp_path / "mixed", "mixed")
     train = {config: len(read(build, config, "train")) for config in ("rating", "sequential", "direct")}
     assert Counter(row["format"] for row in rows) == train
+
+
+def test_sft_data_writes_p5_templates_and_evaluate_asks_with_them(build, tmp_path) -> None:
+    from perrec_eval.engines.fake import FakeEngine
+    from perrec_eval.evaluation import TaskEvalConfig, evaluate
+    from perrec_eval.tasks.llmrec import data
+    from perrec_eval.tasks.llmrec.task import TASK
+
+    rows = _examples(build, tmp_path / "p5", "mixed")
+    assert json.loads((tmp_path / "p5" / "sft_data.json").read_text())["prompts"] == "p5"
+    starts = {
+        "rating": "What star rating do you think user ",
+        "sequential": "Here is the purchase history list of user ",
+        "direct": "Which item of the following to recommend for user ",
+    }
+    assert all(row["prompt"][-1]["content"].startswith(starts[row["format"]]) for row in rows)
+    answers = {}  # the truth, keyed by the P5 prompt of each test doc
+    for cell in TASK.cells():
+        protocol = TASK.protocols[cell.protocol]
+        for doc in data.load_docs(str(build), cell.subset, "test", max_docs=20):
+            (slot,) = protocol.runner(doc).pending()
+            text = protocol.render(doc, slot, variant="p5")[-1]["content"]
+            answers[text] = protocol.format_answer(protocol.true_answer(doc, slot), slot)
+    config = TaskEvalConfig(
+        task="llmrec", data=str(build), engine="fake", model="p5", out=str(tmp_path / "run"), max_docs=20,
+        prompts="p5",
+    )  # fmt: skip
+    engine = FakeEngine(lambda request, params, i: answers[request.messages[-1]["content"]], model="p5")
+    cells = evaluate(config, engine=engine).cells
+    assert all(c.num_failed == 0 for c in cells)
+    assert {c.subset: c.metrics["hr@1" if c.subset != "rating" else "rmse"].value for c in cells} == {
+        "rating": 0.0, "sequential": 1.0, "direct": 1.0,
+    }  # fmt: skip
+
+
+def test_sft_data_and_evaluate_refuse_an_unknown_prompt_variant_in_one_line(build, tmp_path, capsys) -> None:
+    argv = ["--task", "llmrec", "--data", str(build), "--prompts", "p6"]
+    assert main(["sft", "data", *argv, "--out", str(tmp_path / "s")]) == 2
+    fake = ["--engine", "fake", "--model", "constant"]
+    assert main(["evaluate", *argv, *fake, "--out", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("must be one of its variants (default, p5)" in line for line in err)
