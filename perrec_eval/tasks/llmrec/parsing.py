@@ -100,25 +100,38 @@ class TitleIndex:
         return (self._by_title[best[0]], True) if best else (None, False)
 
 
-def parse_ranking(text: str | None, index: TitleIndex) -> Parsed:
+def parse_ranking(text: str | None, index: TitleIndex, catalogue: TitleIndex | None = None) -> Parsed:
     """The ranked items an answer lists, best first, with what was dropped.
+
+    Args:
+        text: the answer.
+        index: the items an answer may name (the row's candidates, or the catalogue).
+        catalogue: the domain's catalogue when `index` is narrower: an entry outside `index` that names
+            a catalogue item counts as ``not_candidate``, one that names nothing as ``unmatched`` (a
+            hallucination).
 
     Returns:
         `Parsed` whose value is ``{"items": [parent_asin, ...], "fuzzy": n, "unmatched": n,
-        "duplicates": n}``; failed (``no_list`` or ``no_item``) when nothing maps to an item.
+        "duplicates": n}`` (plus ``"not_candidate": n`` with a `catalogue`); failed (``no_list`` or
+        ``no_item``) when nothing maps to an item.
 
     >>> index = TitleIndex([("A1", "Red Soap"), ("B2", "Blue Soap")])
     >>> parse_ranking('["blue soap", "Red Sop", "Green Soap", "Blue Soap"]', index).value
     {'items': ['B2', 'A1'], 'fuzzy': 1, 'unmatched': 1, 'duplicates': 1}
+    >>> catalogue = TitleIndex([("A1", "Red Soap"), ("B2", "Blue Soap"), ("C3", "Green Soap")])
+    >>> parse_ranking('["Green Soap", "Pink Soap", "Red Soap"]', index, catalogue).value
+    {'items': ['A1'], 'fuzzy': 0, 'unmatched': 1, 'duplicates': 0, 'not_candidate': 1}
     """
     entries = _entries(strip_think(text))
     if not entries:
         return Parsed(False, reason="no_list")
     items: list[str] = []
-    fuzzy = unmatched = duplicates = 0
+    fuzzy = unmatched = duplicates = not_candidate = 0
     for entry in entries:
         asin, approximate = index.find(entry)
-        if asin is None:
+        if asin is None and catalogue is not None and catalogue.find(entry)[0] is not None:
+            not_candidate += 1
+        elif asin is None:
             unmatched += 1
         elif asin in items:
             duplicates += 1
@@ -126,5 +139,11 @@ def parse_ranking(text: str | None, index: TitleIndex) -> Parsed:
             items.append(asin)
             fuzzy += approximate
     if not items:
-        return Parsed(False, reason="no_item", detail=f"{unmatched} titles matched no item")
-    return Parsed(True, {"items": items, "fuzzy": fuzzy, "unmatched": unmatched, "duplicates": duplicates})
+        detail = f"{unmatched} titles matched no item" + (
+            f", {not_candidate} named items outside the candidates" if not_candidate else ""
+        )
+        return Parsed(False, reason="no_item", detail=detail)
+    counts = {"fuzzy": fuzzy, "unmatched": unmatched, "duplicates": duplicates}
+    if catalogue is not None:
+        counts["not_candidate"] = not_candidate
+    return Parsed(True, {"items": items, **counts})

@@ -44,6 +44,7 @@ class Ask:
 
     kind: str
     index: TitleIndex | None = None
+    catalogue: TitleIndex | None = None  # direct: tells titles outside the candidates from hallucinations
 
     def to_json(self) -> dict[str, str]:
         return {"kind": self.kind}
@@ -66,7 +67,8 @@ class Protocol:
             return Ask("rating")
         if self.name == "direct":
             titles = _titles(doc)
-            return Ask("direct", TitleIndex((asin, titles[asin]) for asin in doc.candidates))
+            candidates = TitleIndex((asin, titles[asin]) for asin in doc.candidates)
+            return Ask("direct", candidates, build.title_index(doc.source, doc.domain))
         return Ask("sequential", build.title_index(doc.source, doc.domain))
 
     def runner(self, doc: Doc) -> OneShot:
@@ -94,7 +96,9 @@ class Protocol:
         return template.render(user=doc.user_id, history=prompts.title_list(titles), candidates=candidates)
 
     def parse(self, text: str | None, slot: Any) -> Parsed:
-        return parse_rating(text) if slot.kind == "rating" else parse_ranking(text, slot.index)
+        if slot.kind == "rating":
+            return parse_rating(text)
+        return parse_ranking(text, slot.index, slot.catalogue)
 
     def combine(self, values: Sequence[Any]) -> Any:
         """The most frequent answer of the samples (the first of equals)."""
