@@ -207,10 +207,15 @@ def score(
     errors = [s for s in samples if s.error is not None]
     per_cell_errors: dict[Cell, int] = {}
     per_cell_requests: dict[Cell, int] = {}
+    per_cell_counts: dict[Cell, dict[str, int]] = {}
     for sample in samples:
         cell = Cell(sample.subset, sample.protocol)
         per_cell_requests[cell] = per_cell_requests.get(cell, 0) + 1
         per_cell_errors[cell] = per_cell_errors.get(cell, 0) + (sample.error is not None)
+        if task.answer_counts:
+            counts = per_cell_counts.setdefault(cell, dict.fromkeys(task.answer_counts, 0))
+            for key in task.answer_counts:
+                counts[key] += sample.value.get(key, 0) if isinstance(sample.value, Mapping) else 0
     order = {cell: i for i, cell in enumerate(task.cells())}
     cells = []
     for cell in sorted(by_cell, key=lambda c: order.get(c, len(order))):
@@ -248,6 +253,7 @@ def score(
                 num_requests=per_cell_requests.get(cell, 0),
                 num_engine_errors=per_cell_errors.get(cell, 0),
                 num_clusters=len(set(clusters)) if clustered else None,
+                answer_counts=per_cell_counts.get(cell),
                 metrics=metrics,
             )
         )

@@ -136,6 +136,9 @@ class Task:
     # and the one `sft data` writes examples with by default (None: the protocols' own default)
     prompt_variants: tuple[str, ...] = ()
     sft_prompts: str | None = None
+    # Keys of a parsed answer (a mapping) summed per cell into scores.json's `answer_counts` and the report
+    # (LLMRec: titles repeated, naming no item, naming an item outside the candidates)
+    answer_counts: tuple[str, ...] = ()
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""

@@ -194,6 +194,7 @@ TASK = Task(
     subset_protocols={kind: (kind,) for kind in KINDS},
     prompt_variants=tuple(prompts.VARIANTS),
     sft_prompts="p5",
+    answer_counts=("duplicates", "unmatched", "not_candidate"),
     hub_description=(
         "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "
         "(leave-last-out per user). Score: NDCG@10 for sequential and direct (higher is better), RMSE for "
