@@ -72,6 +72,12 @@ class TaskEvalConfig(EngineSpec):
         default=None,
         shown="the family's own",
     )
+    invalid_policy: str | None = option(
+        "how answers out of the task's range are read, where the family offers several (they still fail and "
+        "are counted)",
+        default=None,
+        shown="the family's own",
+    )
     overwrite: bool = option(
         "replace a finished run of other settings in --out (the same command resumes without it)",
         default=False,
@@ -100,6 +106,9 @@ class TaskEvalConfig(EngineSpec):
         if self.prompts is not None and self.prompts not in task.prompt_variants:
             known = ", ".join(task.prompt_variants) or "none"
             raise ConfigError(f"--prompts of task {task.name} must be one of its variants ({known})")
+        if self.invalid_policy is not None and self.invalid_policy not in task.invalid_policies:
+            known = ", ".join(task.invalid_policies) or "none"
+            raise ConfigError(f"--invalid-policy of task {task.name} must be one of its policies ({known})")
         if self.samples < 1:
             raise ConfigError(f"--samples must be >= 1, got {self.samples}")
         if self.engine == BASELINE_ENGINE and self.model != "all" and self.model not in task.baselines:
@@ -155,6 +164,7 @@ def run_cell(
     """Every doc of `cell` through its protocol's runners, one engine call per lockstep step."""
     protocol = task.protocols[cell.protocol]
     variant = {} if config.prompts is None else {"variant": config.prompts}
+    policy = {} if config.invalid_policy is None else {"policy": config.invalid_policy}
     by_id = {doc.id: doc for doc in docs}
     runners = {doc.id: protocol.runner(doc) for doc in docs}
     params = {doc.id: config.params(cell.protocol, doc) for doc in docs}
@@ -169,7 +179,9 @@ def run_cell(
             return ChatRequest(tuple(protocol.render(by_id[doc_id], slot, **variant)))
 
         def read(doc_id, slot, step, request, completion, doc_params=doc_params):
-            sample = _sample(protocol, cell, doc_id, slot, step, engine, request, completion, doc_params)
+            sample = _sample(
+                protocol, cell, doc_id, slot, step, engine, request, completion, doc_params, policy
+            )
             return sample.value, sample
 
         samples += drive(chunk, ask, read, engine, doc_params, desc=str(cell))
@@ -180,8 +192,10 @@ def run_cell(
     return predictions, samples
 
 
-def _sample(protocol, cell, doc_id, slot, step, engine, request, completion: Completion, params) -> DocSample:
-    parsed = [protocol.parse(text, slot) for text in completion.texts]
+def _sample(
+    protocol, cell, doc_id, slot, step, engine, request, completion: Completion, params, policy=None
+) -> DocSample:
+    parsed = [protocol.parse(text, slot, **(policy or {})) for text in completion.texts]
     return DocSample(
         id=doc_id,
         subset=cell.subset,

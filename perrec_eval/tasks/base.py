@@ -139,6 +139,9 @@ class Task:
     # Keys of a parsed answer (a mapping) summed per cell into scores.json's `answer_counts` and the report
     # (LLMRec: titles repeated, naming no item, naming an item outside the candidates)
     answer_counts: tuple[str, ...] = ()
+    # Policies a protocol's parse takes for answers out of range (`parse(..., policy=)`, `--invalid-policy`;
+    # none: the family has one)
+    invalid_policies: tuple[str, ...] = ()
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""

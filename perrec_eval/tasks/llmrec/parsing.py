@@ -33,13 +33,20 @@ def strip_think(text: str | None) -> str:
     return _THINK.sub("", text or "").strip()
 
 
-def parse_rating(text: str | None) -> Parsed:
-    """The first number of the answer, a rating in 1..5.
+# P5's evaluation kept a rating only if it was one of "1.0" .. "4.9" (range(10, 50) / 10: 5.0 is dropped).
+P5_RANGE = (1.0, 4.9)
+
+
+def parse_rating(text: str | None, policy: str = "strict") -> Parsed:
+    """The first number of the answer, a rating in 1..5 (policy ``p5``: in 1.0..4.9, P5's rule; a rating
+    it drops fails with reason ``p5_dropped`` instead of vanishing).
 
     >>> parse_rating("I think 4.5 stars").value
     4.5
     >>> parse_rating("6").reason, parse_rating("no idea").reason
     ('out_of_range', 'no_number')
+    >>> parse_rating("5", policy="p5").reason, parse_rating("4.9", policy="p5").value
+    ('p5_dropped', 4.9)
     """
     match = _NUMBER.search(strip_think(text))
     if match is None:
@@ -47,6 +54,8 @@ def parse_rating(text: str | None) -> Parsed:
     value = float(match.group())
     if not 1.0 <= value <= 5.0:
         return Parsed(False, reason="out_of_range", detail=match.group())
+    if policy == "p5" and not P5_RANGE[0] <= value <= P5_RANGE[1]:
+        return Parsed(False, reason="p5_dropped", detail=match.group())
     return Parsed(True, value)
 
 

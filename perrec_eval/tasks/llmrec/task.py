@@ -95,9 +95,10 @@ class Protocol:
         candidates = prompts.title_list([titled[asin] for asin in doc.candidates])
         return template.render(user=doc.user_id, history=prompts.title_list(titles), candidates=candidates)
 
-    def parse(self, text: str | None, slot: Any) -> Parsed:
+    def parse(self, text: str | None, slot: Any, *, policy: str = "strict") -> Parsed:
+        """The answer read back; `policy` (``strict`` or ``p5``, `--invalid-policy`) for a rating."""
         if slot.kind == "rating":
-            return parse_rating(text)
+            return parse_rating(text, policy)
         return parse_ranking(text, slot.index, slot.catalogue)
 
     def combine(self, values: Sequence[Any]) -> Any:
@@ -195,6 +196,7 @@ TASK = Task(
     prompt_variants=tuple(prompts.VARIANTS),
     sft_prompts="p5",
     answer_counts=("duplicates", "unmatched", "not_candidate"),
+    invalid_policies=("strict", "p5"),
     hub_description=(
         "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "
         "(leave-last-out per user). Score: NDCG@10 for sequential and direct (higher is better), RMSE for "
