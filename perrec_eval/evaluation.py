@@ -67,6 +67,17 @@ class TaskEvalConfig(EngineSpec):
     temperature: float = option("sampling temperature (0 = greedy)", default=0.1)
     top_p: float = option("nucleus sampling top-p", default=1.0)
     structured_outputs: bool = option("constrain every answer to its protocol's format", default=False)
+    prompts: str | None = option(
+        "a prompt variant of the family (e.g. the one `sft data` wrote a fine-tuned model's examples with)",
+        default=None,
+        shown="the family's own",
+    )
+    invalid_policy: str | None = option(
+        "how answers out of the task's range are read, where the family offers several (they still fail and "
+        "are counted)",
+        default=None,
+        shown="the family's own",
+    )
     overwrite: bool = option(
         "replace a finished run of other settings in --out (the same command resumes without it)",
         default=False,
@@ -92,6 +103,12 @@ class TaskEvalConfig(EngineSpec):
             )
         if self.max_docs is not None and self.max_docs < 1:
             raise ConfigError(f"--max-docs must be >= 1, got {self.max_docs}")
+        if self.prompts is not None and self.prompts not in task.prompt_variants:
+            known = ", ".join(task.prompt_variants) or "none"
+            raise ConfigError(f"--prompts of task {task.name} must be one of its variants ({known})")
+        if self.invalid_policy is not None and self.invalid_policy not in task.invalid_policies:
+            known = ", ".join(task.invalid_policies) or "none"
+            raise ConfigError(f"--invalid-policy of task {task.name} must be one of its policies ({known})")
         if self.samples < 1:
             raise ConfigError(f"--samples must be >= 1, got {self.samples}")
         if self.engine == BASELINE_ENGINE and self.model != "all" and self.model not in task.baselines:
@@ -146,6 +163,8 @@ def run_cell(
 ) -> tuple[list[DocPrediction], list[DocSample]]:
     """Every doc of `cell` through its protocol's runners, one engine call per lockstep step."""
     protocol = task.protocols[cell.protocol]
+    variant = {} if config.prompts is None else {"variant": config.prompts}
+    policy = {} if config.invalid_policy is None else {"policy": config.invalid_policy}
     by_id = {doc.id: doc for doc in docs}
     runners = {doc.id: protocol.runner(doc) for doc in docs}
     params = {doc.id: config.params(cell.protocol, doc) for doc in docs}
@@ -157,10 +176,12 @@ def run_cell(
     for doc_params, chunk in groups.items():
 
         def ask(doc_id: str, slot: Any) -> ChatRequest:
-            return ChatRequest(tuple(protocol.render(by_id[doc_id], slot)))
+            return ChatRequest(tuple(protocol.render(by_id[doc_id], slot, **variant)))
 
         def read(doc_id, slot, step, request, completion, doc_params=doc_params):
-            sample = _sample(protocol, cell, doc_id, slot, step, engine, request, completion, doc_params)
+            sample = _sample(
+                protocol, cell, doc_id, slot, step, engine, request, completion, doc_params, policy
+            )
             return sample.value, sample
 
         samples += drive(chunk, ask, read, engine, doc_params, desc=str(cell))
@@ -171,8 +192,10 @@ def run_cell(
     return predictions, samples
 
 
-def _sample(protocol, cell, doc_id, slot, step, engine, request, completion: Completion, params) -> DocSample:
-    parsed = [protocol.parse(text, slot) for text in completion.texts]
+def _sample(
+    protocol, cell, doc_id, slot, step, engine, request, completion: Completion, params, policy=None
+) -> DocSample:
+    parsed = [protocol.parse(text, slot, **(policy or {})) for text in completion.texts]
     return DocSample(
         id=doc_id,
         subset=cell.subset,
@@ -198,10 +221,15 @@ def score(
     errors = [s for s in samples if s.error is not None]
     per_cell_errors: dict[Cell, int] = {}
     per_cell_requests: dict[Cell, int] = {}
+    per_cell_counts: dict[Cell, dict[str, int]] = {}
     for sample in samples:
         cell = Cell(sample.subset, sample.protocol)
         per_cell_requests[cell] = per_cell_requests.get(cell, 0) + 1
         per_cell_errors[cell] = per_cell_errors.get(cell, 0) + (sample.error is not None)
+        if task.answer_counts:
+            counts = per_cell_counts.setdefault(cell, dict.fromkeys(task.answer_counts, 0))
+            for key in task.answer_counts:
+                counts[key] += sample.value.get(key, 0) if isinstance(sample.value, Mapping) else 0
     order = {cell: i for i, cell in enumerate(task.cells())}
     cells = []
     for cell in sorted(by_cell, key=lambda c: order.get(c, len(order))):
@@ -239,6 +267,7 @@ def score(
                 num_requests=per_cell_requests.get(cell, 0),
                 num_engine_errors=per_cell_errors.get(cell, 0),
                 num_clusters=len(set(clusters)) if clustered else None,
+                answer_counts=per_cell_counts.get(cell),
                 metrics=metrics,
             )
         )

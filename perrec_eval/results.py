@@ -42,12 +42,15 @@ class FamilyCell:
     num_requests: int = 0
     num_engine_errors: int = 0
     num_clusters: int | None = None
+    # what the family counts in its parsed answers, summed over the cell (`Task.answer_counts`)
+    answer_counts: Mapping[str, int] | None = None
     metrics: Mapping[str, MetricValue]
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "metrics"}
-        if self.num_clusters is None:
-            del out["num_clusters"]
+        for name in ("num_clusters", "answer_counts"):  # absent where they do not apply
+            if out[name] is None:
+                del out[name]
         out["metrics"] = {name: vars_of(value) for name, value in self.metrics.items()}
         return out
 

@@ -46,10 +46,18 @@ class FamilyDataConfig:
         "use N train docs of each subset: a seeded sample (default: all)", default=None
     )
     seed: int = option("seed of the --max-docs sample and of the mixed shuffle", default=0)
+    prompts: str | None = option(
+        "a prompt variant of the family (evaluate the fine-tuned model with the same --prompts)",
+        default=None,
+        shown="the one the family fine-tunes with",
+    )
 
     def __post_init__(self) -> None:
         check_task(self.task)
         task = get(self.task)
+        if self.prompts is not None and self.prompts not in task.prompt_variants:
+            known = ", ".join(task.prompt_variants) or "none"
+            raise ConfigError(f"--prompts of task {task.name} must be one of its variants ({known})")
         if self.format != "mixed" and self.format not in task.protocols:
             raise ConfigError(
                 f"--format must be mixed or one of {', '.join(task.protocols)}, got {self.format!r}"
@@ -60,8 +68,12 @@ class FamilyDataConfig:
             raise ConfigError(f"--subsets of task {task.name} must be a subset of {','.join(task.subsets)}")
 
 
-def examples(task: Task, docs: dict[str, list[Doc]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
-    """One row per request a runner sends first for a train doc, with the true answer as its completion."""
+def examples(
+    task: Task, docs: dict[str, list[Doc]], protocols: tuple[str, ...], prompts: str | None = None
+) -> list[dict[str, Any]]:
+    """One row per request a runner sends first for a train doc, with the true answer as its completion
+    (rendered in prompt variant `prompts`; None: the protocols' default)."""
+    variant = {} if prompts is None else {"variant": prompts}
     rows = []
     cells = set(task.cells())
     for protocol_name in protocols:
@@ -74,7 +86,7 @@ def examples(task: Task, docs: dict[str, list[Doc]], protocols: tuple[str, ...])
                     answer = protocol.true_answer(doc, slot)
                     rows.append(
                         {
-                            "prompt": protocol.render(doc, slot),
+                            "prompt": protocol.render(doc, slot, **variant),
                             "completion": [
                                 {"role": "assistant", "content": protocol.format_answer(answer, slot)}
                             ],
@@ -103,7 +115,7 @@ def write_command(config: FamilyDataConfig) -> int:
             )
             for subset in subsets
         }
-        rows = examples(task, docs, protocols)
+        rows = examples(task, docs, protocols, config.prompts or task.sft_prompts)
         if not rows:
             raise DataError(f"no examples: {config.data} has no train docs in {', '.join(subsets)}")
         if config.format == "mixed":
@@ -142,6 +154,7 @@ def describe(task: Task, config: FamilyDataConfig, rows: list[dict[str, Any]], n
         "total_length": sum(lengths),
         "max_docs": config.max_docs,
         "seed": config.seed,
+        "prompts": config.prompts or task.sft_prompts,
         "source": {
             "data": config.data,
             "split": "train",

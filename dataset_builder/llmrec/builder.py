@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import logging
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,15 @@ from dataset_builder import raw
 from dataset_builder.config import BuildError
 from dataset_builder.llmrec.config import BuildConfig
 from dataset_builder.llmrec.selection import kcore, titled_interactions, write_sorted
-from dataset_builder.llmrec.splits import SPLITS, Interaction, candidates, row_rng, user_rows
+from dataset_builder.llmrec.splits import (
+    SPLITS,
+    Cuts,
+    Interaction,
+    candidates,
+    row_rng,
+    train_items,
+    user_rows,
+)
 from dataset_builder.llmrec.text import TEXT_CONFIGS, text_rows
 from dataset_builder.manifest import manifest
 from dataset_builder.sources import Source
@@ -55,10 +64,11 @@ _COMMON = [
     ("timestamp", pa.int64()),
     ("history", _HISTORY),
 ]
+_CANDIDATES = [("candidates", pa.list_(pa.string())), ("target_position", pa.int64())]
 SCHEMAS = {
     "rating": pa.schema([*_COMMON, ("rating", pa.float64())]),
-    "sequential": pa.schema(_COMMON),
-    "direct": pa.schema([*_COMMON, ("candidates", pa.list_(pa.string())), ("target_position", pa.int64())]),
+    "sequential": pa.schema([*_COMMON, *_CANDIDATES]),
+    "direct": pa.schema([*_COMMON, *_CANDIDATES]),
     "explanation": pa.schema(
         [*_COMMON, ("rating", pa.float64()), ("explanation", pa.string()), ("feature", pa.string())]
     ),
@@ -134,7 +144,11 @@ def _plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def domain_rows(cfg: BuildConfig, domain: str, path: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Every config's rows of one domain: ``{config: {split: rows}}``."""
+    """Every config's rows of one domain: ``{config: {split: rows}}``.
+
+    Sequential and direct rows carry the same candidates (the target and ``cfg.negatives`` items the user
+    never reviewed, drawn per row id) and the target's position among them.
+    """
     table = pq.read_table(path).to_pylist()
     out: dict[str, dict[str, list[dict[str, Any]]]] = {
         name: {split: [] for split in SPLITS} for name in TASK_CONFIGS
@@ -143,23 +157,32 @@ def domain_rows(cfg: BuildConfig, domain: str, path: Path) -> dict[str, dict[str
     out["items"] = {"train": [{"domain": domain, "parent_asin": a, "title": t} for a, t in catalogue]}
     out["interactions"] = {"train": []}
     items = np.array([asin for asin, _ in catalogue])
+    cuts = Cuts(cfg.valid_from, cfg.test_from) if cfg.split == "timestamp" else None
     sequences: dict[str, list[Interaction]] = {}
     for r in table:  # already in each user's chronological order
         sequences.setdefault(r["user_id"], []).append(
             Interaction(r["parent_asin"], r["title"], float(r["rating"]), int(r["ts"]))
         )
     for user, sequence in sequences.items():
-        pool = np.setdiff1d(items, [i.parent_asin for i in sequence])
-        for item in sequence[:-2]:
+        for item in train_items(sequence, cuts):
             out["interactions"]["train"].append(
                 {"domain": domain, "user_id": user, "parent_asin": item.parent_asin, "rating": item.rating,
                  "timestamp": item.timestamp}
             )  # fmt: skip
-        for split, row in user_rows(domain, user, sequence, cfg.history_length):
+    weights = None
+    if cfg.negative_sampling == "popularity":  # 1 + train interactions: every item can be drawn
+        counts = Counter(row["parent_asin"] for row in out["interactions"]["train"])
+        weights = np.array([1.0 + counts[asin] for asin in items])
+    for user, sequence in sequences.items():
+        keep = ~np.isin(items, [i.parent_asin for i in sequence])
+        pool, pool_weights = items[keep], None if weights is None else weights[keep]
+        for split, row in user_rows(domain, user, sequence, cfg.history_length, cuts):
             rating = row.pop("rating")
             out["rating"][split].append({**row, "rating": rating})
-            out["sequential"][split].append(row)
-            listed, at = candidates(row["parent_asin"], pool, cfg.negatives, row_rng(cfg.seed, row["id"]))
+            listed, at = candidates(
+                row["parent_asin"], pool, cfg.negatives, row_rng(cfg.seed, row["id"]), pool_weights
+            )
+            out["sequential"][split].append({**row, "candidates": listed, "target_position": at})
             out["direct"][split].append({**row, "candidates": listed, "target_position": at})
     return out
 
@@ -232,7 +255,7 @@ def _summary(out: Path) -> str:
     counts = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["counts"]
     test = counts.get("sequential", {}).get("test", 0)
     built = [name for name in (*TASK_CONFIGS, *TEXT_CONFIGS) if name in counts]
-    return f"llmrec built in {out}: {test:,} test users; configs {', '.join(built)}"
+    return f"llmrec built in {out}: {test:,} test rows; configs {', '.join(built)}"
 
 
 BUILDER = Builder(stage=_stage, plan=_plan, write=_write, summary=_summary)

@@ -42,7 +42,17 @@ def build_card(
         f"{results[d]['kcore_rounds']} |"
         for d in plan
     )
+    split_text = (
+        "**Leave-last-out**: test asks about each user's last item, validation about the second to last, "
+        "train about every earlier item but the first (which has no history)."
+        if cfg.split == "last_out"
+        else "**Timestamp split** (the Amazon Reviews 2023 benchmark's global cut points): a target reviewed "
+        f"from {cfg.test_from} ms on is test, from {cfg.valid_from} ms on validation, earlier train (every "
+        "item of a user but the first asks one row); `interactions` holds the reviews before the first cut."
+    )
     values = {
+        "split_text": split_text,
+        "sampling": "uniformly" if cfg.negative_sampling == "uniform" else "by popularity (1 + train count)",
         "kcore": cfg.kcore,
         "history_length": cfg.history_length,
         "negatives": cfg.negatives,

@@ -32,6 +32,10 @@ The generative model (per domain; independent random streams seeded by ``(seed, 
 * **Equal timestamps,** as in the real data: a review takes the timestamp of the same user's previous review
   with probability 0.06 (several items rated in one millisecond) and that of the previous review of the same
   item with probability 0.01, when that review is at most 30 days earlier.
+* **Sequences** (LLMRec's sequential signal): each item has one successor, another item of its topic drawn
+  once by popularity; with probability 0.3 a review's item is replaced by the successor of the same user's
+  previous item (by time), unless the user already has it. A user's next item is then predictable from
+  the last one, which sequential recommenders (SASRec, item kNN) learn from the train sequences.
 * **Texts and layout.** Review title/text come from three templates per star rating naming a topic word;
   metadata has every field of PROTOCOL §1 (Books with ``subtitle``; Books and Kindle_Store with an
   ``author`` object, as in the real files: 70 % full, 20 % name only, 10 % absent); 2 % of items have

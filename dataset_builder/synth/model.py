@@ -41,6 +41,7 @@ class Signal:
     tail_mean_days: float = 200.0
     same_user_timestamp_share: float = 0.06
     same_item_timestamp_share: float = 0.01
+    chain_share: float = 0.3
 
 
 SIGNAL = Signal()
@@ -119,6 +120,48 @@ def _share_timestamps(rng: np.random.Generator, group: np.ndarray, ts: np.ndarra
     ts[order[1:][pick]] = ts[order[:-1][pick]]
 
 
+def _plant_chains(
+    rng: np.random.Generator,
+    user: np.ndarray,
+    item: np.ndarray,
+    timestamp: np.ndarray,
+    item_topic: np.ndarray,
+    popularity: np.ndarray,
+    share: float,
+) -> None:
+    """Plant the sequential signal (in place): each item has one successor, another item of its topic
+    drawn once by popularity, and with probability ``share`` a review's item becomes the successor of the
+    same user's previous item (by time), unless the user already has it. A user's reviews keep their
+    times, and no user gets an item twice. (Its own random stream: the other draws do not move.)
+    """
+    successor = np.arange(item_topic.size)
+    for topic in np.unique(item_topic):
+        members = np.flatnonzero(item_topic == topic)
+        if members.size > 1:
+            weights = popularity[members] / popularity[members].sum()
+            drawn = rng.choice(members, size=members.size, p=weights)
+            clash = drawn == members  # never its own successor: the next member instead
+            drawn[clash] = np.roll(members, -1)[clash]
+            successor[members] = drawn
+    order = _order_by(user, timestamp)
+    users, items = user[order].tolist(), item[order].tolist()
+    picks = (rng.random(user.size) < share).tolist()
+    first = 0
+    while first < len(users):
+        last = first
+        while last < len(users) and users[last] == users[first]:
+            last += 1
+        owned = set(items[first:last])
+        for at in range(first + 1, last):
+            chained = int(successor[items[at - 1]])
+            if picks[at] and chained not in owned:
+                owned.discard(items[at])
+                owned.add(chained)
+                items[at] = chained
+        first = last
+    item[order] = items
+
+
 def generate(name: str, n: int, seed: int, signal: Signal = SIGNAL) -> Domain:
     """Draw one domain's reviews and the planted per-user and per-item parameters.
 
@@ -160,6 +203,9 @@ def generate(name: str, n: int, seed: int, signal: Signal = SIGNAL) -> Domain:
     )
     _share_timestamps(rng, user, timestamp, signal.same_user_timestamp_share)
     _share_timestamps(rng, item, timestamp, signal.same_item_timestamp_share)
+    _plant_chains(
+        domain_rng(seed, name, 2), user, item, timestamp, item_topic, popularity, signal.chain_share
+    )
 
     latent = (
         signal.base

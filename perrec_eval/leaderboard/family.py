@@ -100,6 +100,10 @@ def section(
     for run in runs:
         by_cell = {Cell(c.subset, c.protocol): c for c in run.scores.cells}
         rows.append({"label": run.label, "path": str(run.path), "cells": {}, "average": run.scores.average})
+        counts = {str(cell): dict(by_cell[cell].answer_counts) for cell in cells
+                  if cell in by_cell and by_cell[cell].answer_counts}  # fmt: skip
+        if counts:
+            rows[-1]["answer_counts"] = counts
         for cell in cells:
             value = by_cell[cell].metrics[shown[cell].name] if cell in by_cell else None
             rows[-1]["cells"][str(cell)] = (
@@ -205,6 +209,15 @@ def markdown(data: dict[str, Any]) -> str:
         "95% bootstrap intervals over docs. Bold: the best run of a cell; †: not significantly different "
         f"from it (paired test, p ≥ {ALPHA}).",
     ]
+    counted = [row for row in data["rows"] if row.get("answer_counts")]
+    if counted:
+        lines += ["", "Counted in the parsed answers (summed over each cell's requests):", ""]
+        for row in counted:
+            cells = "; ".join(
+                f"{cell}: " + ", ".join(f"{key.replace('_', ' ')} {n:,}" for key, n in counts.items())
+                for cell, counts in row["answer_counts"].items()
+            )
+            lines.append(f"- {row['label']}: {cells}")
     return "\n".join(lines) + "\n"
 
 

@@ -137,6 +137,16 @@ class Task:
     # gives; None: failed), raising ValueError that names the value it takes. A string value is always read
     # as a model's answer is (the protocol's parser), so a family without this hook takes answer text only.
     prediction_from: Callable[[Doc, str, Any], Any] | None = field(default=None, repr=False)
+    # Prompt variants a protocol renders (`render(..., variant=)`, `--prompts`; none: the family has one),
+    # and the one `sft data` writes examples with by default (None: the protocols' own default)
+    prompt_variants: tuple[str, ...] = ()
+    sft_prompts: str | None = None
+    # Keys of a parsed answer (a mapping) summed per cell into scores.json's `answer_counts` and the report
+    # (LLMRec: titles repeated, naming no item, naming an item outside the candidates)
+    answer_counts: tuple[str, ...] = ()
+    # Policies a protocol's parse takes for answers out of range (`parse(..., policy=)`, `--invalid-policy`;
+    # none: the family has one)
+    invalid_policies: tuple[str, ...] = ()
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""

@@ -58,7 +58,7 @@ def test_build_output_loads_by_name_from_parent(built: Path, tmp_path: Path, mon
     data = datasets.load_dataset("perrecbench", "hard", cache_dir=str(tmp_path / "cache"))
     assert set(data) == {"test", "train"}
     dropped = json.loads((built / "stats.json").read_text())["split"]["train_groups_dropped"]
-    assert data["train"].num_rows == 13 - 5 - dropped > 0
+    assert data["train"].num_rows == 10 - 5 - dropped > 0
     assert all(len(row["users"]) == 4 for row in data["train"])
 
 
@@ -109,7 +109,7 @@ def test_card_fills_every_template_variable_and_nothing_else(raw: Path, tmp_path
 def test_build_output_stats_and_manifest(built: Path, raw: Path) -> None:
     stats = json.loads((built / "stats.json").read_text())
     assert stats["splits"]["test"]["all"]["query_items"] == 5
-    train = 13 - 5 - stats["split"]["train_groups_dropped"]
+    train = 10 - 5 - stats["split"]["train_groups_dropped"]
     assert stats["splits"]["train"]["all"]["reviews"] == train * 5
     assert sum(stats["splits"]["test"]["distributions"]["rating"].values()) == 25
     assert stats["split"]["leaks"]["test_reviews_in_train_histories"] == 0

@@ -33,6 +33,7 @@ class RecDoc(Doc):
     kind: str = "rating"
     domain: str = ""
     user_id: str = ""
+    parent_asin: str = ""  # the target item (its rating is a rating doc's truth)
     title: str = ""
     timestamp: int = 0
     history: tuple[Mapping[str, Any], ...] = ()
@@ -147,6 +148,7 @@ def load_docs(
             kind=subset,
             domain=row["domain"],
             user_id=row["user_id"],
+            parent_asin=row["parent_asin"],
             title=row["title"],
             timestamp=row["timestamp"],
             history=tuple(row["history"]),

@@ -46,5 +46,9 @@ def mae(items: Sequence[float | Sequence[float]]) -> float:
     >>> mae([[1.0], [], -3.0])
     2.0
     """
-    errors = np.concatenate([np.atleast_1d(np.asarray(item, dtype=np.float64)) for item in items] or [[]])
+    try:  # the bootstrap calls this once per resample: the common shape (one error per doc) in one step
+        errors = np.asarray(items, dtype=np.float64).ravel()
+    except ValueError:  # ragged: failed docs have no error
+        flat = [e for item in items for e in (item if isinstance(item, list | tuple) else (item,))]
+        errors = np.asarray(flat, dtype=np.float64)
     return mean(np.abs(errors)) if errors.size else math.nan

@@ -33,13 +33,20 @@ def strip_think(text: str | None) -> str:
     return _THINK.sub("", text or "").strip()
 
 
-def parse_rating(text: str | None) -> Parsed:
-    """The first number of the answer, a rating in 1..5.
+# P5's evaluation kept a rating only if it was one of "1.0" .. "4.9" (range(10, 50) / 10: 5.0 is dropped).
+P5_RANGE = (1.0, 4.9)
+
+
+def parse_rating(text: str | None, policy: str = "strict") -> Parsed:
+    """The first number of the answer, a rating in 1..5 (policy ``p5``: in 1.0..4.9, P5's rule; a rating
+    it drops fails with reason ``p5_dropped`` instead of vanishing).
 
     >>> parse_rating("I think 4.5 stars").value
     4.5
     >>> parse_rating("6").reason, parse_rating("no idea").reason
     ('out_of_range', 'no_number')
+    >>> parse_rating("5", policy="p5").reason, parse_rating("4.9", policy="p5").value
+    ('p5_dropped', 4.9)
     """
     match = _NUMBER.search(strip_think(text))
     if match is None:
@@ -47,6 +54,8 @@ def parse_rating(text: str | None) -> Parsed:
     value = float(match.group())
     if not 1.0 <= value <= 5.0:
         return Parsed(False, reason="out_of_range", detail=match.group())
+    if policy == "p5" and not P5_RANGE[0] <= value <= P5_RANGE[1]:
+        return Parsed(False, reason="p5_dropped", detail=match.group())
     return Parsed(True, value)
 
 
@@ -100,25 +109,38 @@ class TitleIndex:
         return (self._by_title[best[0]], True) if best else (None, False)
 
 
-def parse_ranking(text: str | None, index: TitleIndex) -> Parsed:
+def parse_ranking(text: str | None, index: TitleIndex, catalogue: TitleIndex | None = None) -> Parsed:
     """The ranked items an answer lists, best first, with what was dropped.
+
+    Args:
+        text: the answer.
+        index: the items an answer may name (the row's candidates, or the catalogue).
+        catalogue: the domain's catalogue when `index` is narrower: an entry outside `index` that names
+            a catalogue item counts as ``not_candidate``, one that names nothing as ``unmatched`` (a
+            hallucination).
 
     Returns:
         `Parsed` whose value is ``{"items": [parent_asin, ...], "fuzzy": n, "unmatched": n,
-        "duplicates": n}``; failed (``no_list`` or ``no_item``) when nothing maps to an item.
+        "duplicates": n}`` (plus ``"not_candidate": n`` with a `catalogue`); failed (``no_list`` or
+        ``no_item``) when nothing maps to an item.
 
     >>> index = TitleIndex([("A1", "Red Soap"), ("B2", "Blue Soap")])
     >>> parse_ranking('["blue soap", "Red Sop", "Green Soap", "Blue Soap"]', index).value
     {'items': ['B2', 'A1'], 'fuzzy': 1, 'unmatched': 1, 'duplicates': 1}
+    >>> catalogue = TitleIndex([("A1", "Red Soap"), ("B2", "Blue Soap"), ("C3", "Green Soap")])
+    >>> parse_ranking('["Green Soap", "Pink Soap", "Red Soap"]', index, catalogue).value
+    {'items': ['A1'], 'fuzzy': 0, 'unmatched': 1, 'duplicates': 0, 'not_candidate': 1}
     """
     entries = _entries(strip_think(text))
     if not entries:
         return Parsed(False, reason="no_list")
     items: list[str] = []
-    fuzzy = unmatched = duplicates = 0
+    fuzzy = unmatched = duplicates = not_candidate = 0
     for entry in entries:
         asin, approximate = index.find(entry)
-        if asin is None:
+        if asin is None and catalogue is not None and catalogue.find(entry)[0] is not None:
+            not_candidate += 1
+        elif asin is None:
             unmatched += 1
         elif asin in items:
             duplicates += 1
@@ -126,5 +148,11 @@ def parse_ranking(text: str | None, index: TitleIndex) -> Parsed:
             items.append(asin)
             fuzzy += approximate
     if not items:
-        return Parsed(False, reason="no_item", detail=f"{unmatched} titles matched no item")
-    return Parsed(True, {"items": items, "fuzzy": fuzzy, "unmatched": unmatched, "duplicates": duplicates})
+        detail = f"{unmatched} titles matched no item" + (
+            f", {not_candidate} named items outside the candidates" if not_candidate else ""
+        )
+        return Parsed(False, reason="no_item", detail=detail)
+    counts = {"fuzzy": fuzzy, "unmatched": unmatched, "duplicates": duplicates}
+    if catalogue is not None:
+        counts["not_candidate"] = not_candidate
+    return Parsed(True, {"items": items, **counts})

@@ -21,7 +21,17 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
     "explanation": frozenset({"user", "history", "title", "rating"}),
     "summarization": frozenset({"user", "review"}),
 }
+# What a task's prompt must show (P5's rating and direct templates leave the history out).
+REQUIRED: dict[str, frozenset[str]] = {
+    "rating": frozenset({"user", "title"}),
+    "sequential": frozenset({"user", "history"}),
+    "direct": frozenset({"user", "candidates"}),
+    "explanation": frozenset({"user", "title", "rating"}),
+    "summarization": frozenset({"user", "review"}),
+}
 DEFAULT = "offtheshelf.yaml"
+# Prompt variants (`--prompts`): LLMRec's off-the-shelf prompts, and P5's templates (the fine-tuning ones).
+VARIANTS = {"default": DEFAULT, "p5": "p5.yaml"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +80,24 @@ def parse_templates(text: str, where: str) -> TemplateSet:
         if not isinstance(entry, dict) or set(entry) != {"system", "user"}:
             raise ValueError(f"{where}: {kind} needs exactly `system` and `user`")
         found = _placeholders(entry["user"])
-        if found != PLACEHOLDERS[kind]:
-            expected = sorted(PLACEHOLDERS[kind])
+        if not REQUIRED[kind] <= found <= PLACEHOLDERS[kind]:
+            expected = f"all of {sorted(REQUIRED[kind])} and only of {sorted(PLACEHOLDERS[kind])}"
             raise ValueError(f"{where}: {kind}.user has placeholders {sorted(found)}, expected {expected}")
         kinds[kind] = Template(entry["system"], entry["user"])
     if len({t.system for t in kinds.values()}) != len(kinds):
         raise ValueError(f"{where}: each task needs its own system prompt")
     return TemplateSet(data["id"], hashlib.sha256(text.encode()).hexdigest(), kinds)
+
+
+def variant(name: str) -> TemplateSet:
+    """The templates of a prompt variant (:data:`VARIANTS`).
+
+    Raises:
+        ValueError: an unknown variant (the message lists the known ones).
+    """
+    if name not in VARIANTS:
+        raise ValueError(f"unknown llmrec prompt variant {name!r}: choose one of {', '.join(VARIANTS)}")
+    return load(VARIANTS[name])
 
 
 @functools.cache

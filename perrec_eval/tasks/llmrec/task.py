@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import json
-import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,8 +31,8 @@ from typing import Any
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.tasks.base import Doc, Parsed, Task
+from perrec_eval.tasks.llmrec import baselines, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
-from perrec_eval.tasks.llmrec import metrics, prompts
 from perrec_eval.tasks.llmrec import text as text_tasks
 from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating
 
@@ -41,7 +40,7 @@ KINDS = prompts.KINDS
 RANKING = ("sequential", "direct")
 LIST_LENGTH = 10  # the prompts ask for 10 items
 RANKING_METRICS = {"ndcg@10": 10, "ndcg@5": 5, "hr@1": 1, "hr@5": 5, "hr@10": 10}
-BASELINES = ("random", "popularity", "global-mean", "user-mean", *text_tasks.BASELINES)
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +49,7 @@ class Ask:
 
     kind: str
     index: TitleIndex | None = None
+    catalogue: TitleIndex | None = None  # direct: tells titles outside the candidates from hallucinations
 
     def to_json(self) -> dict[str, str]:
         return {"kind": self.kind}
@@ -72,7 +72,8 @@ class Protocol:
             return Ask("rating")
         if self.name == "direct":
             titles = _titles(doc)
-            return Ask("direct", TitleIndex((asin, titles[asin]) for asin in doc.candidates))
+            candidates = TitleIndex((asin, titles[asin]) for asin in doc.candidates)
+            return Ask("direct", candidates, build.title_index(doc.source, doc.domain))
         return Ask("sequential", build.title_index(doc.source, doc.domain))
 
     def runner(self, doc: Doc) -> OneShot:
@@ -83,7 +84,8 @@ class Protocol:
         return OneShot(slot, finish=lambda answer: None if answer is None else answer["items"])
 
     def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]:
-        template = prompts.load().kinds[self.name]
+        """The request in prompt variant `variant` (`prompts.VARIANTS`: LLMRec's, or P5's templates)."""
+        template = prompts.variant(variant).kinds[self.name]
         titles = [item["title"] for item in doc.history]
         if self.name == "rating":
             return template.render(
@@ -98,8 +100,11 @@ class Protocol:
         candidates = prompts.title_list([titled[asin] for asin in doc.candidates])
         return template.render(user=doc.user_id, history=prompts.title_list(titles), candidates=candidates)
 
-    def parse(self, text: str | None, slot: Any) -> Parsed:
-        return parse_rating(text) if slot.kind == "rating" else parse_ranking(text, slot.index)
+    def parse(self, text: str | None, slot: Any, *, policy: str = "strict") -> Parsed:
+        """The answer read back; `policy` (``strict`` or ``p5``, `--invalid-policy`) for a rating."""
+        if slot.kind == "rating":
+            return parse_rating(text, policy)
+        return parse_ranking(text, slot.index, slot.catalogue)
 
     def combine(self, values: Sequence[Any]) -> Any:
         """The most frequent answer of the samples (the first of equals)."""
@@ -166,74 +171,12 @@ def _kind(value: Any) -> str:
     return {bool: "true/false", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
-def _rng(seed: int, doc_id: str) -> random.Random:
-    return random.Random(f"{seed}:{doc_id}")
-
-
-def _popularity(data_dir: str) -> Counter:
-    return Counter((row["domain"], row["parent_asin"]) for row in build.train_interactions(data_dir))
-
-
 def predict_baseline(name: str, docs: Sequence[build.RecDoc], *, data: str, seed: int) -> list[Any] | None:
-    """A no-LLM baseline's answer to every doc of a cell (None: it does not answer this task).
-
-    ``random``: a uniform rating 1..5; a uniform shuffle of the candidates (direct) or 10 uniform catalogue
-    items the user had not reviewed before the target (sequential, `data.seen_before`). ``popularity``:
-    items by train interactions, most first (ties by ``parent_asin``), the same items left out
-    (sequential). ``global-mean`` / ``user-mean``: the mean train rating of everyone / of the user
-    (ratings only).
-    """
-    if not docs:
-        return []
-    kind = docs[0].kind
-    if name in text_tasks.BASELINES or kind in text_tasks.TEXT_KINDS:
+    """A no-LLM baseline's answer to every doc of a cell (None: it does not answer this task): the text
+    tasks' floors (`text`), the rating and ranking baselines (`baselines`)."""
+    if docs and (name in text_tasks.BASELINES or docs[0].kind in text_tasks.TEXT_KINDS):
         return text_tasks.predict_baseline(name, docs, data=data, seed=seed)
-    if name == "random":
-        return [_random(doc, data, seed) for doc in docs]
-    if name == "popularity" and kind in RANKING:
-        counts = _popularity(data)
-        return [_popular(doc, data, counts) for doc in docs]
-    if name in ("global-mean", "user-mean") and kind == "rating":
-        train = train_ratings(data)
-        overall = sum(train.values(), start=[])
-        global_mean = sum(overall) / len(overall)
-        if name == "global-mean":
-            return [global_mean for _ in docs]
-        return [_mean(train.get((doc.domain, doc.user_id)), global_mean) for doc in docs]
-    return None
-
-
-def train_ratings(data_dir: str) -> dict[tuple[str, str], list[float]]:
-    """Every user's train ratings, by (domain, user)."""
-    ratings: dict[tuple[str, str], list[float]] = {}
-    for row in build.train_interactions(data_dir):
-        ratings.setdefault((row["domain"], row["user_id"]), []).append(row["rating"])
-    return ratings
-
-
-def _mean(values: list[float] | None, fallback: float) -> float:
-    return sum(values) / len(values) if values else fallback
-
-
-def _random(doc: build.RecDoc, data_dir: str, seed: int) -> Any:
-    rng = _rng(seed, doc.id)
-    if doc.kind == "rating":
-        return float(rng.randint(1, 5))
-    if doc.kind == "direct":
-        return rng.sample(list(doc.candidates), len(doc.candidates))
-    seen = build.seen_before(data_dir, doc)
-    pool = [asin for asin, _ in build.catalogue(data_dir)[doc.domain] if asin not in seen]
-    return rng.sample(pool, min(LIST_LENGTH, len(pool)))
-
-
-def _popular(doc: build.RecDoc, data_dir: str, counts: Counter) -> list[str]:
-    if doc.kind == "direct":
-        pool = list(doc.candidates)
-    else:
-        seen = build.seen_before(data_dir, doc)
-        pool = [asin for asin, _ in build.catalogue(data_dir)[doc.domain] if asin not in seen]
-    ranked = sorted(pool, key=lambda asin: (-counts[(doc.domain, asin)], asin))
-    return ranked if doc.kind == "direct" else ranked[:LIST_LENGTH]
+    return baselines.predict(name, docs, data=data, seed=seed)
 
 
 _TITLE_REGEX = r'"(?:[^"\\\n]|\\.){1,300}"'  # a JSON string, escaped quotes included
@@ -286,7 +229,7 @@ TASK = Task(
         MetricSpec("mae", higher_is_better=False, aggregation="corpus", corpus=metrics.mae),
         *text_tasks.metric_specs(),
     ),
-    baselines=BASELINES,
+    baselines=(*baselines.BASELINES, *text_tasks.BASELINES),
     builder="dataset_builder.llmrec.builder",
     answer_formats=answer_formats,
     constant_answer=constant_answer,
@@ -295,6 +238,10 @@ TASK = Task(
     predict_baseline=predict_baseline,
     prediction_from=prediction_from,
     subset_protocols={kind: (kind,) for kind in KINDS},
+    prompt_variants=tuple(prompts.VARIANTS),
+    sft_prompts="p5",
+    answer_counts=("duplicates", "unmatched", "not_candidate"),
+    invalid_policies=("strict", "p5"),
     hub_description=(
         "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "
         "(leave-last-out per user). Score: NDCG@10 for sequential and direct (higher is better), RMSE for "

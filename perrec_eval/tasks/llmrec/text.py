@@ -70,13 +70,15 @@ class TextProtocol:
         return OneShot(TextAsk(self.name))
 
     def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]:
-        template = prompts.load().kinds[self.name]
+        """The request in prompt variant `variant` (LLMRec's, or P5's templates 3-3 and 4-1)."""
+        template = prompts.variant(variant).kinds[self.name]
         if self.name == "summarization":
             return template.render(user=doc.user_id, review=doc.review_text)
         titles = prompts.title_list([item["title"] for item in doc.history])
         return template.render(user=doc.user_id, history=titles, title=doc.title, rating=f"{doc.rating:.1f}")
 
-    def parse(self, text: str | None, slot: Any) -> Parsed:
+    def parse(self, text: str | None, slot: Any, *, policy: str = "strict") -> Parsed:
+        """The answer text read back (`policy` is for ratings: a text has no range)."""
         return parse_text(text)
 
     def combine(self, values: Sequence[Any]) -> Any:
