@@ -1,11 +1,12 @@
 """RecBench+'s part of ``perrecbench build``: per domain, the reviewed catalogue and every user's history
 (the stage, in DuckDB), then the knowledge graph and the queries (in Python), then the folder.
 
-The folder: ``explicit/{test,train}-<sha12>.parquet`` and ``implicit/...`` (rows of
-:func:`dataset_builder.recbench_plus.queries.rows_of_user`), ``catalogue/items-<sha12>.parquet`` (every item
-with a title: ``parent_asin, title, domain, popularity, relations``, the relations kept by the graph), the
-card and ``manifest.json``. File names carry their content hash, so a rebuilt folder never serves stale rows
-(PITFALLS 1); an empty split has no file and no card entry (PITFALLS 2).
+The folder: ``explicit/{test,train}-<sha12>.parquet`` and likewise ``implicit``, ``misinformed`` and
+``interest`` (rows of :func:`dataset_builder.recbench_plus.queries.rows_of_user`),
+``catalogue/items-<sha12>.parquet`` (every item with a title: ``parent_asin, title, domain, popularity,
+relations``, the relations kept by the graph), the card and ``manifest.json``. File names carry their content
+hash, so a rebuilt folder never serves stale rows (PITFALLS 1); an empty split has no file and no card entry
+(PITFALLS 2).
 """
 
 from __future__ import annotations
@@ -27,8 +28,12 @@ from dataset_builder.stages import DomainInputs, StageOutput, StageSpec, Tick
 from dataset_builder.tasks import Builder
 from perrec_eval.fileio import write_json, write_text
 
-CONFIGS = ("explicit", "implicit")
+CONFIGS = queries.TYPES
 SPLITS = ("test", "train")
+DEMOGRAPHICS_NOTE = (
+    "not built: Amazon Reviews 2023 gives no user attributes, and this rebuild does not read a MovieLens-1M "
+    "users.dat"
+)
 
 
 def _select(
@@ -79,20 +84,36 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
         r["parent_asin"]: kg.item_facts(r["author"], r["store"], r["categories"], r["details"], keys)
         for r in rows
     }
+    if not rows:
+        raise BuildError(
+            f"{domain}: no reviewed item has a title in its metadata; pass --source files whose metadata "
+            "carries titles (RecBench+ answers are matched to the catalogue by title)"
+        )
     graph = kg.build_graph(facts, min_items=cfg.min_items, max_share=cfg.max_share)
+    if not graph.holders:
+        raise BuildError(
+            f"{domain}: no relation value of the metadata is held by {cfg.min_items} to {cfg.max_share:g} of "
+            "the items: name other --details-keys, or lower --min-items, or raise --max-share"
+        )
     items = {r["parent_asin"]: queries.Item(r["parent_asin"], r["title"], r["popularity"]) for r in rows}
     histories: dict[str, list[str]] = {}
     for r in pq.read_table(stage["history_path"]).to_pylist():
         histories.setdefault(r["user_id"], []).append(r["parent_asin"])
     rng = random.Random(f"{cfg.seed}-{domain}")
     eligible = [u for u in sorted(histories) if len(histories[u]) >= cfg.min_history]
+    if not eligible:
+        raise BuildError(
+            f"{domain}: no user has {cfg.min_history} reviewed items with a titled metadata line; lower "
+            "--min-history or pass a larger --source"
+        )
     rng.shuffle(eligible)
+    ranked = queries.by_popularity(items)
     counts: dict[str, int] = {
         "eligible_users": len(eligible),
         **{f"values_{k}": v for k, v in graph.dropped.items()},
     }
     counts["values_kept"] = len(graph.holders)
-    counts["implicit_skipped"] = 0
+    counts.update({f"{config}_skipped": 0 for config in CONFIGS[1:]})
     out: dict[str, dict[str, list[dict[str, Any]]]] = {c: {s: [] for s in SPLITS} for c in CONFIGS}
     wanted = {"test": cfg.users, "train": cfg.train_users}
     users = {"test": 0, "train": 0}
@@ -107,14 +128,17 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
         if not chosen:
             continue
         users[split] += 1
-        made = queries.rows_of_user(user, histories[user], chosen, graph, items, domain, counts)
+        made = queries.rows_of_user(user, histories[user], chosen, graph, items, ranked, domain, counts)
         for config in CONFIGS:
             out[config][split] += made[config]
     counts.update({f"{split}_users": n for split, n in users.items()})
-    for config in CONFIGS:  # queries by condition count, both splits
-        for n in (1, 2):
-            rows_n = [r for split in SPLITS for r in out[config][split] if len(r["conditions"]) == n]
-            counts[f"{config}_{n}_condition"] = len(rows_n)
+    for config in CONFIGS[:3]:  # queries by condition count, both splits
+        for group in ("1", "2", "3-4"):
+            rows_n = [
+                r for split in SPLITS for r in out[config][split]
+                if queries.condition_group(len(r["conditions"])) == group
+            ]  # fmt: skip
+            counts[f"{config}_{group}_condition"] = len(rows_n)
     catalogue = [
         {"parent_asin": a, "title": i.title, "domain": domain, "popularity": i.popularity,
          "relations": [f.to_json() for f in graph.facts[a]]}
@@ -165,11 +189,16 @@ def _write(
     outputs = {"outputs": files, "queries": sizes, "graph": counts}
     recorded = manifest(cfg.as_manifest(), results, provenance, outputs, task=cfg.task)
     write_json(folder / "manifest.json", recorded)
-    write_text(folder / "README.md", card.card(cfg, files, sizes, counts, provenance))
+    write_text(
+        folder / "README.md", card.card(cfg, files, sizes, counts, provenance, demographics=DEMOGRAPHICS_NOTE)
+    )
 
 
 def _summary(out: Path) -> str:
-    return f"RecBench+ queries built in {out} (explicit and implicit configs, catalogue, card, manifest.json)"
+    return (
+        f"RecBench+ queries built in {out} ({', '.join(CONFIGS)} configs, catalogue, card, manifest.json); "
+        f"demographics: {DEMOGRAPHICS_NOTE}"
+    )
 
 
 BUILDER = Builder(stage=_stage, plan=_plan, write=_write, summary=_summary)

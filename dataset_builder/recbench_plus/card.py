@@ -8,6 +8,10 @@ from dataset_builder.card import configs_yaml, fill_card
 from dataset_builder.recbench_plus import kg, queries
 from dataset_builder.recbench_plus.config import BuildConfig
 
+TEMPLATE_PHRASING = (
+    f"deterministic templates (`{queries.TEMPLATE_ID}`, no LLM), the texts shown in "
+    "`dataset_builder/recbench_plus/queries.py`"
+)
 _TITLES = {
     "raw": "RecBench+ (Amazon Reviews 2023 rebuild)",
     "synthetic": "RecBench+ (SYNTHETIC data)",
@@ -21,6 +25,9 @@ def card(
     sizes: dict[str, dict[str, int]],
     counts: dict[str, dict[str, int]],
     provenance: dict[str, Any],
+    *,
+    phrasing: str = TEMPLATE_PHRASING,
+    demographics: str,
 ) -> str:
     """The README.md of a build: YAML ``configs:`` (empty splits left out) and how the queries were made."""
     kind = provenance["source_kind"]
@@ -47,8 +54,10 @@ def card(
         else "\n**Built from synthetic data** (`perrecbench synth`).\n",
         "config_rows": "\n".join(rows),
         "details_keys": "; ".join(f"{d}: {k}" for d, k in keys.items()),
-        "template_id": queries.TEMPLATE_ID,
+        "phrasing": phrasing,
         "implicit_skipped": sum(c.get("implicit_skipped", 0) for c in counts.values()),
+        "misinformed_skipped": sum(c.get("misinformed_skipped", 0) for c in counts.values()),
+        "demographics": demographics,
         "counts_table": table,
         **cfg.params(),
     }

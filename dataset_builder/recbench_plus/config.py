@@ -15,8 +15,8 @@ class BuildConfig(BuildSpec):
 
     task: ClassVar[str] = "recbench-plus"
     description: ClassVar[str] = (
-        "Build RecBench+ condition queries (explicit, implicit) from an item knowledge graph of the metadata "
-        "(author, store, categories, details) and users' histories."
+        "Build RecBench+ queries (explicit, implicit, misinformed, interest) from an item knowledge graph of "
+        "the metadata (author, store, categories, details) and users' histories."
     )
 
     users: int = option(
@@ -25,7 +25,10 @@ class BuildConfig(BuildSpec):
     train_users: int = option(
         "train users per domain, disjoint from the test users (for `sft data`)", default=500
     )
-    queries_per_user: int = option("queries per user, alternating one and two conditions", default=2)
+    queries_per_user: int = option(
+        "queries per user (candidates of 3-4, 2 and 1 conditions in turn; each gives a query of every type)",
+        default=2,
+    )
     min_history: int = option("a user needs at least this many reviewed items with metadata", default=5)
     min_subset: int = option("a condition must be shared by at least this many history items", default=2)
     max_subset: int = option("and by at most this many (the ground truth's largest size)", default=10)
