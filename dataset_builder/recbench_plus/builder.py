@@ -27,6 +27,7 @@ from dataset_builder.sources import Source
 from dataset_builder.stages import DomainInputs, StageOutput, StageSpec, Tick
 from dataset_builder.tasks import Builder
 from perrec_eval.fileio import write_json, write_text
+from perrec_eval.tasks.recbench_plus import metrics
 
 CONFIGS = queries.TYPES
 SPLITS = ("test", "train")
@@ -133,10 +134,10 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
             out[config][split] += made[config]
     counts.update({f"{split}_users": n for split, n in users.items()})
     for config in CONFIGS[:3]:  # queries by condition count, both splits
-        for group in ("1", "2", "3-4"):
+        for group in metrics.CONDITION_GROUPS:
             rows_n = [
                 r for split in SPLITS for r in out[config][split]
-                if queries.condition_group(len(r["conditions"])) == group
+                if metrics.condition_group(len(r["conditions"])) == group
             ]  # fmt: skip
             counts[f"{config}_{group}_condition"] = len(rows_n)
     catalogue = [

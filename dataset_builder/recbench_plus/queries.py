@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dataset_builder.recbench_plus.kg import Fact, Graph, value_key
+from perrec_eval.tasks.recbench_plus.metrics import condition_group
 from perrec_eval.tasks.recbench_plus.parsing import normalize_title
 
 TEMPLATE_ID = "template-v1"
@@ -119,15 +120,6 @@ def candidates(
                     found.append(Candidate(tuple(facts[k] for k in (*keys, key)), narrowed))
         level = grown
     return found
-
-
-def condition_group(n: int) -> str:
-    """The condition-count group of `n` conditions, as the paper's Table 1 groups them.
-
-    >>> [condition_group(n) for n in (1, 2, 3, 4)]
-    ['1', '2', '3-4', '3-4']
-    """
-    return str(n) if n < 3 else "3-4"
 
 
 def choose(found: Sequence[Candidate], per_user: int, rng: random.Random) -> list[Candidate]:
