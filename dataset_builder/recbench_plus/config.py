@@ -43,10 +43,15 @@ class BuildConfig(BuildSpec):
         shown="per category",
     )
     seed: int = option("seed of the user sample and of the choice of conditions", default=0)
+    k: int = option(
+        "K of the fixed-K cells: the recommend-k protocol asks for K titles and scores the first K, and the "
+        "baselines answer K items",
+        default=5,
+    )
 
     def __post_init__(self) -> None:
         BuildSpec.__post_init__(self)
-        for name in ("users", "queries_per_user", "min_history", "min_items"):
+        for name in ("users", "queries_per_user", "min_history", "min_items", "k"):
             if getattr(self, name) < 1:
                 raise BuildConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.train_users < 0 or self.seed < 0:
@@ -67,7 +72,7 @@ class BuildConfig(BuildSpec):
     def params(self) -> dict[str, Any]:
         """What the stage and the queries depend on (the stage cache's key, the manifest's parameters)."""
         names = ("users", "train_users", "queries_per_user", "min_history", "min_subset", "max_subset")
-        names += ("min_items", "max_share", "seed")
+        names += ("min_items", "max_share", "seed", "k")
         details = None if self.details_keys is None else list(self.details_keys)
         return {**{name: getattr(self, name) for name in names}, "details_keys": details}
 

@@ -253,3 +253,12 @@ def test_recbench_plus_baselines_never_read_the_ground_truth():
         without = _tiny_doc("fantasy please", ["c"], conditions, [])
         assert _asins(name, with_truth) == _asins(name, without)
         assert "c" not in _asins(name, with_truth)  # nor answer an item of the history shown
+
+
+def test_recbench_plus_build_k_sets_the_fixed_k_prompt_and_the_baselines_length(bench, tmp_path):
+    other = build(tmp_path / "k3", bench.parent / "raw", "--k", "3")
+    (doc,) = load_docs(str(other), "explicit", "test", max_docs=1)
+    assert doc.truth["k"] == 3
+    _, user = Recommend("recommend-k", fixed_k=True).render(doc, "recommend")
+    assert "3 recommended books" in user["content"]
+    assert all(len(answer) == 3 for answer in TASK.predict_baseline("popularity", [doc], data="", seed=0))
