@@ -108,7 +108,7 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
             "--min-history or pass a larger --source"
         )
     rng.shuffle(eligible)
-    ranked = queries.by_popularity(items)
+    catalogue = queries.Catalogue(graph, items)
     counts: dict[str, int] = {
         "eligible_users": len(eligible),
         **{f"values_{k}": v for k, v in graph.dropped.items()},
@@ -129,7 +129,7 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
         if not chosen:
             continue
         users[split] += 1
-        made = queries.rows_of_user(user, histories[user], chosen, graph, items, ranked, domain, counts)
+        made = queries.rows_of_user(user, histories[user], chosen, catalogue, domain, counts)
         for config in CONFIGS:
             out[config][split] += made[config]
     counts.update({f"{split}_users": n for split, n in users.items()})

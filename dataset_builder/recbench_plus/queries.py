@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dataset_builder.recbench_plus.kg import Fact, Graph, value_key
@@ -181,57 +181,71 @@ def leaks(text: str, conditions: Sequence[Fact]) -> bool:
     return any(value_key(fact.value) in folded for fact in conditions)
 
 
-def references(
-    conditions: Sequence[Fact], graph: Graph, items: Mapping[str, Item], exclude: set[str]
-) -> list[Item] | None:
+@dataclass(slots=True)
+class Catalogue:
+    """What writing queries reads of one domain, computed once: the graph, the items, the asins most popular
+    first (`ranked`), each title normalized, and each value's reference order (cached as asked)."""
+
+    graph: Graph
+    items: Mapping[str, Item]
+    ranked: list[str] = field(init=False)
+    normalized: dict[str, str] = field(init=False)
+    _orders: dict[tuple[str, str], list[str]] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ranked = sorted(self.items, key=lambda asin: (-self.items[asin].popularity, asin))
+        self.normalized = {asin: normalize_title(item.title) for asin, item in self.items.items()}
+
+    def reference_order(self, fact: Fact) -> list[str]:
+        """The items holding `fact`, best reference first: an item with one value of the relation ("the
+        author of X" is ambiguous when X has two authors), then the most popular, then by asin."""
+        if fact.key not in self._orders:
+            facts = self.graph.facts
+
+            def ambiguous(asin: str) -> bool:
+                return sum(f.relation == fact.relation for f in facts.get(asin, ())) > 1
+
+            holders = [a for a in self.graph.holders[fact.key] if a in self.items]
+            self._orders[fact.key] = sorted(
+                holders, key=lambda a: (ambiguous(a), -self.items[a].popularity, a)
+            )
+        return self._orders[fact.key]
+
+
+def references(conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[str]) -> list[Item] | None:
     """One reference item per condition outside `exclude`, whose title names no hidden value and that is not
-    already a reference; None when some condition has none. Preferred: an item with one value of the
-    relation ("the author of X" is ambiguous when X has two authors), then the most popular, then by asin."""
+    already a reference (the first in :meth:`Catalogue.reference_order`); None when some condition has
+    none."""
     chosen: list[Item] = []
     for fact in conditions:
-
-        def ambiguous(asin: str, relation: str = fact.relation) -> bool:
-            return sum(f.relation == relation for f in graph.facts.get(asin, ())) > 1
-
-        pool = sorted(
-            (items[a] for a in graph.holders[fact.key] if a not in exclude and a in items),
-            key=lambda item: (ambiguous(item.parent_asin), -item.popularity, item.parent_asin),
-        )
-        taken = {item.parent_asin for item in chosen}
-        found = next((i for i in pool if i.parent_asin not in taken and not leaks(i.title, conditions)), None)
+        skip = exclude | {item.parent_asin for item in chosen}
+        pool = (catalogue.items[a] for a in catalogue.reference_order(fact) if a not in skip)
+        found = next((item for item in pool if not leaks(item.title, conditions)), None)
         if found is None:
             return None
         chosen.append(found)
     return chosen
 
 
-def by_popularity(items: Mapping[str, Item]) -> list[str]:
-    """The catalogue's asins, most popular first (ties by asin): where false claims are looked for."""
-    return sorted(items, key=lambda asin: (-items[asin].popularity, asin))
-
-
 def false_claim(
-    conditions: Sequence[Fact], graph: Graph, items: Mapping[str, Item], ranked: Sequence[str],
-    exclude: set[str], salt: str,
-) -> tuple[Fact, Item] | None:  # fmt: skip
+    conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[str], salt: str
+) -> tuple[Fact, Item] | None:
     """A false claim for a misinformed query: the first condition that some catalogue item outside `exclude`
-    provably lacks (:meth:`Graph.lacks`), and one of the `FALSE_CLAIM_POOL` most popular such items (`ranked`:
-    :func:`by_popularity`; chosen by a hash of `salt`, so claims vary across queries); None when no
-    condition has one."""
-    titles = {normalize_title(items[a].title) for a in exclude if a in items}
+    provably lacks (:meth:`Graph.lacks`), and one of the `FALSE_CLAIM_POOL` most popular such items (chosen
+    by a hash of `salt`, so claims vary across queries); None when no condition has one. No item titled like
+    an excluded one is named."""
+    titles = {catalogue.normalized[a] for a in exclude if a in catalogue.items}
     for fact in conditions:
-        pool: list[Item] = []
-        for asin in ranked:
-            if (
-                asin not in exclude
-                and graph.lacks(asin, fact)
-                and normalize_title(items[asin].title) not in titles
-            ):
-                pool.append(items[asin])
+        pool: list[str] = []
+        for asin in catalogue.ranked:
+            if asin in exclude or not catalogue.graph.lacks(asin, fact):
+                continue
+            if catalogue.normalized[asin] not in titles:
+                pool.append(asin)
                 if len(pool) == FALSE_CLAIM_POOL:
                     break
         if pool:
-            return fact, pool[zlib.crc32(salt.encode()) % len(pool)]
+            return fact, catalogue.items[pool[zlib.crc32(salt.encode()) % len(pool)]]
     return None
 
 
@@ -257,14 +271,14 @@ def interest_text(seed: Item, domain: str) -> str:
     return INTEREST.format(title=seed.title, noun=NOUNS.get(domain, "items"))
 
 
-def _shown(history: Sequence[str], hidden: set[str], items: Mapping[str, Item]) -> list[dict[str, str]]:
+def _shown(history: Sequence[str], hidden: set[str], catalogue: Catalogue) -> list[dict[str, str]]:
     """The history shown: every item not hidden, less any titled like a hidden one (an answer cannot tell
     them apart), in time order."""
-    titles = {normalize_title(items[a].title) for a in hidden}
+    titles = {catalogue.normalized[a] for a in hidden}
     return [
-        items[a].to_json()
+        catalogue.items[a].to_json()
         for a in dict.fromkeys(history)
-        if a not in hidden and normalize_title(items[a].title) not in titles
+        if a not in hidden and catalogue.normalized[a] not in titles
     ]
 
 
@@ -276,14 +290,13 @@ def rows_of_user(
     user_id: str,
     history: Sequence[str],
     chosen: Sequence[Candidate],
-    graph: Graph,
-    items: Mapping[str, Item],
-    ranked: Sequence[str],
+    catalogue: Catalogue,
     domain: str,
     counts: dict[str, int],
 ) -> dict[str, list[dict[str, Any]]]:
-    """The rows of every query type of one user's chosen candidates (`ranked`: :func:`by_popularity`;
-    `counts` records the queries a type could not write)."""
+    """The rows of every query type of one user's chosen candidates (`counts` records the queries a type
+    could not write)."""
+    items = catalogue.items
     rows: dict[str, list[dict[str, Any]]] = {config: [] for config in TYPES}
     everything = set(history)
     for n, candidate in enumerate(chosen):
@@ -294,10 +307,10 @@ def rows_of_user(
             "domain": domain,
             "conditions": [fact.to_json() for fact in conditions],
             "ground_truth": [items[a].to_json() for a in candidate.subset],
-            "history": _shown(history, set(candidate.subset), items),
+            "history": _shown(history, set(candidate.subset), catalogue),
         }
         rows["explicit"].append({**base, "query": explicit_text(conditions, domain)})
-        refs = references(conditions, graph, items, everything)
+        refs = references(conditions, catalogue, everything)
         text = None if refs is None else implicit_text(conditions, refs, domain)
         if refs is None or leaks(text, conditions):
             _skip(counts, "implicit")
@@ -305,7 +318,7 @@ def rows_of_user(
             pairs = zip(conditions, refs, strict=True)
             references_json = [{**ref.to_json(), "relation": fact.relation} for fact, ref in pairs]
             rows["implicit"].append({**base, "query": text, "references": references_json})
-        claim = false_claim(conditions, graph, items, ranked, everything, base["id"])
+        claim = false_claim(conditions, catalogue, everything, base["id"])
         if claim is None:
             _skip(counts, "misinformed")
         else:
@@ -316,7 +329,7 @@ def rows_of_user(
         seed, *truth = candidate.subset
         if len(conditions) > 1:  # one interest query per one-condition candidate: its seed, then the rest
             continue
-        if normalize_title(items[seed].title) in {normalize_title(items[a].title) for a in truth}:
+        if catalogue.normalized[seed] in {catalogue.normalized[a] for a in truth}:
             _skip(counts, "interest")
         else:
             rows["interest"].append(
@@ -325,7 +338,7 @@ def rows_of_user(
                     "query": interest_text(items[seed], domain),
                     "conditions": [],
                     "ground_truth": [items[a].to_json() for a in truth],
-                    "history": _shown(history, set(truth), items),
+                    "history": _shown(history, set(truth), catalogue),
                     "seeds": [items[seed].to_json()],
                 }
             )

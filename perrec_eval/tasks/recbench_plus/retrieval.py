@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perrec_eval.tasks.perrecbench.retrieval import BM25_B, BM25_K1, BM25_METHOD, tokenize
+from perrec_eval.tasks.perrecbench.retrieval import BM25_B, BM25_K1, BM25_METHOD, _bm25s, tokenize
 
 RETRIEVAL_INFO = {
     "library": "bm25s",
@@ -37,26 +37,22 @@ def item_text(title: str, facts: Sequence[tuple[str, str]]) -> str:
 
 
 @cache
-def _index(catalogue: Any, domain: str) -> tuple[Any, dict[str, int], dict[str, int]]:
-    """The BM25 index of one domain of a catalogue (`task.Catalogue`, loaded once per build), its
-    vocabulary and each asin's row."""
-    import bm25s
-
+def _index(catalogue: Any, domain: str) -> tuple[Any, dict[str, int]]:
+    """The BM25 index of one domain of a catalogue (`task.Catalogue`, loaded once per build; rows in its
+    `by_domain` order) and its vocabulary."""
     asins = catalogue.by_domain[domain]
     docs = [tokenize(item_text(catalogue.titles[a], catalogue.facts[a])) for a in asins]
     vocab = {token: i for i, token in enumerate(dict.fromkeys(t for doc in docs for t in doc))}
-    index = bm25s.BM25(method=BM25_METHOD, k1=BM25_K1, b=BM25_B)
+    index = _bm25s().BM25(method=BM25_METHOD, k1=BM25_K1, b=BM25_B)
     index.index(([[vocab[t] for t in doc] for doc in docs], vocab), show_progress=False)
-    return index, vocab, {asin: row for row, asin in enumerate(asins)}
+    return index, vocab
 
 
-def scores(doc: Any, pool: Sequence[str]) -> list[float]:
-    """BM25 score of each item of `pool` (asins of the doc's domain) for the doc's query text; scores
-    rounded to 4 decimals, so that float32 sums that differ in the last bits tie (as PerRecBench does)."""
-    catalogue = doc.catalogue
-    index, vocab, rows = _index(catalogue, doc.truth["domain"])
+def scores(doc: Any) -> np.ndarray:
+    """BM25 score of every item of the doc's domain (rows in `Catalogue.by_domain` order) for its query
+    text, rounded to 4 decimals so that float32 sums that differ in the last bits tie (as PerRecBench's)."""
+    index, vocab = _index(doc.catalogue, doc.truth["domain"])
     query = [vocab[token] for token in tokenize(doc.row["query"]) if token in vocab]
     if not query:
-        return [0.0] * len(pool)
-    every = np.round(np.asarray(index.get_scores(query), dtype=np.float64), 4)
-    return [float(every[rows[asin]]) for asin in pool]
+        return np.zeros(len(doc.catalogue.by_domain[doc.truth["domain"]]))
+    return np.round(np.asarray(index.get_scores(query), dtype=np.float64), 4)

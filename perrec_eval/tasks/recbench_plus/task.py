@@ -29,6 +29,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from perrec_eval.errors import DataError
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec
@@ -56,7 +58,10 @@ class Catalogue:
     popularity: dict[str, int]
     facts: dict[str, frozenset[tuple[str, str]]]
     matchers: dict[str, parsing.Matcher] = field(repr=False)
-    by_domain: dict[str, tuple[str, ...]] = field(repr=False)  # domain -> its asins, in catalogue order
+    # domain -> its asins, most reviewed first (ties by asin): the baselines' order and BM25's rows
+    by_domain: dict[str, tuple[str, ...]] = field(repr=False)
+    # domain -> relation value -> the rows (in `by_domain` order) of the items holding it
+    holders: dict[str, dict[tuple[str, str], list[int]]] = field(repr=False)
 
     def satisfies(self, asin: str, conditions: Sequence[Mapping[str, str]]) -> bool:
         held = self.facts.get(asin, frozenset())
@@ -96,20 +101,38 @@ def load_catalogue(path: str) -> Catalogue:
     """The catalogue file of a build (its name carries its content hash, so caching by path is safe)."""
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(path).to_pylist()
+    return catalogue_of(pq.read_table(path).to_pylist())
+
+
+def catalogue_of(rows: Sequence[Mapping[str, Any]]) -> Catalogue:
+    """The catalogue of rows ``{parent_asin, title, domain, popularity, relations}`` (the build's file)."""
     by_domain: dict[str, list[tuple[str, str, int]]] = {}
     for row in rows:
         by_domain.setdefault(row["domain"], []).append((row["parent_asin"], row["title"], row["popularity"]))
+    facts = {
+        r["parent_asin"]: frozenset(_key(f["relation"], f["value"]) for f in r["relations"]) for r in rows
+    }
+    ranked = {
+        domain: tuple(asin for asin, _, _ in sorted(items, key=lambda item: (-item[2], item[0])))
+        for domain, items in by_domain.items()
+    }
     return Catalogue(
         titles={r["parent_asin"]: r["title"] for r in rows},
         domain_of={r["parent_asin"]: r["domain"] for r in rows},
         popularity={r["parent_asin"]: r["popularity"] for r in rows},
-        facts={
-            r["parent_asin"]: frozenset(_key(f["relation"], f["value"]) for f in r["relations"]) for r in rows
-        },
+        facts=facts,
         matchers={domain: parsing.Matcher(items) for domain, items in by_domain.items()},
-        by_domain={domain: tuple(asin for asin, _, _ in items) for domain, items in by_domain.items()},
+        by_domain=ranked,
+        holders={domain: _holders(asins, facts) for domain, asins in ranked.items()},
     )
+
+
+def _holders(asins: Sequence[str], facts: Mapping[str, frozenset[tuple[str, str]]]) -> dict:
+    rows: dict[tuple[str, str], list[int]] = {}
+    for row, asin in enumerate(asins):
+        for fact in facts[asin]:
+            rows.setdefault(fact, []).append(row)
+    return rows
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -221,25 +244,34 @@ def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
     return metrics.value(metric, prediction, truth)
 
 
-def _ranked(doc: QueryDoc, score: Any = None, keep: Any = None) -> list[dict]:
-    """The doc's K best catalogue items of its domain outside the history shown: highest `score` (none: 0),
-    then the most reviewed, then by asin; only those `keep` allows."""
+def _ranked(doc: QueryDoc, scores: Any = None, keep: Any = None) -> list[dict]:
+    """The doc's K best catalogue items of its domain outside the history shown: highest `scores` (an
+    array over `Catalogue.by_domain`; none: all equal), then the most reviewed, then by asin; only those
+    `keep` allows."""
     catalogue, domain = doc.catalogue, doc.truth["domain"]
+    asins = catalogue.by_domain[domain]
     shown = {item["parent_asin"] for item in doc.row["history"]}
-    pool = [a for a in catalogue.by_domain[domain] if a not in shown and (keep is None or keep(a))]
-    scores = score(pool) if score is not None else [0.0] * len(pool)
-    order = sorted(range(len(pool)), key=lambda i: (-scores[i], -catalogue.popularity[pool[i]], pool[i]))
-    top = [pool[i] for i in order[: doc.truth["k"]]]
+    order = range(len(asins)) if scores is None else np.argsort(-scores, kind="stable")  # ties: popularity
+    top: list[str] = []
+    for row in order:
+        asin = asins[row]
+        if asin not in shown and (keep is None or keep(asin)):
+            top.append(asin)
+            if len(top) == doc.truth["k"]:
+                break
     return catalogue.resolve([(catalogue.titles[a], a) for a in top], doc.truth)
 
 
-def _history_scores(doc: QueryDoc) -> Any:
+def _history_scores(doc: QueryDoc) -> np.ndarray:
     """Each item's sum, over its relation values, of the history items shown that hold the value."""
-    catalogue = doc.catalogue
+    catalogue, domain = doc.catalogue, doc.truth["domain"]
+    scores = np.zeros(len(catalogue.by_domain[domain]))
     held = Counter(
         fact for item in doc.row["history"] for fact in catalogue.facts.get(item["parent_asin"], ())
     )
-    return lambda pool: [sum(held[fact] for fact in catalogue.facts[a]) for a in pool]
+    for fact, count in held.items():
+        scores[catalogue.holders[domain].get(fact, [])] += count
+    return scores
 
 
 def predict_baseline(name: str, docs: Sequence[QueryDoc], *, data: str, seed: int) -> list[list[dict]]:
@@ -253,9 +285,9 @@ def predict_baseline(name: str, docs: Sequence[QueryDoc], *, data: str, seed: in
             for doc in docs
         ]
     if name == "bm25":
-        return [_ranked(doc, score=lambda pool, doc=doc: retrieval.scores(doc, pool)) for doc in docs]
+        return [_ranked(doc, scores=retrieval.scores(doc)) for doc in docs]
     if name == "history-popularity":
-        return [_ranked(doc, score=_history_scores(doc)) for doc in docs]
+        return [_ranked(doc, scores=_history_scores(doc)) for doc in docs]
     raise ValueError(f"unknown RecBench+ baseline {name!r}")
 
 

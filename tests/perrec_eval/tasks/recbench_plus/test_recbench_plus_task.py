@@ -202,24 +202,21 @@ def test_recbench_plus_cli_baselines_fake_score_report_and_sft_data(bench, tmp_p
 
 def _tiny_doc(query: str, history: list[str], conditions: list[dict], truth: list[str]):
     """A query over a hand-made four-item catalogue (popularity: d > c > b > a)."""
-    from perrec_eval.tasks.recbench_plus.parsing import Matcher
-    from perrec_eval.tasks.recbench_plus.task import Catalogue, QueryDoc
+    from perrec_eval.tasks.recbench_plus.task import QueryDoc, catalogue_of
 
     items = {
-        "a": ("Dragon Quest", {("author", "ann lee"), ("categories", "fantasy")}),
-        "b": ("Dragon Tales", {("author", "bo li"), ("categories", "fantasy")}),
-        "c": ("Soup Basics", {("author", "ann lee"), ("categories", "cookbooks")}),
-        "d": ("Bread Every Day", {("author", "cy ma"), ("categories", "cookbooks")}),
+        "a": ("Dragon Quest", {"author": "Ann Lee", "categories": "Fantasy"}),
+        "b": ("Dragon Tales", {"author": "Bo Li", "categories": "Fantasy"}),
+        "c": ("Soup Basics", {"author": "Ann Lee", "categories": "Cookbooks"}),
+        "d": ("Bread Every Day", {"author": "Cy Ma", "categories": "Cookbooks"}),
     }
-    popularity = {"a": 1, "b": 2, "c": 3, "d": 4}
-    catalogue = Catalogue(
-        titles={a: title for a, (title, _) in items.items()},
-        domain_of=dict.fromkeys(items, "Books"),
-        popularity=popularity,
-        facts={a: frozenset(facts) for a, (_, facts) in items.items()},
-        matchers={"Books": Matcher([(a, t, popularity[a]) for a, (t, _) in items.items()])},
-        by_domain={"Books": tuple(items)},
-    )
+    catalogue = catalogue_of(
+        [
+            {"parent_asin": a, "title": title, "domain": "Books", "popularity": popularity,
+             "relations": [{"relation": r, "value": v} for r, v in facts.items()]}
+            for popularity, (a, (title, facts)) in enumerate(items.items(), start=1)
+        ]
+    )  # fmt: skip
     shown = [{"parent_asin": a, "title": items[a][0]} for a in history]
     gt = [{"parent_asin": a, "title": items[a][0]} for a in truth]
     truth_json = {"type": "explicit", "ground_truth": gt, "conditions": conditions, "domain": "Books", "k": 2}
