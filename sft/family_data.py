@@ -61,8 +61,10 @@ class FamilyDataConfig:
 
 
 def examples(task: Task, docs: dict[str, list[Doc]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
-    """One row per request a runner sends first for a train doc, with the true answer as its completion."""
+    """One row per request a runner sends first for a train doc, with the true answer as its completion; a
+    doc that several subsets hold (RecBench+: a query type and its condition-count group) gives it once."""
     rows = []
+    seen: set[tuple[str, str, str]] = set()
     cells = set(task.cells())
     for protocol_name in protocols:
         protocol = task.protocols[protocol_name]
@@ -72,6 +74,10 @@ def examples(task: Task, docs: dict[str, list[Doc]], protocols: tuple[str, ...])
             for doc in subset_docs:
                 for slot in protocol.runner(doc).pending():
                     answer = protocol.true_answer(doc, slot)
+                    key = (protocol_name, doc.id, json.dumps(protocol.render(doc, slot)))
+                    if key in seen:
+                        continue
+                    seen.add(key)
                     rows.append(
                         {
                             "prompt": protocol.render(doc, slot),

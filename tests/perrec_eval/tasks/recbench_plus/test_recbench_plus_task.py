@@ -259,3 +259,22 @@ def test_recbench_plus_build_k_sets_the_fixed_k_prompt_and_the_baselines_length(
     _, user = Recommend("recommend-k", fixed_k=True).render(doc, "recommend")
     assert "3 recommended books" in user["content"]
     assert all(len(answer) == 3 for answer in TASK.predict_baseline("popularity", [doc], data="", seed=0))
+
+
+def test_recbench_plus_sft_data_holds_train_users_only_each_query_once(bench, tmp_path):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "sft"
+    assert main(["sft", "data", "--task", "recbench-plus", "--data", str(bench), "--out", str(out)]) == 0
+    rows = pq.read_table(next(out.glob("train-*.parquet"))).to_pylist()
+    train = {(s, d.id): d for s in TASK.subsets for d in load_docs(str(bench), s, "train")}
+    test_users = {d.cluster for s in TYPES for d in load_docs(str(bench), s, "test")}
+    assert rows and {train[(r["subset"], r["id"])].cluster for r in rows}.isdisjoint(test_users)
+    keys = [(r["format"], r["subset"].split("-")[0], r["id"]) for r in rows]
+    assert len(keys) == len(set(keys))  # a query scored in its type and its group is one example
+    for row in rows:
+        doc = train[(row["subset"], row["id"])]
+        titles = [item["title"] for item in doc.truth["ground_truth"]]
+        wanted = titles[: doc.truth["k"]] if row["format"] == "recommend-k" else titles
+        assert json.loads(row["answer"]) == wanted
+        assert not any(t in row["prompt"][-1]["content"] for t in titles)  # the answer is not in the prompt
