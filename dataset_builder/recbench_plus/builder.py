@@ -21,7 +21,7 @@ from typing import Any
 from dataset_builder import raw
 from dataset_builder.config import BuildError
 from dataset_builder.manifest import manifest
-from dataset_builder.recbench_plus import card, kg, queries
+from dataset_builder.recbench_plus import card, kg, phrasing, queries
 from dataset_builder.recbench_plus.config import BuildConfig
 from dataset_builder.sources import Source
 from dataset_builder.stages import DomainInputs, StageOutput, StageSpec, Tick
@@ -148,8 +148,30 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
     return {"rows": out, "catalogue": catalogue, "counts": counts}
 
 
+def _phrase(cfg: BuildConfig, planned: dict[str, dict[str, Any]]) -> None:
+    """Rewrite every domain's rows with the LLM of ``--phrasing llm`` (cached: a killed build resumes)."""
+    from perrec_eval.cache import CachedEngine
+
+    engine = CachedEngine(cfg.engine_spec().load_engine(), cfg.stage_root / "phrasing.cache.jsonl")
+    for domain, plan in planned.items():
+        rows = {config: [r for split in SPLITS for r in plan["rows"][config][split]] for config in CONFIGS}
+        try:
+            written = phrasing.phrase(rows, engine, plan["counts"], retries=cfg.phrasing_retries)
+        except RuntimeError as err:
+            raise BuildError(
+                f"{domain}: {err}; run the same command again (written rewrites are cached)"
+            ) from None
+        for config in CONFIGS:
+            by_id = {row["id"]: row for row in written[config]}
+            for split in SPLITS:
+                old = plan["rows"][config][split]
+                plan["rows"][config][split] = [by_id[r["id"]] for r in old if r["id"] in by_id]
+
+
 def _plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     planned = {domain: _domain_queries(cfg, domain, results[domain]) for domain in cfg.domains}
+    if cfg.phrasing == "llm":
+        _phrase(cfg, planned)
     if not any(p["rows"]["explicit"]["test"] for p in planned.values()):
         raise BuildError(
             f"no test query in {', '.join(cfg.domains)}: no user has {cfg.min_subset} of at least "
@@ -191,7 +213,16 @@ def _write(
     recorded = manifest(cfg.as_manifest(), results, provenance, outputs, task=cfg.task)
     write_json(folder / "manifest.json", recorded)
     write_text(
-        folder / "README.md", card.card(cfg, files, sizes, counts, provenance, demographics=DEMOGRAPHICS_NOTE)
+        folder / "README.md",
+        card.card(
+            cfg,
+            files,
+            sizes,
+            counts,
+            provenance,
+            phrasing=card.phrasing_note(cfg, counts),
+            demographics=DEMOGRAPHICS_NOTE,
+        ),  # fmt: skip
     )
 
 

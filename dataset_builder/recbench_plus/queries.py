@@ -323,7 +323,7 @@ def rows_of_user(
             _skip(counts, "misinformed")
         else:
             fact, item = claim
-            wrong = [{"parent_asin": item.parent_asin, "relation": fact.relation, "value": fact.value}]
+            wrong = [{**item.to_json(), "relation": fact.relation, "value": fact.value}]
             text = misinformed_text(conditions, claim, domain)
             rows["misinformed"].append({**base, "query": text, "false_claims": wrong})
         seed, *truth = candidate.subset

@@ -42,6 +42,7 @@ TYPES = ("explicit", "implicit", "misinformed", "interest")
 SUBSETS = (*(s for t in TYPES[:3] for s in (t, *(f"{t}-{g}" for g in metrics.CONDITION_GROUPS))), TYPES[3])
 SLOT = "recommend"
 DEFAULT_K = 5  # a build without a recorded --k
+PHRASING_SYSTEM = "You simulate a real user who asks a recommendation assistant"  # templates/phrasing.yaml
 CONSTANT_TITLES = ("Pride and Prejudice", "The Great Gatsby")  # the fake engine's `constant` answer
 
 
@@ -301,8 +302,11 @@ def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
 
 
 def constant_answer(request: Any) -> str | None:
-    """The fake engine's `constant` answer to a RecBench+ request: two fixed famous titles."""
+    """The fake engine's `constant` answer to a RecBench+ request: two fixed famous titles; to a phrasing
+    request of the build, the template query it shows."""
     messages = request.messages
+    if messages and messages[0]["content"].startswith(PHRASING_SYSTEM):  # a build's --phrasing llm request
+        return messages[-1]["content"].rpartition("Request: ")[2]  # the template's own text: it passes
     if not messages or "recommender system. You are given a query" not in messages[0]["content"]:
         return None
     return f" {prompts.SEPARATOR} ".join(CONSTANT_TITLES)
