@@ -13,13 +13,13 @@ DEMO ?= demo_out
 $(VENV)/.core: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e ".[metric,report]"
+	$(PIP) install -q -e ".[metric,report,text]"
 	touch $@
 
 # torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB CUDA build.
 $(VENV)/.full: $(VENV)/.core
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[test,hf,structured,openai,train,report,cf]"
+	$(PIP) install -q -e ".[test,hf,structured,openai,train,report,cf,text]"
 	touch $@
 
 demo: $(VENV)/.core

@@ -166,16 +166,17 @@ def table(rows: list[tuple[str, float, float]]) -> str:
     return "\n".join(lines)
 
 
-def write_section(body: str) -> None:
-    """Replace (or append) this script's section of RESULTS.md, leaving every other section as it is."""
+def write_section(body: str, section: str = SECTION) -> None:
+    """Replace (or append) a script's section of RESULTS.md (this one's by default), leaving every other
+    section as it is."""
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    start = text.find(f"\n{SECTION}\n")
+    start = text.find(f"\n{section}\n")
     if start == -1:
-        text = text.rstrip("\n") + f"\n\n{SECTION}\n\n{body}\n"
+        text = text.rstrip("\n") + f"\n\n{section}\n\n{body}\n"
     else:
         end = text.find("\n## ", start + 1)
         tail = "" if end == -1 else text[end:]
-        text = text[:start] + f"\n{SECTION}\n\n{body}\n" + tail
+        text = text[:start] + f"\n{section}\n\n{body}\n" + tail
     with tempfile.NamedTemporaryFile("w", dir=RESULTS.parent, delete=False, suffix=".tmp") as handle:
         handle.write(text)
     os.replace(handle.name, RESULTS)

@@ -266,6 +266,8 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
         kwargs["metavar"] = meta["metavar"] or field.name.upper()
         if _is_tuple(tp):
             kwargs["nargs"] = "+"
+        elif field.default is not dataclasses.MISSING:  # an optional positional
+            kwargs["nargs"] = "?"
         parser.add_argument(field.name, help=text, **kwargs)
         return
     kwargs["dest"] = field.name

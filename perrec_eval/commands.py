@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         subparsers,
         "score",
         *for_task("score", *default_command("score")),
-        help="re-score a finished run from its saved predictions",
+        help="re-score a finished run from its saved predictions, or score a predictions file",
     )
     add_command(
         subparsers,

@@ -27,7 +27,7 @@ from perrec_eval.cliconfig import check_task, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.engines.base import Engine
-from perrec_eval.errors import ConfigError
+from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
 from perrec_eval.rundir import check_out, claim, local_inputs, run_cost, versions, write_run
@@ -440,24 +440,61 @@ def rundir_folders(config: TaskEvalConfig) -> list[Path]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskScoreConfig:
-    """Settings of `perrecbench score --task NAME`: a family's run scored again from its predictions."""
+    """Settings of `perrecbench score --task NAME`: a family's run scored again from its predictions, or
+    another system's predictions file (``--data DIR --predictions FILE.jsonl``) scored like a run."""
 
-    run_dir: str = option("run folder written by `perrecbench evaluate --task NAME`", positional=True)
+    run_dir: str | None = option(
+        "run folder written by `perrecbench evaluate --task NAME` (or give --data and --predictions)",
+        positional=True,
+        default=None,
+    )
     task: str = option("task family (`perrecbench tasks` lists them)", default="perrecbench")
     write: bool = option("rewrite scores.json with the new scores", default=False)
+    data: str | None = option("benchmark folder the --predictions answer (its --split rows)", default=None)
+    predictions: str | None = option(
+        'JSONL of another system, one line per row: {"config": C, "id": ROW_ID, "prediction": VALUE}',
+        default=None,
+    )
+    split: str = option("dataset split the --predictions answer", default="test")
+    out: str | None = option(
+        "with --predictions: also write a run folder that `perrecbench report` compares with model runs",
+        default=None,
+    )
+    label: str | None = option(
+        "with --predictions: the system's name in reports (default: the file's name)", default=None
+    )
+    seed: int = option("with --predictions: seed of the bootstrap intervals", default=0)
+    overwrite: bool = option("with --out: replace a finished run of other settings there", default=False)
 
     def __post_init__(self) -> None:
         check_task(self.task)
+        external = self.data is not None or self.predictions is not None
+        if self.run_dir is not None and external:
+            raise ConfigError("give a run folder, or --data and --predictions, not both")
+        if self.run_dir is None and (self.data is None or self.predictions is None):
+            raise ConfigError(
+                "give a run folder to score again, or --data DIR --predictions FILE.jsonl to score a file"
+            )
+        if not external and (self.out is not None or self.label is not None):
+            raise ConfigError("--out and --label go with --predictions (a run folder keeps its own)")
 
 
 def score_command(config: TaskScoreConfig) -> int:
-    """Print a run's scores computed again from its predictions.jsonl (``--write``: save them)."""
+    """Print a run's scores computed again from its predictions.jsonl (``--write``: save them), or the
+    scores of a predictions file (``--out``: also write it as a run folder)."""
     import json
     import sys
 
     from perrec_eval.results import read_run_info
     from perrec_eval.rundir import one_run_folder
 
+    if config.run_dir is None:
+        scores = score_predictions_file(config)
+        json.dump(scores.to_json(), sys.stdout, indent=2)
+        print()
+        if config.out is not None:
+            print(f"written to {config.out}/ (scores.json, predictions.jsonl, run.json)", file=sys.stderr)
+        return 0
     run_dir = one_run_folder(config.run_dir)
     info = read_run_info(run_dir)
     if info.task != config.task:
@@ -471,3 +508,159 @@ def score_command(config: TaskScoreConfig) -> int:
     else:
         print(f"not saved: add --write to rewrite {run_dir}/scores.json", file=sys.stderr)
     return 0
+
+
+PREDICTIONS_ENGINE = "predictions"  # run.json's engine name of a run scored from a predictions file
+
+
+def score_predictions_file(config: TaskScoreConfig) -> FamilyScores:
+    """The scores of `config.predictions` on the build `config.data` (written as a run into `config.out`)."""
+    assert config.data is not None and config.predictions is not None
+    task = get(config.task)
+    if config.out is None:
+        docs, predictions = read_external(task, config.data, config.predictions, split=config.split)
+        return score(task, predictions, seed=config.seed)
+    label = config.label or Path(config.predictions).stem
+    out = Path(config.out)
+    check_out(config.out, {"--data": config.data, "--predictions": config.predictions}, command="score")
+    with folder_lock(out):
+        claim(out, run_record(config), overwrite=config.overwrite)
+        docs, predictions = read_external(task, config.data, config.predictions, split=config.split)
+        scores = score(task, predictions, seed=config.seed)
+        out.mkdir(parents=True, exist_ok=True)
+        info = RunInfo(
+            config=run_record(config),
+            metric=FamilyMetric(scores.task, scores.headline),
+            engine={"name": PREDICTIONS_ENGINE, "model": label, "file": Path(config.predictions).name},
+            versions=versions("perrecbench"),
+            dataset_fingerprint=fingerprint(config.data),
+            groups={subset: [doc.id for doc in subset_docs] for subset, subset_docs in docs.items()},
+            label=label,
+        )
+        write_run(out, samples=None, records=predictions, scores=scores, run_info=info, report=None)
+    return scores
+
+
+def read_external(
+    task: Task, data: str, path: str, *, split: str = "test"
+) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
+    """Every row of the configs a predictions file names, with its prediction (None: failed or left out).
+
+    A line is ``{"config": C, "id": ROW_ID, "prediction": VALUE}``; a string VALUE is read as a model's
+    answer is (`answer_prediction`), any other through the family's `Task.prediction_from`; null is a failed
+    row. Each config is scored in the first cell that asks about it.
+
+    Raises:
+        DataError: a line that is not such an object, an unknown config or id, a repeated row, a value of
+            the wrong type or a NaN; the message names the line and the fix.
+    """
+    if task.load_docs is None:
+        raise ConfigError(f"task {task.name} scores its own runs only: it reads no predictions file")
+    lines = _prediction_lines(path)
+    configs = list(dict.fromkeys(config for _, config, _, _ in lines))
+    for number, config, _, _ in lines:
+        if config not in task.subsets or not task.cells([config]):
+            raise DataError(
+                f"{path} line {number}: task {task.name} has no config {config!r}: use one of "
+                f"{', '.join(task.subsets)}"
+            )
+    docs = {config: list(task.load_docs(data, config, split)) for config in configs}
+    by_id = {config: {doc.id: doc for doc in subset_docs} for config, subset_docs in docs.items()}
+    protocol_of = {config: task.cells([config])[0].protocol for config in configs}
+    values: dict[tuple[str, str], Any] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for number, config, doc_id, value in lines:
+        where = f"{path} line {number}"
+        doc = by_id[config].get(doc_id)
+        if doc is None:
+            raise DataError(
+                f"{where}: config {config} has no {split} row with id {doc_id!r}: use the ids of "
+                f"`load_dataset({data!r}, {config!r}, split={split!r})`"
+            )
+        if (config, doc_id) in first_line:
+            raise DataError(
+                f"{where}: row {doc_id!r} of config {config} is also on line {first_line[config, doc_id]}: "
+                "keep one line per row"
+            )
+        first_line[config, doc_id] = number
+        try:
+            values[config, doc_id] = _prediction_of(task, task.protocols[protocol_of[config]], doc, value)
+        except ValueError as err:
+            raise DataError(f"{where}: config {config}, id {doc_id!r}: {err}") from None
+    predictions = [
+        DocPrediction(
+            config, protocol_of[config], doc.id, values.get((config, doc.id)), doc.truth, doc.cluster
+        )
+        for config, subset_docs in docs.items()
+        for doc in subset_docs
+    ]
+    return docs, predictions
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NotFinite(name)
+
+
+def _prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
+    """(line number, config, id, value) of each line; blank lines skipped."""
+    import json
+
+    task_lines = []
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file: pass the predictions JSONL with --predictions") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path} is not UTF-8 text: write the predictions as UTF-8 JSONL") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path} line {number}"
+        try:
+            record = json.loads(line, parse_constant=_refuse_constant, parse_float=_finite)
+        except _NotFinite as err:
+            raise DataError(
+                f"{where}: {err} is not a finite number: write one, or null for no prediction"
+            ) from None
+        except ValueError as err:
+            raise DataError(f"{where} is not JSON ({err}): write one JSON object per line") from None
+        if not isinstance(record, dict) or set(record) != {"config", "id", "prediction"}:
+            raise DataError(f'{where}: each line must be {{"config": C, "id": ROW_ID, "prediction": VALUE}}')
+        if not isinstance(record["config"], str) or not isinstance(record["id"], str | int):
+            raise DataError(f"{where}: config must be a string and id a string (the row's id)")
+        task_lines.append((number, record["config"], str(record["id"]), record["prediction"]))
+    if not task_lines:
+        raise DataError(f"{path} holds no prediction: write one line per row of the configs you score")
+    return task_lines
+
+
+def _prediction_of(task: Task, protocol: Any, doc: Doc, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return answer_prediction(protocol, doc, value)
+    if task.prediction_from is None:
+        raise ValueError(f"task {task.name} takes the answer text (a string), got {type(value).__name__}")
+    return task.prediction_from(doc, protocol.name, value)
+
+
+def answer_prediction(protocol: Any, doc: Doc, text: str) -> Any:
+    """A doc's prediction from answer text, read by its protocol as a model's one answer is."""
+    runner = protocol.runner(doc)
+    slots = runner.pending()
+    if len(slots) != 1:
+        raise ValueError(f"protocol {protocol.name} asks more than once: answer text cannot stand for it")
+    parsed = protocol.parse(text, slots[0])
+    runner.feed({slots[0]: parsed.value if parsed.ok else None})
+    return runner.prediction()

@@ -44,23 +44,35 @@ def test_cli_help_lists_every_command(capsys):
         assert command in out
 
 
-def test_cli_baselines_write_a_table_per_system(built, capsys):
+@pytest.fixture(scope="module")
+def baselines(built):
+    """Every baseline's run under runs/baselines, with what the command printed (the tests below read the runs
+    in any order, or alone)."""
+    import contextlib
+    import io
+
     out = built / "runs" / "baselines"
-    code = main(
-        [
-            "evaluate",
-            "--data",
-            str(built / "perrecbench"),
-            "--engine",
-            "baseline",
-            "--model",
-            "all",
-            "--out",
-            str(out),
-        ]
-    )
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(
+            [
+                "evaluate",
+                "--data",
+                str(built / "perrecbench"),
+                "--engine",
+                "baseline",
+                "--model",
+                "all",
+                "--out",
+                str(out),
+            ]
+        )
     assert code == 0
-    printed = capsys.readouterr().out
+    return out, printed.getvalue()
+
+
+def test_cli_baselines_write_a_table_per_system(baselines):
+    out, printed = baselines
     assert "history-affinity" in printed and "rating-bias" in printed
     scores = json.loads((out / "history-affinity" / "scores.json").read_text())
     assert {c["level"] for c in scores["cells"]} == {"easy", "medium", "hard"}
@@ -70,7 +82,7 @@ def test_cli_baselines_write_a_table_per_system(built, capsys):
     assert "| history-affinity |" in (out / "report.md").read_text()
 
 
-def test_cli_fake_engine_run_then_rescore_and_report(built, capsys):
+def test_cli_fake_engine_run_then_rescore_and_report(built, baselines, capsys):
     out = built / "runs" / "fake"
     args = [
         "evaluate",
@@ -106,7 +118,7 @@ def test_cli_fake_engine_run_then_rescore_and_report(built, capsys):
             [
                 "report",
                 str(out),
-                str(built / "runs" / "baselines" / "history-affinity"),
+                str(baselines[0] / "history-affinity"),
                 "--allow-mixed",  # 4 sampled groups against all 12: two tables
                 "--no-plots",
                 "--out",
@@ -396,8 +408,8 @@ def test_cli_failed_requests_exit_nonzero_with_one_line_and_provisional_scores(
     assert json.loads((out / "run.json").read_text())["complete"] is False
 
 
-def test_cli_score_write_updates_the_run_json_metric(built, capsys):
-    run = built / "runs" / "baselines" / "history-affinity"
+def test_cli_score_write_updates_the_run_json_metric(baselines):
+    run = baselines[0] / "history-affinity"
     assert main(["score", str(run), "--variant", "paper", "--write"]) == 0
     info = json.loads((run / "run.json").read_text())
     assert info["metric"]["variant"] == "paper"
@@ -405,8 +417,8 @@ def test_cli_score_write_updates_the_run_json_metric(built, capsys):
     assert main(["score", str(run), "--variant", "tau_b", "--write"]) == 0
 
 
-def test_cli_report_and_score_understand_a_folder_of_baseline_runs(built, tmp_path, capsys):
-    baselines = built / "runs" / "baselines"
+def test_cli_report_and_score_understand_a_folder_of_baseline_runs(baselines, tmp_path, capsys):
+    baselines = baselines[0]
     assert not any(baselines.glob("*/samples.jsonl"))  # baselines send no requests
     assert main(["report", str(baselines), "--no-plots", "--out", str(tmp_path / "report")]) == 0
     table = (tmp_path / "report" / "leaderboard.md").read_text()
@@ -420,8 +432,8 @@ def test_cli_report_and_score_understand_a_folder_of_baseline_runs(built, tmp_pa
     assert "holds 5 runs" in err and "history-affinity" in err
 
 
-def test_cli_baselines_record_only_the_pointwise_method(built):
-    info = json.loads((built / "runs" / "baselines" / "random" / "run.json").read_text())
+def test_cli_baselines_record_only_the_pointwise_method(baselines):
+    info = json.loads((baselines[0] / "random" / "run.json").read_text())
     assert info["config"]["methods"] == ["pointwise"]
 
 

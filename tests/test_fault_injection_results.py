@@ -783,10 +783,15 @@ def test_report_mostly_failed_means_more_than_half_the_groups():
     assert not mostly_failed({"num_groups": 6, "num_invalid": 3})
 
 
-# --- 18 and 20. the README walked top to bottom by a newcomer --------------------------------------------
+# --- 18 and 20. the README and the docs pages walked top to bottom by a newcomer ----------------------------
 
 REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
+# the README and every page of docs/ (a new page is covered as soon as it exists)
+PAGES = {
+    p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
+    for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+}
 
 
 def _paragraphs(text):
@@ -794,22 +799,41 @@ def _paragraphs(text):
 
 
 def test_readme_says_install_torch_first_wherever_torch_comes_in():
-    torch_extras = [p for p in _paragraphs(README) if '".[train]"' in p or "`[hf]`" in p or '".[hf' in p]
-    assert torch_extras
-    for paragraph in torch_extras:
-        assert "torch==2.13.0" in paragraph, paragraph
+    torch_extras = [
+        (name, p)
+        for name, text in PAGES.items()
+        for p in _paragraphs(text)
+        if '".[train]"' in p or "`[hf]`" in p or '".[hf' in p
+    ]
+    assert {"README.md", "docs/engines.md", "docs/fine-tuning.md"} <= {name for name, _ in torch_extras}
+    for name, paragraph in torch_extras:
+        assert "torch==2.13.0" in paragraph, (name, paragraph)
 
 
 def test_readme_installs_from_the_clone():
     assert "pip install -e ." in README
     assert "pip install perrecbench" not in README and 'pip install "perrecbench' not in README
+    for name, text in PAGES.items():
+        blocks = [block.split("```")[0] for block in text.split("```bash")[1:]]
+        for line in (line for block in blocks for line in block.splitlines()):
+            words = line.split("#")[0].split()
+            if words[:2] != ["pip", "install"]:
+                continue
+            # torch alone, or the clone as an editable install: a plain `pip install .` would replace the
+            # editable install (later edits in the clone ignored) and leave build/ behind (issue 27, trip 2)
+            assert words[2].startswith("torch==") or words[2] == "-e", (name, line)
 
 
 def test_readme_profiles_commands_write_train_profiles_for_shots():
-    commands = [line for line in README.splitlines() if "perrecbench profiles" in line]
+    commands = [
+        (text, line)
+        for text in PAGES.values()
+        for line in text.splitlines()
+        if "perrecbench profiles --" in line
+    ]
     assert commands
-    for line in commands:
-        block = README[README.index(line) : README.index(line) + 400]
+    for text, line in commands:
+        block = text[text.index(line) : text.index(line) + 400]
         assert "--splits train,test" in block, line
 
 
@@ -828,23 +852,27 @@ def test_readme_links_the_protocol():
 
 
 @pytest.mark.parametrize(
-    "term,explained",
+    "page,term,explained",
     [
-        ("BM25", "keyword-overlap"),
-        ("tau-b", "handles tied scores"),
-        ("leak-free", "no test user's test review"),
-        ("sign-flip", "random sign flips"),
-        ("factor-mean", "two LoRA factors separately"),
-        ("--method cat", "exact mean of their weight updates"),
+        ("README.md", "tau-b", "handles tied scores"),
+        ("README.md", "leak-free", "no test user's test review"),
+        ("README.md", "sign-flip", "random sign flips"),
+        ("docs/perrecbench.md", "BM25", "keyword-overlap"),
+        ("docs/perrecbench.md", "tau-b", "handles tied scores"),
+        ("docs/perrecbench.md", "leak-free", "no test user's test review"),
+        ("docs/reports.md", "sign-flip", "random sign flips"),
+        ("docs/fine-tuning.md", "factor-mean", "two LoRA factors separately"),
+        ("docs/fine-tuning.md", "--method cat", "exact mean of their weight updates"),
     ],
 )
-def test_readme_explains_each_term_where_it_first_appears(term, explained):
-    first = README.index(term)
-    assert explained in README[max(0, first - 300) : first + 400], term
+def test_readme_explains_each_term_where_it_first_appears(page, term, explained):
+    text = " ".join(PAGES[page].split())  # where the lines break does not matter
+    first = text.index(term)
+    assert explained in text[max(0, first - 300) : first + 400], term
 
 
 def test_readme_loop_folders_are_ignored_and_cleaned():
-    loop = README[README.index("## Fine-tune") : README.index("## Loading the benchmark")]
+    loop = PAGES["docs/fine-tuning.md"]
     roots = {
         word.split("/")[0]
         for line in loop.splitlines()
@@ -909,9 +937,10 @@ def test_readme_quick_start_commands_run_as_written(tmp_path, monkeypatch, capsy
     setup[2] += ["--out", f"{demo}/runs/baselines"]
     for argv in setup:
         assert main([*argv, "--no-progress"]) == 0, argv
-    block = README.split("Then, on the demo's output", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    page = PAGES["docs/perrecbench.md"]
+    block = page.split("Then, on the demo's output", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
     commands = [line for line in block.splitlines() if line.startswith("perrecbench ")]
-    assert [c.split()[1] for c in commands] == ["score", "evaluate", "report", "tasks"]
+    assert [c.split()[1] for c in commands] == ["score", "evaluate", "report"]
     for command in commands:
         argv = shlex.split(command)[1:]
         if argv[0] == "evaluate":

@@ -1,6 +1,8 @@
 """`perrecbench build --task llmrec`: the stage (titled items, k-core), the plan and the files.
 
-Configs: ``rating``, ``sequential``, ``direct`` (splits train / validation / test, `splits`), plus
+Configs: ``rating``, ``sequential``, ``direct`` (splits train / validation / test, `splits`),
+``explanation`` and ``summarization`` (the same rows with a ground-truth text, `text`; left out for a source
+without review texts), plus
 ``items`` (the catalogue: every item after the k-core, with its title) and ``interactions`` (every train
 interaction, what the baselines are fitted on). Data files are named by content hash (PITFALLS 1).
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,11 +26,14 @@ from dataset_builder.config import BuildError
 from dataset_builder.llmrec.config import BuildConfig
 from dataset_builder.llmrec.selection import kcore, titled_interactions, write_sorted
 from dataset_builder.llmrec.splits import SPLITS, Interaction, candidates, row_rng, user_rows
+from dataset_builder.llmrec.text import TEXT_CONFIGS, text_rows
 from dataset_builder.manifest import manifest
 from dataset_builder.sources import Source
 from dataset_builder.stages import DomainInputs, StageOutput, StageSpec, Tick
 from dataset_builder.tasks import Builder
 from perrec_eval.fileio import write_json, write_text
+
+logger = logging.getLogger(__name__)
 
 TASK_CONFIGS = ("rating", "sequential", "direct")
 _HISTORY = pa.list_(
@@ -53,6 +59,10 @@ SCHEMAS = {
     "rating": pa.schema([*_COMMON, ("rating", pa.float64())]),
     "sequential": pa.schema(_COMMON),
     "direct": pa.schema([*_COMMON, ("candidates", pa.list_(pa.string())), ("target_position", pa.int64())]),
+    "explanation": pa.schema(
+        [*_COMMON, ("rating", pa.float64()), ("explanation", pa.string()), ("feature", pa.string())]
+    ),
+    "summarization": pa.schema([*_COMMON, ("review_text", pa.string()), ("summary", pa.string())]),
     "items": pa.schema([("domain", pa.string()), ("parent_asin", pa.string()), ("title", pa.string())]),
     "interactions": pa.schema(
         [
@@ -71,7 +81,7 @@ def _select(
 ) -> StageOutput:
     con = raw.connect(cfg, work, source)
     try:
-        funnel, bad = raw.read_reviews(con, source, item.reviews, cfg.on_bad_line, tick=tick)
+        funnel, bad = raw.read_reviews(con, source, item.reviews, cfg.on_bad_line, text=True, tick=tick)
         tick("read metadata")
         counts, meta_bad = raw.read_meta(
             con, source, item.meta, cfg.on_bad_line, items="SELECT DISTINCT parent_asin FROM rev"
@@ -80,19 +90,31 @@ def _select(
         titled = titled_interactions(con)
         rounds = kcore(con, cfg.kcore)
         kept = write_sorted(con, files["interactions_path"])
+        kept["review_texts"] = _write_texts(con, files["texts_path"])
     finally:
         con.close()
     selection = {**funnel, **counts, "titled": titled, "kcore": kept["interactions"]}
     return StageOutput(selection, bad + meta_bad, {**kept, "kcore_rounds": rounds})
 
 
+def _write_texts(con, path: Path) -> int:
+    """Each kept review's title and text to parquet; the number with a non-empty text."""
+    con.sql(f"""
+        COPY (SELECT user_id, parent_asin, rev.title AS review_title, rev.text AS review_text
+              FROM inter JOIN rev USING (user_id, parent_asin) ORDER BY user_id, parent_asin)
+        TO '{path}' (FORMAT parquet)""")
+    return con.sql("""
+        SELECT count(*) FROM inter JOIN rev USING (user_id, parent_asin)
+        WHERE trim(coalesce(rev.text, '')) <> ''""").fetchall()[0][0]
+
+
 def _stage(cfg: BuildConfig) -> StageSpec:
     return StageSpec(
-        version=1,
+        version=2,
         params={"kcore": cfg.kcore},
         flags={},
         steps=("read reviews", "deduplicate", "read metadata", "k-core"),
-        files={"interactions_path": "interactions.parquet"},
+        files={"interactions_path": "interactions.parquet", "texts_path": "texts.parquet"},
         select=partial(_select, cfg),
     )
 
@@ -159,8 +181,15 @@ def _write(
     from dataset_builder.llmrec.card import build_card
 
     rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    text: dict[str, Any] = {"funnel": {}, "skipped": []}
     for domain in plan:
-        for name, splits in domain_rows(cfg, domain, Path(results[domain]["interactions_path"])).items():
+        made = domain_rows(cfg, domain, Path(results[domain]["interactions_path"]))
+        if results[domain]["review_texts"]:
+            texts, text["funnel"][domain] = domain_text_rows(Path(results[domain]["texts_path"]), made)
+            made.update(texts)
+        else:
+            text["skipped"].append(domain)
+        for name, splits in made.items():
             for split, split_rows in splits.items():
                 rows.setdefault(name, {}).setdefault(split, []).extend(split_rows)
     files: dict[str, dict[str, str]] = {}
@@ -170,16 +199,40 @@ def _write(
             if split_rows:  # an empty split does not load (PITFALLS 2): left out
                 files.setdefault(name, {})[split] = write_split(folder, name, split, split_rows)
                 counts.setdefault(name, {})[split] = len(split_rows)
-    outputs = {"outputs": files, "counts": counts}
+    if text["skipped"]:
+        text["skipped_because"] = text_skipped(text["skipped"])
+        logger.warning(text["skipped_because"])
+    outputs = {"outputs": files, "counts": counts, "text": text}
     recorded = manifest(cfg.as_manifest(), results, provenance, outputs, task=cfg.task)
     write_json(folder / "manifest.json", recorded)
-    write_text(folder / "README.md", build_card(cfg, files, counts, results, plan, provenance))
+    write_text(folder / "README.md", build_card(cfg, files, counts, results, plan, provenance, text=text))
+
+
+def text_skipped(domains: list[str]) -> str:
+    """The one line saying why a build has no text tasks for `domains`."""
+    return (
+        f"{', '.join(domains)}: explanation and summarization skipped: the source has no review text "
+        "(a rating-only source); rating, sequential and direct are built"
+    )
+
+
+def domain_text_rows(
+    texts_path: Path, made: dict[str, dict[str, list[dict[str, Any]]]]
+) -> tuple[dict[str, dict[str, list[dict[str, Any]]]], dict[str, dict[str, int]]]:
+    """One domain's explanation and summarization rows (`text.text_rows`) beside its other configs' rows."""
+    reviews = {
+        (r["user_id"], r["parent_asin"]): (r["review_title"], r["review_text"])
+        for r in pq.read_table(texts_path).to_pylist()
+    }
+    train = [(r["user_id"], r["parent_asin"], r["timestamp"]) for r in made["interactions"]["train"]]
+    return text_rows(made["rating"], train, reviews)
 
 
 def _summary(out: Path) -> str:
     counts = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["counts"]
     test = counts.get("sequential", {}).get("test", 0)
-    return f"llmrec built in {out}: {test:,} test users; rating, sequential and direct configs"
+    built = [name for name in (*TASK_CONFIGS, *TEXT_CONFIGS) if name in counts]
+    return f"llmrec built in {out}: {test:,} test users; configs {', '.join(built)}"
 
 
 BUILDER = Builder(stage=_stage, plan=_plan, write=_write, summary=_summary)

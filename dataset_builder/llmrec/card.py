@@ -20,10 +20,12 @@ def build_card(
     results: dict[str, dict[str, Any]],
     plan: list[str],
     provenance: dict[str, Any],
+    *,
+    text: dict[str, Any] | None = None,
 ) -> str:
     """The README.md of an LLMRec build (``hub_cards/llmrec_dataset_card.md``)."""
     header = {
-        "pretty_name": "LLMRec tasks (rating, sequential, direct) from Amazon Reviews 2023",
+        "pretty_name": "LLMRec tasks from Amazon Reviews 2023",
         "license": "other",
         "task_categories": ["text-generation"],
         "tags": ["recommendation", "llmrec", "perrecbench"]
@@ -49,5 +51,30 @@ def build_card(
         "source_kind": provenance["source_kind"],
         "config_rows": rows,
         "funnel_rows": funnel,
+        **text_values(text or {"funnel": {}, "skipped": []}),
     }
     return fill_card(header, "llmrec_dataset_card.md", values)
+
+
+_TEXT_COLUMNS = (
+    "kept_train", "kept_validation", "kept_test", "no_text", "no_sentence", "empty_title", "star_title",
+    "no_word", "repeated_target",
+)  # fmt: skip
+
+
+def text_values(text: dict[str, Any]) -> dict[str, Any]:
+    """The card's text-task part: per domain and config what was kept and why the rest was left out."""
+    from dataset_builder.llmrec import text as extraction
+
+    rows = "\n".join(
+        f"| {domain} | `{name}` | " + " | ".join(f"{counts.get(c, 0):,}" for c in _TEXT_COLUMNS) + " |"
+        for domain, configs in text["funnel"].items()
+        for name, counts in configs.items()
+    )
+    return {
+        "text_rows": rows,
+        "text_skipped": text.get("skipped_because", ""),
+        "vocabulary_size": extraction.VOCABULARY_SIZE,
+        "min_words": extraction.MIN_WORDS,
+        "max_words": extraction.MAX_WORDS,
+    }

@@ -49,7 +49,7 @@ class BuildConfig(BuildSpec):
     preset: Preset = option(
         "paper: one 5-user group per item, easy/medium/hard drawn from it (the paper's protocol); large: "
         "groups of 2/3/4 users found per level directly, several user-disjoint groups per item (many more "
-        "groups, for model comparisons that need resolution; see the README)",
+        "groups, for model comparisons that need resolution; see docs/perrecbench.md)",
         default="paper",
     )
     test_groups: int = option(

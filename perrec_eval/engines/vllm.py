@@ -116,7 +116,8 @@ class VLLMOptions:
     )
     tensor_parallel_size: int | None = option("GPUs to shard the model over", default=None)
     data_parallel_size: int | None = option(
-        "model replicas (only where this vLLM's offline LLM supports it; else see the README)", default=None
+        "model replicas (only where this vLLM's offline LLM supports it; else see docs/engines.md)",
+        default=None,
     )
     distributed_executor_backend: Literal["mp", "ray", "uni", "external_launcher"] | None = option(
         "how vLLM starts its workers (ray: over several nodes)", default=None

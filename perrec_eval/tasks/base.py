@@ -132,6 +132,11 @@ class Task:
     # The protocols that can ask about each subset (None: every protocol asks about every subset), for a
     # family whose subsets are different tasks (LLMRec: a rating protocol cannot ask a ranking subset)
     subset_protocols: Mapping[str, tuple[str, ...]] | None = None
+    # Bring your own predictions (`perrecbench score --predictions`): `prediction_from(doc, protocol, value)`
+    # turns a file's value that is not answer text into the doc's prediction (what the protocol's runner
+    # gives; None: failed), raising ValueError that names the value it takes. A string value is always read
+    # as a model's answer is (the protocol's parser), so a family without this hook takes answer text only.
+    prediction_from: Callable[[Doc, str, Any], Any] | None = field(default=None, repr=False)
 
     def answer_regex(self, spec: str) -> str:
         """The regular expression of the family's answer-format `spec` (structured outputs)."""

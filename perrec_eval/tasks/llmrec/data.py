@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,10 +18,17 @@ from perrec_eval.errors import DataError
 from perrec_eval.tasks.base import Doc
 from perrec_eval.tasks.llmrec.parsing import TitleIndex
 
+logger = logging.getLogger(__name__)
+
+# The text configs' ground-truth columns: a text doc's truth is ``{column: text}`` (a mapping keeps it apart
+# from a ranking's `parent_asin` in predictions.jsonl).
+TEXT_TRUTHS = {"explanation": "explanation", "summarization": "summary"}
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class RecDoc(Doc):
-    """A row of a build as a doc: `truth` is the target's rating (rating) or its `parent_asin` (ranking)."""
+    """A row of a build as a doc: `truth` is the target's rating (rating), its `parent_asin` (ranking) or
+    its ground-truth text (explanation, summarization: ``{column: text}``, `TEXT_TRUTHS`)."""
 
     kind: str = "rating"
     domain: str = ""
@@ -30,6 +38,8 @@ class RecDoc(Doc):
     history: tuple[Mapping[str, Any], ...] = ()
     candidates: tuple[str, ...] = ()
     source: str = ""  # the build folder (the catalogue gives the candidates' titles)
+    rating: float | None = None  # the target's rating (explanation: the prompt's "N-star")
+    review_text: str = ""  # the target's review (summarization: what is summarized)
 
 
 def outputs(data: str) -> dict[str, dict[str, str]]:
@@ -118,6 +128,14 @@ def load_docs(
     data: str, subset: str, split: str, *, max_docs: int | None = None, seed: int = 0
 ) -> list[RecDoc]:
     """The docs of config `subset` in `split` (a seeded sample of `max_docs`, in the build's order)."""
+    from perrec_eval.tasks.llmrec import textmetrics
+
+    if subset in TEXT_TRUTHS:
+        if subset not in outputs(data):  # a rating-only source (the build said why) or an older build
+            logger.warning("%s has no %s config (no review texts): its cells are skipped", data, subset)
+            return []
+        if split != "train":  # an evaluation: before any answer is asked for (`sft data` needs no metric)
+            textmetrics.check_installed()
     chosen = rows(data, subset, split)
     if max_docs is not None and max_docs < len(chosen):
         keep = sorted(random.Random(seed).sample(range(len(chosen)), max_docs))
@@ -125,7 +143,7 @@ def load_docs(
     return [
         RecDoc(
             row["id"],
-            row["rating"] if subset == "rating" else row["parent_asin"],
+            _truth(subset, row),
             kind=subset,
             domain=row["domain"],
             user_id=row["user_id"],
@@ -134,6 +152,19 @@ def load_docs(
             history=tuple(row["history"]),
             candidates=tuple(row.get("candidates") or ()),
             source=data,
+            rating=row.get("rating"),
+            review_text=row.get("review_text") or "",
         )
         for row in chosen
     ]
+
+
+def _truth(subset: str, row: dict[str, Any]) -> Any:
+    """A row's truth: its rating, its target's `parent_asin`, or ``{column: text}`` (`TEXT_TRUTHS`).
+
+    >>> _truth("summarization", {"summary": "Lovely scent"})
+    {'summary': 'Lovely scent'}
+    """
+    if subset in TEXT_TRUTHS:
+        return {TEXT_TRUTHS[subset]: row[TEXT_TRUTHS[subset]]}
+    return row["rating"] if subset == "rating" else row["parent_asin"]

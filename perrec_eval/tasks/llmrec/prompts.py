@@ -13,11 +13,13 @@ from typing import Any
 
 import yaml
 
-KINDS = ("rating", "sequential", "direct")
+KINDS = ("rating", "sequential", "direct", "explanation", "summarization")
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "rating": frozenset({"user", "history", "title", "category"}),
     "sequential": frozenset({"user", "history"}),
     "direct": frozenset({"user", "history", "candidates"}),
+    "explanation": frozenset({"user", "history", "title", "rating"}),
+    "summarization": frozenset({"user", "review"}),
 }
 DEFAULT = "offtheshelf.yaml"
 

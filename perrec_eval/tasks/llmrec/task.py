@@ -1,8 +1,8 @@
-"""LLMRec as a task family: rating, sequential and direct recommendation asked with LLMRec's off-the-shelf
-prompts, one request per user (`TASK`).
+"""LLMRec as a task family: rating, sequential and direct recommendation, explanation generation and review
+summarization asked with LLMRec's off-the-shelf prompts, one request per user (`TASK`).
 
-Cells: subset = the build's config (rating, sequential, direct) × protocol = the way of asking (one per
-config so far, named like it). Metrics, headline first:
+Cells: subset = the build's config (rating, sequential, direct, explanation, summarization) × protocol =
+the way of asking (one per config so far, named like it). Metrics, headline first:
 
 - ``ndcg@10`` (headline): the ranking tasks' graded metric at the list length the prompts ask for; it
   rewards the rank of the hit, which HR@10 ignores, and it is P5's and LLMRec's reported metric;
@@ -11,6 +11,9 @@ config so far, named like it). Metrics, headline first:
 - ``rmse``, ``mae``: over every user whose rating parsed (corpus metrics, paired bootstrap tests). A rating
   outside 1..5 or none at all fails the doc: it adds no error and is counted in the cell's failures, never
   clipped (P5 silently dropped predictions outside 1.0-4.9).
+
+- ``rouge-l``, ``rouge-1``, ``rouge-2``, ``bleu-1``, ``bleu-2``, ``bleu-4`` and the same with ``/p5``: the
+  text tasks' metrics, standard (rouge-score, sacrebleu) and P5/LLMRec-compatible (`text`, `textmetrics`).
 
 A cell has only its task's metrics (the others are None). Sequential answers are titles mapped to the
 domain's catalogue, direct answers titles mapped to the row's candidates (`parsing`).
@@ -31,13 +34,14 @@ from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.tasks.base import Doc, Parsed, Task
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import metrics, prompts
+from perrec_eval.tasks.llmrec import text as text_tasks
 from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating
 
 KINDS = prompts.KINDS
 RANKING = ("sequential", "direct")
 LIST_LENGTH = 10  # the prompts ask for 10 items
 RANKING_METRICS = {"ndcg@10": 10, "ndcg@5": 5, "hr@1": 1, "hr@5": 5, "hr@10": 10}
-BASELINES = ("random", "popularity", "global-mean", "user-mean")
+BASELINES = ("random", "popularity", "global-mean", "user-mean", *text_tasks.BASELINES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +121,16 @@ PROTOCOLS = {
     "rating": Protocol("rating", 16),
     "sequential": Protocol("sequential", 400),
     "direct": Protocol("direct", 400),
+    **text_tasks.PROTOCOLS,
 }
 
 
 def score_doc(metric: str, prediction: Any, truth: Any) -> Any:
     """A doc's value of a ranking metric (0 for a failed doc), or its rating error (none when failed);
-    None where the metric is not its task's (a ranking metric of a rating doc, and the reverse)."""
+    None where the metric is not its task's (a ranking metric of a rating doc, and the reverse); a text
+    doc's items come from `text.score_doc`."""
+    if text_tasks.is_text_truth(truth) or metric in text_tasks.textmetrics.TEXT_METRICS:
+        return text_tasks.score_doc(metric, prediction, truth)
     ranking = isinstance(truth, str)
     if metric in RANKING_METRICS:
         if not ranking:
@@ -134,6 +142,28 @@ def score_doc(metric: str, prediction: Any, truth: Any) -> Any:
     if ranking:
         return None
     return [] if prediction is None else [float(prediction) - float(truth)]
+
+
+def prediction_from(doc: Doc, protocol: str, value: Any) -> Any:
+    """Another system's prediction of a doc (`perrecbench score --predictions`): a rating 1..5 (outside
+    it fails the doc, as a model's answer does), or the ``parent_asin``s it ranks, best first (repeats kept
+    once; an empty list fails)."""
+    if doc.kind == "rating":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"a rating row takes a number 1..5 or the answer text, not {_kind(value)}")
+        return float(value) if 1.0 <= value <= 5.0 else None
+    if doc.kind in RANKING:
+        if not isinstance(value, list) or not all(isinstance(asin, str) for asin in value):
+            raise ValueError(
+                f"a {doc.kind} row takes a list of parent_asin strings, best first, or the answer text, "
+                f"not {_kind(value)}"
+            )
+        return list(dict.fromkeys(value)) or None
+    raise ValueError(f"a {doc.kind} row takes the answer text (a string), not {_kind(value)}")
+
+
+def _kind(value: Any) -> str:
+    return {bool: "true/false", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _rng(seed: int, doc_id: str) -> random.Random:
@@ -156,6 +186,8 @@ def predict_baseline(name: str, docs: Sequence[build.RecDoc], *, data: str, seed
     if not docs:
         return []
     kind = docs[0].kind
+    if name in text_tasks.BASELINES or kind in text_tasks.TEXT_KINDS:
+        return text_tasks.predict_baseline(name, docs, data=data, seed=seed)
     if name == "random":
         return [_random(doc, data, seed) for doc in docs]
     if name == "popularity" and kind in RANKING:
@@ -213,6 +245,8 @@ def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
     JSON list of at most 10 titles; no JSON schema fits either (neither is an object)."""
     if spec.partition(":")[0] == "rating":
         return r"[1-5](\.[0-9])?", None
+    if spec.partition(":")[0] in text_tasks.TEXT_KINDS:
+        return text_tasks.ANSWER_REGEX, None
     return _LIST_REGEX, None
 
 
@@ -230,6 +264,8 @@ def constant_answer(request: Any) -> str | None:
         return None
     if kind == "rating":
         return "4"
+    if kind in text_tasks.TEXT_KINDS:
+        return text_tasks.CONSTANT[kind]
     text = messages[-1]["content"]
     marker = "Candidates: " if kind == "direct" else "chronological order: "
     listed = text.rpartition(marker)[2].splitlines()[0]
@@ -248,6 +284,7 @@ TASK = Task(
         *(MetricSpec(name) for name in RANKING_METRICS),
         MetricSpec("rmse", higher_is_better=False, aggregation="corpus", corpus=rmse),
         MetricSpec("mae", higher_is_better=False, aggregation="corpus", corpus=metrics.mae),
+        *text_tasks.metric_specs(),
     ),
     baselines=BASELINES,
     builder="dataset_builder.llmrec.builder",
@@ -256,6 +293,7 @@ TASK = Task(
     load_docs=build.load_docs,
     score_doc=score_doc,
     predict_baseline=predict_baseline,
+    prediction_from=prediction_from,
     subset_protocols={kind: (kind,) for kind in KINDS},
     hub_description=(
         "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "

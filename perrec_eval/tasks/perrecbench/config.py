@@ -162,7 +162,7 @@ class EvalConfig(_Budgets, EngineSpec, PromptSpec):
     cot: bool = option("chain-of-thought prompts (paper Appendix E)", default=False)
     structured_outputs: bool = option(
         "constrain every answer to its method's format (rating JSON, [User A]/[User B], a permutation); "
-        "with --cot only the final answer; not the paper's setting (see README)",
+        "with --cot only the final answer; not the paper's setting (see docs/engines.md)",
         default=False,
     )
     label: str | None = option(

@@ -31,7 +31,8 @@ kept.
   permutation of 1..n: duplicates, missing users, out-of-range or 0-based indices fail (`not_permutation`);
   nothing is repaired.
 
-Leniency, side by side (what each parser accepts beyond the exact requested form; README "Reading answers"):
+Leniency, side by side (what each parser accepts beyond the exact requested form; docs/engines.md,
+"Reading answers"):
 
 - exact form: pointwise ``{"predicted_rating": 4}``; pairwise ``[User A]``.
 - variants accepted: pointwise: any JSON object holding the key (the last wins), loose JSON, a

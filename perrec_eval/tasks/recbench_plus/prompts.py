@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import string
 from dataclasses import dataclass
 from functools import cache
@@ -17,13 +16,17 @@ HISTORY_TITLES = 10  # the released history variant shows the user's 10 titles
 _NOUNS = {"Books": ("book", "books", "read"), "Kindle_Store": ("book", "books", "read"),
           "Movies_and_TV": ("movie", "movies", "watched")}  # fmt: skip
 _ALLOWED = {"noun", "noun_singular", "query", "k", "history", "verb"}
-_REQUIRED = {"default": {"query"}, "k": {"query", "k"}, "history": {"query", "history"}}
+_REQUIRED = {
+    "default": {"query"},
+    "k": {"query", "k"},
+    "history": {"query", "history"},
+    "history-k": {"query", "history", "k"},
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Templates:
-    system: str
-    variants: dict[str, str]
+    variants: dict[str, dict[str, str]]  # variant -> {"system": ..., "user": ...}
     sha256: str
 
 
@@ -33,41 +36,45 @@ def _fields(text: str) -> set[str]:
 
 @cache
 def templates() -> Templates:
-    """The package's templates, checked: only known placeholders, each variant's required ones present."""
+    """The package's templates, checked: each variant a system and a user message, only known
+    placeholders, each variant's required ones present."""
     raw = resources.files(__package__).joinpath("templates/recommend.yaml").read_text(encoding="utf-8")
     data: dict[str, Any] = yaml.safe_load(raw)
-    for name, text in {"system": data["system"], **data["variants"]}.items():
-        unknown = _fields(text) - _ALLOWED
-        missing = _REQUIRED.get(name, set()) - _fields(text)
-        if unknown or missing:
-            raise ValueError(f"recommend.yaml {name}: unknown {sorted(unknown)}, missing {sorted(missing)}")
     if set(data["variants"]) != set(_REQUIRED):
         raise ValueError(f"recommend.yaml needs the variants {sorted(_REQUIRED)}")
-    return Templates(data["system"], dict(data["variants"]), hashlib.sha256(raw.encode()).hexdigest())
+    for name, variant in data["variants"].items():
+        if set(variant) != {"system", "user"}:
+            raise ValueError(f"recommend.yaml {name}: give a system and a user message")
+        used = _fields(variant["system"]) | _fields(variant["user"])
+        unknown, missing = used - _ALLOWED, _REQUIRED[name] - used
+        if unknown or missing:
+            raise ValueError(f"recommend.yaml {name}: unknown {sorted(unknown)}, missing {sorted(missing)}")
+    return Templates(dict(data["variants"]), hashlib.sha256(raw.encode()).hexdigest())
 
 
 def messages(
     query: str, domain: str, history: list[str], *, variant: str = "default", k: int = 5
 ) -> list[dict[str, str]]:
-    """The system and user messages of one query.
+    """The system and user messages of one query (the history as the release wrote it: a Python list).
 
     >>> messages("Books by Ann?", "Books", [])[1]["content"]
     'Query: Books by Ann?\\nRecommended books (separated by [SEP]):'
-    >>> messages("Q?", "Books", ["A", "B"], variant="history")[1]["content"].splitlines()[0]
-    'The user has read the following books:["A", "B"]'
+    >>> print(messages("Q?", "Books", ["A", "B's"], variant="history")[1]["content"].splitlines()[0])
+    The user has read the following books:['A', "B's"]
+    >>> messages("Q?", "Movies_and_TV", [], variant="k")[0]["content"].split(". ")[-1]
+    'Please output 5 recommended movies directly, do not output other content.'
     """
     singular, plural, verb = _NOUNS.get(domain, ("item", "items", "bought"))
-    shown = json.dumps(history[-HISTORY_TITLES:], ensure_ascii=False)  # a title's quotes stay readable
     values = {
         "noun": plural,
         "noun_singular": singular,
         "query": query,
         "k": k,
-        "history": shown,
+        "history": str(list(history[-HISTORY_TITLES:])),
         "verb": verb,
     }
-    chosen = templates()
+    chosen = templates().variants[variant]
     return [
-        {"role": "system", "content": chosen.system.format(**values)},
-        {"role": "user", "content": chosen.variants[variant].format(**values)},
+        {"role": "system", "content": chosen["system"].format(**values)},
+        {"role": "user", "content": chosen["user"].format(**values)},
     ]

@@ -41,6 +41,7 @@ TYPES = ("explicit", "implicit", "misinformed", "interest")
 # each condition type, then its condition-count groups; a query is scored in both
 SUBSETS = (*(s for t in TYPES[:3] for s in (t, *(f"{t}-{g}" for g in metrics.CONDITION_GROUPS))), TYPES[3])
 SLOT = "recommend"
+FIXED_K = "recommend-k"  # the fixed-K protocol's name
 DEFAULT_K = 5  # a build without a recorded --k
 PHRASING_SYSTEM = "You simulate a real user who asks a recommendation assistant"  # templates/phrasing.yaml
 CONSTANT_TITLES = ("Pride and Prejudice", "The Great Gatsby")  # the fake engine's `constant` answer
@@ -215,8 +216,8 @@ class Recommend:
     def render(self, doc: QueryDoc, slot: Any, *, variant: str | None = None) -> list[dict[str, str]]:
         history = [item["title"] for item in doc.row["history"]]
         chosen = self.variant if variant is None else variant
-        if self.fixed_k and chosen == "default":
-            chosen = "k"
+        if self.fixed_k:  # the released K wording of the chosen variant
+            chosen = {"default": "k", "history": "history-k"}.get(chosen, chosen)
         k = doc.truth["k"]
         return prompts.messages(doc.row["query"], doc.row["domain"], history, variant=chosen, k=k)
 
@@ -243,6 +244,18 @@ def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
     if not metrics.defined(metric, truth["type"]):
         return None
     return metrics.value(metric, prediction, truth)
+
+
+def prediction_from(doc: QueryDoc, protocol: str, value: Any) -> list[dict] | None:
+    """Another system's answer to a query (`perrecbench score --predictions`): its titles, best first,
+    matched to the catalogue as a model's are (an empty list is a failed query; a fixed-K cell reads the
+    first K)."""
+    if not isinstance(value, list) or not all(isinstance(title, str) for title in value):
+        raise ValueError("a query takes a list of titles, best first, or the raw answer text")
+    titles = [title.strip() for title in value if title.strip()]
+    if protocol == FIXED_K:
+        titles = titles[: doc.truth["k"]]
+    return doc.catalogue.match(titles, doc.truth) if titles else None
 
 
 def _ranked(doc: QueryDoc, scores: Any = None, keep: Any = None) -> list[dict]:
@@ -307,7 +320,7 @@ def constant_answer(request: Any) -> str | None:
     messages = request.messages
     if messages and messages[0]["content"].startswith(PHRASING_SYSTEM):  # a build's --phrasing llm request
         return messages[-1]["content"].rpartition("Request: ")[2]  # the template's own text: it passes
-    if not messages or "recommender system. You are given a query" not in messages[0]["content"]:
+    if not messages or "recommender system. You are given a" not in messages[0]["content"]:
         return None
     return f" {prompts.SEPARATOR} ".join(CONSTANT_TITLES)
 
@@ -319,7 +332,7 @@ TASK = Task(
     subset_axis="query type",
     protocol_axis="protocol",
     subsets=SUBSETS,
-    protocols={"recommend": Recommend(), "recommend-k": Recommend(name="recommend-k", fixed_k=True)},
+    protocols={"recommend": Recommend(), FIXED_K: Recommend(name=FIXED_K, fixed_k=True)},
     metrics=(
         MetricSpec("recall"),
         MetricSpec("precision"),
@@ -336,4 +349,7 @@ TASK = Task(
     load_docs=load_docs,
     score_doc=score_doc,
     predict_baseline=predict_baseline,
+    prediction_from=prediction_from,
+    # `score` also reads the released files (`released.py`); a run or a predictions file as every family's
+    handlers={"score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command"},
 )

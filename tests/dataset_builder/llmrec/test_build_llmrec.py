@@ -118,13 +118,13 @@ def test_build_llmrec_negatives_are_never_an_item_of_the_user(synth) -> None:
 def test_build_llmrec_loads_with_datasets_and_ids_are_unique(synth) -> None:
     import datasets
 
-    for config in ("rating", "sequential", "direct"):
+    for config in ("rating", "sequential", "direct", "explanation", "summarization"):
         loaded = datasets.load_dataset(str(synth), config)
         assert set(loaded) == set(SPLITS)
         ids = [i for split in SPLITS for i in loaded[split]["id"]]
         assert len(ids) == len(set(ids))
     card = (synth / "README.md").read_text()
-    assert "config_name: sequential" in card and "not built yet" in card
+    assert "config_name: sequential" in card and "## Explanation and summarization" in card
 
 
 @pytest.mark.parametrize(

@@ -122,7 +122,7 @@ def test_llmrec_family_is_listed_with_its_cells(capsys) -> None:
     assert main(["tasks", "--json"]) == 0
     (llmrec,) = [t for t in json.loads(capsys.readouterr().out) if t["name"] == "llmrec"]
     assert (
-        llmrec["protocols"] == ["rating", "sequential", "direct"]
+        llmrec["protocols"] == ["rating", "sequential", "direct", "explanation", "summarization"]
         and llmrec["metrics"][0]["name"] == "ndcg@10"
     )
 

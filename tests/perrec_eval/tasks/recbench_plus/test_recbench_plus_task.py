@@ -166,7 +166,7 @@ def test_recbench_plus_prompt_variants_render_the_released_shapes(bench):
     system, user = protocol.render(doc, "recommend", variant="default")
     assert system["content"].startswith("You are a book recommender system.")
     assert user["content"] == f"Query: {doc.row['query']}\nRecommended books (separated by [SEP]):"
-    _, fixed = protocol.render(doc, "recommend", variant="k")
+    fixed, _ = protocol.render(doc, "recommend", variant="k")  # the release asked for K in the system message
     assert "5 recommended books" in fixed["content"]
     _, history = protocol.render(doc, "recommend", variant="history")
     assert history["content"].startswith("The user has read the following books:[")
@@ -256,8 +256,8 @@ def test_recbench_plus_build_k_sets_the_fixed_k_prompt_and_the_baselines_length(
     other = build(tmp_path / "k3", bench.parent / "raw", "--k", "3")
     (doc,) = load_docs(str(other), "explicit", "test", max_docs=1)
     assert doc.truth["k"] == 3
-    _, user = Recommend("recommend-k", fixed_k=True).render(doc, "recommend")
-    assert "3 recommended books" in user["content"]
+    system, _ = Recommend("recommend-k", fixed_k=True).render(doc, "recommend")
+    assert "3 recommended books" in system["content"]  # the release asked for K in the system message
     assert all(len(answer) == 3 for answer in TASK.predict_baseline("popularity", [doc], data="", seed=0))
 
 
