@@ -278,3 +278,12 @@ def test_recbench_plus_sft_data_holds_train_users_only_each_query_once(bench, tm
         wanted = titles[: doc.truth["k"]] if row["format"] == "recommend-k" else titles
         assert json.loads(row["answer"]) == wanted
         assert not any(t in row["prompt"][-1]["content"] for t in titles)  # the answer is not in the prompt
+
+
+def test_recbench_plus_predictions_file_reads_the_first_k_titles_in_the_fixed_k_cell(bench):
+    from perrec_eval.tasks.recbench_plus.task import prediction_from
+
+    (doc,) = load_docs(str(bench), "explicit", "test", max_docs=1)
+    titles = [f"Zzyzx Qwerty Volume {n}" for n in range(7)] + [g["title"] for g in doc.truth["ground_truth"]]
+    assert len(prediction_from(doc, "recommend-k", titles)) == 5
+    assert len(prediction_from(doc, "recommend", titles)) == len(titles)
