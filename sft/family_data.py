@@ -72,9 +72,11 @@ def examples(
     task: Task, docs: dict[str, list[Doc]], protocols: tuple[str, ...], prompts: str | None = None
 ) -> list[dict[str, Any]]:
     """One row per request a runner sends first for a train doc, with the true answer as its completion
-    (rendered in prompt variant `prompts`; None: the protocols' default)."""
+    (rendered in prompt variant `prompts`; None: the protocols' default); a doc that several subsets hold
+    (RecBench+: a query type and its condition-count group) gives it once."""
     variant = {} if prompts is None else {"variant": prompts}
     rows = []
+    seen: set[tuple[str, str, str]] = set()
     cells = set(task.cells())
     for protocol_name in protocols:
         protocol = task.protocols[protocol_name]
@@ -84,9 +86,14 @@ def examples(
             for doc in subset_docs:
                 for slot in protocol.runner(doc).pending():
                     answer = protocol.true_answer(doc, slot)
+                    messages = protocol.render(doc, slot, **variant)
+                    key = (protocol_name, doc.id, json.dumps(messages))
+                    if key in seen:
+                        continue
+                    seen.add(key)
                     rows.append(
                         {
-                            "prompt": protocol.render(doc, slot, **variant),
+                            "prompt": messages,
                             "completion": [
                                 {"role": "assistant", "content": protocol.format_answer(answer, slot)}
                             ],

@@ -331,7 +331,7 @@ def test_docs_commands_run_as_written(page, prepared, tmp_path, monkeypatch, cap
 
 
 # Pages other branches write (issue 27): linked from the README before they land; empty once merged.
-PENDING = {"docs/llmrec.md", "docs/recbench-plus.md"}
+PENDING = {"docs/llmrec.md"}
 
 
 def _anchor(heading: str) -> str:

@@ -1,11 +1,12 @@
 """RecBench+'s part of ``perrecbench build``: per domain, the reviewed catalogue and every user's history
 (the stage, in DuckDB), then the knowledge graph and the queries (in Python), then the folder.
 
-The folder: ``explicit/{test,train}-<sha12>.parquet`` and ``implicit/...`` (rows of
-:func:`dataset_builder.recbench_plus.queries.rows_of_user`), ``catalogue/items-<sha12>.parquet`` (every item
-with a title: ``parent_asin, title, domain, popularity, relations``, the relations kept by the graph), the
-card and ``manifest.json``. File names carry their content hash, so a rebuilt folder never serves stale rows
-(PITFALLS 1); an empty split has no file and no card entry (PITFALLS 2).
+The folder: ``explicit/{test,train}-<sha12>.parquet`` and likewise ``implicit``, ``misinformed`` and
+``interest`` (rows of :func:`dataset_builder.recbench_plus.queries.rows_of_user`),
+``catalogue/items-<sha12>.parquet`` (every item with a title: ``parent_asin, title, domain, popularity,
+relations``, the relations kept by the graph), the card and ``manifest.json``. File names carry their content
+hash, so a rebuilt folder never serves stale rows (PITFALLS 1); an empty split has no file and no card entry
+(PITFALLS 2).
 """
 
 from __future__ import annotations
@@ -20,15 +21,20 @@ from typing import Any
 from dataset_builder import raw
 from dataset_builder.config import BuildError
 from dataset_builder.manifest import manifest
-from dataset_builder.recbench_plus import card, kg, queries
+from dataset_builder.recbench_plus import card, kg, phrasing, queries
 from dataset_builder.recbench_plus.config import BuildConfig
 from dataset_builder.sources import Source
 from dataset_builder.stages import DomainInputs, StageOutput, StageSpec, Tick
 from dataset_builder.tasks import Builder
 from perrec_eval.fileio import write_json, write_text
+from perrec_eval.tasks.recbench_plus import metrics
 
-CONFIGS = ("explicit", "implicit")
+CONFIGS = queries.TYPES
 SPLITS = ("test", "train")
+DEMOGRAPHICS_NOTE = (
+    "not built: Amazon Reviews 2023 gives no user attributes, and this rebuild does not read a MovieLens-1M "
+    "users.dat"
+)
 
 
 def _select(
@@ -79,20 +85,36 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
         r["parent_asin"]: kg.item_facts(r["author"], r["store"], r["categories"], r["details"], keys)
         for r in rows
     }
+    if not rows:
+        raise BuildError(
+            f"{domain}: no reviewed item has a title in its metadata; pass --source files whose metadata "
+            "carries titles (RecBench+ answers are matched to the catalogue by title)"
+        )
     graph = kg.build_graph(facts, min_items=cfg.min_items, max_share=cfg.max_share)
+    if not graph.holders:
+        raise BuildError(
+            f"{domain}: no relation value of the metadata is held by {cfg.min_items} to {cfg.max_share:g} of "
+            "the items: name other --details-keys, or lower --min-items, or raise --max-share"
+        )
     items = {r["parent_asin"]: queries.Item(r["parent_asin"], r["title"], r["popularity"]) for r in rows}
     histories: dict[str, list[str]] = {}
     for r in pq.read_table(stage["history_path"]).to_pylist():
         histories.setdefault(r["user_id"], []).append(r["parent_asin"])
     rng = random.Random(f"{cfg.seed}-{domain}")
     eligible = [u for u in sorted(histories) if len(histories[u]) >= cfg.min_history]
+    if not eligible:
+        raise BuildError(
+            f"{domain}: no user has {cfg.min_history} reviewed items with a titled metadata line; lower "
+            "--min-history or pass a larger --source"
+        )
     rng.shuffle(eligible)
+    catalogue = queries.Catalogue(graph, items)
     counts: dict[str, int] = {
         "eligible_users": len(eligible),
         **{f"values_{k}": v for k, v in graph.dropped.items()},
     }
     counts["values_kept"] = len(graph.holders)
-    counts["implicit_skipped"] = 0
+    counts.update({f"{config}_skipped": 0 for config in CONFIGS[1:]})
     out: dict[str, dict[str, list[dict[str, Any]]]] = {c: {s: [] for s in SPLITS} for c in CONFIGS}
     wanted = {"test": cfg.users, "train": cfg.train_users}
     users = {"test": 0, "train": 0}
@@ -107,14 +129,17 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
         if not chosen:
             continue
         users[split] += 1
-        made = queries.rows_of_user(user, histories[user], chosen, graph, items, domain, counts)
+        made = queries.rows_of_user(user, histories[user], chosen, catalogue, domain, counts)
         for config in CONFIGS:
             out[config][split] += made[config]
     counts.update({f"{split}_users": n for split, n in users.items()})
-    for config in CONFIGS:  # queries by condition count, both splits
-        for n in (1, 2):
-            rows_n = [r for split in SPLITS for r in out[config][split] if len(r["conditions"]) == n]
-            counts[f"{config}_{n}_condition"] = len(rows_n)
+    for config in CONFIGS[:3]:  # queries by condition count, both splits
+        for group in metrics.CONDITION_GROUPS:
+            rows_n = [
+                r for split in SPLITS for r in out[config][split]
+                if metrics.condition_group(len(r["conditions"])) == group
+            ]  # fmt: skip
+            counts[f"{config}_{group}_condition"] = len(rows_n)
     catalogue = [
         {"parent_asin": a, "title": i.title, "domain": domain, "popularity": i.popularity,
          "relations": [f.to_json() for f in graph.facts[a]]}
@@ -123,8 +148,30 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
     return {"rows": out, "catalogue": catalogue, "counts": counts}
 
 
+def _phrase(cfg: BuildConfig, planned: dict[str, dict[str, Any]]) -> None:
+    """Rewrite every domain's rows with the LLM of ``--phrasing llm`` (cached: a killed build resumes)."""
+    from perrec_eval.cache import CachedEngine
+
+    engine = CachedEngine(cfg.engine_spec().load_engine(), cfg.stage_root / "phrasing.cache.jsonl")
+    for domain, plan in planned.items():
+        rows = {config: [r for split in SPLITS for r in plan["rows"][config][split]] for config in CONFIGS}
+        try:
+            written = phrasing.phrase(rows, engine, plan["counts"], retries=cfg.phrasing_retries)
+        except RuntimeError as err:
+            raise BuildError(
+                f"{domain}: {err}; run the same command again (written rewrites are cached)"
+            ) from None
+        for config in CONFIGS:
+            by_id = {row["id"]: row for row in written[config]}
+            for split in SPLITS:
+                old = plan["rows"][config][split]
+                plan["rows"][config][split] = [by_id[r["id"]] for r in old if r["id"] in by_id]
+
+
 def _plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     planned = {domain: _domain_queries(cfg, domain, results[domain]) for domain in cfg.domains}
+    if cfg.phrasing == "llm":
+        _phrase(cfg, planned)
     if not any(p["rows"]["explicit"]["test"] for p in planned.values()):
         raise BuildError(
             f"no test query in {', '.join(cfg.domains)}: no user has {cfg.min_subset} of at least "
@@ -165,11 +212,25 @@ def _write(
     outputs = {"outputs": files, "queries": sizes, "graph": counts}
     recorded = manifest(cfg.as_manifest(), results, provenance, outputs, task=cfg.task)
     write_json(folder / "manifest.json", recorded)
-    write_text(folder / "README.md", card.card(cfg, files, sizes, counts, provenance))
+    write_text(
+        folder / "README.md",
+        card.card(
+            cfg,
+            files,
+            sizes,
+            counts,
+            provenance,
+            phrasing=card.phrasing_note(cfg, counts),
+            demographics=DEMOGRAPHICS_NOTE,
+        ),  # fmt: skip
+    )
 
 
 def _summary(out: Path) -> str:
-    return f"RecBench+ queries built in {out} (explicit and implicit configs, catalogue, card, manifest.json)"
+    return (
+        f"RecBench+ queries built in {out} ({', '.join(CONFIGS)} configs, catalogue, card, manifest.json); "
+        f"demographics: {DEMOGRAPHICS_NOTE}"
+    )
 
 
 BUILDER = Builder(stage=_stage, plan=_plan, write=_write, summary=_summary)

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from dataset_builder.config import BuildConfigError, BuildSpec, portable_name
 from perrec_eval.cliconfig import option
+from perrec_eval.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,8 +16,8 @@ class BuildConfig(BuildSpec):
 
     task: ClassVar[str] = "recbench-plus"
     description: ClassVar[str] = (
-        "Build RecBench+ condition queries (explicit, implicit) from an item knowledge graph of the metadata "
-        "(author, store, categories, details) and users' histories."
+        "Build RecBench+ queries (explicit, implicit, misinformed, interest) from an item knowledge graph of "
+        "the metadata (author, store, categories, details) and users' histories."
     )
 
     users: int = option(
@@ -25,7 +26,10 @@ class BuildConfig(BuildSpec):
     train_users: int = option(
         "train users per domain, disjoint from the test users (for `sft data`)", default=500
     )
-    queries_per_user: int = option("queries per user, alternating one and two conditions", default=2)
+    queries_per_user: int = option(
+        "queries per user (candidates of 3-4, 2 and 1 conditions in turn; each gives a query of every type)",
+        default=2,
+    )
     min_history: int = option("a user needs at least this many reviewed items with metadata", default=5)
     min_subset: int = option("a condition must be shared by at least this many history items", default=2)
     max_subset: int = option("and by at most this many (the ground truth's largest size)", default=10)
@@ -40,10 +44,54 @@ class BuildConfig(BuildSpec):
         shown="per category",
     )
     seed: int = option("seed of the user sample and of the choice of conditions", default=0)
+    k: int = option(
+        "K of the fixed-K cells: the recommend-k protocol asks for K titles and scores the first K, and the "
+        "baselines answer K items",
+        default=5,
+    )
+
+    phrasing: str = option(
+        "how queries are worded: template (deterministic, offline) or llm (each template query rewritten in "
+        "the paper's situational style by --engine/--model, checked, cached next to the stage files)",
+        default="template",
+    )
+    engine: str | None = option("llm phrasing: the engine (fake, hf, openai, vllm)", default=None)
+    model: str | None = option("llm phrasing: the model id or path", default=None)
+    engine_args: tuple[str, ...] = option(
+        "llm phrasing: engine option KEY=VALUE, repeatable (e.g. base_url=URL for openai)",
+        default=(),
+        flag="--engine-arg",
+        repeat=True,
+        metavar="KEY=VALUE",
+    )
+    phrasing_retries: int = option(
+        "llm phrasing: times a refused rewrite (a hidden value named, a condition left out) is asked again "
+        "before its query is dropped",
+        default=2,
+    )
+
+    def engine_spec(self) -> Any:
+        """The engine of LLM phrasing (`perrec_eval.config.EngineSpec`)."""
+        from perrec_eval.config import EngineSpec
+
+        return EngineSpec(engine=self.engine, model=self.model, engine_args=self.engine_args)
 
     def __post_init__(self) -> None:
         BuildSpec.__post_init__(self)
-        for name in ("users", "queries_per_user", "min_history", "min_items"):
+        if self.phrasing not in ("template", "llm"):
+            raise BuildConfigError(f"--phrasing must be template or llm, got {self.phrasing!r}")
+        if self.phrasing == "llm":
+            if not self.engine or not self.model:
+                raise BuildConfigError("--phrasing llm needs --engine and --model (the model that rewrites)")
+            try:
+                self.engine_spec()
+            except ConfigError as err:
+                raise BuildConfigError(str(err)) from None
+        elif self.engine or self.model or self.engine_args:
+            raise BuildConfigError("--engine, --model and --engine-arg phrase queries: add --phrasing llm")
+        if self.phrasing_retries < 0:
+            raise BuildConfigError(f"--phrasing-retries must be >= 0, got {self.phrasing_retries}")
+        for name in ("users", "queries_per_user", "min_history", "min_items", "k"):
             if getattr(self, name) < 1:
                 raise BuildConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.train_users < 0 or self.seed < 0:
@@ -64,9 +112,16 @@ class BuildConfig(BuildSpec):
     def params(self) -> dict[str, Any]:
         """What the stage and the queries depend on (the stage cache's key, the manifest's parameters)."""
         names = ("users", "train_users", "queries_per_user", "min_history", "min_subset", "max_subset")
-        names += ("min_items", "max_share", "seed")
+        names += ("min_items", "max_share", "seed", "k")
         details = None if self.details_keys is None else list(self.details_keys)
-        return {**{name: getattr(self, name) for name in names}, "details_keys": details}
+        phrasing: dict[str, Any] = {"phrasing": self.phrasing}
+        if self.phrasing == "llm":
+            phrasing |= {
+                "engine": self.engine,
+                "model": self.model,
+                "phrasing_retries": self.phrasing_retries,
+            }
+        return {**{name: getattr(self, name) for name in names}, "details_keys": details, **phrasing}
 
     def as_manifest(self) -> dict[str, Any]:
         return {"source": portable_name(self.source), **self.params()}

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # The `details` keys that become relations, per category; any other category uses "*". Chosen from the keys
 # the Amazon Reviews 2023 metadata carries in those categories that name a shared property (not a size, a
@@ -128,6 +128,19 @@ class Graph:
     facts: dict[str, tuple[Fact, ...]]  # parent_asin -> its kept values, sorted
     holders: dict[tuple[str, str], frozenset[str]]  # Fact.key -> the items holding it
     dropped: dict[str, int]  # why values were dropped: too_rare, too_common (counts of distinct values)
+    # parent_asin -> the relations its metadata gives any value of (kept or not): an item lacks a kept value
+    # provably only where it names another value of that relation (a misinformed claim's test)
+    relations: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def lacks(self, asin: str, fact: Fact) -> bool:
+        """Whether `asin` provably lacks `fact`: it has a value of the relation, and not this one.
+
+        >>> g = build_graph({"a": [Fact("author", "Ann")], "b": [Fact("author", "Ann")],
+        ...                  "c": [Fact("author", "Bo")], "d": []}, min_items=2, max_share=1)
+        >>> [g.lacks(a, Fact("author", "Ann")) for a in "abcd"]
+        [False, False, True, False]
+        """
+        return fact.relation in self.relations.get(asin, ()) and asin not in self.holders.get(fact.key, ())
 
 
 def build_graph(item_facts_by_asin: Mapping[str, list[Fact]], *, min_items: int, max_share: float) -> Graph:
@@ -156,4 +169,5 @@ def build_graph(item_facts_by_asin: Mapping[str, list[Fact]], *, min_items: int,
         asin: tuple(sorted(Fact(f.relation, spellings[f.key]) for f in item if f.key in kept))
         for asin, item in item_facts_by_asin.items()
     }
-    return Graph(facts, kept, {"too_rare": why["too_rare"], "too_common": why["too_common"]})
+    relations = {asin: frozenset(f.relation for f in item) for asin, item in item_facts_by_asin.items()}
+    return Graph(facts, kept, {"too_rare": why["too_rare"], "too_common": why["too_common"]}, relations)

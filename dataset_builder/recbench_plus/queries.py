@@ -1,26 +1,38 @@
-"""Condition queries of RecBench+ from the item knowledge graph (paper §2.2, eq. 6).
+"""RecBench+'s queries from the item knowledge graph (paper §2.2, eq. 6).
 
 For a user, the relation values held by at least ``min_subset`` items of their history (and by at most
-``max_subset``) give one-condition queries; pairs of values of two different relations whose shared subset
-is still large enough give two-condition queries (a pair is skipped when one value's catalogue items all
-hold the other: the second condition would add nothing). The subset is the ground truth, and the history
-shown is the rest of the user's history, in time order (less any item titled like a ground-truth item).
+``max_subset``) give one-condition candidates; values of different relations whose shared subset of the
+history is still large enough give two-, three- and four-condition candidates (a value is not added when it
+adds nothing in the catalogue: the items holding the others all hold it, or all its items hold one of them).
+The subset is the ground truth, and the history shown is the rest of the user's history, in time order (less
+any item titled like a ground-truth item). Each chosen candidate gives one row of every query type
+(:data:`TYPES`), where that type can be written:
 
-Phrasing is a deterministic template (:data:`EXPLICIT_PHRASES`, :data:`IMPLICIT_PHRASES`): an implicit query
-names each value through another catalogue item that holds it (outside the user's history, whose title does
-not contain any hidden value; one with a single value of that relation first, then the most popular); a
-query whose values cannot all be referenced so is not written, and counted.
+- ``explicit`` names every condition value;
+- ``implicit`` names each value through another catalogue item that holds it (outside the user's history,
+  whose title contains no hidden value; one with a single value of that relation first, then the most
+  popular); a query whose values cannot all be referenced so is not written, and counted;
+- ``misinformed`` is the explicit query with a false claim about one condition: a catalogue item outside
+  the user's history that provably lacks the value (it has another value of that relation) is said to hold
+  it (``false_claims``); the true conditions stay the ground truth's;
+- ``interest`` names no condition: the user's earliest subset item (kept in the history shown) is the seed
+  ("more like X"), and the ground truth is the rest of the subset, the items the query was written from.
+
+Phrasing here is the deterministic template (:data:`EXPLICIT_PHRASES`, :data:`IMPLICIT_PHRASES`,
+:data:`MISINFORMED`, :data:`INTEREST`); `dataset_builder.recbench_plus.phrasing` rewrites the texts through
+an LLM.
 """
 
 from __future__ import annotations
 
 import random
+import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from itertools import combinations
+from dataclasses import dataclass, field
 from typing import Any
 
 from dataset_builder.recbench_plus.kg import Fact, Graph, value_key
+from perrec_eval.tasks.recbench_plus.metrics import condition_group
 from perrec_eval.tasks.recbench_plus.parsing import normalize_title
 
 TEMPLATE_ID = "template-v1"
@@ -37,6 +49,11 @@ IMPLICIT_PHRASES = {
     "details": 'with the same {key} as "{title}"',
 }
 QUERY = "Can you recommend some {noun} {conditions}?"
+MISINFORMED = 'I loved "{title}", {claim}. '
+INTEREST = 'I recently enjoyed "{title}". Can you recommend more {noun} that I would like as much?'
+TYPES = ("explicit", "implicit", "misinformed", "interest")
+MAX_CONDITIONS = 4
+FALSE_CLAIM_POOL = 20  # a false claim names one of the 20 most popular items that provably lack the value
 NOUNS = {"Books": "books", "Kindle_Store": "books", "Movies_and_TV": "movies", "CDs_and_Vinyl": "albums"}
 
 
@@ -60,8 +77,15 @@ class Candidate:
     subset: tuple[str, ...]  # parent_asin, in history order
 
 
-def candidates(history: Sequence[str], graph: Graph, *, min_subset: int, max_subset: int) -> list[Candidate]:
-    """Every one- and two-condition candidate of a history (deterministic order).
+def candidates(
+    history: Sequence[str],
+    graph: Graph,
+    *,
+    min_subset: int,
+    max_subset: int,
+    max_conditions: int = MAX_CONDITIONS,
+) -> list[Candidate]:
+    """Every candidate of one to `max_conditions` conditions of a history (deterministic order).
 
     >>> from dataset_builder.recbench_plus.kg import build_graph
     >>> ann, p = Fact("author", "Ann"), Fact("store", "P")
@@ -77,18 +101,37 @@ def candidates(history: Sequence[str], graph: Graph, *, min_subset: int, max_sub
             facts.setdefault(fact.key, fact)
     shared = sorted(key for key, items in by_value.items() if len(items) >= min_subset)
     found = [Candidate((facts[k],), tuple(by_value[k])) for k in shared if len(by_value[k]) <= max_subset]
-    for a, b in combinations(shared, 2):
-        if a[0] == b[0] or graph.holders[a] <= graph.holders[b] or graph.holders[b] <= graph.holders[a]:
-            continue
-        subset = tuple(asin for asin in by_value[a] if asin in set(by_value[b]))
-        if min_subset <= len(subset) <= max_subset:
-            found.append(Candidate((facts[a], facts[b]), subset))
+    # grow each combination by a value of a later key and another relation (each combination once)
+    level = [((k,), tuple(by_value[k]), graph.holders[k]) for k in shared]
+    for _ in range(max_conditions - 1):
+        grown = []
+        for keys, subset, held in level:
+            for key in shared[shared.index(keys[-1]) + 1 :]:
+                if key[0] in {k[0] for k in keys} or held <= graph.holders[key]:
+                    continue
+                if any(graph.holders[key] <= graph.holders[k] for k in keys):
+                    continue
+                inside = set(by_value[key])
+                narrowed = tuple(asin for asin in subset if asin in inside)
+                if len(narrowed) < min_subset:
+                    continue
+                grown.append(((*keys, key), narrowed, held & graph.holders[key]))
+                if len(narrowed) <= max_subset:
+                    found.append(Candidate(tuple(facts[k] for k in (*keys, key)), narrowed))
+        level = grown
     return found
 
 
 def choose(found: Sequence[Candidate], per_user: int, rng: random.Random) -> list[Candidate]:
-    """Up to `per_user` candidates, alternating one- and two-condition ones, drawn with `rng`."""
-    pools = [[c for c in found if len(c.conditions) == n] for n in (1, 2)]
+    """Up to `per_user` candidates, taking one-, two- and three-or-four-condition ones in turn (the most
+    conditions first: they are the rarest), drawn with `rng`.
+
+    >>> one = Candidate((Fact("author", "A"),), ("a", "b"))
+    >>> two = Candidate((Fact("author", "A"), Fact("store", "S")), ("a", "b"))
+    >>> [len(c.conditions) for c in choose([one, one, two], 2, random.Random(0))]
+    [2, 1]
+    """
+    pools = [[c for c in found if condition_group(len(c.conditions)) == g] for g in ("3-4", "2", "1")]
     for pool in pools:
         rng.shuffle(pool)
     chosen: list[Candidate] = []
@@ -138,71 +181,165 @@ def leaks(text: str, conditions: Sequence[Fact]) -> bool:
     return any(value_key(fact.value) in folded for fact in conditions)
 
 
-def references(
-    conditions: Sequence[Fact], graph: Graph, items: Mapping[str, Item], exclude: set[str]
-) -> list[Item] | None:
+@dataclass(slots=True)
+class Catalogue:
+    """What writing queries reads of one domain, computed once: the graph, the items, the asins most popular
+    first (`ranked`), each title normalized, and each value's reference order (cached as asked)."""
+
+    graph: Graph
+    items: Mapping[str, Item]
+    ranked: list[str] = field(init=False)
+    normalized: dict[str, str] = field(init=False)
+    _orders: dict[tuple[str, str], list[str]] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ranked = sorted(self.items, key=lambda asin: (-self.items[asin].popularity, asin))
+        self.normalized = {asin: normalize_title(item.title) for asin, item in self.items.items()}
+
+    def reference_order(self, fact: Fact) -> list[str]:
+        """The items holding `fact`, best reference first: an item with one value of the relation ("the
+        author of X" is ambiguous when X has two authors), then the most popular, then by asin."""
+        if fact.key not in self._orders:
+            facts = self.graph.facts
+
+            def ambiguous(asin: str) -> bool:
+                return sum(f.relation == fact.relation for f in facts.get(asin, ())) > 1
+
+            holders = [a for a in self.graph.holders[fact.key] if a in self.items]
+            self._orders[fact.key] = sorted(
+                holders, key=lambda a: (ambiguous(a), -self.items[a].popularity, a)
+            )
+        return self._orders[fact.key]
+
+
+def references(conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[str]) -> list[Item] | None:
     """One reference item per condition outside `exclude`, whose title names no hidden value and that is not
-    already a reference; None when some condition has none. Preferred: an item with one value of the
-    relation ("the author of X" is ambiguous when X has two authors), then the most popular, then by asin."""
+    already a reference (the first in :meth:`Catalogue.reference_order`); None when some condition has
+    none."""
     chosen: list[Item] = []
     for fact in conditions:
-
-        def ambiguous(asin: str, relation: str = fact.relation) -> bool:
-            return sum(f.relation == relation for f in graph.facts.get(asin, ())) > 1
-
-        pool = sorted(
-            (items[a] for a in graph.holders[fact.key] if a not in exclude and a in items),
-            key=lambda item: (ambiguous(item.parent_asin), -item.popularity, item.parent_asin),
-        )
-        taken = {item.parent_asin for item in chosen}
-        found = next((i for i in pool if i.parent_asin not in taken and not leaks(i.title, conditions)), None)
+        skip = exclude | {item.parent_asin for item in chosen}
+        pool = (catalogue.items[a] for a in catalogue.reference_order(fact) if a not in skip)
+        found = next((item for item in pool if not leaks(item.title, conditions)), None)
         if found is None:
             return None
         chosen.append(found)
     return chosen
 
 
+def false_claim(
+    conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[str], salt: str
+) -> tuple[Fact, Item] | None:
+    """A false claim for a misinformed query: the first condition that some catalogue item outside `exclude`
+    provably lacks (:meth:`Graph.lacks`), and one of the `FALSE_CLAIM_POOL` most popular such items (chosen
+    by a hash of `salt`, so claims vary across queries); None when no condition has one. No item titled like
+    an excluded one is named."""
+    titles = {catalogue.normalized[a] for a in exclude if a in catalogue.items}
+    for fact in conditions:
+        pool: list[str] = []
+        for asin in catalogue.ranked:
+            if asin in exclude or not catalogue.graph.lacks(asin, fact):
+                continue
+            if catalogue.normalized[asin] not in titles:
+                pool.append(asin)
+                if len(pool) == FALSE_CLAIM_POOL:
+                    break
+        if pool:
+            return fact, catalogue.items[pool[zlib.crc32(salt.encode()) % len(pool)]]
+    return None
+
+
+def misinformed_text(conditions: Sequence[Fact], claim: tuple[Fact, Item], domain: str) -> str:
+    """The explicit query after a false claim about one of its values.
+
+    >>> misinformed_text([Fact("author", "Ann Lee")], (Fact("author", "Ann Lee"), Item("z", "Storms", 4)),
+    ...                  "Books")
+    'I loved "Storms", written by Ann Lee. Can you recommend some books written by Ann Lee?'
+    """
+    fact, item = claim
+    return MISINFORMED.format(title=item.title, claim=_phrase(EXPLICIT_PHRASES, fact)) + explicit_text(
+        conditions, domain
+    )
+
+
+def interest_text(seed: Item, domain: str) -> str:
+    """The interest query: more like the user's seed item, no condition named.
+
+    >>> interest_text(Item("s", "Dragons", 3), "Books")
+    'I recently enjoyed "Dragons". Can you recommend more books that I would like as much?'
+    """
+    return INTEREST.format(title=seed.title, noun=NOUNS.get(domain, "items"))
+
+
+def _shown(history: Sequence[str], hidden: set[str], catalogue: Catalogue) -> list[dict[str, str]]:
+    """The history shown: every item not hidden, less any titled like a hidden one (an answer cannot tell
+    them apart), in time order."""
+    titles = {catalogue.normalized[a] for a in hidden}
+    return [
+        catalogue.items[a].to_json()
+        for a in dict.fromkeys(history)
+        if a not in hidden and catalogue.normalized[a] not in titles
+    ]
+
+
+def _skip(counts: dict[str, int], config: str) -> None:
+    counts[f"{config}_skipped"] = counts.get(f"{config}_skipped", 0) + 1
+
+
 def rows_of_user(
     user_id: str,
     history: Sequence[str],
     chosen: Sequence[Candidate],
-    graph: Graph,
-    items: Mapping[str, Item],
+    catalogue: Catalogue,
     domain: str,
     counts: dict[str, int],
 ) -> dict[str, list[dict[str, Any]]]:
-    """The explicit and implicit rows of one user's chosen candidates (`counts` records implicit skips)."""
-    rows: dict[str, list[dict[str, Any]]] = {"explicit": [], "implicit": []}
+    """The rows of every query type of one user's chosen candidates (`counts` records the queries a type
+    could not write)."""
+    items = catalogue.items
+    rows: dict[str, list[dict[str, Any]]] = {config: [] for config in TYPES}
+    everything = set(history)
     for n, candidate in enumerate(chosen):
-        subset = set(candidate.subset)
-        # an item titled like a ground-truth item is not shown either: an answer cannot tell them apart
-        truth_titles = {normalize_title(items[a].title) for a in subset}
+        conditions = candidate.conditions
         base = {
             "id": f"{domain}-{user_id}-{n}",
             "user_id": user_id,
             "domain": domain,
-            "conditions": [fact.to_json() for fact in candidate.conditions],
+            "conditions": [fact.to_json() for fact in conditions],
             "ground_truth": [items[a].to_json() for a in candidate.subset],
-            "history": [
-                items[a].to_json()
-                for a in dict.fromkeys(history)
-                if a not in subset and normalize_title(items[a].title) not in truth_titles
-            ],
+            "history": _shown(history, set(candidate.subset), catalogue),
         }
-        rows["explicit"].append({**base, "query": explicit_text(candidate.conditions, domain)})
-        refs = references(candidate.conditions, graph, items, set(history))
-        text = None if refs is None else implicit_text(candidate.conditions, refs, domain)
-        if refs is None or leaks(text, candidate.conditions):
-            counts["implicit_skipped"] = counts.get("implicit_skipped", 0) + 1
+        rows["explicit"].append({**base, "query": explicit_text(conditions, domain)})
+        refs = references(conditions, catalogue, everything)
+        text = None if refs is None else implicit_text(conditions, refs, domain)
+        if refs is None or leaks(text, conditions):
+            _skip(counts, "implicit")
+        else:
+            pairs = zip(conditions, refs, strict=True)
+            references_json = [{**ref.to_json(), "relation": fact.relation} for fact, ref in pairs]
+            rows["implicit"].append({**base, "query": text, "references": references_json})
+        claim = false_claim(conditions, catalogue, everything, base["id"])
+        if claim is None:
+            _skip(counts, "misinformed")
+        else:
+            fact, item = claim
+            wrong = [{**item.to_json(), "relation": fact.relation, "value": fact.value}]
+            text = misinformed_text(conditions, claim, domain)
+            rows["misinformed"].append({**base, "query": text, "false_claims": wrong})
+        seed, *truth = candidate.subset
+        if len(conditions) > 1:  # one interest query per one-condition candidate: its seed, then the rest
             continue
-        rows["implicit"].append(
-            {
-                **base,
-                "query": text,
-                "references": [
-                    {**ref.to_json(), "relation": fact.relation}
-                    for fact, ref in zip(candidate.conditions, refs, strict=True)
-                ],
-            }
-        )
+        if catalogue.normalized[seed] in {catalogue.normalized[a] for a in truth}:
+            _skip(counts, "interest")
+        else:
+            rows["interest"].append(
+                {
+                    **base,
+                    "query": interest_text(items[seed], domain),
+                    "conditions": [],
+                    "ground_truth": [items[a].to_json() for a in truth],
+                    "history": _shown(history, set(truth), catalogue),
+                    "seeds": [items[seed].to_json()],
+                }
+            )
     return rows

@@ -44,6 +44,26 @@ _CHUNK = 100_000
 _q = json.encoder.encode_basestring_ascii  # a JSON string literal, exactly as json.dumps writes it
 
 
+def _shared_relations(
+    data: model.Domain, store: np.ndarray, n_stores: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stores, authors (first and last name indices) and publishing houses whose values items share at once,
+    as RecBench+'s knowledge graph needs for queries of several conditions.
+
+    Each item gets one of three authors of its topic (a quarter of a topic's items go to an author of the
+    next topic, so every author writes in two topics); an author sells 70 % of their items through one home
+    store (the rest keep the drawn `store`); the house (details Publisher, Manufacturer) is the store's 80 %
+    of the time, else the next store. Derived from the item index by a hash, so synth's random streams, and
+    everything else it writes, stay as they were.
+    """
+    n_topics = int(data.item_topic.max(initial=0)) + 1
+    digits = (model._mix64(np.arange(data.item_topic.size), 0xB00C5) % np.uint64(10_000)).astype(np.int64)
+    author = (data.item_topic.astype(np.int64) + (digits % 4 == 3)) % n_topics * 3 + digits // 4 % 3
+    store = np.where(digits // 12 % 10 < 7, author % n_stores, store)
+    house = np.where(digits // 120 % 5 > 0, store, (store + 1) % n_stores)
+    return store, author % len(FIRST_NAMES), (author * 7 + 3) % len(LAST_NAMES), house
+
+
 def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[str], rng: np.random.Generator,
                 skip: set[str]) -> Iterator[str]:  # fmt: skip
     """One metadata JSON line per reviewed item not in ``skip``, in item order.
@@ -65,6 +85,7 @@ def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[s
     author_kind = rng.random(n_items)
     first, last = rng.integers(0, len(FIRST_NAMES), n_items), rng.integers(0, len(LAST_NAMES), n_items)
     no_main = rng.random(n_items) < 0.02
+    store, first, last, house = _shared_relations(data, store, len(vocabulary.stores))
     main = _q(vocabulary.main_category)
     keep = np.flatnonzero(counts)  # items nobody reviewed are left out
     rows = zip(
@@ -81,22 +102,23 @@ def _meta_lines(name: str, data: model.Domain, asins: np.ndarray, titles: list[s
         first[keep].tolist(),
         last[keep].tolist(),
         no_main[keep].tolist(),
+        house[keep].tolist(),
         strict=True,
     )
-    for i, parent, topic_index, launch, count, avg, cost, shop, n_pages, kind, fst, lst, no_mc in rows:
+    for i, parent, topic_index, launch, count, avg, cost, shop, n_pages, kind, fst, lst, no_mc, home in rows:
         if parent in skip:
             continue
         topic, words = topic_words[topic_index]
         launched = date_text(launch)
         title = _q(titles[i])
-        shop_name = vocabulary.stores[shop]
+        shop_name, house_name = vocabulary.stores[shop], vocabulary.stores[home]
         details = {
-            "Publisher": shop_name,
+            "Publisher": house_name,
             "Language": "English",
             "Paperback": f"{n_pages} pages",
             "ISBN-13": f"978-{parent}",
             "Date First Available": launched,
-            "Manufacturer": shop_name,
+            "Manufacturer": house_name,
             "Department": "Unisex-adult" if i % 3 else "Womens",
             "Material": words[0].title(),
             "Color": ("Black", "White", "Gray", "Blue")[i % 4],

@@ -10,9 +10,12 @@ repeats of one item (or of one unmatched title) kept once; None is a failed quer
 - ``condition_match``: recommended catalogue items satisfying every true condition / recommended catalogue
   items (0 when there is none: the released code left such queries out of its mean);
 - ``hallucination``: recommended titles not in the catalogue / titles recommended (0 for a failed query);
-- ``ftr``: 1 for a failed query (no title at all; a one-item answer is not a failure), else 0.
+- ``ftr``: 1 for a failed query (no title at all; a one-item answer is not a failure), else 0;
+- ``rejection``: the FTR of misinformed queries read the paper's reverse way (higher is better: the model
+  declined a query built on a false claim); defined on misinformed queries only.
 
-Recall, precision and NDCG score a failed query 0.
+Recall, precision and NDCG score a failed query 0. `defined` says which metrics a query type has: an
+interest query names no condition, so it has no condition match.
 
 >>> truth = {"ground_truth": [{"parent_asin": "a"}, {"parent_asin": "b"}]}
 >>> prediction = [{"title": "A", "parent_asin": "a", "satisfies": True},
@@ -29,13 +32,34 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-METRICS = ("recall", "precision", "ndcg", "condition_match", "hallucination", "ftr")
+METRICS = ("recall", "precision", "ndcg", "condition_match", "hallucination", "ftr", "rejection")
+CONDITION_GROUPS = ("1", "2", "3-4")
+
+
+def condition_group(n: int) -> str:
+    """The condition-count group of a query with `n` conditions, as the paper's Table 1 groups them.
+
+    >>> [condition_group(n) for n in (1, 2, 3, 4)]
+    ['1', '2', '3-4', '3-4']
+    """
+    return str(n) if n < 3 else "3-4"
+
+
+def defined(metric: str, query_type: str) -> bool:
+    """Whether `metric` is defined on queries of `query_type`.
+
+    >>> [defined("rejection", t) for t in ("explicit", "misinformed")], defined("condition_match", "interest")
+    ([False, True], False)
+    """
+    if metric == "rejection":
+        return query_type == "misinformed"
+    return not (metric == "condition_match" and query_type == "interest")
 
 
 def value(metric: str, prediction: Sequence[Mapping[str, Any]] | None, truth: Mapping[str, Any]) -> float:
     """One query's value of `metric` (see the module docstring)."""
     if not prediction:
-        return 1.0 if metric == "ftr" else 0.0
+        return 1.0 if metric in ("ftr", "rejection") else 0.0
     relevant = {item["parent_asin"] for item in truth["ground_truth"]}
     hits = [entry["parent_asin"] in relevant for entry in prediction]
     found = [entry for entry in prediction if entry["parent_asin"] is not None]
@@ -50,6 +74,6 @@ def value(metric: str, prediction: Sequence[Mapping[str, Any]] | None, truth: Ma
         return sum(entry["satisfies"] for entry in found) / len(found) if found else 0.0
     if metric == "hallucination":
         return 1.0 - len(found) / len(prediction)
-    if metric == "ftr":
+    if metric in ("ftr", "rejection"):
         return 0.0
     raise ValueError(f"unknown RecBench+ metric {metric!r}; known: {', '.join(METRICS)}")

@@ -1,13 +1,21 @@
-"""RecBench+ as a task family (issue 26): the build's queries as docs, one protocol (`recommend`), its metrics
-and two no-LLM baselines.
+"""RecBench+ as a task family (issue 26): the build's queries as docs, two protocols (free-length and
+fixed-K), its metrics and four no-LLM baselines.
 
-A doc is one query (`QueryDoc`: its row and the build's catalogue); its truth is JSON (ground-truth items,
-conditions, domain) and its cluster its user (a user's queries are resampled together in the intervals). The
-protocol renders the released prompts (`templates/recommend.yaml`), reads the answer as a list of titles
-(`parsing.split_answer`) and its runner matches them to the catalogue once (`parsing.Matcher`), so every
-metric reads one matched list (`metrics.value`). Baselines: ``popularity`` (the domain's most reviewed items
-outside the history shown) and ``condition-filter`` (the catalogue items holding every condition, most
-reviewed first: a perfect reader of an explicit query), each `BASELINE_LENGTH` items.
+A doc is one query (`QueryDoc`: its row and the build's catalogue); its truth is JSON (query type,
+ground-truth items, conditions, domain, the build's K) and its cluster its user (a user's queries are
+resampled together in the intervals). The subsets are the query types (`explicit`, `implicit`,
+`misinformed`, `interest`) and the condition-count groups of the condition types (`explicit-1`,
+`explicit-2`, `explicit-3-4`, ...): a query is scored in its type's cell and in its group's. The protocols
+render the released prompts (`templates/recommend.yaml`): ``recommend`` asks for a list of any length,
+``recommend-k`` for K titles (the build's ``--k``) and scores the first K. The answer is read as a list of
+titles (`parsing.split_answer`) and matched to the catalogue once (`parsing.Matcher`), so every metric reads
+one matched list (`metrics.value`).
+
+Baselines answer K catalogue items outside the history shown, in every cell: ``popularity`` (the domain's
+most reviewed), ``condition-filter`` (the items holding every condition, most reviewed first: a perfect
+reader of an explicit query), ``bm25`` (BM25 of the query text over each item's title and relation values)
+and ``history-popularity`` (items sharing the most relation values with the history shown, weighted by how
+many history items hold each value, then the most reviewed).
 """
 
 from __future__ import annotations
@@ -21,15 +29,21 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from perrec_eval.errors import DataError
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec
 from perrec_eval.tasks import Doc, Parsed, Task
-from perrec_eval.tasks.recbench_plus import metrics, parsing, prompts
+from perrec_eval.tasks.recbench_plus import metrics, parsing, prompts, retrieval
 
-SUBSETS = ("explicit", "implicit")
+TYPES = ("explicit", "implicit", "misinformed", "interest")
+# each condition type, then its condition-count groups; a query is scored in both
+SUBSETS = (*(s for t in TYPES[:3] for s in (t, *(f"{t}-{g}" for g in metrics.CONDITION_GROUPS))), TYPES[3])
 SLOT = "recommend"
-BASELINE_LENGTH = 10
+FIXED_K = "recommend-k"  # the fixed-K protocol's name
+DEFAULT_K = 5  # a build without a recorded --k
+PHRASING_SYSTEM = "You simulate a real user who asks a recommendation assistant"  # templates/phrasing.yaml
 CONSTANT_TITLES = ("Pride and Prejudice", "The Great Gatsby")  # the fake engine's `constant` answer
 
 
@@ -37,7 +51,7 @@ def _key(relation: str, value: str) -> tuple[str, str]:
     return relation, " ".join(value.split()).casefold()  # the builder's value_key on normalized values
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # hashed by identity: `retrieval` caches an index per one
 class Catalogue:
     """A build's catalogue: per domain, its items' titles, popularity and relation values, and a matcher."""
 
@@ -46,6 +60,10 @@ class Catalogue:
     popularity: dict[str, int]
     facts: dict[str, frozenset[tuple[str, str]]]
     matchers: dict[str, parsing.Matcher] = field(repr=False)
+    # domain -> its asins, most reviewed first (ties by asin): the baselines' order and BM25's rows
+    by_domain: dict[str, tuple[str, ...]] = field(repr=False)
+    # domain -> relation value -> the rows (in `by_domain` order) of the items holding it
+    holders: dict[str, dict[tuple[str, str], list[int]]] = field(repr=False)
 
     def satisfies(self, asin: str, conditions: Sequence[Mapping[str, str]]) -> bool:
         held = self.facts.get(asin, frozenset())
@@ -85,19 +103,38 @@ def load_catalogue(path: str) -> Catalogue:
     """The catalogue file of a build (its name carries its content hash, so caching by path is safe)."""
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(path).to_pylist()
+    return catalogue_of(pq.read_table(path).to_pylist())
+
+
+def catalogue_of(rows: Sequence[Mapping[str, Any]]) -> Catalogue:
+    """The catalogue of rows ``{parent_asin, title, domain, popularity, relations}`` (the build's file)."""
     by_domain: dict[str, list[tuple[str, str, int]]] = {}
     for row in rows:
         by_domain.setdefault(row["domain"], []).append((row["parent_asin"], row["title"], row["popularity"]))
+    facts = {
+        r["parent_asin"]: frozenset(_key(f["relation"], f["value"]) for f in r["relations"]) for r in rows
+    }
+    ranked = {
+        domain: tuple(asin for asin, _, _ in sorted(items, key=lambda item: (-item[2], item[0])))
+        for domain, items in by_domain.items()
+    }
     return Catalogue(
         titles={r["parent_asin"]: r["title"] for r in rows},
         domain_of={r["parent_asin"]: r["domain"] for r in rows},
         popularity={r["parent_asin"]: r["popularity"] for r in rows},
-        facts={
-            r["parent_asin"]: frozenset(_key(f["relation"], f["value"]) for f in r["relations"]) for r in rows
-        },
+        facts=facts,
         matchers={domain: parsing.Matcher(items) for domain, items in by_domain.items()},
+        by_domain=ranked,
+        holders={domain: _holders(asins, facts) for domain, asins in ranked.items()},
     )
+
+
+def _holders(asins: Sequence[str], facts: Mapping[str, frozenset[tuple[str, str]]]) -> dict:
+    rows: dict[tuple[str, str], list[int]] = {}
+    for row, asin in enumerate(asins):
+        for fact in facts[asin]:
+            rows.setdefault(fact, []).append(row)
+    return rows
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -108,7 +145,7 @@ class QueryDoc(Doc):
     catalogue: Catalogue
 
 
-def _outputs(data: str) -> dict[str, Any]:
+def _manifest(data: str) -> dict[str, Any]:
     path = Path(data) / "manifest.json"
     try:
         recorded = json.loads(path.read_text(encoding="utf-8"))
@@ -120,26 +157,37 @@ def _outputs(data: str) -> dict[str, Any]:
         raise DataError(
             f"{data} is not a RecBench+ build; build one with `perrecbench build --task recbench-plus`"
         )
-    return recorded["outputs"]
+    return recorded
 
 
 def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None, seed: int = 0) -> list[Doc]:
-    """The queries of one config and split (a seeded sample of `max_docs`)."""
+    """The queries of one subset (a query type, or a type's condition-count group) and split (a seeded
+    sample of `max_docs`)."""
     import pyarrow.parquet as pq
 
-    outputs = _outputs(data)
-    if split not in outputs.get(subset, {}):
+    recorded = _manifest(data)
+    outputs, config, _, group = recorded["outputs"], *subset.partition("-")
+    if split not in outputs.get(config, {}):
         raise DataError(
-            f"{data} has no {subset} {split} queries: build with more --users (or --train-users for train)"
+            f"{data} has no {config} {split} queries: build with more --users (or --train-users for train)"
         )
     catalogue = load_catalogue(str(Path(data) / outputs["catalogue"]["items"]))
-    rows = pq.read_table(Path(data) / outputs[subset][split]).to_pylist()
+    rows = pq.read_table(Path(data) / outputs[config][split]).to_pylist()
+    if group:
+        rows = [row for row in rows if metrics.condition_group(len(row["conditions"])) == group]
+    k = recorded["parameters"].get("k", DEFAULT_K)  # builds before --k asked for the released K
     if max_docs is not None:
         rows = random.Random(seed).sample(rows, min(max_docs, len(rows)))
     return [
         QueryDoc(
             row["id"],
-            {"ground_truth": row["ground_truth"], "conditions": row["conditions"], "domain": row["domain"]},
+            {
+                "type": config,
+                "ground_truth": row["ground_truth"],
+                "conditions": row["conditions"],
+                "domain": row["domain"],
+                "k": k,
+            },
             f"{row['domain']}-{row['user_id']}",  # one user's queries are resampled together
             row=row,
             catalogue=catalogue,
@@ -150,21 +198,28 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
 
 @dataclass(frozen=True)
 class Recommend:
-    """Ask for the recommendations of a query (the released prompt; `variant` default, k or history)."""
+    """Ask for the recommendations of a query (the released prompt; `variant` default, k or history); with
+    `fixed_k`, ask for the build's K titles (the ``k`` variant's wording) and score the first K."""
 
     name: str = "recommend"
     max_tokens: int = 512
     variant: str = "default"
-    k: int = 5
+    fixed_k: bool = False
 
     def runner(self, doc: QueryDoc) -> OneShot:
         """One request per query; the prediction is the answer matched to the catalogue (None: failed)."""
-        return OneShot(SLOT, finish=lambda titles: doc.catalogue.match(titles, doc.truth) if titles else None)
+        keep = doc.truth["k"] if self.fixed_k else None
+        return OneShot(
+            SLOT, finish=lambda titles: doc.catalogue.match(titles[:keep], doc.truth) if titles else None
+        )
 
     def render(self, doc: QueryDoc, slot: Any, *, variant: str | None = None) -> list[dict[str, str]]:
         history = [item["title"] for item in doc.row["history"]]
         chosen = self.variant if variant is None else variant
-        return prompts.messages(doc.row["query"], doc.row["domain"], history, variant=chosen, k=self.k)
+        if self.fixed_k:  # the released K wording of the chosen variant
+            chosen = {"default": "k", "history": "history-k"}.get(chosen, chosen)
+        k = doc.truth["k"]
+        return prompts.messages(doc.row["query"], doc.row["domain"], history, variant=chosen, k=k)
 
     def parse(self, text: str | None, slot: Any) -> Parsed:
         return parsing.split_answer(text)
@@ -174,7 +229,8 @@ class Recommend:
         return json.loads(counts.most_common(1)[0][0])
 
     def true_answer(self, doc: QueryDoc, slot: Any) -> list[str]:
-        return [item["title"] for item in doc.truth["ground_truth"]]
+        titles = [item["title"] for item in doc.truth["ground_truth"]]
+        return titles[: doc.truth["k"]] if self.fixed_k else titles
 
     def format_answer(self, answer: list[str], slot: Any) -> str:
         return f" {prompts.SEPARATOR} ".join(answer)
@@ -183,36 +239,69 @@ class Recommend:
         return self.name
 
 
-def score_doc(metric: str, prediction: Any, truth: Any) -> float:
+def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
+    """A query's value of `metric`; None where its type does not define it (`metrics.defined`)."""
+    if not metrics.defined(metric, truth["type"]):
+        return None
     return metrics.value(metric, prediction, truth)
 
 
 def prediction_from(doc: QueryDoc, protocol: str, value: Any) -> list[dict] | None:
     """Another system's answer to a query (`perrecbench score --predictions`): its titles, best first,
-    matched to the catalogue as a model's are (an empty list is a failed query)."""
+    matched to the catalogue as a model's are (an empty list is a failed query; a fixed-K cell reads the
+    first K)."""
     if not isinstance(value, list) or not all(isinstance(title, str) for title in value):
         raise ValueError("a query takes a list of titles, best first, or the raw answer text")
     titles = [title.strip() for title in value if title.strip()]
+    if protocol == FIXED_K:
+        titles = titles[: doc.truth["k"]]
     return doc.catalogue.match(titles, doc.truth) if titles else None
 
 
-def _ranked(doc: QueryDoc, keep: Any) -> list[dict]:
+def _ranked(doc: QueryDoc, scores: Any = None, keep: Any = None) -> list[dict]:
+    """The doc's K best catalogue items of its domain outside the history shown: highest `scores` (an
+    array over `Catalogue.by_domain`; none: all equal), then the most reviewed, then by asin; only those
+    `keep` allows."""
     catalogue, domain = doc.catalogue, doc.truth["domain"]
+    asins = catalogue.by_domain[domain]
     shown = {item["parent_asin"] for item in doc.row["history"]}
-    pool = [a for a, d in catalogue.domain_of.items() if d == domain and a not in shown and keep(a)]
-    pool.sort(key=lambda a: (-catalogue.popularity[a], a))
-    return catalogue.resolve([(catalogue.titles[a], a) for a in pool[:BASELINE_LENGTH]], doc.truth)
+    order = range(len(asins)) if scores is None else np.argsort(-scores, kind="stable")  # ties: popularity
+    top: list[str] = []
+    for row in order:
+        asin = asins[row]
+        if asin not in shown and (keep is None or keep(asin)):
+            top.append(asin)
+            if len(top) == doc.truth["k"]:
+                break
+    return catalogue.resolve([(catalogue.titles[a], a) for a in top], doc.truth)
+
+
+def _history_scores(doc: QueryDoc) -> np.ndarray:
+    """Each item's sum, over its relation values, of the history items shown that hold the value."""
+    catalogue, domain = doc.catalogue, doc.truth["domain"]
+    scores = np.zeros(len(catalogue.by_domain[domain]))
+    held = Counter(
+        fact for item in doc.row["history"] for fact in catalogue.facts.get(item["parent_asin"], ())
+    )
+    for fact, count in held.items():
+        scores[catalogue.holders[domain].get(fact, [])] += count
+    return scores
 
 
 def predict_baseline(name: str, docs: Sequence[QueryDoc], *, data: str, seed: int) -> list[list[dict]]:
-    """``popularity`` or ``condition-filter``: `BASELINE_LENGTH` catalogue items per query."""
+    """``popularity``, ``condition-filter``, ``bm25`` or ``history-popularity``: K catalogue items per query
+    (see the module docstring)."""
     if name == "popularity":
-        return [_ranked(doc, lambda asin: True) for doc in docs]
+        return [_ranked(doc) for doc in docs]
     if name == "condition-filter":
         return [
-            _ranked(doc, lambda asin, doc=doc: doc.catalogue.satisfies(asin, doc.truth["conditions"]))
+            _ranked(doc, keep=lambda asin, doc=doc: doc.catalogue.satisfies(asin, doc.truth["conditions"]))
             for doc in docs
         ]
+    if name == "bm25":
+        return [_ranked(doc, scores=retrieval.scores(doc)) for doc in docs]
+    if name == "history-popularity":
+        return [_ranked(doc, scores=_history_scores(doc)) for doc in docs]
     raise ValueError(f"unknown RecBench+ baseline {name!r}")
 
 
@@ -226,8 +315,11 @@ def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
 
 
 def constant_answer(request: Any) -> str | None:
-    """The fake engine's `constant` answer to a RecBench+ request: two fixed famous titles."""
+    """The fake engine's `constant` answer to a RecBench+ request: two fixed famous titles; to a phrasing
+    request of the build, the template query it shows."""
     messages = request.messages
+    if messages and messages[0]["content"].startswith(PHRASING_SYSTEM):  # a build's --phrasing llm request
+        return messages[-1]["content"].rpartition("Request: ")[2]  # the template's own text: it passes
     if not messages or "recommender system. You are given a" not in messages[0]["content"]:
         return None
     return f" {prompts.SEPARATOR} ".join(CONSTANT_TITLES)
@@ -240,7 +332,7 @@ TASK = Task(
     subset_axis="query type",
     protocol_axis="protocol",
     subsets=SUBSETS,
-    protocols={"recommend": Recommend()},
+    protocols={"recommend": Recommend(), FIXED_K: Recommend(name=FIXED_K, fixed_k=True)},
     metrics=(
         MetricSpec("recall"),
         MetricSpec("precision"),
@@ -248,8 +340,9 @@ TASK = Task(
         MetricSpec("condition_match"),
         MetricSpec("hallucination", higher_is_better=False),
         MetricSpec("ftr", higher_is_better=False),
+        MetricSpec("rejection"),
     ),
-    baselines=("popularity", "condition-filter"),
+    baselines=("popularity", "condition-filter", "bm25", "history-popularity"),
     builder="dataset_builder.recbench_plus.builder",
     answer_formats=answer_formats,
     constant_answer=constant_answer,

@@ -12,11 +12,11 @@ from dataset_builder.config import BuildSpec
 from dataset_builder.recbench_plus.config import BuildConfig
 from tests.test_cli_fuzz import HOSTILE, _check
 
-OWN = [
-    f.name
+OWN = {
+    f.name: f.metadata["flag"] or "--" + f.name.replace("_", "-")
     for f in dataclasses.fields(BuildConfig)
     if f.name not in {g.name for g in dataclasses.fields(BuildSpec)}
-]
+}
 
 
 @pytest.mark.parametrize("name", OWN)
@@ -32,7 +32,7 @@ def test_recbench_plus_build_option_refuses_hostile_values_in_one_line(name, tmp
         "--out",
         str(tmp_path / "b"),
     ]
-    flag = "--" + name.replace("_", "-")
+    flag = OWN[name]
     problems = {value: _check([*base, f"{flag}={value}"], capsys) for value in HOSTILE}
     assert {value: problem for value, problem in problems.items() if problem} == {}
     assert not (tmp_path / "b").exists()  # the empty source stops every build before it writes

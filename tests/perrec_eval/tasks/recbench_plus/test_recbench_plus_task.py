@@ -13,7 +13,7 @@ from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.evaluation import TaskEvalConfig, evaluate
 from perrec_eval.tasks import get
 from perrec_eval.tasks.recbench_plus import metrics
-from perrec_eval.tasks.recbench_plus.task import Recommend, load_docs
+from perrec_eval.tasks.recbench_plus.task import TYPES, Recommend, load_docs
 from tests.dataset_builder.recbench_plus.fixture import build, synth
 
 TASK = get("recbench-plus")
@@ -28,19 +28,22 @@ def bench(tmp_path_factory) -> Path:
 def _truths(bench: Path) -> dict[str, list[str]]:
     """Each rendered request → its ground-truth titles (the oracle's knowledge); one query text can be
     asked by several users, so the protocol's history variant tells them apart."""
-    protocol = TASK.protocols["recommend"]
     truths: dict[str, list[str]] = {}
-    for subset in TASK.subsets:
-        for doc in load_docs(str(bench), subset, "test"):
-            message = protocol.render(doc, "recommend")[-1]["content"]
-            titles = [item["title"] for item in doc.truth["ground_truth"]]
-            assert truths.setdefault(message, titles) == titles, "two docs with one request"
+    for protocol in TASK.protocols.values():
+        for subset in TASK.subsets:
+            for doc in load_docs(str(bench), subset, "test"):
+                message = protocol.render(doc, "recommend")[-1]["content"]
+                titles = [item["title"] for item in doc.truth["ground_truth"]]
+                assert truths.setdefault(message, titles) == titles, "two docs with one request"
     return truths
 
 
 @pytest.fixture(autouse=True)
 def history_variant(monkeypatch):
     monkeypatch.setitem(TASK.protocols, "recommend", Recommend(variant="history"))
+    monkeypatch.setitem(
+        TASK.protocols, "recommend-k", Recommend("recommend-k", variant="history", fixed_k=True)
+    )
 
 
 def _run(bench: Path, out: Path, answer, **options):
@@ -55,31 +58,70 @@ def _run(bench: Path, out: Path, answer, **options):
     return evaluate(config, engine=FakeEngine(respond, model="m"))
 
 
-def _metric(scores, name: str) -> list[float]:
+def _metric(scores, name: str) -> list[float | None]:
     return [cell.metrics[name].value for cell in scores.cells]
+
+
+def _by_type(scores, name: str) -> dict[str, set[float | None]]:
+    """The values of metric `name` in the cells of each query type (its condition-count groups included)."""
+    found: dict[str, set[float | None]] = {}
+    for cell in scores.cells:
+        found.setdefault(cell.subset.split("-")[0], set()).add(cell.metrics[name].value)
+    return found
 
 
 def test_recbench_plus_ground_truth_titles_score_one_and_never_fail(bench, tmp_path):
     # the titles with a year appended still match: the released code never matched those
-    scores = _run(bench, tmp_path / "r", lambda titles: " [SEP] ".join(f"{t} (2001)" for t in titles))
-    assert [str(cell.subset) for cell in scores.cells] == ["explicit", "implicit"]
-    for name in ("recall", "precision", "ndcg", "condition_match"):
-        assert _metric(scores, name) == [1.0, 1.0]
-    assert _metric(scores, "ftr") == [0.0, 0.0] and _metric(scores, "hallucination") == [0.0, 0.0]
+    scores = _run(bench, tmp_path / "r", lambda titles: " [SEP] ".join(f"{t} (2001)" for t in titles[:5]))
+    assert {cell.subset for cell in scores.cells} == set(TASK.subsets)
+    assert {cell.protocol for cell in scores.cells} == {"recommend", "recommend-k"}
+    for name in ("precision", "ftr", "hallucination"):
+        assert set(_metric(scores, name)) == {0.0 if name != "precision" else 1.0}
+    # the oracle names the first 5: recall 1 wherever the ground truth holds 5 items or fewer
+    small = [c for c in scores.cells if c.subset in ("explicit-1", "explicit-2", "interest")]
+    assert all(c.metrics["recall"].value <= 1.0 for c in scores.cells)
+    assert any(c.metrics["recall"].value == 1.0 for c in small)
+    assert _by_type(scores, "condition_match") == {t: {1.0} for t in TYPES[:3]} | {"interest": {None}}
+    assert _by_type(scores, "rejection") == {"explicit": {None}, "implicit": {None}, "misinformed": {0.0},
+                                             "interest": {None}}  # fmt: skip
     # a user's queries are one cluster of the bootstrap
-    assert all(cell.num_clusters is not None and cell.num_clusters < cell.num_docs for cell in scores.cells)
+    whole = [cell for cell in scores.cells if cell.subset in ("explicit", "implicit", "misinformed")]
+    assert all(cell.num_clusters is not None and cell.num_clusters < cell.num_docs for cell in whole)
 
 
 def test_recbench_plus_empty_answer_fails_to_recommend(bench, tmp_path):
     scores = _run(bench, tmp_path / "r", lambda titles: "I cannot help with that:", max_docs=5)
-    assert _metric(scores, "ftr") == [1.0, 1.0] and _metric(scores, "recall") == [0.0, 0.0]
-    assert all(cell.num_failed == cell.num_docs == 5 for cell in scores.cells)
+    assert set(_metric(scores, "ftr")) == {1.0} and set(_metric(scores, "recall")) == {0.0}
+    assert _by_type(scores, "rejection")["misinformed"] == {1.0}  # the paper's reverse reading
+    assert all(cell.num_failed == cell.num_docs for cell in scores.cells)
 
 
 def test_recbench_plus_one_item_correct_answer_is_not_a_failure(bench, tmp_path):
-    scores = _run(bench, tmp_path / "r", lambda titles: titles[0], max_docs=5)
-    assert _metric(scores, "ftr") == [0.0, 0.0] and _metric(scores, "precision") == [1.0, 1.0]
+    scores = _run(
+        bench, tmp_path / "r", lambda titles: titles[0], max_docs=5, subsets=("explicit", "implicit")
+    )
+    assert set(_metric(scores, "ftr")) == {0.0} and set(_metric(scores, "precision")) == {1.0}
     assert all(0 < recall < 1 for recall in _metric(scores, "recall"))  # every ground truth holds 2 or more
+
+
+def test_recbench_plus_fixed_k_scores_only_the_first_k_titles(bench, tmp_path):
+    junk = [f"Zzyzx Qwerty Volume {n}" for n in range(8)]
+    scores = _run(
+        bench, tmp_path / "r", lambda titles: " [SEP] ".join([*junk, *titles]), subsets=("explicit",)
+    )
+    free, fixed = (next(c for c in scores.cells if c.protocol == p) for p in ("recommend", "recommend-k"))
+    assert fixed.metrics["recall"].value == 0.0 and fixed.metrics["hallucination"].value == 1.0  # 5 junk only
+    assert free.metrics["recall"].value == 1.0 and 0 < free.metrics["hallucination"].value < 1
+    lines = [json.loads(line) for line in (tmp_path / "r" / "predictions.jsonl").read_text().splitlines()]
+    assert {len(line["prediction"]) for line in lines if line["protocol"] == "recommend-k"} == {5}
+
+
+def test_recbench_plus_condition_groups_split_their_type(bench):
+    explicit = {doc.id for doc in load_docs(str(bench), "explicit", "test")}
+    groups = [{doc.id for doc in load_docs(str(bench), f"explicit-{g}", "test")} for g in ("1", "2", "3-4")]
+    assert all(groups) and set().union(*groups) == explicit and sum(map(len, groups)) == len(explicit)
+    for doc in load_docs(str(bench), "explicit-3-4", "test"):
+        assert len(doc.truth["conditions"]) in (3, 4)
 
 
 def test_recbench_plus_metrics_match_hand_computed_values():
@@ -96,6 +138,9 @@ def test_recbench_plus_metrics_match_hand_computed_values():
     for name, value in expected.items():
         assert metrics.value(name, prediction, truth) == pytest.approx(value)
     assert metrics.value("ftr", None, truth) == 1.0 and metrics.value("recall", None, truth) == 0.0
+    assert (
+        metrics.value("rejection", None, truth) == 1.0 and metrics.value("rejection", prediction, truth) == 0
+    )
 
 
 def test_recbench_plus_true_answer_reads_back_through_the_parser(bench):
@@ -153,3 +198,92 @@ def test_recbench_plus_cli_baselines_fake_score_report_and_sft_data(bench, tmp_p
     assert main(["sft", "data", "--task", "recbench-plus", "--data", str(bench), "--out", str(sft)]) == 0
     info = json.loads((sft / "sft_data.json").read_text())
     assert info["task"] == "recbench-plus" and info["examples_per_format"]["recommend"] > 0
+
+
+def _tiny_doc(query: str, history: list[str], conditions: list[dict], truth: list[str]):
+    """A query over a hand-made four-item catalogue (popularity: d > c > b > a)."""
+    from perrec_eval.tasks.recbench_plus.task import QueryDoc, catalogue_of
+
+    items = {
+        "a": ("Dragon Quest", {"author": "Ann Lee", "categories": "Fantasy"}),
+        "b": ("Dragon Tales", {"author": "Bo Li", "categories": "Fantasy"}),
+        "c": ("Soup Basics", {"author": "Ann Lee", "categories": "Cookbooks"}),
+        "d": ("Bread Every Day", {"author": "Cy Ma", "categories": "Cookbooks"}),
+    }
+    catalogue = catalogue_of(
+        [
+            {"parent_asin": a, "title": title, "domain": "Books", "popularity": popularity,
+             "relations": [{"relation": r, "value": v} for r, v in facts.items()]}
+            for popularity, (a, (title, facts)) in enumerate(items.items(), start=1)
+        ]
+    )  # fmt: skip
+    shown = [{"parent_asin": a, "title": items[a][0]} for a in history]
+    gt = [{"parent_asin": a, "title": items[a][0]} for a in truth]
+    truth_json = {"type": "explicit", "ground_truth": gt, "conditions": conditions, "domain": "Books", "k": 2}
+    row = {"query": query, "history": shown, "domain": "Books"}
+    return QueryDoc("q", truth_json, "u", row=row, catalogue=catalogue)
+
+
+def _asins(name: str, doc) -> list[str]:
+    [answer] = TASK.predict_baseline(name, [doc], data="", seed=0)
+    return [entry["parent_asin"] for entry in answer]
+
+
+def test_recbench_plus_baselines_rank_as_hand_computed():
+    doc = _tiny_doc(
+        "Any dragon quest books by Ann Lee?", ["d"], [{"relation": "author", "value": "Ann Lee"}], ["a"]
+    )
+    assert _asins("popularity", doc) == ["c", "b"]  # d is in the history shown
+    assert _asins("condition-filter", doc) == ["c", "a"]  # Ann Lee's, most reviewed first
+    assert _asins("bm25", doc) == [
+        "a",
+        "c",
+    ]  # "dragon quest ann lee" all in a; "ann lee" in c; b has "dragon"
+    # the history shown (d: cy ma, cookbooks) shares "cookbooks" with c only; then the most reviewed
+    assert _asins("history-popularity", doc) == ["c", "b"]
+
+
+def test_recbench_plus_baselines_never_read_the_ground_truth():
+    conditions = [{"relation": "categories", "value": "Fantasy"}]
+    for name in TASK.baselines:
+        with_truth = _tiny_doc("fantasy please", ["c"], conditions, ["a", "b"])
+        without = _tiny_doc("fantasy please", ["c"], conditions, [])
+        assert _asins(name, with_truth) == _asins(name, without)
+        assert "c" not in _asins(name, with_truth)  # nor answer an item of the history shown
+
+
+def test_recbench_plus_build_k_sets_the_fixed_k_prompt_and_the_baselines_length(bench, tmp_path):
+    other = build(tmp_path / "k3", bench.parent / "raw", "--k", "3")
+    (doc,) = load_docs(str(other), "explicit", "test", max_docs=1)
+    assert doc.truth["k"] == 3
+    system, _ = Recommend("recommend-k", fixed_k=True).render(doc, "recommend")
+    assert "3 recommended books" in system["content"]  # the release asked for K in the system message
+    assert all(len(answer) == 3 for answer in TASK.predict_baseline("popularity", [doc], data="", seed=0))
+
+
+def test_recbench_plus_sft_data_holds_train_users_only_each_query_once(bench, tmp_path):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "sft"
+    assert main(["sft", "data", "--task", "recbench-plus", "--data", str(bench), "--out", str(out)]) == 0
+    rows = pq.read_table(next(out.glob("train-*.parquet"))).to_pylist()
+    train = {(s, d.id): d for s in TASK.subsets for d in load_docs(str(bench), s, "train")}
+    test_users = {d.cluster for s in TYPES for d in load_docs(str(bench), s, "test")}
+    assert rows and {train[(r["subset"], r["id"])].cluster for r in rows}.isdisjoint(test_users)
+    keys = [(r["format"], r["subset"].split("-")[0], r["id"]) for r in rows]
+    assert len(keys) == len(set(keys))  # a query scored in its type and its group is one example
+    for row in rows:
+        doc = train[(row["subset"], row["id"])]
+        titles = [item["title"] for item in doc.truth["ground_truth"]]
+        wanted = titles[: doc.truth["k"]] if row["format"] == "recommend-k" else titles
+        assert json.loads(row["answer"]) == wanted
+        assert not any(t in row["prompt"][-1]["content"] for t in titles)  # the answer is not in the prompt
+
+
+def test_recbench_plus_predictions_file_reads_the_first_k_titles_in_the_fixed_k_cell(bench):
+    from perrec_eval.tasks.recbench_plus.task import prediction_from
+
+    (doc,) = load_docs(str(bench), "explicit", "test", max_docs=1)
+    titles = [f"Zzyzx Qwerty Volume {n}" for n in range(7)] + [g["title"] for g in doc.truth["ground_truth"]]
+    assert len(prediction_from(doc, "recommend-k", titles)) == 5
+    assert len(prediction_from(doc, "recommend", titles)) == len(titles)
