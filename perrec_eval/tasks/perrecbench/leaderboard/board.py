@@ -10,7 +10,9 @@
   failed-group policy) than the best are not tested against it.
 - Clustered runs (a level holds several groups of one query item: large-preset builds) are tested per query
   item: the cell tests flip signs and resample per item, the average test runs on each item's share of the
-  average (`item_differences`), and min. detectable Δ carries the design-effect bound Σm²/Σm.
+  average (`item_differences`), and min. detectable Δ carries the design effect observed on the runs
+  (`scoring.observed_design_effect`, the largest of the table's runs per column); its bound Σm²/Σm gives
+  the worst case, shown in the notes.
 """
 
 from __future__ import annotations
@@ -180,6 +182,12 @@ class Table:
     average_resolution: float | None = None
     floors: dict[Cell, float | None] = field(default_factory=dict)
     clustered: bool = False
+    # the design effect each column's min. detectable Δ carries (observed on the runs), its bound Σm²/Σm
+    # (one item's groups perfectly correlated, docs of equal variance) and the min. detectable Δ at the
+    # larger of the two; 1s unclustered
+    design_effects: dict[Cell, float] = field(default_factory=dict)
+    design_effect_bounds: dict[Cell, float] = field(default_factory=dict)
+    worst_resolution: dict[Cell, float] = field(default_factory=dict)
 
     @property
     def fingerprint(self) -> str | None:
@@ -206,7 +214,17 @@ class Table:
             "resolution_basis": scoring.RESOLUTION_BASIS,
             "constant_floor": {f"{lv}/{m}": v for (lv, m), v in self.floors.items()},
             "rows": [row.to_json(self.differing) for row in self.rows],
-        } | ({"clustered_by": scoring.CLUSTERED_BY} if self.clustered else {})
+        } | (self._clustering() if self.clustered else {})
+
+    def _clustering(self) -> dict[str, Any]:
+        return {
+            "clustered_by": scoring.CLUSTERED_BY,
+            "design_effect": {f"{lv}/{m}": v for (lv, m), v in self.design_effects.items()},
+            "design_effect_bound": {f"{lv}/{m}": v for (lv, m), v in self.design_effect_bounds.items()},
+            "worst_case_min_detectable_difference": {
+                f"{lv}/{m}": v for (lv, m), v in self.worst_resolution.items()
+            },
+        }
 
 
 @dataclass(slots=True)
@@ -236,7 +254,8 @@ def build_table(
         _mark_best_cell(rows, cell, n_resamples, seed)
     _mark_best_average(rows, columns, n_resamples, seed)
     sizes = _cell_sizes(runs, columns)
-    effects = {cell: stats.design_effect(ids) for cell, ids in _cell_clusters(runs, columns).items()}
+    bounds = {cell: stats.design_effect(ids) for cell, ids in _cell_clusters(runs, columns).items()}
+    effects = _observed_effects(runs, columns)
     return Table(
         number=number,
         rows=rows,
@@ -248,8 +267,30 @@ def build_table(
             list(sizes.values()), max(effects.values(), default=1.0)
         ),
         floors=_floors(runs, columns),
-        clustered=any(effect > 1.0 for effect in effects.values()),
+        clustered=any(bound > 1.0 for bound in bounds.values()),
+        design_effects=effects,
+        design_effect_bounds=bounds,
+        worst_resolution={
+            cell: scoring.cell_resolution(*size, max(bounds[cell], effects[cell]))
+            for cell, size in sizes.items()
+        },
     )
+
+
+def _observed_effects(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, float]:
+    """Each column's design effect: the largest `scoring.observed_design_effect` of the table's runs in it
+    (1 where the groups are not clustered)."""
+    effects = {}
+    for cell in columns:
+        observed = [
+            scoring.observed_design_effect(
+                list(run.by_cell[cell].values()), variant=run.variant, invalid=run.invalid
+            )
+            for run in runs
+            if run.by_cell.get(cell)
+        ]
+        effects[cell] = max((effect or 1.0 for effect in observed), default=1.0)
+    return effects
 
 
 def _cell_clusters(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, list[str] | None]:

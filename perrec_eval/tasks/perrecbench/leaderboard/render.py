@@ -118,11 +118,43 @@ MOSTLY_FAILED_NOTE = (
     "or engine errors); those groups score 0 (or are dropped in paper mode), so the number says little "
     "about the model and is never marked best."
 )
-CLUSTERED_NOTE = (
-    "Clustered by query item: where a level has several groups of one query item (large-preset builds), "
-    "the CI resamples whole items (cluster bootstrap), paired tests flip signs per item and the min. "
-    "detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
-)
+
+
+def clustered_note(tables: Sequence[Table]) -> str:
+    """What clustering by query item changes, with the design effects the min. detectable Δ carries and,
+    where it would read differently, the worst case at the bound Σm²/Σm; "" when no table is clustered."""
+    clustered = [table for table in tables if table.clustered]
+    if not clustered:
+        return ""
+    effects = [effect for table in clustered for effect in table.design_effects.values()]
+    worse = [
+        (table.worst_resolution[cell], bound)
+        for table in clustered
+        for cell, bound in table.design_effect_bounds.items()
+        if round(table.worst_resolution[cell], 2) > round(table.resolution[cell], 2)
+    ]
+    note = (
+        "Clustered by query item: where a level has several groups of one query item (large-preset builds), "
+        "the CI resamples whole items (cluster bootstrap) and paired tests flip signs per item; the min. "
+        "detectable Δ carries the design effect observed on the runs (the cluster bootstrap's variance over "
+        f"the plain one, per cell: {_span(effects)})."
+    )
+    if worse:
+        note += (
+            f" Were one item's groups perfectly correlated (design effect Σm²/Σm up to "
+            f"{max(b for _, b in worse):.1f}, m = groups per item), it would be up to "
+            f"{max(w for w, _ in worse):.2f}."
+        )
+    return note
+
+
+def _span(values: Sequence[float]) -> str:
+    """>>> _span([1.04, 1.31, 1.2]), _span([1.0])
+    ('1.0–1.3', '1.0')
+    """
+    low, high = f"{min(values, default=1.0):.1f}", f"{max(values, default=1.0):.1f}"
+    return low if low == high else f"{low}–{high}"
+
 COLD_START_NOTE = (
     "Cold start of the classic recommenders (run.json ",
     Code("cf.cells"),
@@ -183,7 +215,7 @@ def legend(report: Report) -> Text:
     )
     notes = [
         provisional_note(report),
-        CLUSTERED_NOTE if any(table.clustered for table in report.tables) else "",
+        clustered_note(report.tables),
         MOSTLY_FAILED_NOTE if any(row.failed_cells for row in rows) else "",
     ]
     for note in filter(None, notes):
