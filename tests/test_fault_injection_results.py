@@ -823,6 +823,21 @@ def test_cli_shots_without_train_profiles_names_the_splits(bench, tmp_path, caps
     _one_line_error(capsys, argv, "--splits train,test")
 
 
+def test_cli_shots_hint_writes_the_missing_profiles_as_printed(bench, tmp_path, capsys):
+    import shlex
+
+    folder, _ = bench
+    profiles = tmp_path / "test-users.jsonl"
+    writer = ["--engine", "fake", "--model", "constant"]
+    argv = ["profiles", "--data", str(folder), *writer, "--splits", "test", "--out", str(profiles)]
+    assert main([*argv, "--no-progress"]) == 0
+    evaluate = ["evaluate", "--data", str(folder), *writer, "--shots", "1", "--methods", "pointwise"]
+    evaluate += ["--profiles", str(profiles), "--out", str(tmp_path / "run"), "--no-progress"]
+    hint = _one_line_error(capsys, evaluate, "--splits train,test").split("`")[1]
+    assert main([*shlex.split(hint)[1:], "--no-progress"]) == 0, capsys.readouterr().err  # as printed
+    assert main(evaluate) == 0
+
+
 def test_readme_links_the_protocol():
     assert "(docs/PROTOCOL.md)" in README and (REPO / "docs" / "PROTOCOL.md").is_file()
 
