@@ -27,7 +27,7 @@ _MAX_MESSAGE = 2000  # characters of an error line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = cliconfig.OneLineParser(
         prog="perrecbench",
         description="PerRecBench: build the benchmark, evaluate models on it, fine-tune them.",
     )

@@ -30,7 +30,7 @@ protocols (`perrecbench tasks` lists them) or mixed; --task NAME picks the famil
   perrecbench sft push  adapters/merged --repo ORG/NAME --run runs/merged --base-run runs/base --dry-run"""
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(cliconfig.OneLineParser):
     """A subcommand's parser; `passthrough` keeps the arguments it does not know (TRL's) in ``argv``."""
 
     def __init__(self, *args: Any, passthrough: bool = False, **kwargs: Any) -> None:

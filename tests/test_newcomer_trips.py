@@ -1,0 +1,43 @@
+"""What a newcomer met from a fresh clone (issue 27, part 2): each trip, replayed."""
+
+from __future__ import annotations
+
+import pytest
+
+from perrec_eval.cli import main
+
+
+def _error_line(capsys, argv: list[str]) -> str:
+    """Run the CLI (argparse's errors included); it must exit 2 with exactly one line on stderr."""
+    try:
+        code = main(argv)
+    except SystemExit as exit_info:
+        code = exit_info.code
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    return err.strip()
+
+
+def test_push_results_with_a_local_model_folder_as_repo_names_model(capsys):
+    argv = ["push", "results", "runs/base", "--repo", "/tmp/tiny-chat", "--dataset", "ORG/perrecbench"]
+    line = _error_line(capsys, [*argv, "--dataset-revision", "REV", "--dry-run"])
+    assert "--repo ORG/NAME --model /tmp/tiny-chat" in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["push", "results", "runs/base", "--repo", "--dataset", "ORG/perrecbench"],  # `--repo $MODEL`, unset
+        ["sft", "push", "--repo", "ORG/x"],  # a required argument missing
+        ["build", "--preset", "huge"],
+    ],
+    ids=["unset-variable", "sft-push", "build"],
+)
+def test_cli_argument_errors_are_one_line_that_points_to_help(capsys, argv):
+    line = _error_line(capsys, argv)
+    assert "usage:" not in line and line.endswith("--help`")
+
+
+def test_cli_flag_without_its_value_suggests_an_empty_shell_variable(capsys):
+    line = _error_line(capsys, ["push", "results", "runs/base", "--repo", "--dataset", "ORG/perrecbench"])
+    assert "--repo: expected one argument" in line and "shell variable" in line
