@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from perrec_eval.cli import main
+from tests.benchmark_fixture import write_tiny_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory):
+    return write_tiny_benchmark(tmp_path_factory.mktemp("bench") / "perrecbench")
+
+
+@pytest.fixture(scope="module")
+def pointwise_run(bench, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "random"
+    argv = ["evaluate", "--data", str(bench), "--engine", "baseline", "--model", "random", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
+    return out
 
 
 def _error_line(capsys, argv: list[str]) -> str:
@@ -41,3 +57,14 @@ def test_cli_argument_errors_are_one_line_that_points_to_help(capsys, argv):
 def test_cli_flag_without_its_value_suggests_an_empty_shell_variable(capsys):
     line = _error_line(capsys, ["push", "results", "runs/base", "--repo", "--dataset", "ORG/perrecbench"])
     assert "--repo: expected one argument" in line and "shell variable" in line
+
+
+def test_score_prints_the_scores_json_then_only_the_cells_that_were_run(pointwise_run, capsys):
+    capsys.readouterr()
+    assert main(["score", str(pointwise_run), "--variant", "paper"]) == 0
+    printed = capsys.readouterr()
+    scores = json.loads(printed.out)  # stdout is the scores alone
+    assert scores["variant"] == "paper" and {c["method"] for c in scores["cells"]} == {"pointwise"}
+    table = printed.err.splitlines()
+    assert table[0] == "| System | easy point | medium point | hard point | Avg. |"  # no never-run columns
+    assert table[-1].startswith("not saved")  # the table is the last thing shown

@@ -272,10 +272,11 @@ def leaderboard_rows(table: Table, *, compact: bool = False) -> Grid:
     """The Table-1 layout: one row per run, a column per cell, groups and Avg.; under the runs, the
     pointwise floor and the table's resolution.
 
-    ``compact`` is the console's and the model card's form: all nine cells of Table 1 (– where not run),
-    no Groups column, no best / significance marks. A table of one run has no marks either.
+    ``compact`` is the console's and the model card's form: no Groups column, no best / significance
+    marks. A table of one run has no marks either. Either form shows the cells some run of the table
+    scored, and Avg. is over all of them.
     """
-    columns = CELLS if compact else table.columns
+    columns = table.columns
     groups = [] if compact else [str(table.num_groups)]
     marks = not compact and len(table.rows) > 1
     rows = [
