@@ -320,7 +320,7 @@ def evaluate(config: TaskEvalConfig, engine: Engine | None = None) -> FamilyScor
                 "engine_errors": {"requests": scores.num_engine_errors, "first": scores.first_engine_error},
                 "cache": {"hits": cached.hits, "misses": cached.misses},
                 "cost": run_cost(samples, time.perf_counter() - started, cached.hits),
-                "label": config.label or default_label(engine.model),
+                "label": config.label or default_label(engine.model, engine.name),
                 "generation": {
                     "max_new_tokens": config.token_budgets(),
                     "structured_outputs": config.structured_outputs,

@@ -116,7 +116,7 @@ def test_cli_fake_engine_run_then_rescore_and_report(built, capsys):
         == 0
     )
     table = (built / "report" / "leaderboard.md").read_text()
-    assert "| constant |" in table and "| history-affinity |" in table
+    assert "| fake:constant |" in table and "| history-affinity |" in table
 
 
 def test_cli_profiles_then_evaluate_with_saved_profiles(built):
@@ -484,7 +484,7 @@ def test_cli_several_adapters_share_one_engine_and_get_a_run_folder_each(built, 
     ]
     assert keys[0].isdisjoint(keys[1])  # the adapter is part of every cache key
     report = (out / "report.md").read_text()
-    assert "| constant + point |" in report and "| constant + pair |" in report  # model + adapter
+    assert "| fake:constant + point |" in report and "| fake:constant + pair |" in report  # model + adapter
 
 
 def test_cli_adapter_names_must_be_distinct(built, tmp_path, capsys):

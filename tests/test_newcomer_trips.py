@@ -68,3 +68,20 @@ def test_score_prints_the_scores_json_then_only_the_cells_that_were_run(pointwis
     table = printed.err.splitlines()
     assert table[0] == "| System | easy point | medium point | hard point | Avg. |"  # no never-run columns
     assert table[-1].startswith("not saved")  # the table is the last thing shown
+
+
+def test_report_names_the_fake_engines_constant_apart_and_never_best(bench, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    argv = ["evaluate", "--data", str(bench), "--methods", "pointwise", "--no-progress"]
+    assert main([*argv, "--engine", "fake", "--model", "constant", "--out", str(runs / "fake")]) == 0
+    for baseline in ("constant", "random"):
+        assert main([*argv, "--engine", "baseline", "--model", baseline, "--out", str(runs / baseline)]) == 0
+    out = tmp_path / "report"
+    folders = [str(runs / name) for name in ("fake", "constant", "random")]
+    assert main(["report", *folders, "--out", str(out)]) == 0
+    rows = {line.split(" | ")[0][2:]: line for line in (out / "leaderboard.md").read_text().splitlines()}
+    assert "fake:constant" in rows and "constant" in rows and "constant (baseline)" not in rows
+    assert "**" not in rows["fake:constant"]  # scripted answers are never the best system
+    board = json.loads((out / "leaderboard.json").read_text())
+    fake = next(row for row in board["tables"][0]["rows"] if row["label"] == "fake:constant")
+    assert not fake["best_average"] and not any(cell["best"] for cell in fake["cells"])

@@ -349,6 +349,13 @@ def _same_metric(a: Run, b: Run) -> bool:
     return (a.variant, a.invalid) == (b.variant, b.invalid)
 
 
+def _contenders(rows: Sequence[Row]) -> list[Row]:
+    """The rows that may be the best: not the fake engine's scripted answers, unless only they are there
+    (a table of test doubles still has its best)."""
+    real = [row for row in rows if not row.run.is_fake]
+    return real or list(rows)
+
+
 def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int) -> None:
     # A mostly failed cell (`MOSTLY_FAILED`) is never the best, nor what others are tested against.
     for row in rows:
@@ -363,11 +370,12 @@ def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int
     ]
     if not scored:
         return
-    top = max(row.entries[cell].ptc for row in scored)
-    best = next(row for row in scored if row.entries[cell].ptc == top)
+    contenders = _contenders(scored)
+    top = max(row.entries[cell].ptc for row in contenders)
+    best = next(row for row in contenders if row.entries[cell].ptc == top)
     for row in scored:
         entry = row.entries[cell]
-        entry.best = entry.ptc == top
+        entry.best = entry.ptc == top and any(row is other for other in contenders)
         if row is best:
             continue
         if not _same_metric(row.run, best.run):
@@ -384,9 +392,10 @@ def _mark_best_average(rows: Sequence[Row], columns: Sequence[Cell], n_resamples
     complete = [row for row in rows if row.average is not None and not row.failed_cells]
     if not complete:
         return
-    best = max(complete, key=lambda row: row.average)
+    contenders = _contenders(complete)
+    best = max(contenders, key=lambda row: row.average)
     for row in complete:
-        row.best = row.average == best.average
+        row.best = row.average == best.average and any(row is other for other in contenders)
         if row is best:
             continue
         if not _same_metric(row.run, best.run):
