@@ -85,3 +85,27 @@ def test_report_names_the_fake_engines_constant_apart_and_never_best(bench, tmp_
     board = json.loads((out / "leaderboard.json").read_text())
     fake = next(row for row in board["tables"][0]["rows"] if row["label"] == "fake:constant")
     assert not fake["best_average"] and not any(cell["best"] for cell in fake["cells"])
+
+
+def test_a_table_on_too_few_groups_says_so_and_marks_no_best(bench, tmp_path, capsys):
+    argv = ["evaluate", "--data", str(bench), "--engine", "baseline", "--model", "all", "--max-groups", "3"]
+    assert main([*argv, "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "too few groups to compare (3)" in printed
+    assert "**" not in printed and "≈" not in printed and "Bold" not in printed
+    resolution = next(line for line in printed.splitlines() if line.startswith("| min. detectable Δ"))
+    values = [part.strip() for part in resolution.strip("|").split("|")[2:]]
+    assert "> 2" in values and all(v == "> 2" or float(v) <= 2 for v in values)  # never past PTC's range
+
+
+def test_tied_rows_are_ordered_by_label_whatever_order_the_runs_came_in(bench, tmp_path, capsys):
+    argv = ["evaluate", "--data", str(bench), "--engine", "baseline", "--model", "constant", "--no-progress"]
+    for folder in ("b", "a"):  # the same run twice: a tie
+        assert main([*argv, "--out", str(tmp_path / folder)]) == 0
+    orders = []
+    for listed in (["b", "a"], ["a", "b"]):
+        out = tmp_path / f"report-{''.join(listed)}"
+        assert main(["report", *(str(tmp_path / f) for f in listed), "--out", str(out), "--no-plots"]) == 0
+        board = json.loads((out / "leaderboard.json").read_text())
+        orders.append([row["label"] for row in board["tables"][0]["rows"]])
+    assert orders[0] == orders[1] == ["constant [a]", "constant [b]"]

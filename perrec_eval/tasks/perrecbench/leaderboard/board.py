@@ -34,6 +34,9 @@ from perrec_eval.tasks.perrecbench.records import clusters_of
 from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS
 
 ALPHA = 0.05
+# A paired sign-flip test on n groups cannot go below p = 2 / 2**n: under 6 groups nothing is ever told apart
+# at ALPHA, so a table of fewer marks no best.
+MIN_GROUPS_TO_COMPARE = 6
 N_RESAMPLES = 10_000
 _AVERAGE_DRAWS = 1_000_000  # signs drawn at once by the Avg. test (`stats.signflip_test`'s max_draws)
 CELLS: tuple[Cell, ...] = tuple((level, method) for level in LEVELS for method in METHODS)
@@ -201,6 +204,11 @@ class Table:
     def num_groups(self) -> int:
         return len(self.rows[0].run.group_ids)
 
+    @property
+    def too_few_groups(self) -> bool:
+        """Too few groups for any paired test to tell two runs apart (`MIN_GROUPS_TO_COMPARE`)."""
+        return self.num_groups < MIN_GROUPS_TO_COMPARE
+
     def to_json(self) -> dict[str, Any]:
         return {
             "table": self.number,
@@ -245,14 +253,17 @@ class Report:
 def build_table(
     runs: Sequence[Run], number: int = 1, *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> Table:
-    """The leaderboard of comparable `runs` (see `compare.check_comparable`), best average first."""
+    """The leaderboard of comparable `runs` (see `compare.check_comparable`), best average first, ties by
+    label."""
     labels = compare.labels(runs)
     columns = [cell for cell in CELLS if any(cell in run.cell_scores() for run in runs)]
     rows = [_row(label, run, columns) for label, run in zip(labels, runs, strict=True)]
-    rows.sort(key=lambda row: (row.average is None, -(row.average or 0.0)))
-    for cell in columns:
-        _mark_best_cell(rows, cell, n_resamples, seed)
-    _mark_best_average(rows, columns, n_resamples, seed)
+    # best average first; ties (and rows without an average) by label, however the runs were listed
+    rows.sort(key=lambda row: (row.average is None, -(row.average or 0.0), row.label))
+    if min(len(run.group_ids) for run in runs) >= MIN_GROUPS_TO_COMPARE:
+        for cell in columns:
+            _mark_best_cell(rows, cell, n_resamples, seed)
+        _mark_best_average(rows, columns, n_resamples, seed)
     sizes = _cell_sizes(runs, columns)
     bounds = {cell: stats.design_effect(ids) for cell, ids in _cell_clusters(runs, columns).items()}
     effects = _observed_effects(runs, columns)

@@ -17,6 +17,7 @@ from typing import Any
 from perrec_eval.tasks.perrecbench.leaderboard.board import (
     ALPHA,
     CELLS,
+    MIN_GROUPS_TO_COMPARE,
     Entry,
     Report,
     Row,
@@ -85,6 +86,18 @@ def number(value: float | None, spec: str = ".2f") -> str:
     return DASH if value is None else format(value, spec)
 
 
+MAX_DIFFERENCE = 2.0  # two PTCs lie in [-1, 1]
+
+
+def resolution_text(value: float | None, spec: str = ".2f") -> str:
+    """A min. detectable Δ for reading: past the widest possible difference of two PTCs it is only that.
+
+    >>> resolution_text(0.123), resolution_text(2.8), resolution_text(None)
+    ('0.12', '> 2', '–')
+    """
+    return "> 2" if value is not None and value > MAX_DIFFERENCE else number(value, spec)
+
+
 def p_text(p: float | None) -> str:
     """A p-value for reading.
 
@@ -118,6 +131,19 @@ MOSTLY_FAILED_NOTE = (
     "or engine errors); those groups score 0 (or are dropped in paper mode), so the number says little "
     "about the model and is never marked best."
 )
+
+
+def too_few_note(tables: Sequence[Table]) -> str:
+    """The tables on too few groups to compare anything (`Table.too_few_groups`); "" when none."""
+    few = [table for table in tables if table.too_few_groups]
+    if not few:
+        return ""
+    which = "This table" if len(tables) == 1 else "Table " + ", ".join(str(table.number) for table in few)
+    return (
+        f"{which}: too few groups to compare ({', '.join(str(t.num_groups) for t in few)}): a paired test "
+        f"on fewer than {MIN_GROUPS_TO_COMPARE} groups never reaches p < {ALPHA}, so no system is marked "
+        "best; evaluate on more groups (--max-groups) before ordering systems."
+    )
 
 
 def clustered_note(tables: Sequence[Table]) -> str:
@@ -188,7 +214,8 @@ def legend(report: Report) -> Text:
         "better); brackets: each run's 95% interval over groups (percentile bootstrap, "
         f"{' / '.join(f'{n:,}' for n in resamples)} resamples); – = not run. ",
     )
-    if any(len(table.rows) > 1 for table in report.tables):  # a table of one run has nothing to compare
+    # a table of one run, or on too few groups, has nothing to compare
+    if any(len(table.rows) > 1 and not table.too_few_groups for table in report.tables):
         text += (
             Strong("Bold"),
             ": best in the column; ",
@@ -215,6 +242,7 @@ def legend(report: Report) -> Text:
     )
     notes = [
         provisional_note(report),
+        too_few_note(report.tables),
         clustered_note(report.tables),
         MOSTLY_FAILED_NOTE if any(row.failed_cells for row in rows) else "",
     ]
@@ -288,8 +316,8 @@ def leaderboard_rows(table: Table, *, compact: bool = False) -> Grid:
     if any(value is not None for value in table.floors.values()):
         floors = [number(table.floors.get(cell)) for cell in columns]
         rows.append(["floor: constant rating", *groups, *floors, DASH])
-    resolution = [number(table.resolution.get(cell)) for cell in columns]
-    rows.append(["min. detectable Δ", *groups, *resolution, number(table.average_resolution)])
+    resolution = [resolution_text(table.resolution.get(cell)) for cell in columns]
+    rows.append(["min. detectable Δ", *groups, *resolution, resolution_text(table.average_resolution)])
     header = ["System", *(["Groups"] if groups else []), *column_names(columns), "Avg."]
     return Grid(header, rows, "board")
 
@@ -340,7 +368,7 @@ def cell_rows(table: Table) -> list[list[str]]:
                     str(s.get("num_invalid", DASH)),
                     number(s.get("parse_failure_rate"), ".1%"),
                     _engine_errors(scored[cell]),
-                    number(table.resolution.get(cell), ".3f"),
+                    resolution_text(table.resolution.get(cell), ".3f"),
                     number(table.floors.get(cell), ".3f"),
                     number(d.get("position_bias"), ".0%"),
                     number(d.get("order_consistency"), ".0%"),
