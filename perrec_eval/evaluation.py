@@ -30,7 +30,7 @@ from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
-from perrec_eval.rundir import check_out, claim, local_inputs, run_cost, versions, write_run
+from perrec_eval.rundir import check_out, claim, local_inputs, report_folder, run_cost, versions, write_run
 from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
 from perrec_eval.stats import resampled_docs
@@ -420,7 +420,7 @@ def evaluate_command(config: TaskEvalConfig) -> int:
     for section in family.report(folders):
         print(family.markdown(section))
     print(f"written to {config.out}/ (scores.json, predictions.jsonl, run.json)")
-    print(f"next: perrecbench report {config.out} --out {config.out.rstrip('/')}-report")
+    print(f"next: perrecbench report {config.out} --out {report_folder(config.out)}")
     if not scores.complete:
         print(
             f"perrecbench evaluate: {scores.num_engine_errors} requests failed (first: "

@@ -150,7 +150,8 @@ def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr
     url = push(upload, dry_run=dry_run, private=private, create_pr=create_pr)
     kind = upload.repo_type + (f", sdk {upload.space_sdk}" if upload.space_sdk else "")
     verb = "dry run: would upload" if dry_run else "pull request with" if create_pr else "uploaded"
-    print(f"{verb} {len(upload.files)} files to {url or upload.url} ({kind}):")
+    count = len(upload.files)
+    print(f"{verb} {count} file{'' if count == 1 else 's'} to {url or upload.url} ({kind}):")
     for line in upload.describe():
         print(f"  {line}")
     if stage:

@@ -900,7 +900,9 @@ def test_cli_evaluate_next_hint_names_the_folder_just_written(bench, tmp_path, c
     ]
     assert main([*argv, "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert f"next: perrecbench report {out} --out {out}-report" in printed
+    assert f"next: perrecbench report {out} --out {tmp_path / 'report'}" in printed
+    assert main([*argv[:-1], str(tmp_path / "mine"), "--no-progress"]) == 0
+    assert f"--out {tmp_path / 'mine'}-report" in capsys.readouterr().out
 
 
 def test_cli_report_without_plots_does_not_claim_plots(fake_run, tmp_path, capsys):

@@ -31,6 +31,7 @@ def baseline_names(config: EvalConfig) -> tuple[str, ...]:
 
 
 def evaluate(config: EvalConfig) -> int:
+    from perrec_eval import rundir
     from perrec_eval.tasks.perrecbench import report, run
     from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
@@ -47,7 +48,7 @@ def evaluate(config: EvalConfig) -> int:
     else:
         print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
     out = Path(config.out)
-    report_dir = out.with_name(out.name + "-report")
+    report_dir = rundir.report_folder(out)
     print(f"next: perrecbench report {out} --out {report_dir}   (leaderboard, plots, index.html)")
     _warn_suspect_profiles(config)
     failed = [scores for _, scores in systems if not scores.complete]
