@@ -109,3 +109,11 @@ def test_tied_rows_are_ordered_by_label_whatever_order_the_runs_came_in(bench, t
         board = json.loads((out / "leaderboard.json").read_text())
         orders.append([row["label"] for row in board["tables"][0]["rows"]])
     assert orders[0] == orders[1] == ["constant [a]", "constant [b]"]
+
+
+def test_one_command_publishes_adapters_and_sft_push_says_it_is_its_alias(capsys):
+    with pytest.raises(SystemExit):
+        main(["sft", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "perrecbench push adapter adapters/merged" in text and "alias of `perrecbench push adapter`" in text
+    assert "perrecbench sft push adapters" not in text
