@@ -68,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.disable()
     try:
         config = cliconfig.from_namespace(args.config_cls, args)
-        return int(args.handler(config) or 0)
+        with progress.logging_between_bars():
+            return int(args.handler(config) or 0)
     except PerrecbenchError as err:
         # Bad input, missing extras, unwritable or missing files: the message names the fix; any other
         # exception is a bug and keeps its traceback.

@@ -115,5 +115,37 @@ def test_one_command_publishes_adapters_and_sft_push_says_it_is_its_alias(capsys
     with pytest.raises(SystemExit):
         main(["sft", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "perrecbench push adapter adapters/merged" in text and "alias of `perrecbench push adapter`" in text
+    assert "perrecbench push adapter adapters/merged" in text
+    assert "alias of `perrecbench push adapter`" in text
     assert "perrecbench sft push adapters" not in text
+
+
+def test_pyproject_reads_without_setuptools_deprecation_warnings():
+    import warnings
+    from pathlib import Path
+
+    pyprojecttoml = pytest.importorskip("setuptools.config.pyprojecttoml")
+    from setuptools.dist import Distribution
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pyprojecttoml.apply_configuration(Distribution(), Path(__file__).parents[1] / "pyproject.toml")
+    assert [str(w.message).splitlines()[0] for w in caught] == []  # the licence box, 3-4 times per install
+
+
+def test_log_lines_never_land_inside_a_progress_bars_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cli = [sys.executable, "-m", "perrec_eval"]
+    synth = ["synth", "--out", str(tmp_path / "raw"), "--reviews-per-domain", "8000", "--domains", "Books"]
+    subprocess.run([*cli, *synth, "--no-progress"], env=env, check=True, capture_output=True)
+    build = ["build", "--source", str(tmp_path / "raw"), "--out", str(tmp_path / "b"), "--domains", "Books"]
+    done = subprocess.run([*cli, *build, "--test-groups", "6"], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shown = [line.split("\r")[-1] for line in done.stderr.split("\n")]  # what a terminal keeps of each line
+    logged = [line for line in shown if " INFO " in line]
+    assert logged and all(line.startswith("20") for line in logged), logged  # no "Books: 14%|...2026 INFO"
