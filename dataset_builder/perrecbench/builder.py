@@ -174,6 +174,8 @@ def summary(out: Path) -> str:
             "`perrecbench sft data` need them; lower --test-groups or use more input",
             file=sys.stderr,
         )
+    elif (note := stats_mod.thin_train_note(split)) is not None:
+        print(f"perrecbench build: warning: {note}", file=sys.stderr)
     return f"PerRecBench built in {out}\n" + stats_mod.format_table(stats)
 
 
