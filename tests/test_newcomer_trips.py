@@ -151,10 +151,10 @@ def test_log_lines_never_land_inside_a_progress_bars_line(tmp_path):
     assert logged and all(line.startswith("20") for line in logged), logged  # no "Books: 14%|...2026 INFO"
 
 
-def test_build_says_where_the_user_looks_when_the_split_rule_leaves_few_train_groups(tmp_path, capsys):
+def test_build_says_where_the_user_looks_when_few_train_groups_are_left(tmp_path, capsys):
     raw, out = tmp_path / "raw", tmp_path / "large"
-    synth = ["synth", "--out", str(raw), "--reviews-per-domain", "8000", "--domains", "Books", "--no-progress"]
-    assert main(synth) == 0
+    synth = ["synth", "--out", str(raw), "--reviews-per-domain", "8000", "--domains", "Books"]
+    assert main([*synth, "--no-progress"]) == 0
     build = ["build", "--source", str(raw), "--out", str(out), "--domains", "Books", "--preset", "large"]
     assert main([*build, "--train-fraction", "0.2", "--no-progress"]) == 0
     err = capsys.readouterr().err
