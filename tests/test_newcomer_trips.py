@@ -161,3 +161,16 @@ def test_build_says_where_the_user_looks_when_few_train_groups_are_left(tmp_path
     warning = next(line for line in err.splitlines() if line.startswith("perrecbench build: warning:"))
     assert "train groups" in warning and "raise --train-fraction" in warning
     assert "**Few train groups**" in (out / "README.md").read_text()
+
+
+def test_report_page_has_contents_folds_the_legend_and_scrolls_wide_tables(pointwise_run, tmp_path):
+    import re
+
+    out = tmp_path / "report"
+    assert main(["report", str(pointwise_run), "--out", str(out), "--no-plots"]) == 0
+    page = (out / "index.html").read_text()
+    sections = re.findall(r'<h2 id="([^"]+)">', page)
+    links = re.findall(r'<a href="#([^"]+)">', page.split('<nav class="contents">', 1)[1].split("</nav>")[0])
+    assert sections and links == sections  # a link to every section
+    assert page.count("<table") == page.count('<div class="scroll"><table')  # wide tables scroll in place
+    assert '<details class="legend"><summary>' in page and '<p class="legend">' not in page
