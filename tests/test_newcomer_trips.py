@@ -161,6 +161,8 @@ def test_build_says_where_the_user_looks_when_few_train_groups_are_left(tmp_path
     warning = next(line for line in err.splitlines() if line.startswith("perrecbench build: warning:"))
     assert "train groups" in warning and "raise --train-fraction" in warning
     assert "**Few train groups**" in (out / "README.md").read_text()
+    assert main([*build[:-2], "--out", str(tmp_path / "paper"), "--test-groups", "6", "--no-progress"]) == 0
+    assert "warning" not in capsys.readouterr().err  # a --test-groups build chose its test size itself
 
 
 def test_report_page_has_contents_folds_the_legend_and_scrolls_wide_tables(pointwise_run, tmp_path):

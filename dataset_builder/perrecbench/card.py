@@ -76,7 +76,7 @@ def build_card(
         "levels_text": _levels_text(cfg, stats),
         "split_rule_text": _SPLIT_RULES[cfg.split_rule]
         + (_PER_LEVEL_RULE if cfg.preset == "large" and cfg.split_rule != "none" else ""),
-        "split_table": split_table(stats["split"]),
+        "split_table": split_table(stats["split"], cfg.train_fraction),
         "resolution_section": resolution_section(cfg, stats),
         "twins_text": _twins_text(cfg, stats),
         "choice_table": choice_table(stats),
@@ -232,10 +232,10 @@ def _twins_text(cfg: BuildConfig, stats: dict[str, Any]) -> str:
     )
 
 
-def split_table(split: dict[str, Any]) -> str:
+def split_table(split: dict[str, Any], train_fraction: float | None = None) -> str:
     """The split table: one for the paper preset, one per level for the large preset; above it, what to do
     when the rule dropped most train groups (`stats.thin_train_note`)."""
-    note = thin_train_note(split)
+    note = thin_train_note(split, train_fraction)
     warning = f"**Few train groups**: {note}.\n\n" if note else ""
     if "levels" not in split:
         return warning + _split_table(split)
