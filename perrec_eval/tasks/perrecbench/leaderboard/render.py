@@ -175,7 +175,9 @@ def clustered_note(tables: Sequence[Table]) -> str:
 
 
 def _span(values: Sequence[float]) -> str:
-    """>>> _span([1.04, 1.31, 1.2]), _span([1.0])
+    """The range of `values` to one decimal (one number where they agree).
+
+    >>> _span([1.04, 1.31, 1.2]), _span([1.0])
     ('1.0–1.3', '1.0')
     """
     low, high = f"{min(values, default=1.0):.1f}", f"{max(values, default=1.0):.1f}"
