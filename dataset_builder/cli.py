@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
 
 
-class _TaskParser(argparse.ArgumentParser):
+class _TaskParser(cliconfig.OneLineParser):
     """The parser of ``perrecbench build``: reads ``--task`` from the arguments first, then adds the flags of
     that family's config (and its description) before parsing them."""
 

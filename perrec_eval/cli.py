@@ -27,7 +27,7 @@ _MAX_MESSAGE = 2000  # characters of an error line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = cliconfig.OneLineParser(
         prog="perrecbench",
         description="PerRecBench: build the benchmark, evaluate models on it, fine-tune them.",
     )
@@ -68,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress.disable()
     try:
         config = cliconfig.from_namespace(args.config_cls, args)
-        return int(args.handler(config) or 0)
+        with progress.logging_between_bars():
+            return int(args.handler(config) or 0)
     except PerrecbenchError as err:
         # Bad input, missing extras, unwritable or missing files: the message names the fix; any other
         # exception is a bug and keeps its traceback.

@@ -28,7 +28,7 @@ import typing
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePath
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from perrec_eval import progress
 from perrec_eval.errors import ConfigError
@@ -493,6 +493,16 @@ def add_command(
     add_common_arguments(parser)
     parser.set_defaults(handler=handler, config_cls=cls)
     return parser
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block above it) that says where the usage is; its
+    subcommands' parsers are of its class too."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.endswith("expected one argument"):  # `--repo $MODEL` with MODEL unset, typically
+            message += " (is a shell variable in the command empty?)"
+        self.exit(2, f"{self.prog}: error: {message}; see `{self.prog} --help`\n")
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:

@@ -31,12 +31,20 @@ def engine_choices() -> tuple[str, ...]:
     return (BASELINE_ENGINE, *ENGINE_NAMES)
 
 
-def default_label(model: str) -> str:
-    """A short row name for a model: a local file's or folder's stem, a Hub id as it is.
+def default_label(model: str, engine: str | None = None) -> str:
+    """A short row name for a model: a local file's or folder's stem, a Hub id as it is; the fake engine's
+    named scripts (`perrec_eval.engines.fake.SCRIPTS`) read ``fake:NAME``, never a baseline's name.
 
     >>> default_label("/models/SmolLM2-135M-Instruct.Q4_1.gguf"), default_label("Qwen/Qwen2.5-7B-Instruct")
     ('SmolLM2-135M-Instruct.Q4_1', 'Qwen/Qwen2.5-7B-Instruct')
+    >>> default_label("constant", "fake"), default_label("constant", "baseline")
+    ('fake:constant', 'constant')
     """
+    if engine == "fake":
+        from perrec_eval.engines.fake import SCRIPTS
+
+        if model in SCRIPTS:
+            return f"fake:{model}"
     path = Path(model)
     if model.endswith(".gguf") or path.is_absolute() or model.startswith(".") or path.exists():
         return path.stem if path.suffix == ".gguf" else (path.name or model)

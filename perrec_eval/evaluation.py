@@ -30,7 +30,7 @@ from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
-from perrec_eval.rundir import check_out, claim, local_inputs, run_cost, versions, write_run
+from perrec_eval.rundir import check_out, claim, local_inputs, report_folder, run_cost, versions, write_run
 from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
 from perrec_eval.stats import resampled_docs
@@ -349,7 +349,7 @@ def evaluate(config: TaskEvalConfig, engine: Engine | None = None) -> FamilyScor
                 "engine_errors": {"requests": scores.num_engine_errors, "first": scores.first_engine_error},
                 "cache": {"hits": cached.hits, "misses": cached.misses},
                 "cost": run_cost(samples, time.perf_counter() - started, cached.hits),
-                "label": config.label or default_label(engine.model),
+                "label": config.label or default_label(engine.model, engine.name),
                 "generation": {
                     "max_new_tokens": config.token_budgets(),
                     "structured_outputs": config.structured_outputs,
@@ -449,7 +449,7 @@ def evaluate_command(config: TaskEvalConfig) -> int:
     for section in family.report(folders):
         print(family.markdown(section))
     print(f"written to {config.out}/ (scores.json, predictions.jsonl, run.json)")
-    print(f"next: perrecbench report {config.out} --out {config.out.rstrip('/')}-report")
+    print(f"next: perrecbench report {config.out} --out {report_folder(config.out)}")
     if not scores.complete:
         print(
             f"perrecbench evaluate: {scores.num_engine_errors} requests failed (first: "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import warnings
 from types import ModuleType
 
 from perrec_eval.errors import MissingExtraError
@@ -14,6 +15,14 @@ _PACKAGES = frozenset(
     {"torch", "transformers", "accelerate", "gguf", "peft", "safetensors", "trl"}
     | {"outlines", "outlines_core", "openai", "vllm"}
 )
+# Warnings a library raises from its own calls into another, which no user of perrecbench can act on: hidden
+# once the library is imported through `require`. PEFT (and TRL through it) reads transformers' deprecated
+# `is_gradient_checkpointing` on every model it wraps (a FutureWarning on `sft train`, `sft merge` and every
+# adapter an engine loads).
+_FOREIGN_WARNINGS = {
+    "peft": (FutureWarning, r"`is_gradient_checkpointing` is deprecated"),
+    "trl": (FutureWarning, r"`is_gradient_checkpointing` is deprecated"),
+}
 # Said wherever torch comes in: a bare `pip install torch` (or an extra that needs it) pulls the CUDA build.
 _TORCH_FIRST = "; install torch first (pip install torch==2.13.0 is the CPU build, else your CUDA's build)"
 
@@ -36,7 +45,7 @@ def require(module: str, extra: str, *, by: str) -> ModuleType:
     'json'
     """
     try:
-        return importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ModuleNotFoundError as err:
         missing = (err.name or module).split(".")[0]
         if missing not in _PACKAGES and missing != module.split(".")[0]:
@@ -48,3 +57,6 @@ def require(module: str, extra: str, *, by: str) -> ModuleType:
         )
         error.name = missing
         raise error from err
+    if (foreign := _FOREIGN_WARNINGS.get(module.split(".")[0])) is not None:
+        warnings.filterwarnings("ignore", message=foreign[1], category=foreign[0])
+    return imported

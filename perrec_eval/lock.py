@@ -27,6 +27,9 @@ _held: set[Path] = set()  # lock files this process holds
 def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the folder's lock for the block (the folder is created if missing).
 
+    A folder this lock created and the block left empty (a command that failed before writing anything)
+    is removed again, with the parents made for it, so failed runs leave no empty folders behind.
+
     Args:
         folder: the output folder.
 
@@ -36,8 +39,25 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise DataError(f"{folder} is a file: --out takes a folder; choose another --out")
-    with _locked(folder / LOCK_FILE, folder):
-        yield
+    made = [path for path in (folder, *folder.parents) if not path.exists()]
+    try:
+        with _locked(folder / LOCK_FILE, folder):
+            yield
+    finally:
+        if made and (folder / LOCK_FILE).resolve() not in _held and _only_lock(folder):
+            (folder / LOCK_FILE).unlink(missing_ok=True)
+            for path in made:  # innermost first; stops at the first that is not empty
+                try:
+                    path.rmdir()
+                except OSError:
+                    break
+
+
+def _only_lock(folder: Path) -> bool:
+    try:
+        return [child.name for child in folder.iterdir()] == [LOCK_FILE]
+    except OSError:
+        return False
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -44,6 +45,14 @@ def disable() -> None:
 def enable() -> None:
     """Show progress bars again (ours; the libraries keep what `disable` told them)."""
     _ENABLED[0] = True
+
+
+def logging_between_bars() -> AbstractContextManager[None]:
+    """For the block, log lines to the console go above the progress bars (`tqdm.write`) instead of into
+    the middle of a bar's line; their formatter (secrets redacted) is kept."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    return logging_redirect_tqdm(tqdm_class=tqdm)
 
 
 def bar(iterable: Iterable[Any] | None = None, **kwargs: Any) -> tqdm:

@@ -128,15 +128,15 @@ def _size(content: Content) -> str:
     raise AssertionError("unreachable")
 
 
-def check_repo_id(repo: str, flag: str = "--repo") -> str:
-    """`repo` if it reads as ORG/NAME.
+def check_repo_id(repo: str, flag: str = "--repo", *, fix: str = "") -> str:
+    """`repo` if it reads as ORG/NAME; else a ConfigError that ends with `fix` (if any).
 
     >>> check_repo_id("org/ptc")
     'org/ptc'
     """
     owner, sep, name = repo.partition("/")
     if not sep or not owner or not name or "/" in name or any(c.isspace() for c in repo):
-        raise ConfigError(f"{flag} must be ORG/NAME, got {repo!r}")
+        raise ConfigError(f"{flag} must be ORG/NAME, got {repo!r}" + (f": {fix}" if fix else ""))
     return repo
 
 
@@ -853,7 +853,10 @@ def results_upload(
             its base model.
         task: the task family the run must be of (None: any).
     """
-    check_repo_id(repo)
+    check_repo_id(
+        repo,
+        fix=f"the model's Hub repository; a run of a local copy of it takes --repo ORG/NAME --model {repo}",
+    )
     check_repo_id(dataset, "--dataset")
     if not revision or any(c.isspace() for c in revision):
         raise ConfigError(f"--dataset-revision must be a revision of {dataset} (a commit), got {revision!r}")

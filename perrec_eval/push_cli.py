@@ -3,7 +3,7 @@
 Every push builds its files offline (`perrec_eval.publish`), refuses secrets, absolute local paths and the
 machine's name in them, and sends them in one commit. ``--dry-run`` lists every file and the repository it
 would go to and sends nothing; ``--stage DIR`` writes those exact files into DIR to read them first.
-`push adapter` is `perrecbench sft push` (the same flags).
+`push adapter` is the command for adapters; `perrecbench sft push` is an alias of it (the same flags).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ _HELP = {
         "dataset revision)"
     ),
     "benchmark": "a build folder as the benchmark's dataset repository, with its eval.yaml",
-    "adapter": "an adapter (or merged model) with its model card: the same as `perrecbench sft push`",
+    "adapter": "an adapter (or merged model) with its model card (`perrecbench sft push` is an alias)",
 }
 
 
@@ -150,7 +150,8 @@ def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr
     url = push(upload, dry_run=dry_run, private=private, create_pr=create_pr)
     kind = upload.repo_type + (f", sdk {upload.space_sdk}" if upload.space_sdk else "")
     verb = "dry run: would upload" if dry_run else "pull request with" if create_pr else "uploaded"
-    print(f"{verb} {len(upload.files)} files to {url or upload.url} ({kind}):")
+    count = len(upload.files)
+    print(f"{verb} {count} file{'' if count == 1 else 's'} to {url or upload.url} ({kind}):")
     for line in upload.describe():
         print(f"  {line}")
     if stage:

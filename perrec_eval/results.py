@@ -158,6 +158,11 @@ class RunInfo:
         return self.engine.get("name") == "baseline"
 
     @property
+    def is_fake(self) -> bool:
+        """A run of the fake engine (scripted answers for tests and demos: neither a baseline nor a model)."""
+        return self.engine.get("name") == "fake"
+
+    @property
     def task(self) -> str:
         """The run's task family (runs written before families existed are PerRecBench's)."""
         return self.config.get("task", DEFAULT_TASK)

@@ -131,6 +131,19 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
     forget_unproven(out / "cache.jsonl")
 
 
+def report_folder(out: str | os.PathLike) -> Path:
+    """Where the `next:` hint after a run suggests its report: ``report`` beside a ``runs`` folder (as
+    `make demo` and the README lay them out), else the run folder's name with ``-report``.
+
+    >>> str(report_folder("demo_out/runs/baselines")), str(report_folder("my-run/"))
+    ('demo_out/report', 'my-run-report')
+    """
+    out = Path(out)
+    if out.parent.name == "runs":
+        return out.parent.with_name("report")
+    return out.with_name(out.name + "-report")
+
+
 def run_folders(path: str | os.PathLike) -> list[Path]:
     """The run folders at `path`: itself when it is one, else the run folders directly inside it.
 

@@ -11,7 +11,8 @@ draw for draw.
 - Paired tests of two systems on the same docs: :func:`signflip_test` and :func:`paired_bootstrap_test`
   of per-doc differences, :func:`corpus_paired_test` of a corpus metric. p-values are two-sided; resampled
   ones carry the +1 correction, so are never 0.
-- Planning: :func:`design_effect` of clusters, :func:`resolution` and :func:`docs_for_half_width` given a
+- Planning: :func:`design_effect` of clusters (its bound) and :func:`observed_design_effect` (on a run's
+  values), :func:`resolution` and :func:`docs_for_half_width` given a
   per-doc variance (normal approximation).
 - :class:`MetricSpec`: a metric's declaration (direction, aggregation), which picks its interval and its
   paired test from the above; :func:`rmse` is a corpus function ready for it.
@@ -116,6 +117,31 @@ def design_effect(clusters: Sequence[Any] | None) -> float:
         return 1.0
     sizes = Counter(clusters).values()
     return sum(m * m for m in sizes) / len(clusters)
+
+
+def observed_design_effect(values: Sequence[float] | np.ndarray, clusters: Sequence[Any] | None) -> float:
+    """The variance inflation clustering caused on the mean of these values: the cluster bootstrap's
+    variance of the mean over the doc bootstrap's.
+
+    In closed form, what the two bootstraps estimate without their resampling noise: the doc bootstrap's
+    variance of a mean of ``n`` docs is ``Σ (x - x̄)² / n²``, the cluster bootstrap's (to first order, the
+    mean being a ratio of cluster totals) ``Σ_c (Σ_{i in c} (x_i - x̄))² / n²``. Unlike the bound
+    :func:`design_effect` it depends on the values (so on the system), and it may fall below 1 (negative
+    within-cluster correlation, or noise on few clusters). 1 without clusters or when the values do not vary.
+
+    >>> observed_design_effect([1.0, 1.0, 0.0, 0.0], ["a", "a", "b", "b"])  # equal within items: the bound
+    2.0
+    >>> observed_design_effect([1.0, 0.0, 1.0, 0.0], ["a", "a", "b", "b"])  # items of equal means
+    0.0
+    """
+    values = _finite(values, "values")
+    codes = cluster_codes(clusters, values.size)
+    residuals = values - values.mean() if values.size else values
+    naive = float(np.dot(residuals, residuals))
+    if codes is None or naive == 0.0:
+        return 1.0
+    sums = np.bincount(codes, weights=residuals)
+    return float(np.dot(sums, sums)) / naive
 
 
 def check_resampling(confidence_level: float | None, n_resamples: int) -> None:

@@ -376,7 +376,7 @@ def results_section(
         flag = f"--task {task.name} " if task is not None else ""
         return (
             f"Not evaluated yet: run `perrecbench evaluate {flag}--engine hf --adapter NAME=PATH ...`, then "
-            f"`perrecbench sft push {name} --repo ORG/NAME --run RUN_DIR` puts its "
+            f"`perrecbench push adapter {name} --repo ORG/NAME --run RUN_DIR` puts its "
             f"{'results' if task is not None else 'PTC'} table here."
         )
     if task is not None:

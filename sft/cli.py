@@ -27,10 +27,11 @@ protocols (`perrecbench tasks` lists them) or mixed; --task NAME picks the famil
   perrecbench sft merge adapters/F1 adapters/F2 adapters/F3 --out adapters/merged
   perrecbench evaluate  --data BENCH --engine hf --model MODEL --no-profile --out runs \\
       --adapter F1=adapters/F1 --adapter merged=adapters/merged
-  perrecbench sft push  adapters/merged --repo ORG/NAME --run runs/merged --base-run runs/base --dry-run"""
+then publish with `perrecbench push adapter` (`perrecbench sft push` is the same command, kept as an alias):
+  perrecbench push adapter adapters/merged --repo ORG/NAME --run runs/merged --base-run runs/base --dry-run"""
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(cliconfig.OneLineParser):
     """A subcommand's parser; `passthrough` keeps the arguments it does not know (TRL's) in ``argv``."""
 
     def __init__(self, *args: Any, passthrough: bool = False, **kwargs: Any) -> None:
@@ -96,8 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         commands,
         "push",
         PushConfig,
-        push_cli.run_adapter,  # the same command as `perrecbench push adapter`
-        help="upload an adapter with its model card (and results table) to the Hugging Face Hub",
+        push_cli.run_adapter,
+        help="alias of `perrecbench push adapter` (publishing lives under `perrecbench push`)",
     )
 
 

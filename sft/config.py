@@ -127,7 +127,8 @@ class MergeConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PushConfig:
-    """Settings of `perrecbench sft push`: an adapter folder with its model card to the Hub."""
+    """Settings of `perrecbench push adapter` (and its alias `sft push`): an adapter folder with its model
+    card to the Hub."""
 
     adapter: str = option("adapter (or merged model) folder to upload", positional=True)
     repo: str = option("Hub model repository", metavar="ORG/NAME")

@@ -128,7 +128,7 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
         repo=config.repo,
         repo_type="model",
         files=files,
-        commit_message=f"perrecbench sft push: {info['kind']} of {hub_base_model(info)}",
+        commit_message=f"perrecbench push adapter: {info['kind']} of {hub_base_model(info)}",
     )
     return upload, card
 

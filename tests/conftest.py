@@ -34,3 +34,20 @@ def _progress_on():
     from perrec_eval import progress
 
     progress.enable()
+
+
+@pytest.fixture
+def slept(monkeypatch) -> list[float]:
+    """Every `time.sleep` asked for during the test (seconds; the sleeps still happen): "fails fast" is
+    asserted on the waits the code chose, never on a wall clock a busy machine stretches."""
+    import time
+
+    waits: list[float] = []
+    real_sleep = time.sleep
+
+    def recording_sleep(seconds: float) -> None:
+        waits.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", recording_sleep)
+    return waits

@@ -128,7 +128,7 @@ def test_cli_fake_engine_run_then_rescore_and_report(built, baselines, capsys):
         == 0
     )
     table = (built / "report" / "leaderboard.md").read_text()
-    assert "| constant |" in table and "| history-affinity |" in table
+    assert "| fake:constant |" in table and "| history-affinity |" in table
 
 
 def test_cli_profiles_then_evaluate_with_saved_profiles(built):
@@ -437,15 +437,12 @@ def test_cli_baselines_record_only_the_pointwise_method(baselines):
     assert info["config"]["methods"] == ["pointwise"]
 
 
-def test_cli_mistyped_data_folder_fails_fast_with_the_fix(tmp_path, capsys, monkeypatch):
-    import time
-
+def test_cli_mistyped_data_folder_fails_fast_with_the_fix(tmp_path, capsys, monkeypatch, slept):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # even when the Hub could be asked
     (tmp_path / "demo_out").mkdir()
-    start = time.monotonic()
     args = ["evaluate", "--data", str(tmp_path / "demo_out" / "perrecbnch"), "--engine", "baseline"]
     assert main([*args, "--model", "random", "--out", str(tmp_path / "run")]) == 2
-    assert time.monotonic() - start < 10  # no Hub retry loop
+    assert slept == []  # no Hub retry loop
     err = capsys.readouterr().err
     assert "no such folder" in err and "perrecbench build" in err and err.count("\n") == 1
 
@@ -499,7 +496,7 @@ def test_cli_several_adapters_share_one_engine_and_get_a_run_folder_each(built, 
     ]
     assert keys[0].isdisjoint(keys[1])  # the adapter is part of every cache key
     report = (out / "report.md").read_text()
-    assert "| constant + point |" in report and "| constant + pair |" in report  # model + adapter
+    assert "| fake:constant + point |" in report and "| fake:constant + pair |" in report  # model + adapter
 
 
 def test_cli_adapter_names_must_be_distinct(built, tmp_path, capsys):

@@ -757,7 +757,7 @@ def failed_and_reverse(bench, tmp_path_factory):
 
 def test_cli_score_table_shows_the_failure_share(failed_and_reverse, capsys):
     assert main(["score", str(failed_and_reverse["rambler"])]) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err  # stdout holds the scores' JSON, the table follows on stderr
     assert "0.00 [0.00, 0.00] (100% failed)" in out
     assert "(100% failed)" in (failed_and_reverse["rambler"] / "report.md").read_text()
 
@@ -847,6 +847,21 @@ def test_cli_shots_without_train_profiles_names_the_splits(bench, tmp_path, caps
     _one_line_error(capsys, argv, "--splits train,test")
 
 
+def test_cli_shots_hint_writes_the_missing_profiles_as_printed(bench, tmp_path, capsys):
+    import shlex
+
+    folder, _ = bench
+    profiles = tmp_path / "test-users.jsonl"
+    writer = ["--engine", "fake", "--model", "constant"]
+    argv = ["profiles", "--data", str(folder), *writer, "--splits", "test", "--out", str(profiles)]
+    assert main([*argv, "--no-progress"]) == 0
+    evaluate = ["evaluate", "--data", str(folder), *writer, "--shots", "1", "--methods", "pointwise"]
+    evaluate += ["--profiles", str(profiles), "--out", str(tmp_path / "run"), "--no-progress"]
+    hint = _one_line_error(capsys, evaluate, "--splits train,test").split("`")[1]
+    assert main([*shlex.split(hint)[1:], "--no-progress"]) == 0, capsys.readouterr().err  # as printed
+    assert main(evaluate) == 0
+
+
 def test_readme_links_the_protocol():
     assert "(docs/PROTOCOL.md)" in README and (REPO / "docs" / "PROTOCOL.md").is_file()
 
@@ -913,7 +928,9 @@ def test_cli_evaluate_next_hint_names_the_folder_just_written(bench, tmp_path, c
     ]
     assert main([*argv, "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert f"next: perrecbench report {out} --out {out}-report" in printed
+    assert f"next: perrecbench report {out} --out {tmp_path / 'report'}" in printed
+    assert main([*argv[:-1], str(tmp_path / "mine"), "--no-progress"]) == 0
+    assert f"--out {tmp_path / 'mine'}-report" in capsys.readouterr().out
 
 
 def test_cli_report_without_plots_does_not_claim_plots(fake_run, tmp_path, capsys):

@@ -167,14 +167,20 @@ def summary(out: Path) -> str:
     split = stats["split"]
     levels = split["levels"].values() if "levels" in split else [split]
     if not sum(n for level in levels for n in level["train_groups_per_domain"].values()):
-        parameters = read_json(out / "manifest.json").get("parameters", {})
+        parameters = _parameters(out)
         print(
             f"perrecbench build: warning: no train groups (--test-groups {parameters.get('test_groups')}, "
             f"--split-rule {parameters.get('split_rule')}): few-shot demonstrations (--shots) and "
             "`perrecbench sft data` need them; lower --test-groups or use more input",
             file=sys.stderr,
         )
+    elif (note := stats_mod.thin_train_note(split, _parameters(out).get("train_fraction"))) is not None:
+        print(f"perrecbench build: warning: {note}", file=sys.stderr)
     return f"PerRecBench built in {out}\n" + stats_mod.format_table(stats)
+
+
+def _parameters(out: Path) -> dict[str, Any]:
+    return read_json(out / "manifest.json").get("parameters", {})
 
 
 BUILDER = Builder(stage=stage, plan=plan, write=write, summary=summary)

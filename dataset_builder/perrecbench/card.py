@@ -10,7 +10,7 @@ from dataset_builder.card import configs_yaml, fill_card
 from dataset_builder.perrecbench.config import BuildConfig
 from dataset_builder.perrecbench.interactions import card_section
 from dataset_builder.perrecbench.schema import CONFIGS
-from dataset_builder.perrecbench.stats import format_table, resolution_entry
+from dataset_builder.perrecbench.stats import format_table, resolution_entry, thin_train_note
 from perrec_eval.publish import size_category
 
 
@@ -76,7 +76,7 @@ def build_card(
         "levels_text": _levels_text(cfg, stats),
         "split_rule_text": _SPLIT_RULES[cfg.split_rule]
         + (_PER_LEVEL_RULE if cfg.preset == "large" and cfg.split_rule != "none" else ""),
-        "split_table": split_table(stats["split"]),
+        "split_table": split_table(stats["split"], cfg.train_fraction),
         "resolution_section": resolution_section(cfg, stats),
         "twins_text": _twins_text(cfg, stats),
         "choice_table": choice_table(stats),
@@ -232,11 +232,15 @@ def _twins_text(cfg: BuildConfig, stats: dict[str, Any]) -> str:
     )
 
 
-def split_table(split: dict[str, Any]) -> str:
-    """The split table: one for the paper preset, one per level for the large preset."""
+def split_table(split: dict[str, Any], train_fraction: float | None = None) -> str:
+    """The split table: one for the paper preset, one per level for the large preset; above it, what to do
+    when the rule dropped most train groups (`stats.thin_train_note`)."""
+    note = thin_train_note(split, train_fraction)
+    warning = f"**Few train groups**: {note}.\n\n" if note else ""
     if "levels" not in split:
-        return _split_table(split)
-    return "\n\n".join(f"**{level}**\n\n" + _split_table(facts) for level, facts in split["levels"].items())
+        return warning + _split_table(split)
+    tables = (f"**{level}**\n\n" + _split_table(facts) for level, facts in split["levels"].items())
+    return warning + "\n\n".join(tables)
 
 
 def _split_table(split: dict[str, Any]) -> str:

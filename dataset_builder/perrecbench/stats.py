@@ -551,6 +551,32 @@ _CHOICE_ROWS = (
 )
 
 
+def thin_train_note(split: Mapping[str, Any], train_fraction: float | None) -> str | None:
+    """What to do when a ``--train-fraction`` build's split rule dropped most of its train groups
+    (stats.json's ``split``); None otherwise.
+
+    With ``--train-fraction`` most groups go to test, and the rule drops every train group that shows one
+    of their users: a large build can keep a handful of thousands.
+
+    >>> split = {"rule": "leak-free", "train_groups_per_domain": {"Books": 20}, "train_groups_dropped": 4196}
+    >>> thin_train_note(split, 0.2)[:52]
+    '--split-rule leak-free kept 20 of 4,216 train groups'
+    >>> thin_train_note({**split, "train_groups_dropped": 3}, 0.2), thin_train_note(split, None)
+    (None, None)
+    """
+    levels = list(split["levels"].values()) if "levels" in split else [split]
+    kept = sum(n for level in levels for n in level["train_groups_per_domain"].values())
+    dropped = sum(level["train_groups_dropped"] for level in levels)
+    if train_fraction is None or dropped <= kept:
+        return None
+    return (
+        f"--split-rule {split.get('rule', levels[0].get('rule'))} kept {kept:,} of {kept + dropped:,} train "
+        f"groups (it drops those that show a test user, and --train-fraction {train_fraction:g} puts "
+        f"{1 - train_fraction:.0%} of the groups in test): few-shot demonstrations (--shots) and "
+        "`perrecbench sft data` draw from these; for more, raise --train-fraction"
+    )
+
+
 def split_line(split: Mapping[str, Any]) -> str:
     """One line on the split rule: what it dropped and the leaks measured.
 

@@ -12,8 +12,8 @@ from tests.perrec_eval.openai_stub import StubServer
 
 @pytest.fixture
 def stub_factory() -> Iterator[Any]:
-    """``start(script=None, max_choices=None, models="ok", default="ok")``: a running `StubServer`, stopped
-    afterwards."""
+    """``start(script=None, max_choices=None, models="ok", default="ok", linger=0.0)``: a running
+    `StubServer`, stopped afterwards."""
     servers: list[StubServer] = []
 
     def start(
@@ -21,8 +21,9 @@ def stub_factory() -> Iterator[Any]:
         max_choices: int | None = None,
         models: Any = "ok",
         default: Any = "ok",
+        linger: float = 0.0,
     ) -> StubServer:
-        servers.append(StubServer(script, max_choices, models, default).start())
+        servers.append(StubServer(script, max_choices, models, default, linger).start())
         return servers[-1]
 
     yield start

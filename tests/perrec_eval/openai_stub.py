@@ -48,6 +48,11 @@ class StubServer:
     ``("trickle", seconds)`` (status and headers of an ok answer, then one byte of it every `seconds`).
     `default` is the action of unscripted requests. ``GET /v1/models`` answers `models`: ``"ok"`` (the
     stub's model list) or ``("status", code, headers, body)``. `paths` holds each POST's path (and query).
+
+    `in_flight` counts a POST from its arrival until just before its answer is written: once the answer is on
+    the wire the client may send its next request before this thread runs again, so counting until the
+    handler returns would see more requests in flight than the client ever had (`max_in_flight` is a lower
+    bound of the client's). `linger` keeps each handler busy that long after its answer (to test just that).
     """
 
     def __init__(
@@ -56,7 +61,9 @@ class StubServer:
         max_choices: int | None = None,
         models: Any = "ok",
         default: Any = "ok",
+        linger: float = 0.0,
     ) -> None:
+        self.linger = linger
         self.script = script or {}
         self.default = default
         self.max_choices = max_choices
@@ -117,12 +124,20 @@ class StubServer:
                     stub.times.setdefault(content, []).append(time.monotonic())
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                self.answering = True
                 actions = stub.script.get(content, [stub.default])
                 try:
                     self._act(actions[min(attempt, len(actions) - 1)], body, content)
+                    time.sleep(stub.linger)  # the answer is out; this thread is slow to return
                 except OSError:  # the client gave up (timeout) and closed the socket
                     pass
                 finally:
+                    self._answered()
+
+            def _answered(self) -> None:
+                """This POST leaves the in-flight count (once), before its answer's first byte is sent."""
+                if getattr(self, "answering", False):
+                    self.answering = False
                     with stub.lock:
                         stub.in_flight -= 1
 
@@ -194,6 +209,7 @@ class StubServer:
             def _trickle(self, data: bytes, seconds: float) -> None:
                 """Status and headers at once, then the body one byte every `seconds` (until the client
                 leaves)."""
+                self._answered()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -205,6 +221,7 @@ class StubServer:
                     self.wfile.flush()
 
             def _send(self, code: int, data: bytes, content_type: str, headers: dict | None = None) -> None:
+                self._answered()
                 self.send_response(code)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))

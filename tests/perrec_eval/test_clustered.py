@@ -123,6 +123,44 @@ def test_design_effect_is_the_perfect_correlation_bound() -> None:
     assert resolution["half_width"] == pytest.approx(ptc.expected_resolution(2, 3)["half_width"] * deff**0.5)
 
 
+def test_observed_design_effect_is_the_cluster_bootstrap_variance_over_the_plain_one() -> None:
+    rng = np.random.default_rng(3)
+    item_means = rng.normal(size=40)
+    values = np.repeat(item_means, 5) + rng.normal(scale=0.5, size=200)  # 40 items of 5 correlated docs
+    clusters = np.repeat(np.arange(40), 5).tolist()
+    means = {}
+    for name, codes in (("plain", None), ("cluster", np.asarray(clusters))):
+        means[name] = stats._resampled_means(values, 20_000, np.random.default_rng(0), codes)
+    by_bootstrap = means["cluster"].var() / means["plain"].var()
+    assert stats.observed_design_effect(values, clusters) == pytest.approx(by_bootstrap, rel=0.05)
+    assert 1.0 < by_bootstrap < stats.design_effect(clusters) == 5.0
+
+
+def test_observed_design_effect_of_independent_docs_in_clusters_is_about_one() -> None:
+    values = np.random.default_rng(4).normal(size=3000)
+    clusters = [i // 6 for i in range(3000)]
+    assert stats.observed_design_effect(values, clusters) == pytest.approx(1.0, abs=0.15)
+    assert stats.observed_design_effect(values, None) == 1.0
+    assert stats.observed_design_effect([2.0] * 6, clusters[:6]) == 1.0  # nothing varies
+
+
+def test_score_cells_min_detectable_difference_carries_the_observed_design_effect() -> None:
+    # 600 groups, 6 per item, each group's ranking independent of its item's others: the clustering costs
+    # nothing, so the detectable difference is that of 600 independent groups, not of the bound Σm²/Σm = 6
+    rng = np.random.default_rng(5)
+    records = [
+        record(f"q{i // 6}:{i}", f"B:q{i // 6}", 1 if rng.random() < 0.5 else -1) for i in range(600)
+    ]
+    clustered = score_cells(records).cells[0]
+    plain = score_cells([record(r.group_id, None, int(r.prediction[0])) for r in records]).cells[0]
+    assert clustered.design_effect_bound == 6.0
+    assert 1.0 <= clustered.design_effect < 1.5
+    assert clustered.min_detectable_difference == pytest.approx(
+        plain.min_detectable_difference * clustered.design_effect**0.5
+    )
+    assert clustered.min_detectable_difference < 0.6 * plain.min_detectable_difference * 6**0.5
+
+
 def record(group_id: str, cluster: str | None, tau_sign: int = 1) -> PredictionRecord:
     return PredictionRecord(
         "easy",
@@ -153,7 +191,7 @@ def test_score_cells_clusters_only_runs_with_clusters() -> None:
     cell = clustered.cells[0]
     assert clustered.clustered_by == "query item"
     assert clustered.ci_method == "percentile cluster bootstrap over query items"
-    assert (cell.num_clusters, cell.design_effect) == (2, 3.0)
+    assert (cell.num_clusters, cell.design_effect, cell.design_effect_bound) == (2, 3.0, 3.0)  # ρ = 1
     assert cell.min_detectable_difference > plain.cells[0].min_detectable_difference
     assert clusters_of(records) == ["B:q0"] * 3 + ["B:q1"] * 3
 
@@ -186,7 +224,8 @@ def test_large_build_run_is_scored_clustered_by_query_item(large_run: Path) -> N
     run = large_run / "runs" / "affinity"
     scores = json.loads((run / "scores.json").read_text())
     assert scores["clustered_by"] == "query item"
-    assert any(cell.get("design_effect", 1.0) > 1.0 for cell in scores["cells"])
+    assert all(cell["design_effect"] >= 1.0 for cell in scores["cells"])
+    assert any(cell["design_effect_bound"] > 1.0 for cell in scores["cells"])
     lines = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
     clustered = [line for line in lines if "cluster" in line]  # a level without a repeated item has none
     assert clustered and all(line["cluster"] == line["group_id"].rsplit(":", 1)[0] for line in clustered)
@@ -211,3 +250,9 @@ def test_large_build_leaderboard_says_clustered_by_query_item(large_run: Path) -
     assert tested["num_compared"] == len(items)
     assert tested["difference"] == pytest.approx(other["average"] - best["average"], abs=1e-12)
     assert tested["p_value"] is not None
+    table = next(table for table in board["tables"] if table.get("clustered_by"))
+    for cell, shown in table["min_detectable_difference"].items():
+        assert shown <= table["worst_case_min_detectable_difference"][cell]
+        assert table["design_effect"][cell] >= 1.0
+    notes = (out / "leaderboard.md").read_text()
+    assert "design effect observed on the runs" in notes and "design-effect bound" not in notes

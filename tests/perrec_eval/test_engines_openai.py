@@ -52,6 +52,15 @@ def test_openai_engine_preserves_order_and_bounds_concurrency(stub_factory):
     assert all(c.completion_tokens == 2 for c in completions)
 
 
+def test_stub_counts_a_request_in_flight_only_until_its_answer_is_written(stub_factory):
+    # a busy machine may run the client's next request before the server thread that answered returns
+    server = stub_factory(linger=0.3)
+    queries = ["a", "b", "c"]
+    completions = make_engine(server, concurrency=1).generate([make_request(q) for q in queries], PARAMS)
+    assert [c.texts for c in completions] == [(answer(q),) for q in queries]
+    assert server.max_in_flight == 1  # one at a time, as the client sent them
+
+
 @pytest.mark.timeout(60)
 def test_openai_engine_finishes_with_progress_bars_hidden(stub_factory):
     # a hidden tqdm bar counts nothing: the engine once waited on it forever under --no-progress

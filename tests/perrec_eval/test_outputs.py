@@ -134,3 +134,18 @@ def test_outputs_refuse_foreign_names_a_folder_it_cannot_read(tmp_path: Path, mo
     monkeypatch.setattr(outputs.os, "walk", walk)
     with pytest.raises(DataError, match="cannot read .*Permission denied"):
         outputs.refuse_foreign(tmp_path, lambda path: True, command="x")
+
+
+def test_folder_lock_removes_the_folders_it_made_when_nothing_was_written(tmp_path):
+    from perrec_eval.lock import folder_lock
+
+    with pytest.raises(RuntimeError), folder_lock(tmp_path / "runs" / "failed"):
+        raise RuntimeError("the model did not load")
+    assert list(tmp_path.iterdir()) == []  # no empty runs/failed/ (nor runs/) left behind
+    with folder_lock(tmp_path / "runs" / "done"):
+        (tmp_path / "runs" / "done" / "run.json").write_text("{}")
+    assert (tmp_path / "runs" / "done" / "run.json").is_file()
+    (tmp_path / "kept").mkdir()
+    with folder_lock(tmp_path / "kept"):
+        pass
+    assert (tmp_path / "kept").is_dir()  # a folder that was there before stays

@@ -171,7 +171,7 @@ def test_push_results_dry_run_writes_eval_results_the_hub_parses(capsys, at, tmp
         REVISION,
     ]
     head, names = dry_run(capsys, *argv, "--stage", str(tmp_path / "s"))
-    assert head.startswith("dry run: would upload 1 files to https://huggingface.co/org/model (model)")
+    assert head.startswith("dry run: would upload 1 file to https://huggingface.co/org/model (model)")
     assert names == [".eval_results/perrecbench.yaml"]
     data = yaml.safe_load((tmp_path / "s" / names[0]).read_text())
     entries = parse_eval_result_entries(data)

@@ -99,6 +99,15 @@ def test_merge_peft_methods_write_an_adapter_named_in_its_card(random_adapters, 
         assert max((merged[m] - mean_update[m]).abs().max().item() for m in merged) > 1e-2
 
 
+def test_merge_shows_no_warning_of_peft_calling_transformers(random_adapters, tmp_path):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(random_adapters[:2], tmp_path / "linear", method="linear")
+    assert not [w for w in caught if "is_gradient_checkpointing" in str(w.message)]
+
+
 def test_merge_refuses_to_overwrite_a_source(random_adapters):
     with pytest.raises(ConfigError, match="new folder") as err:
         run(random_adapters[:2], random_adapters[0])

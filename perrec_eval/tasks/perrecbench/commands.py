@@ -31,6 +31,7 @@ def baseline_names(config: EvalConfig) -> tuple[str, ...]:
 
 
 def evaluate(config: EvalConfig) -> int:
+    from perrec_eval import rundir
     from perrec_eval.tasks.perrecbench import report, run
     from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
@@ -47,7 +48,7 @@ def evaluate(config: EvalConfig) -> int:
     else:
         print(f"\nwritten to {config.out}/ (report.md, scores.json, run.json)")
     out = Path(config.out)
-    report_dir = out.with_name(out.name + "-report")
+    report_dir = rundir.report_folder(out)
     print(f"next: perrecbench report {out} --out {report_dir}   (leaderboard, plots, index.html)")
     _warn_suspect_profiles(config)
     failed = [scores for _, scores in systems if not scores.complete]
@@ -107,9 +108,11 @@ def score(config: ScoreConfig) -> int:
     rescored = [report.rescored(run_dir, scores)]
     if config.write:
         run_files.update_metric(run_dir, scores, report.render_report(rescored))
-    print(report.table(rescored, [rundir.run_name(run_dir)], compact=True, legend=False))
+    # stdout holds the scores (JSON, as every family's `score` prints them, for `> file` or `| jq`); the
+    # table goes after them to stderr, so it is what a terminal shows last
     json.dump(scores.to_json(), sys.stdout, indent=2)
-    print()
+    print(flush=True)
+    print(report.table(rescored, [rundir.run_name(run_dir)], compact=True, legend=False), file=sys.stderr)
     if config.write:
         print(f"written to {run_dir}/ (scores.json, report.md, run.json's metric)", file=sys.stderr)
     else:

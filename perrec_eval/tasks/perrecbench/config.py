@@ -287,7 +287,7 @@ class EvalConfig(_Budgets, EngineSpec, PromptSpec):
     @property
     def system_label(self) -> str:
         """The name of the run's rows: `label`, or the model's short name (`default_label`)."""
-        return self.label or default_label(self.model)
+        return self.label or default_label(self.model, self.engine)
 
     def params(self, method: Method, level: str = "easy") -> GenParams:
         """The sampling parameters of `method`'s requests on `level` (its structured format when on)."""

@@ -23,9 +23,10 @@ class CellScore:
     """The PTC of one (level, method) cell with its interval, counts, rating errors and diagnostics.
 
     The optional parts are written only where they apply: `ptc_missing` when nothing was scored,
-    `num_clusters`/`design_effect` on clustered runs, `mae`/`rmse` where ratings were predicted,
-    `constant_floor` on pointwise cells and the first-shown shares on listwise cells. The defaults of the
-    other fields are what `from_json` reads from older runs' files, which lack them.
+    `num_clusters`, `design_effect` and `design_effect_bound` on clustered runs, `mae`/`rmse` where
+    ratings were predicted, `constant_floor` on pointwise cells and the first-shown shares on listwise
+    cells. The defaults of the other fields are what `from_json` reads from older runs' files, which lack
+    them.
     """
 
     level: str
@@ -42,7 +43,10 @@ class CellScore:
     engine_error_rate: float = 0.0  # idem
     ptc_missing: str | None = None
     num_clusters: int | None = None
+    # the design effect observed on the run (`scoring.observed_design_effect`, which the min. detectable
+    # difference carries) and its bound Σm²/Σm; runs before 2026-11-26 wrote the bound as design_effect
     design_effect: float | None = None
+    design_effect_bound: float | None = None
     mae: float | None = None
     rmse: float | None = None
     constant_floor: float | None = None
@@ -65,7 +69,7 @@ class CellScore:
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
 
-_OPTIONAL = ("ptc_missing", "num_clusters", "design_effect", "mae", "rmse")
+_OPTIONAL = ("ptc_missing", "num_clusters", "design_effect", "design_effect_bound", "mae", "rmse")
 _LISTWISE = ("first_shown_first", "first_shown_truly_first", "num_listwise_answers")
 
 

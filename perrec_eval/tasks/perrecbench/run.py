@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
@@ -67,8 +68,7 @@ def _profiles(
         writer = file_writer(config.profiles)
         # --shots shows train groups: their users need profiles too
         splits = tuple(dict.fromkeys(["train", config.split] if config.shots else [config.split]))
-        fix = f"perrecbench profiles --data {config.data} --splits {','.join(splits)} --out {config.profiles}"
-        check_profiles(users, known, config.profiles, f"write them with `{fix}`")
+        check_profiles(users, known, config.profiles, _profiles_fix(config, writer, splits))
         path, source = Path(config.profiles), "file"
         flagged = load_profile_flags(path)
     else:
@@ -267,3 +267,18 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         if len(names) > 1:
             report.write_report(config.out, load_runs([Path(sub.out) for sub in subs.values()]))
     return systems
+
+
+def _profiles_fix(config: Any, writer: Mapping[str, Any], splits: Sequence[str]) -> str:
+    """How to add the missing profiles to `config.profiles`: its own writer's command (a file takes one
+    writer's profiles only), or the engine and model to choose where the file names none."""
+    engine, model = (
+        shlex.quote(str(writer[key])) if key in writer else key.upper() for key in ("engine", "model")
+    )
+    command = (
+        f"perrecbench profiles --data {shlex.quote(str(config.data))} --engine {engine} --model {model} "
+        f"--splits {','.join(splits)} --out {shlex.quote(str(config.profiles))}"
+    )
+    others = sorted(writer.keys() - {"engine", "model"})
+    extra = f" (and the {', '.join(others)} its records name)" if others else ""
+    return f"write them with `{command}`{extra}"

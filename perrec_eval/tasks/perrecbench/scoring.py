@@ -88,7 +88,7 @@ def score_cells(
         )
         count = counts.get((level, method), _Counts())
         value = _finite(result["ptc"])
-        effect = stats.design_effect(clusters)
+        effect = observed_design_effect(group_records, variant=variant, invalid=invalid)
         out.append(
             CellScore(
                 level=level,
@@ -99,7 +99,7 @@ def score_cells(
                 num_groups=result["num_groups"],
                 num_invalid=result["num_invalid"],
                 min_detectable_difference=cell_resolution(
-                    len(group_records[0].references), result["num_groups"], effect
+                    len(group_records[0].references), result["num_groups"], effect or 1.0
                 ),
                 parse_failure_rate=count.parse_failed / count.answered if count.answered else 0.0,
                 num_requests=count.requests,
@@ -107,7 +107,8 @@ def score_cells(
                 engine_error_rate=count.engine_errors / count.requests if count.requests else 0.0,
                 ptc_missing=None if value is not None else _nothing_scored(invalid),
                 num_clusters=None if clusters is None else len(set(clusters)),
-                design_effect=None if clusters is None else effect,
+                design_effect=effect,
+                design_effect_bound=None if clusters is None else stats.design_effect(clusters),
                 **_rating_errors(group_records),
                 constant_floor=constant_floor(group_records, variant=variant, invalid=invalid)
                 if method == "pointwise"
@@ -164,13 +165,37 @@ def constant_floor(
     return _finite(result["ptc"])
 
 
+def observed_design_effect(
+    records: Sequence[PredictionRecord], *, variant: str = "tau_b", invalid: str = "zero"
+) -> float | None:
+    """The design effect clustering by query item had on this cell's PTC, at least 1; None unclustered.
+
+    `perrec_eval.stats.observed_design_effect` of the groups' taus as the metric averages them (failed
+    groups 0 or dropped, by `invalid`). A value under 1 (negative correlation within items, or noise on few
+    items) counts as 1: the detectable difference is never claimed finer than on independent groups.
+    """
+    clusters = clusters_of(records)
+    if clusters is None:
+        return None
+    taus, valid = ptc.group_taus(
+        [r.references for r in records],
+        [r.prediction or [] for r in records],
+        prediction_format=records[0].format,
+        variant=variant,
+    )
+    rows = zip(taus.tolist(), valid.tolist(), clusters, strict=True)
+    kept = [(tau, cluster) for tau, ok, cluster in rows if ok or invalid != "skip"]
+    return max(1.0, stats.observed_design_effect([t for t, _ in kept], [c for _, c in kept]))
+
+
 def cell_resolution(num_users: int, num_groups: int, design_effect: float = 1.0) -> float:
     """The smallest PTC difference a paired test tells apart (95%, power 0.8) on `num_groups` groups.
 
     The planning value of `perrec_eval.ptc.expected_resolution` with the null tau variance (a system that
     knows nothing; weak systems spread about as much), so every run on the same groups gets the same value.
-    Clustered groups pass `perrec_eval.stats.design_effect`, the bound Σm²/Σm (taus of one item's groups
-    perfectly correlated), which also depends on the groups alone.
+    Clustered groups pass the design effect: `observed_design_effect` (what the cluster bootstrap saw on
+    the run), or `perrec_eval.stats.design_effect`, the bound Σm²/Σm (taus of one item's groups perfectly
+    correlated), for the worst case.
 
     >>> round(cell_resolution(2, 200), 3), round(cell_resolution(4, 200), 3)
     (0.28, 0.137)

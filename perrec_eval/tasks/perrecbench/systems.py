@@ -207,7 +207,7 @@ class Model:
             "profiles": self.profiles_info,
             "profile_failures": len(self.failures),
             # the engine's model: a test may pass its own engine
-            "label": config.label or default_label(engine.model),
+            "label": config.label or default_label(engine.model, engine.name),
             "generation": {
                 "max_new_tokens": {method: budgets[method] for method in config.methods},
                 "profile_max_new_tokens": None if config.no_profile else budgets["profile"],

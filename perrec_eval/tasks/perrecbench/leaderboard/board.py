@@ -10,7 +10,9 @@
   failed-group policy) than the best are not tested against it.
 - Clustered runs (a level holds several groups of one query item: large-preset builds) are tested per query
   item: the cell tests flip signs and resample per item, the average test runs on each item's share of the
-  average (`item_differences`), and min. detectable Δ carries the design-effect bound Σm²/Σm.
+  average (`item_differences`), and min. detectable Δ carries the design effect observed on the runs
+  (`scoring.observed_design_effect`, the largest of the table's runs per column); its bound Σm²/Σm gives
+  the worst case, shown in the notes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from perrec_eval.tasks.perrecbench.records import clusters_of
 from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS
 
 ALPHA = 0.05
+# A paired sign-flip test on n groups cannot go below p = 2 / 2**n: under 6 groups nothing is ever told apart
+# at ALPHA, so a table of fewer marks no best.
+MIN_GROUPS_TO_COMPARE = 6
 N_RESAMPLES = 10_000
 _AVERAGE_DRAWS = 1_000_000  # signs drawn at once by the Avg. test (`stats.signflip_test`'s max_draws)
 CELLS: tuple[Cell, ...] = tuple((level, method) for level in LEVELS for method in METHODS)
@@ -180,6 +185,12 @@ class Table:
     average_resolution: float | None = None
     floors: dict[Cell, float | None] = field(default_factory=dict)
     clustered: bool = False
+    # the design effect each column's min. detectable Δ carries (observed on the runs), its bound Σm²/Σm
+    # (one item's groups perfectly correlated, docs of equal variance) and the min. detectable Δ at the
+    # larger of the two; 1s unclustered
+    design_effects: dict[Cell, float] = field(default_factory=dict)
+    design_effect_bounds: dict[Cell, float] = field(default_factory=dict)
+    worst_resolution: dict[Cell, float] = field(default_factory=dict)
 
     @property
     def fingerprint(self) -> str | None:
@@ -192,6 +203,11 @@ class Table:
     @property
     def num_groups(self) -> int:
         return len(self.rows[0].run.group_ids)
+
+    @property
+    def too_few_groups(self) -> bool:
+        """Too few groups for any paired test to tell two runs apart (`MIN_GROUPS_TO_COMPARE`)."""
+        return self.num_groups < MIN_GROUPS_TO_COMPARE
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -206,7 +222,17 @@ class Table:
             "resolution_basis": scoring.RESOLUTION_BASIS,
             "constant_floor": {f"{lv}/{m}": v for (lv, m), v in self.floors.items()},
             "rows": [row.to_json(self.differing) for row in self.rows],
-        } | ({"clustered_by": scoring.CLUSTERED_BY} if self.clustered else {})
+        } | (self._clustering() if self.clustered else {})
+
+    def _clustering(self) -> dict[str, Any]:
+        return {
+            "clustered_by": scoring.CLUSTERED_BY,
+            "design_effect": {f"{lv}/{m}": v for (lv, m), v in self.design_effects.items()},
+            "design_effect_bound": {f"{lv}/{m}": v for (lv, m), v in self.design_effect_bounds.items()},
+            "worst_case_min_detectable_difference": {
+                f"{lv}/{m}": v for (lv, m), v in self.worst_resolution.items()
+            },
+        }
 
 
 @dataclass(slots=True)
@@ -227,16 +253,20 @@ class Report:
 def build_table(
     runs: Sequence[Run], number: int = 1, *, n_resamples: int = N_RESAMPLES, seed: int = 0
 ) -> Table:
-    """The leaderboard of comparable `runs` (see `compare.check_comparable`), best average first."""
+    """The leaderboard of comparable `runs` (see `compare.check_comparable`), best average first, ties by
+    label."""
     labels = compare.labels(runs)
     columns = [cell for cell in CELLS if any(cell in run.cell_scores() for run in runs)]
     rows = [_row(label, run, columns) for label, run in zip(labels, runs, strict=True)]
-    rows.sort(key=lambda row: (row.average is None, -(row.average or 0.0)))
-    for cell in columns:
-        _mark_best_cell(rows, cell, n_resamples, seed)
-    _mark_best_average(rows, columns, n_resamples, seed)
+    # best average first; ties (and rows without an average) by label, however the runs were listed
+    rows.sort(key=lambda row: (row.average is None, -(row.average or 0.0), row.label))
+    if min(len(run.group_ids) for run in runs) >= MIN_GROUPS_TO_COMPARE:
+        for cell in columns:
+            _mark_best_cell(rows, cell, n_resamples, seed)
+        _mark_best_average(rows, columns, n_resamples, seed)
     sizes = _cell_sizes(runs, columns)
-    effects = {cell: stats.design_effect(ids) for cell, ids in _cell_clusters(runs, columns).items()}
+    bounds = {cell: stats.design_effect(ids) for cell, ids in _cell_clusters(runs, columns).items()}
+    effects = _observed_effects(runs, columns)
     return Table(
         number=number,
         rows=rows,
@@ -248,8 +278,30 @@ def build_table(
             list(sizes.values()), max(effects.values(), default=1.0)
         ),
         floors=_floors(runs, columns),
-        clustered=any(effect > 1.0 for effect in effects.values()),
+        clustered=any(bound > 1.0 for bound in bounds.values()),
+        design_effects=effects,
+        design_effect_bounds=bounds,
+        worst_resolution={
+            cell: scoring.cell_resolution(*size, max(bounds[cell], effects[cell]))
+            for cell, size in sizes.items()
+        },
     )
+
+
+def _observed_effects(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, float]:
+    """Each column's design effect: the largest `scoring.observed_design_effect` of the table's runs in it
+    (1 where the groups are not clustered)."""
+    effects = {}
+    for cell in columns:
+        observed = [
+            scoring.observed_design_effect(
+                list(run.by_cell[cell].values()), variant=run.variant, invalid=run.invalid
+            )
+            for run in runs
+            if run.by_cell.get(cell)
+        ]
+        effects[cell] = max((effect or 1.0 for effect in observed), default=1.0)
+    return effects
 
 
 def _cell_clusters(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, list[str] | None]:
@@ -308,6 +360,13 @@ def _same_metric(a: Run, b: Run) -> bool:
     return (a.variant, a.invalid) == (b.variant, b.invalid)
 
 
+def _contenders(rows: Sequence[Row]) -> list[Row]:
+    """The rows that may be the best: not the fake engine's scripted answers, unless only they are there
+    (a table of test doubles still has its best)."""
+    real = [row for row in rows if not row.run.is_fake]
+    return real or list(rows)
+
+
 def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int) -> None:
     # A mostly failed cell (`MOSTLY_FAILED`) is never the best, nor what others are tested against.
     for row in rows:
@@ -322,11 +381,12 @@ def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int
     ]
     if not scored:
         return
-    top = max(row.entries[cell].ptc for row in scored)
-    best = next(row for row in scored if row.entries[cell].ptc == top)
+    contenders = _contenders(scored)
+    top = max(row.entries[cell].ptc for row in contenders)
+    best = next(row for row in contenders if row.entries[cell].ptc == top)
     for row in scored:
         entry = row.entries[cell]
-        entry.best = entry.ptc == top
+        entry.best = entry.ptc == top and any(row is other for other in contenders)
         if row is best:
             continue
         if not _same_metric(row.run, best.run):
@@ -343,9 +403,10 @@ def _mark_best_average(rows: Sequence[Row], columns: Sequence[Cell], n_resamples
     complete = [row for row in rows if row.average is not None and not row.failed_cells]
     if not complete:
         return
-    best = max(complete, key=lambda row: row.average)
+    contenders = _contenders(complete)
+    best = max(contenders, key=lambda row: row.average)
     for row in complete:
-        row.best = row.average == best.average
+        row.best = row.average == best.average and any(row is other for other in contenders)
         if row is best:
             continue
         if not _same_metric(row.run, best.run):

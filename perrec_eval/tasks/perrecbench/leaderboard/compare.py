@@ -88,9 +88,9 @@ def differing_settings(runs: Sequence[Run]) -> list[str]:
 def labels(runs: Sequence[Run]) -> list[str]:
     """One distinct row label per run: model (+ adapter) and every setting that differs in the table.
 
-    A no-LLM baseline named like a model of the table (the `constant` baseline next to the fake engine's
-    `constant` script) is marked "baseline". Runs that still share a label (the same command twice) get
-    their folder name appended (their path where the folder names agree too).
+    The fake engine's scripts read ``fake:NAME`` (`runs.system_name`). A no-LLM baseline named like a model of
+    the table is marked "baseline". Runs that still share a label (the same command twice) get their folder
+    name appended (their path where the folder names agree too).
     """
     names = differing_settings(runs)
     models = {run.model for run in runs if not run.is_baseline}

@@ -17,6 +17,7 @@ from typing import Any
 from perrec_eval.tasks.perrecbench.leaderboard.board import (
     ALPHA,
     CELLS,
+    MIN_GROUPS_TO_COMPARE,
     Entry,
     Report,
     Row,
@@ -85,6 +86,18 @@ def number(value: float | None, spec: str = ".2f") -> str:
     return DASH if value is None else format(value, spec)
 
 
+MAX_DIFFERENCE = 2.0  # two PTCs lie in [-1, 1]
+
+
+def resolution_text(value: float | None, spec: str = ".2f") -> str:
+    """A min. detectable Δ for reading: past the widest possible difference of two PTCs it is only that.
+
+    >>> resolution_text(0.123), resolution_text(2.8), resolution_text(None)
+    ('0.12', '> 2', '–')
+    """
+    return "> 2" if value is not None and value > MAX_DIFFERENCE else number(value, spec)
+
+
 def p_text(p: float | None) -> str:
     """A p-value for reading.
 
@@ -118,11 +131,58 @@ MOSTLY_FAILED_NOTE = (
     "or engine errors); those groups score 0 (or are dropped in paper mode), so the number says little "
     "about the model and is never marked best."
 )
-CLUSTERED_NOTE = (
-    "Clustered by query item: where a level has several groups of one query item (large-preset builds), "
-    "the CI resamples whole items (cluster bootstrap), paired tests flip signs per item and the min. "
-    "detectable Δ carries the design-effect bound Σm²/Σm (m = groups per item)."
-)
+
+
+def too_few_note(tables: Sequence[Table]) -> str:
+    """The tables on too few groups to compare anything (`Table.too_few_groups`); "" when none."""
+    few = [table for table in tables if table.too_few_groups]
+    if not few:
+        return ""
+    which = "This table" if len(tables) == 1 else "Table " + ", ".join(str(table.number) for table in few)
+    return (
+        f"{which}: too few groups to compare ({', '.join(str(t.num_groups) for t in few)}): a paired test "
+        f"on fewer than {MIN_GROUPS_TO_COMPARE} groups never reaches p < {ALPHA}, so no system is marked "
+        "best; evaluate on more groups (--max-groups) before ordering systems."
+    )
+
+
+def clustered_note(tables: Sequence[Table]) -> str:
+    """What clustering by query item changes, with the design effects the min. detectable Δ carries and,
+    where it would read differently, the worst case at the bound Σm²/Σm; "" when no table is clustered."""
+    clustered = [table for table in tables if table.clustered]
+    if not clustered:
+        return ""
+    effects = [effect for table in clustered for effect in table.design_effects.values()]
+    worse = [
+        (table.worst_resolution[cell], bound)
+        for table in clustered
+        for cell, bound in table.design_effect_bounds.items()
+        if round(table.worst_resolution[cell], 2) > round(table.resolution[cell], 2)
+    ]
+    note = (
+        "Clustered by query item: where a level has several groups of one query item (large-preset builds), "
+        "the CI resamples whole items (cluster bootstrap) and paired tests flip signs per item; the min. "
+        "detectable Δ carries the design effect observed on the runs (the cluster bootstrap's variance over "
+        f"the plain one, per cell: {_span(effects)})."
+    )
+    if worse:
+        note += (
+            f" Were one item's groups perfectly correlated (design effect Σm²/Σm up to "
+            f"{max(b for _, b in worse):.1f}, m = groups per item), it would be up to "
+            f"{max(w for w, _ in worse):.2f}."
+        )
+    return note
+
+
+def _span(values: Sequence[float]) -> str:
+    """The range of `values` to one decimal (one number where they agree).
+
+    >>> _span([1.04, 1.31, 1.2]), _span([1.0])
+    ('1.0–1.3', '1.0')
+    """
+    low, high = f"{min(values, default=1.0):.1f}", f"{max(values, default=1.0):.1f}"
+    return low if low == high else f"{low}–{high}"
+
 COLD_START_NOTE = (
     "Cold start of the classic recommenders (run.json ",
     Code("cf.cells"),
@@ -156,7 +216,8 @@ def legend(report: Report) -> Text:
         "better); brackets: each run's 95% interval over groups (percentile bootstrap, "
         f"{' / '.join(f'{n:,}' for n in resamples)} resamples); – = not run. ",
     )
-    if any(len(table.rows) > 1 for table in report.tables):  # a table of one run has nothing to compare
+    # a table of one run, or on too few groups, has nothing to compare
+    if any(len(table.rows) > 1 and not table.too_few_groups for table in report.tables):
         text += (
             Strong("Bold"),
             ": best in the column; ",
@@ -183,7 +244,8 @@ def legend(report: Report) -> Text:
     )
     notes = [
         provisional_note(report),
-        CLUSTERED_NOTE if any(table.clustered for table in report.tables) else "",
+        too_few_note(report.tables),
+        clustered_note(report.tables),
         MOSTLY_FAILED_NOTE if any(row.failed_cells for row in rows) else "",
     ]
     for note in filter(None, notes):
@@ -240,10 +302,11 @@ def leaderboard_rows(table: Table, *, compact: bool = False) -> Grid:
     """The Table-1 layout: one row per run, a column per cell, groups and Avg.; under the runs, the
     pointwise floor and the table's resolution.
 
-    ``compact`` is the console's and the model card's form: all nine cells of Table 1 (– where not run),
-    no Groups column, no best / significance marks. A table of one run has no marks either.
+    ``compact`` is the console's and the model card's form: no Groups column, no best / significance
+    marks. A table of one run has no marks either. Either form shows the cells some run of the table
+    scored, and Avg. is over all of them.
     """
-    columns = CELLS if compact else table.columns
+    columns = table.columns
     groups = [] if compact else [str(table.num_groups)]
     marks = not compact and len(table.rows) > 1
     rows = [
@@ -255,8 +318,8 @@ def leaderboard_rows(table: Table, *, compact: bool = False) -> Grid:
     if any(value is not None for value in table.floors.values()):
         floors = [number(table.floors.get(cell)) for cell in columns]
         rows.append(["floor: constant rating", *groups, *floors, DASH])
-    resolution = [number(table.resolution.get(cell)) for cell in columns]
-    rows.append(["min. detectable Δ", *groups, *resolution, number(table.average_resolution)])
+    resolution = [resolution_text(table.resolution.get(cell)) for cell in columns]
+    rows.append(["min. detectable Δ", *groups, *resolution, resolution_text(table.average_resolution)])
     header = ["System", *(["Groups"] if groups else []), *column_names(columns), "Avg."]
     return Grid(header, rows, "board")
 
@@ -307,7 +370,7 @@ def cell_rows(table: Table) -> list[list[str]]:
                     str(s.get("num_invalid", DASH)),
                     number(s.get("parse_failure_rate"), ".1%"),
                     _engine_errors(scored[cell]),
-                    number(table.resolution.get(cell), ".3f"),
+                    resolution_text(table.resolution.get(cell), ".3f"),
                     number(table.floors.get(cell), ".3f"),
                     number(d.get("position_bias"), ".0%"),
                     number(d.get("order_consistency"), ".0%"),

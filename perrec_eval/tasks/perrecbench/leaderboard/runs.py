@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import rundir
+from perrec_eval.config import default_label
 from perrec_eval.errors import DataError
 from perrec_eval.results import RunInfo, read_run_info
 from perrec_eval.tasks.perrecbench import rundir as run_files
@@ -96,6 +97,11 @@ class Run:
     def is_baseline(self) -> bool:
         return self.info.is_baseline
 
+    @property
+    def is_fake(self) -> bool:
+        return self.info.is_fake
+
+
     def cell_scores(self) -> dict[Cell, CellScore]:
         """scores.json's cells by (level, method)."""
         return {(cell.level, cell.method): cell for cell in self.scores.cells}
@@ -154,7 +160,8 @@ def records_by_cell(records: Sequence[PredictionRecord]) -> dict[Cell, dict[str,
 
 
 def system_name(info: RunInfo, folder: Path) -> str:
-    """The run's label (``--label``; the model's short name) or its model, with its LoRA adapter's name.
+    """The run's label (``--label``; the model's short name) or its model, with its LoRA adapter's name;
+    the fake engine's named scripts read ``fake:NAME`` (`perrec_eval.config.default_label`).
 
     >>> from dataclasses import replace
     >>> from perrec_eval.tasks.perrecbench.results import Metric
@@ -165,8 +172,13 @@ def system_name(info: RunInfo, folder: Path) -> str:
     'm + merged'
     >>> system_name(replace(info, config={}, label="smol"), Path("x"))
     'smol'
+    >>> system_name(replace(info, config={}, engine={"name": "fake", "model": "constant"}), Path("x"))
+    'fake:constant'
     """
-    model = info.label or info.engine.get("model") or folder.name
+    engine_model = info.engine.get("model")
+    model = info.label or engine_model or folder.name
+    if info.is_fake and model == engine_model:  # runs before 2026-11-26 recorded a script's bare name
+        model = default_label(model, "fake")
     adapters = info.config.get("adapter") or ()
     if isinstance(adapters, str):
         adapters = (adapters,)

@@ -309,7 +309,7 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
     assert len(board["tables"]) == 1  # one comparable set: same groups, same fingerprint
     table = (tmp_path / "report" / "leaderboard.md").read_text()
     assert "| mf |" in table and "### LLM runs against the baselines" in table
-    assert "| constant | mf | easy pointwise |" in table
+    assert "| fake:constant | mf | easy pointwise |" in table
     hard = json.loads((cf_run / "run.json").read_text())["cf"]["cells"]["hard/pointwise"]
     assert "### Cold start (classic recommenders)" in table
     cold = f"| mf | hard | pointwise | {hard['cold_query_items']} of 6 | {hard['fallback_users']} of "
@@ -319,7 +319,7 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
     assert cold in (cf_run / "report.md").read_text()
     versus = board["tables"][0]["analyses"]["versus_baselines"]
     assert {(v["model"], v["baseline"], v["level"], v["method"]) for v in versus} == {
-        ("constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
+        ("fake:constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
     }
     assert all(v["num_compared"] == 6 and 0 < v["p_value"] <= 1 for v in versus)
 
