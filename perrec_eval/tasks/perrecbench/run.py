@@ -172,10 +172,13 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     return _run(config, model, test)
 
 
-def _test_groups(config: EvalConfig) -> dict[str, list[Group]]:
-    """The evaluated groups of each level (a seeded sample of --max-groups of each)."""
+def _test_groups(config: EvalConfig, *, history: bool = True) -> dict[str, list[Group]]:
+    """The evaluated groups of each level (a seeded sample of --max-groups of each); without `history`,
+    their users' histories are not read (`context.load_groups`)."""
     return {
-        lv: context.load_groups(config.data, lv, config.split, config.max_groups, seed=config.seed)
+        lv: context.load_groups(
+            config.data, lv, config.split, config.max_groups, seed=config.seed, history=history
+        )
         for lv in config.levels
     }
 
@@ -258,7 +261,8 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         for sub in subs.values():
             locks.enter_context(folder_lock(sub.out))  # each run folder too: `score --write` takes it
             claim(Path(sub.out), run_record(sub), overwrite=config.overwrite)
-        test = _test_groups(config)
+        # Baselines read histories batch by batch where they need them (`Baselines`): none is held.
+        test = _test_groups(config, history=False)
         shared = Baselines(config, test)
         systems = []
         for name, sub in subs.items():
