@@ -117,3 +117,30 @@ def test_evaluate_memory_does_not_grow_with_the_histories(builds, tmp_path):
     # The inflated histories change no score of the constant baseline.
     scores = [json.loads((tmp_path / name / "scores.json").read_text()) for name in ("small", "big")]
     assert [c["ptc"] for c in scores[0]["cells"]] == [c["ptc"] for c in scores[1]["cells"]]
+
+
+@pytest.mark.parametrize("max_groups", [None, 3])
+def test_no_profile_run_holds_only_the_retrieved_history_and_shows_the_same(tmp_path, max_groups):
+    from perrec_eval.tasks.perrecbench import context, retrieval, run
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
+    from tests.benchmark_fixture import write_tiny_benchmark
+
+    folder = write_tiny_benchmark(tmp_path / "perrecbench")
+    config = EvalConfig(
+        data=str(folder),
+        engine="fake",
+        model="m",
+        out=str(tmp_path / "r"),
+        no_profile=True,
+        max_groups=max_groups,
+    )
+    cut, retrieved = run._retrieved_only(config)
+    full = run._test_groups(config)
+    expected = retrieval.retrieve_groups([g for groups in full.values() for g in groups], config.k)
+    assert list(cut) == list(full)
+    for level, groups in full.items():
+        assert [g.group_id for g in cut[level]] == [g.group_id for g in groups]
+        assert all(len(user.history) <= config.k for group in cut[level] for user in group.users)
+        assert any(len(user.history) > config.k for group in groups for user in group.users)
+        for whole, held in zip(groups, cut[level], strict=True):
+            assert context.user_views(held, retrieved, None) == context.user_views(whole, expected, None)

@@ -80,6 +80,37 @@ def stream_groups(
             yield _groups(batch)
 
 
+def retrieve_streamed(
+    data: str | os.PathLike,
+    split: str,
+    groups: Mapping[str, Sequence[Group]],
+    k: int,
+    *,
+    sampled: bool,
+) -> Iterator[tuple[str, list[Group], dict[UserKey, list[Retrieved]]]]:
+    """Each level's `groups` read again with their histories, a batch at a time, with every user's retrieved
+    history: (level, batch, retrieved). Retrieval results are kept only for groups met at several levels.
+
+    Args:
+        groups: the groups of each level (their histories are not read from them).
+        sampled: `groups` are a sample of each level (read only those ids), not all of its groups.
+    """
+    from collections import Counter
+
+    from perrec_eval import progress
+    from perrec_eval.tasks.perrecbench import retrieval
+
+    counts = Counter(g.group_id for level in groups.values() for g in level)
+    shared = {gid for gid, count in counts.items() if count > 1}  # met again at another level
+    memo: dict = {}
+    users = sum(len(g.users) for level in groups.values() for g in level)
+    with progress.bar(total=users, desc="retrieval", unit="user") as bar:
+        for level, members in groups.items():
+            ids = [g.group_id for g in members] if sampled else None
+            for batch in stream_groups(data, level, split, ids=ids):
+                yield level, batch, retrieval.retrieve_groups(batch, k, memo=memo, keep=shared, bar=bar)
+
+
 def _groups(batch) -> list[Group]:  # noqa: ANN001 - a pyarrow RecordBatch
     return [Group.from_row(row) for row in batch.to_pylist()]
 

@@ -9,12 +9,10 @@ orchestration (`run.py`) runs, scores and writes both, into one run.json layout.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol
 
-from perrec_eval import progress
 from perrec_eval.cache import CachedEngine
 from perrec_eval.config import default_label
 from perrec_eval.engines.base import Engine
@@ -253,24 +251,19 @@ class Baselines:
     def streamed(self, name: str) -> dict[tuple[str, str], list[float]]:
         """(level, group_id) → the ratings baseline `name` predicts from each group's users' histories and
         their retrieved items."""
-        from perrec_eval.tasks.perrecbench import baselines, retrieval
+        from perrec_eval.tasks.perrecbench import baselines
 
         if name not in self._streamed:
             config = self.config
-            counts = Counter(g.group_id for groups in self.test.values() for g in groups)
-            shared = {gid for gid, count in counts.items() if count > 1}  # met again at another level
-            memo: dict = {}
             predicted: dict[tuple[str, str], list[float]] = {}
-            users = sum(len(g.users) for groups in self.test.values() for g in groups)
-            with progress.bar(total=users, desc="retrieval", unit="user") as bar:
-                for level in self.test:
-                    ids = self._ids(level)
-                    for batch in context.stream_groups(config.data, level, config.split, ids=ids):
-                        hits = retrieval.retrieve_groups(batch, config.k, memo=memo, keep=shared, bar=bar)
-                        for group in batch:
-                            per_user = {u.user_id: hits[(group.group_id, u.user_id)] for u in group.users}
-                            ratings = baselines.predict(name, group, per_user, seed=config.seed)
-                            predicted[(level, group.group_id)] = ratings
+            sampled = config.max_groups is not None
+            for level, batch, hits in context.retrieve_streamed(
+                config.data, config.split, self.test, config.k, sampled=sampled
+            ):
+                for group in batch:
+                    per_user = {u.user_id: hits[(group.group_id, u.user_id)] for u in group.users}
+                    ratings = baselines.predict(name, group, per_user, seed=config.seed)
+                    predicted[(level, group.group_id)] = ratings
             self._streamed[name] = predicted
         return self._streamed[name]
 
