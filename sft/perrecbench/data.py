@@ -167,7 +167,8 @@ def load_train_contexts(config: DataConfig) -> tuple[list[GroupContext], dict[st
     Returns:
         (contexts in level then dataset order, facts for the card: groups per level, groups left out)
     """
-    labels = context.TestLabels.of(context.load_groups(config.data, "full", "test"))
+    # The labels are the test users' query reviews: their histories are not read.
+    labels = context.TestLabels.of(context.load_groups(config.data, "full", "test", history=False))
     train: dict[str, list[Group]] = {}
     dropped: dict[str, int] = {}
     for level in config.levels:

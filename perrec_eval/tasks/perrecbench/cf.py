@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -548,7 +548,13 @@ class GroupOutcome:
     fallback: int
 
 
-def _history(codes: Mapping[str, int], group: Group) -> list[tuple[np.ndarray, np.ndarray]]:
+def histories_of(ratings: Ratings, groups: Iterable[Group]) -> list[History]:
+    """Each group's users' histories as the domain's item codes (-1: an item without a rating) and ratings:
+    a few bytes per item, where the groups' records are ~100 bytes per item."""
+    return [_history(ratings.item_codes, group) for group in groups]
+
+
+def _history(codes: Mapping[str, int], group: Group) -> History:
     return [
         (
             np.array([codes.get(h.parent_asin, -1) for h in user.history], dtype=np.int64),
@@ -563,7 +569,13 @@ def _outcome(group: Group, predicted: list[float | None], cold: bool) -> GroupOu
     return GroupOutcome(ratings, cold, sum(p is None for p in predicted))
 
 
-def _knn_group(ratings: Ratings, group: Group, params: KNNParams, cache: dict) -> GroupOutcome:
+# Per user of a group: the history item codes (-1: unknown) and ratings.
+History = list[tuple[np.ndarray, np.ndarray]]
+
+
+def _knn_group(
+    ratings: Ratings, group: Group, params: KNNParams, cache: dict, history: History
+) -> GroupOutcome:
     query = ratings.item_codes.get(group.query.parent_asin, -1)
     n = ratings.before(group.window_start)
     if query < 0 or not len(ratings.of_item(query, n)):
@@ -573,18 +585,18 @@ def _knn_group(ratings: Ratings, group: Group, params: KNNParams, cache: dict) -
     codes, sims = cache[(query, n)]
     predicted = [
         knn_predict(codes, sims, items, values, user.avg_rating, params.neighbours)
-        for user, (items, values) in zip(group.users, _history(ratings.item_codes, group), strict=True)
+        for user, (items, values) in zip(group.users, history, strict=True)
     ]
     return _outcome(group, predicted, cold=False)
 
 
-def _mf_group(model: MFModel, ratings: Ratings, group: Group) -> GroupOutcome:
+def _mf_group(model: MFModel, ratings: Ratings, group: Group, history: History) -> GroupOutcome:
     query = ratings.item_codes.get(group.query.parent_asin, -1)
     vector = model.fold_in_item(ratings, query, ratings.before(group.window_start))
     if vector is None:
         return _outcome(group, [None] * len(group.users), cold=True)
     predicted: list[float | None] = [
-        model.predict(vector, items, values) for items, values in _history(ratings.item_codes, group)
+        model.predict(vector, items, values) for items, values in history
     ]
     return _outcome(group, predicted, cold=False)
 
@@ -594,10 +606,13 @@ def predict_groups(
     interactions: Mapping[str, Ratings],
     groups: Sequence[Group],
     params: MFParams | KNNParams,
+    histories: Sequence[History] | None = None,
 ) -> tuple[list[GroupOutcome], dict[str, Any]]:
     """Predict every group under the past-only rule (module docstring).
 
-    Groups may repeat across levels (same id, same window): each model serves them all.
+    Groups may repeat across levels (same id, same window): each model serves them all. `histories` gives
+    each group's users' histories as item codes of its domain and ratings (`histories_of`); None: they are
+    taken from the groups.
 
     Returns:
         One outcome per group (input order) and the fitting figures (models, seconds).
@@ -611,10 +626,14 @@ def predict_groups(
             raise DataError(f"no interactions for domain {domain!r}; rebuild with --with-interactions")
         ratings = interactions[domain]
         members = [i for i, g in enumerate(groups) if g.domain == domain]
+        if histories is None:
+            of = dict(zip(members, histories_of(ratings, [groups[i] for i in members]), strict=True))
+        else:
+            of = {i: histories[i] for i in members}
         if isinstance(params, KNNParams):
             cache: dict = {}
             for i in members:
-                out[i] = _knn_group(ratings, groups[i], params, cache)
+                out[i] = _knn_group(ratings, groups[i], params, cache, of[i])
             continue
         plan = cut_plan([groups[i].window_start for i in members], CUTS)
         model = None
@@ -625,7 +644,7 @@ def predict_groups(
             models += 1
             for i in members:
                 if plan[groups[i].window_start] == cut:
-                    out[i] = _mf_group(model, ratings, groups[i])
+                    out[i] = _mf_group(model, ratings, groups[i], of[i])
     return [o for o in out if o is not None], {"models": models, "fit_seconds": round(seconds, 3)}
 
 
@@ -649,8 +668,13 @@ def run(
     interactions: Mapping[str, Ratings],
     groups_by_level: Mapping[str, Sequence[Group]],
     train: Sequence[Group],
+    histories: Callable[[str], Iterable[Group]] | None = None,
 ) -> tuple[dict[str, list[GroupOutcome]], dict[str, Any]]:
     """Choose the grid point on ``train``, and predict every level's groups with it.
+
+    `histories(domain)` gives the groups of that domain with their users' histories, in the order of
+    ``train`` then each level's groups (the given groups may then be held without them: only their
+    histories' codes are kept, one domain at a time); None: the given groups hold them.
 
     Each grid point's models serve the train and the evaluated groups at once (one cut plan per domain);
     the choice reads the train groups' mean tau-b only (the first grid point on ties, or without train
@@ -676,8 +700,16 @@ def run(
         if domain not in interactions:
             raise DataError(f"no interactions for domain {domain!r}; rebuild with --with-interactions")
         ratings = {domain: interactions[domain]}
+        coded, ids = [], []
+        for group in [everything[i] for i in members] if histories is None else histories(domain):
+            ids.append(group.group_id)
+            coded.append(_history(ratings[domain].item_codes, group))
+        if ids != [everything[i].group_id for i in members]:
+            raise ValueError(f"histories({domain!r}) gave other groups than the {domain} groups to predict")
         for point, params in enumerate(grid):
-            outcomes, figures = predict_groups(name, ratings, [everything[i] for i in members], params)
+            outcomes, figures = predict_groups(
+                name, ratings, [everything[i] for i in members], params, histories=coded
+            )
             models, fit_seconds = models + figures["models"], fit_seconds + figures["fit_seconds"]
             for i, outcome in zip(members, outcomes, strict=True):
                 per_point[point][i] = outcome

@@ -10,13 +10,16 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perrec_eval.errors import DataError
 from perrec_eval.tasks.perrecbench.records import Group, UserKey, UserView
 from perrec_eval.tasks.perrecbench.retrieval import Retrieved
+
+BATCH_GROUPS = 256  # rows turned into Python records at a time (the builder writes row groups of 256)
 
 
 def load_groups(
@@ -26,6 +29,7 @@ def load_groups(
     max_groups: int | None = None,
     *,
     seed: int = 0,
+    history: bool = True,
 ) -> list[Group]:
     """The groups of one level of a built benchmark folder (or Hub id), in dataset order.
 
@@ -36,31 +40,212 @@ def load_groups(
         max_groups: keep a seeded sample of N groups, as even across domains as they allow
             (`sample_groups`); the same query items at every level.
         seed: the sample's seed.
+        history: read the users' histories too. Without them (``history=False``: every user's `history`
+            is empty and `untitled` 0) a group is a few hundred bytes instead of ~100 KB on a large build;
+            a step that needs the histories reads them batch by batch with `stream_groups`.
 
     Raises:
         DataError: the folder does not exist, or the level or split cannot be loaded; the message names
             the build command.
     """
-    import datasets
+    groups = [
+        group
+        for batch in level_batches(data, level, split, history=history)
+        for group in _groups(batch)
+    ]
+    return groups if max_groups is None else sample_groups(groups, max_groups, seed)
 
+
+def stream_groups(
+    data: str | os.PathLike,
+    level: str,
+    split: str = "test",
+    *,
+    ids: Iterable[str] | None = None,
+    domain: str | None = None,
+) -> Iterator[list[Group]]:
+    """The groups of one level with their histories, `BATCH_GROUPS` rows at a time, in dataset order:
+    only those whose id is in `ids` (all when None) and, with `domain`, of that domain. Each batch's records
+    are the caller's to drop: nothing is kept here between batches."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted = None if ids is None else pa.array(list(ids), type=pa.string())
+    for batch in level_batches(data, level, split, domain=domain):
+        if wanted is not None:
+            batch = batch.filter(pc.is_in(batch.column("group_id"), value_set=wanted))
+        if domain is not None:
+            batch = batch.filter(pc.equal(batch.column("domain"), domain))
+        if batch.num_rows:
+            yield _groups(batch)
+
+
+def retrieve_streamed(
+    data: str | os.PathLike,
+    split: str,
+    groups: Mapping[str, Sequence[Group]],
+    k: int,
+    *,
+    sampled: bool,
+) -> Iterator[tuple[str, list[Group], dict[UserKey, list[Retrieved]]]]:
+    """Each level's `groups` read again with their histories, a batch at a time, with every user's retrieved
+    history: (level, batch, retrieved). Retrieval results are kept only for groups met at several levels.
+
+    Args:
+        groups: the groups of each level (their histories are not read from them).
+        sampled: `groups` are a sample of each level (read only those ids), not all of its groups.
+    """
+    from collections import Counter
+
+    from perrec_eval import progress
+    from perrec_eval.tasks.perrecbench import retrieval
+
+    counts = Counter(g.group_id for level in groups.values() for g in level)
+    shared = {gid for gid, count in counts.items() if count > 1}  # met again at another level
+    memo: dict = {}
+    users = sum(len(g.users) for level in groups.values() for g in level)
+    with progress.bar(total=users, desc="retrieval", unit="user") as bar:
+        for level, members in groups.items():
+            ids = [g.group_id for g in members] if sampled else None
+            for batch in stream_groups(data, level, split, ids=ids):
+                yield level, batch, retrieval.retrieve_groups(batch, k, memo=memo, keep=shared, bar=bar)
+
+
+def _groups(batch) -> list[Group]:  # noqa: ANN001 - a pyarrow RecordBatch
+    return [Group.from_row(row) for row in batch.to_pylist()]
+
+
+def level_batches(
+    data: str | os.PathLike,
+    level: str,
+    split: str,
+    *,
+    history: bool = True,
+    domain: str | None = None,
+) -> Iterator[Any]:
+    """The rows of (level, split) as Arrow record batches of at most `BATCH_GROUPS` rows, in dataset order.
+
+    A local build is read from the parquet files its card lists for (level, split) (what `datasets` would
+    read; row group by row group, so memory follows a batch, not the file); anything else (a Hub id, a card
+    whose files are not plain local paths) through `datasets`. Without `history` the users' histories are
+    left out of each batch; with `domain`, row groups whose statistics show no row of that domain are
+    skipped (a batch may still hold other domains' rows: filter them).
+
+    Raises:
+        DataError: as `load_groups`.
+    """
     check_data(data)
     check_data_files(data, level, split)
+    files = _card_files(data, level, split)
+    if files is None:
+        for batch in _dataset_batches(data, level, split):
+            yield batch if history else _without_history(batch)
+    else:
+        yield from _parquet_batches(files, domain, history, lambda err: _damaged(data, level, split, err))
+
+
+def _card_files(data: str | os.PathLike, level: str, split: str) -> list[Path] | None:
+    """The local data files the card's `configs:` list for (level, split), or None (not a local folder, not
+    listed, or not plain file paths: `datasets` resolves those)."""
+    folder = Path(data)
+    if not folder.is_dir():
+        return None
+    from huggingface_hub.repocard import metadata_load
+
+    try:
+        configs = (metadata_load(folder / "README.md") or {}).get("configs") or []
+    except Exception:  # an unreadable card: datasets reports it in its own words
+        return None
+    for config in configs:
+        if not isinstance(config, dict) or config.get("config_name") != level:
+            continue
+        for entry in config.get("data_files") or []:
+            if isinstance(entry, dict) and entry.get("split") == split:
+                paths = entry.get("path")
+                paths = [paths] if isinstance(paths, str) else paths
+                if not isinstance(paths, list) or not paths:
+                    return None
+                files = [folder / str(path) for path in paths]
+                return files if all(file.is_file() and file.suffix == ".parquet" for file in files) else None
+    return None
+
+
+def _damaged(data: str | os.PathLike, level: str, split: str, err: BaseException) -> DataError:
+    return DataError(
+        f"cannot read level {level!r} split {split!r} of {data} ({type(err).__name__}: "
+        f"{' '.join(str(err).split())[:200]}): a data file is damaged; rebuild the benchmark with "
+        "`perrecbench build --overwrite`, or copy the whole folder again"
+    )
+
+
+def _parquet_batches(
+    files: Sequence[Path], domain: str | None, history: bool, damaged: Callable[[BaseException], DataError]
+) -> Iterator[Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for path in files:
+        try:
+            reader = pq.ParquetFile(path)
+            groups = [i for i in range(reader.num_row_groups) if _may_hold(reader, i, domain)]
+            # Without histories their columns are not even decoded (~90% of a file).
+            paths = [reader.schema.column(i).path for i in range(len(reader.schema))]
+            columns = None if history else [path for path in paths if not _in_history(path)]
+            batches = reader.iter_batches(
+                batch_size=BATCH_GROUPS, row_groups=groups, columns=columns, use_threads=False
+            )
+            yield from batches
+        except (pa.ArrowException, OSError) as err:
+            raise damaged(err) from err
+
+
+def _in_history(column: str) -> bool:
+    """Whether a parquet leaf column (``users.list.element.history.list.element.title``) is a history's."""
+    parts = column.split(".")
+    return parts[0] == "users" and "history" in parts
+
+
+def _may_hold(reader: Any, row_group: int, domain: str | None) -> bool:
+    """Whether a row group may hold rows of `domain` (by its min/max statistics; True when unknown)."""
+    if domain is None:
+        return True
+    meta = reader.metadata.row_group(row_group)
+    for i in range(meta.num_columns):
+        column = meta.column(i)
+        if column.path_in_schema == "domain":
+            stats = column.statistics
+            if stats is None or not stats.has_min_max:
+                return True
+            return stats.min <= domain <= stats.max
+    return True
+
+
+def _dataset_batches(data: str | os.PathLike, level: str, split: str) -> Iterator[Any]:
+    import datasets
+
     try:
         ds = datasets.load_dataset(str(data), level, split=split)
     except datasets.exceptions.DatasetGenerationError as err:
-        cause = err.__cause__ or err
-        raise DataError(
-            f"cannot read level {level!r} split {split!r} of {data} ({type(cause).__name__}: "
-            f"{' '.join(str(cause).split())[:200]}): a data file is damaged; rebuild the benchmark with "
-            "`perrecbench build --overwrite`, or copy the whole folder again"
-        ) from err
+        raise _damaged(data, level, split, err.__cause__ or err) from err
     except (ValueError, FileNotFoundError) as err:
         raise DataError(
             f"cannot load level {level!r} split {split!r} from {data}: {err}. Build the benchmark with "
             "`perrecbench build --source RAW --out DIR` and pass that DIR as --data"
         ) from err
-    groups = [Group.from_row(row) for row in ds.to_list()]  # one Arrow → Python conversion, not one per row
-    return groups if max_groups is None else sample_groups(groups, max_groups, seed)
+    yield from ds.data.table.to_batches(max_chunksize=BATCH_GROUPS)
+
+
+def _without_history(batch: Any) -> Any:
+    """`batch` with its users' `history` field left out (no history row is converted to Python)."""
+    import pyarrow as pa
+
+    users = batch.column("users")
+    kept = [field for field in users.type.value_type if field.name != "history"]
+    fields = dict(zip(users.type.value_type.names, users.values.flatten(), strict=True))
+    slim = pa.StructArray.from_arrays([fields[field.name] for field in kept], fields=kept)
+    return batch.set_column(
+        batch.schema.get_field_index("users"), "users", pa.ListArray.from_arrays(users.offsets, slim)
+    )
 
 
 def check_data(data: str | os.PathLike) -> None:

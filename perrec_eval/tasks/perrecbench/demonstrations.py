@@ -71,7 +71,8 @@ def pool(config: EvalConfig) -> tuple[dict[str, list[Group]], dict[str, int]]:
     """
     if not config.shots:
         return {}, {}
-    labels = context.TestLabels.of(context.load_groups(config.data, "full", "test"))
+    # The labels are the test users' query reviews: their histories are not read.
+    labels = context.TestLabels.of(context.load_groups(config.data, "full", "test", history=False))
     train, left_out = {}, {}
     for level in config.levels:
         groups = context.load_groups(config.data, level, "train")

@@ -86,8 +86,9 @@ class User:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> User:
-        """A user from its row shape; history items without a title are dropped (see the module doc)."""
-        items = data["history"]
+        """A user from its row shape; history items without a title are dropped (see the module doc). A row
+        read without its history (`context.load_groups(history=False)`) gives a user without one."""
+        items = data.get("history", ())
         history = tuple(HistoryItem.from_json(item) for item in items if item.get("title"))
         return cls(
             user_id=data["user_id"],

@@ -33,10 +33,11 @@ unchanged, so the scores are exactly those of a full bm25s index; ``tests/test_r
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,20 +181,33 @@ def retrieve(
     return results
 
 
-def retrieve_groups(groups: Iterable[Group], k: int = DEFAULT_K) -> dict[UserKey, list[Retrieved]]:
+def retrieve_groups(
+    groups: Iterable[Group],
+    k: int = DEFAULT_K,
+    *,
+    memo: dict[UserKey, tuple[tuple, list[Retrieved]]] | None = None,
+    keep: Container[str] = (),
+    bar: Any = None,
+) -> dict[UserKey, list[Retrieved]]:
     """Retrieve the top-k history of every user of every group.
 
     A (group_id, user_id) pair seen twice with the same query and history is retrieved once (levels share
-    groups); seen twice with different data it is an error.
+    groups); seen twice with different data it is an error. A caller that reads groups in batches passes
+    one `memo` to every call: the pairs of the groups whose id is in `keep` (those met again in a later
+    batch) are kept there with their results, and checked and reused when they come back.
 
     Returns:
         ``{(group_id, user_id): [Retrieved, ...]}``, best first.
     """
     _check_k(k)
     groups = list(groups)
+    memo = {} if memo is None else memo
     results: dict[UserKey, list[Retrieved]] = {}
     seen: dict[UserKey, tuple] = {}
-    with progress.bar(total=sum(len(g.users) for g in groups), desc="retrieval", unit="user") as bar:
+    total = sum(len(g.users) for g in groups)
+    with progress.bar(total=total, desc="retrieval", unit="user") if bar is None else contextlib.nullcontext(
+        bar
+    ) as bar:
         for group in groups:
             todo = []
             for user in group.users:
@@ -202,16 +216,22 @@ def retrieve_groups(groups: Iterable[Group], k: int = DEFAULT_K) -> dict[UserKey
                     item_text(group.query),
                     tuple((item.parent_asin, item.timestamp) for item in user.history),
                 )
-                if key in seen:
-                    if seen[key] != signature:
+                earlier = seen.get(key, memo[key][0] if key in memo else None)
+                if earlier is not None:
+                    if earlier != signature:
                         raise ValueError(
                             f"group {key[0]!r} has user {key[1]!r} twice with different query or history; "
                             "group_id must identify one group (make it unique per level if groups differ)"
                         )
+                    if key in memo:
+                        results[key] = memo[key][1]
                     continue
                 seen[key] = signature
                 todo.append((key, user.history))
             retrieved = retrieve(group.query, [history for _, history in todo], k)
-            results.update(zip((key for key, _ in todo), retrieved, strict=True))
+            for (key, _), hits in zip(todo, retrieved, strict=True):
+                results[key] = hits
+                if key[0] in keep:
+                    memo[key] = (seen[key], hits)
             bar.update(len(group.users))
     return results

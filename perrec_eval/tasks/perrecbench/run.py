@@ -144,7 +144,10 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     cached = CachedEngine(engine, out / "cache.jsonl")
 
     # Levels share query items and users: load every level once and retrieve once for all of them.
-    test = _test_groups(config)
+    if config.no_profile:  # only retrieval reads the test histories: each user keeps its retrieved items
+        test, retrieved = _retrieved_only(config)
+    else:
+        test, retrieved = _test_groups(config), {}
     # Few-shot demonstrations come from the held-out split; only the groups shown need retrieval and profiles.
     train, left_out = demonstrations.pool(config)
     picked = {
@@ -154,7 +157,8 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     }
     test_groups = [g for groups in test.values() for g in groups]
     demo_groups = list({(g.group_id, g.level): g for groups in picked.values() for g in groups}.values())
-    retrieved = retrieval.retrieve_groups([*test_groups, *demo_groups], config.k)
+    todo = demo_groups if config.no_profile else [*test_groups, *demo_groups]
+    retrieved = {**retrieved, **retrieval.retrieve_groups(todo, config.k)}
     users = {(g.group_id, u.user_id) for g in test_groups for u in g.users}
     for (_, method), groups in picked.items():
         users |= demonstrations.users(method, groups)
@@ -172,10 +176,36 @@ def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     return _run(config, model, test)
 
 
-def _test_groups(config: EvalConfig) -> dict[str, list[Group]]:
-    """The evaluated groups of each level (a seeded sample of --max-groups of each)."""
+def _retrieved_only(config: EvalConfig) -> tuple[dict[str, list[Group]], dict[UserKey, list[Any]]]:
+    """The evaluated groups of each level with each user's history cut to its retrieved items (best first)
+    and their retrieval (indices into the cut history): the levels are read a batch at a time, so no
+    whole history is held."""
+    from perrec_eval.tasks.perrecbench.retrieval import Retrieved
+
+    light = _test_groups(config, history=False)
+    test: dict[str, list[Group]] = {level: [] for level in light}
+    retrieved: dict[UserKey, list[Any]] = {}
+    sampled = config.max_groups is not None
+    streamed = context.retrieve_streamed(config.data, config.split, light, config.k, sampled=sampled)
+    for level, batch, hits in streamed:
+        for group in batch:
+            users = []
+            for user in group.users:
+                found = hits[(group.group_id, user.user_id)]
+                users.append(replace(user, history=tuple(user.history[hit.index] for hit in found)))
+                kept = [Retrieved(i, hit.score) for i, hit in enumerate(found)]
+                retrieved[(group.group_id, user.user_id)] = kept
+            test[level].append(replace(group, users=tuple(users)))
+    return test, retrieved
+
+
+def _test_groups(config: EvalConfig, *, history: bool = True) -> dict[str, list[Group]]:
+    """The evaluated groups of each level (a seeded sample of --max-groups of each); without `history`,
+    their users' histories are not read (`context.load_groups`)."""
     return {
-        lv: context.load_groups(config.data, lv, config.split, config.max_groups, seed=config.seed)
+        lv: context.load_groups(
+            config.data, lv, config.split, config.max_groups, seed=config.seed, history=history
+        )
         for lv in config.levels
     }
 
@@ -258,7 +288,8 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
         for sub in subs.values():
             locks.enter_context(folder_lock(sub.out))  # each run folder too: `score --write` takes it
             claim(Path(sub.out), run_record(sub), overwrite=config.overwrite)
-        test = _test_groups(config)
+        # Baselines read histories batch by batch where they need them (`Baselines`): none is held.
+        test = _test_groups(config, history=False)
         shared = Baselines(config, test)
         systems = []
         for name, sub in subs.items():

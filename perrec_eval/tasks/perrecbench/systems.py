@@ -9,7 +9,7 @@ orchestration (`run.py`) runs, scores and writes both, into one run.json layout.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, Protocol
 
@@ -224,21 +224,48 @@ class Model:
 
 
 class Baselines:
-    """What the no-LLM baselines of one run share: the test groups' retrieved history and the CF fits,
-    each computed once, on first use."""
+    """What the no-LLM baselines of one run share, each computed once, on first use: the predictions of those
+    that read the users' histories (history-affinity, through retrieval) and the CF fits.
+
+    The test groups are held without their histories (`context.load_groups(history=False)`). A baseline that
+    needs them reads each level again, `context.BATCH_GROUPS` groups at a time (`context.stream_groups`),
+    keeps what it predicts and drops the batch: memory follows a batch, not the build.
+    """
 
     def __init__(self, config: EvalConfig, test: Mapping[str, list[Group]]) -> None:
         self.config, self.test = config, test
-        self._retrieved: dict[UserKey, Any] | None = None
+        self._streamed: dict[str, dict[tuple[str, str], list[float]]] = {}
         self._cf: dict[str, tuple[dict[str, list[Any]], dict[str, Any]]] = {}
 
-    def retrieved(self) -> dict[UserKey, Any]:
-        from perrec_eval.tasks.perrecbench import retrieval
+    def _ids(self, level: str) -> list[str] | None:
+        """The evaluated groups' ids of a level (None: all of its groups are evaluated)."""
+        return None if self.config.max_groups is None else [g.group_id for g in self.test[level]]
 
-        if self._retrieved is None:
-            groups = [group for groups in self.test.values() for group in groups]
-            self._retrieved = retrieval.retrieve_groups(groups, self.config.k)
-        return self._retrieved
+    def full_groups(self, level: str, split: str | None = None, domain: str | None = None) -> Iterator[Group]:
+        """The evaluated groups of `level` (or all of `split`) with their histories, read batch by batch."""
+        ids = self._ids(level) if split is None else None
+        split = self.config.split if split is None else split
+        for batch in context.stream_groups(self.config.data, level, split, ids=ids, domain=domain):
+            yield from batch
+
+    def streamed(self, name: str) -> dict[tuple[str, str], list[float]]:
+        """(level, group_id) → the ratings baseline `name` predicts from each group's users' histories and
+        their retrieved items."""
+        from perrec_eval.tasks.perrecbench import baselines
+
+        if name not in self._streamed:
+            config = self.config
+            predicted: dict[tuple[str, str], list[float]] = {}
+            sampled = config.max_groups is not None
+            for level, batch, hits in context.retrieve_streamed(
+                config.data, config.split, self.test, config.k, sampled=sampled
+            ):
+                for group in batch:
+                    per_user = {u.user_id: hits[(group.group_id, u.user_id)] for u in group.users}
+                    ratings = baselines.predict(name, group, per_user, seed=config.seed)
+                    predicted[(level, group.group_id)] = ratings
+            self._streamed[name] = predicted
+        return self._streamed[name]
 
     def cf(self, name: str) -> tuple[dict[str, list[Any]], dict[str, Any]]:
         """The CF baseline `name` fitted under the past-only rule and tuned on the train split's `full`
@@ -247,11 +274,18 @@ class Baselines:
 
         if name not in self._cf:
             try:
-                train = context.load_groups(self.config.data, "full", "train")
+                train = context.load_groups(self.config.data, "full", "train", history=False)
             except DataError:  # a build too small for a train split: documented, recorded in run.json
                 train = []
+
+            def histories(domain: str) -> Iterator[Group]:  # cf.run's order: train, then each level
+                if train:
+                    yield from self.full_groups("full", "train", domain=domain)
+                for level in self.test:
+                    yield from self.full_groups(level, domain=domain)
+
             interactions = cf.load_interactions(self.config.data)
-            self._cf[name] = cf.run(name, interactions, self.test, train)
+            self._cf[name] = cf.run(name, interactions, self.test, train, histories=histories)
         return self._cf[name]
 
 
@@ -272,14 +306,15 @@ class Baseline:
                 group.group_id: Prediction("scores", cf.relative(group, o.ratings), list(o.ratings))
                 for group, o in zip(groups, outcomes[level], strict=True)
             }, None
-        retrieved = self.shared.retrieved() if self.name in baselines.USES_RETRIEVAL else {}
+        streamed = self.shared.streamed(self.name) if self.name in baselines.USES_RETRIEVAL else None
         seed = self.shared.config.seed
         predictions = {}
         for group in groups:
-            per_user = {
-                user.user_id: retrieved.get((group.group_id, user.user_id), []) for user in group.users
-            }
-            ratings = baselines.predict(self.name, group, per_user, seed=seed)
+            if streamed is not None:
+                ratings = streamed[(level, group.group_id)]
+            else:  # needs no history: the group as held
+                no_history = {user.user_id: [] for user in group.users}
+                ratings = baselines.predict(self.name, group, no_history, seed=seed)
             predictions[group.group_id] = Prediction(
                 "scores", baselines.ranking_scores(group, ratings), list(ratings)
             )
