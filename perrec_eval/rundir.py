@@ -132,16 +132,20 @@ def claim(out: Path, config: Mapping[str, Any], *, overwrite: bool) -> None:
 
 
 def report_folder(out: str | os.PathLike) -> Path:
-    """Where the `next:` hint after a run suggests its report: ``report`` beside a ``runs`` folder (as
-    `make demo` and the README lay them out), else the run folder's name with ``-report``.
+    """Where the `next:` hint after a run suggests its report: beside a ``runs`` folder as `make demo` lays
+    them out (``runs/baselines`` → ``report``, ``runs/llmrec-baselines`` → ``report-llmrec``, any other
+    ``runs/NAME`` → ``report-NAME``), else the run folder's name with ``-report``.
 
-    >>> str(report_folder("demo_out/runs/baselines")), str(report_folder("my-run/"))
-    ('demo_out/report', 'my-run-report')
+    >>> [str(report_folder(f"demo_out/runs/{name}")) for name in ("baselines", "llmrec-baselines", "mf")]
+    ['demo_out/report', 'demo_out/report-llmrec', 'demo_out/report-mf']
+    >>> str(report_folder("my-run/"))
+    'my-run-report'
     """
     out = Path(out)
-    if out.parent.name == "runs":
-        return out.parent.with_name("report")
-    return out.with_name(out.name + "-report")
+    if out.parent.name != "runs":
+        return out.with_name(out.name + "-report")
+    name = out.name.removesuffix("baselines").removesuffix("-")
+    return out.parent.with_name(f"report-{name}" if name else "report")
 
 
 def run_folders(path: str | os.PathLike) -> list[Path]:
