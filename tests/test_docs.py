@@ -45,7 +45,7 @@ REVIEWS = "4000"
 # The test's data is small: these settings replace a documented value (`replace`) or are added where a
 # command takes the flag and does not set it (`add`). Nothing else about a command changes.
 SHRINK = {
-    "replace": {"--reviews-per-domain": REVIEWS, "--test-groups": "6"},
+    "replace": {"--reviews-per-domain": REVIEWS, "--test-groups": "6", "--kcore": "5"},
     "add": [[("--max-groups", "2"), ("--max-docs", "4")], [("--negatives", "9")]],  # the first flag taken
 }
 
