@@ -23,6 +23,7 @@ are per-doc F-measures.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -57,6 +58,7 @@ def _bleu(order: int):
 @functools.cache
 def _rouge():
     scorer = require("rouge_score.rouge_scorer", "text", by=_BY)
+    logging.getLogger("absl").setLevel(logging.WARNING)  # rouge-score logs "Using default tokenizer." at INFO
     return scorer.RougeScorer(list(ROUGE_TYPES.values()), use_stemmer=False)
 
 
