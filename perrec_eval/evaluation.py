@@ -378,7 +378,9 @@ def evaluate_baselines(config: TaskEvalConfig) -> FamilyScores:
             def answer(
                 cell: Cell, cell_docs: Sequence[Doc], name: str = name
             ) -> tuple[list[DocPrediction], None]:
-                answers = task.predict_baseline(name, cell_docs, data=config.data, seed=config.seed)
+                answers = task.predict_baseline(
+                    name, cell_docs, data=config.data, seed=config.seed, protocol=cell.protocol
+                )
                 if answers is None:  # the baseline does not answer this cell (`Task.predict_baseline`)
                     return [], None
                 return [
@@ -485,6 +487,12 @@ class TaskScoreConfig:
         default=None,
     )
     split: str = option("dataset split the --predictions answer", default="test")
+    protocols: tuple[str, ...] | None = option(
+        "with --predictions: the protocols the configs are scored in, each config in the first that asks "
+        "about it (comma-separated; `perrecbench tasks` lists the cells)",
+        default=None,
+        shown="each config's first",
+    )
     out: str | None = option(
         "with --predictions: also write a run folder that `perrecbench report` compares with model runs",
         default=None,
@@ -504,8 +512,15 @@ class TaskScoreConfig:
             raise ConfigError(
                 "give a run folder to score again, or --data DIR --predictions FILE.jsonl to score a file"
             )
-        if not external and (self.out is not None or self.label is not None):
-            raise ConfigError("--out and --label go with --predictions (a run folder keeps its own)")
+        if not external and (self.out is not None or self.label is not None or self.protocols is not None):
+            raise ConfigError(
+                "--out, --label and --protocols go with --predictions (a run folder keeps its own)"
+            )
+        if isinstance(self.protocols, str):
+            object.__setattr__(self, "protocols", tuple(part for part in self.protocols.split(",") if part))
+        known = tuple(get(self.task).protocols)
+        if self.protocols is not None and (not self.protocols or any(p not in known for p in self.protocols)):
+            raise ConfigError(f"--protocols of task {self.task} must be a subset of {','.join(known)}")
 
 
 def score_command(config: TaskScoreConfig) -> int:
@@ -547,14 +562,18 @@ def score_predictions_file(config: TaskScoreConfig) -> FamilyScores:
     assert config.data is not None and config.predictions is not None
     task = get(config.task)
     if config.out is None:
-        docs, predictions = read_external(task, config.data, config.predictions, split=config.split)
+        docs, predictions = read_external(
+            task, config.data, config.predictions, split=config.split, protocols=config.protocols
+        )
         return score(task, predictions, seed=config.seed)
     label = config.label or Path(config.predictions).stem
     out = Path(config.out)
     check_out(config.out, {"--data": config.data, "--predictions": config.predictions}, command="score")
     with folder_lock(out):
         claim(out, run_record(config), overwrite=config.overwrite)
-        docs, predictions = read_external(task, config.data, config.predictions, split=config.split)
+        docs, predictions = read_external(
+            task, config.data, config.predictions, split=config.split, protocols=config.protocols
+        )
         scores = score(task, predictions, seed=config.seed)
         out.mkdir(parents=True, exist_ok=True)
         info = RunInfo(
@@ -571,13 +590,13 @@ def score_predictions_file(config: TaskScoreConfig) -> FamilyScores:
 
 
 def read_external(
-    task: Task, data: str, path: str, *, split: str = "test"
+    task: Task, data: str, path: str, *, split: str = "test", protocols: Sequence[str] | None = None
 ) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
     """Every row of the configs a predictions file names, with its prediction (None: failed or left out).
 
     A line is ``{"config": C, "id": ROW_ID, "prediction": VALUE}``; a string VALUE is read as a model's
     answer is (`answer_prediction`), any other through the family's `Task.prediction_from`; null is a failed
-    row. Each config is scored in the first cell that asks about it.
+    row. Each config is scored in the first cell that asks about it (of `protocols`, `--protocols`).
 
     Raises:
         DataError: a line that is not such an object, an unknown config or id, a repeated row, a value of
@@ -593,9 +612,14 @@ def read_external(
                 f"{path} line {number}: task {task.name} has no config {config!r}: use one of "
                 f"{', '.join(task.subsets)}"
             )
+        if not task.cells([config], protocols):
+            raise ConfigError(
+                f"no protocol of --protocols asks about config {config} ({path} line {number}): add one of "
+                f"{', '.join(cell.protocol for cell in task.cells([config]))}"
+            )
     docs = {config: list(task.load_docs(data, config, split)) for config in configs}
     by_id = {config: {doc.id: doc for doc in subset_docs} for config, subset_docs in docs.items()}
-    protocol_of = {config: task.cells([config])[0].protocol for config in configs}
+    protocol_of = {config: task.cells([config], protocols)[0].protocol for config in configs}
     values: dict[tuple[str, str], Any] = {}
     first_line: dict[tuple[str, str], int] = {}
     for number, config, doc_id, value in lines:

@@ -37,7 +37,7 @@ class FamilyDataConfig:
         "output folder: a `datasets` folder (parquet + card) that `perrecbench sft train` reads"
     )
     format: str = option(
-        "one request protocol of the family, or mixed (all of them, shuffled)", default="mixed"
+        "one request protocol of the family, or mixed (the family's mix, shuffled)", default="mixed"
     )
     subsets: tuple[str, ...] | None = option(
         "the family's subsets whose train docs give examples (comma-separated)", default=None, shown="all"
@@ -111,7 +111,7 @@ def write_command(config: FamilyDataConfig) -> int:
     import datasets
 
     task = get(config.task)
-    protocols = tuple(task.protocols) if config.format == "mixed" else (config.format,)
+    protocols = _protocols(task, config.format)
     cells = set(task.cells())
     subsets = [s for s in config.subsets or task.subsets if any(Cell(s, p) in cells for p in protocols)]
     out = check_out(config.out, {"--data": config.data})  # resolved: a symlinked --out is written through
@@ -139,12 +139,19 @@ def write_command(config: FamilyDataConfig) -> int:
     return 0
 
 
+def _protocols(task: Task, fmt: str) -> tuple[str, ...]:
+    """The protocols whose examples `fmt` (`--format`) writes: one, or the family's mix (`Task.sft_mixed`)."""
+    if fmt != "mixed":
+        return (fmt,)
+    return tuple(task.protocols) if task.sft_mixed is None else task.sft_mixed
+
+
 def describe(task: Task, config: FamilyDataConfig, rows: list[dict[str, Any]], n_docs: int) -> dict[str, Any]:
     """The facts of the examples folder (``sft_data.json``): those every examples folder holds
     (`sft.examples`), the family's name and its subsets."""
     lengths = [sum(len(m["content"]) for m in (*row["prompt"], *row["completion"])) for row in rows]
     formats = [row["format"] for row in rows]
-    protocols = tuple(task.protocols) if config.format == "mixed" else (config.format,)
+    protocols = _protocols(task, config.format)
     answers: dict[str, Counter] = {}
     for row in rows:
         answers.setdefault(row["format"], Counter())[row["answer"]] += 1

@@ -528,7 +528,9 @@ def _train(script: TrainArguments, training: Any, model: Any, main_process: bool
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m sft.train` (e.g. under `accelerate launch`): the arguments of `perrecbench sft train`."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from perrec_eval.cli import setup_logging  # the command's log: the Hub's lines once, secrets redacted
+
+    setup_logging(verbose=False)
     train(*parse(sys.argv[1:] if argv is None else argv))
     return 0
 

@@ -101,8 +101,9 @@ class Task:
     The general runs need three functions: `load_docs(data, subset, split, max_docs=, seed=)` reads the
     docs of a build, `score_doc(metric, prediction, truth)` gives a doc's value of a mean metric (or its
     item of a corpus metric; `prediction` is None for a failed doc; None for every doc of a cell: not a
-    metric of that cell) and `predict_baseline(name, docs, data=, seed=)` answers every doc as a no-LLM
-    baseline (None: the baseline does not answer that cell's docs, which is then left out of its run).
+    metric of that cell) and `predict_baseline(name, docs, data=, seed=, protocol=)` answers every doc of
+    a cell (`protocol`: the cell's) as a no-LLM baseline (None: the baseline does not answer that cell's
+    docs, which is then left out of its run).
     A family may run a command its own way instead (`handlers`); PerRecBench does, for files
     byte-identical to the ones it always wrote.
     """
@@ -141,6 +142,8 @@ class Task:
     # and the one `sft data` writes examples with by default (None: the protocols' own default)
     prompt_variants: tuple[str, ...] = ()
     sft_prompts: str | None = None
+    # The protocols `sft data --format mixed` mixes (None: all of them)
+    sft_mixed: tuple[str, ...] | None = None
     # Keys of a parsed answer (a mapping) summed per cell into scores.json's `answer_counts` and the report
     # (LLMRec: titles repeated, naming no item, naming an item outside the candidates)
     answer_counts: tuple[str, ...] = ()

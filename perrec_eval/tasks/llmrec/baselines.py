@@ -3,7 +3,8 @@
 The train interactions (the build's ``interactions`` config) hold every user's items but the last two:
 no validation or test target reaches a fit. A doc is answered from what its prompt shows an LLM (its
 history) and from the fitted model; a sequential answer leaves out every item the user had before the
-target (`data.seen_before`), a direct answer ranks the row's candidates. Ties go by ``parent_asin``.
+target (`data.seen_before`), a direct answer, and a sequential one in the ``sequential-candidates`` cell,
+ranks the row's candidates. Ties go by ``parent_asin``.
 
 Rating (``rating``):
 
@@ -126,11 +127,12 @@ def domains(data: str) -> dict[str, Domain]:
 # ----------------------------------------------------------------------------------------------- ranking
 
 
-def ranked(doc: build.RecDoc, data: str, scores: np.ndarray) -> list[str]:
-    """A ranking doc's answer from scores of its domain's items: the candidates by score (direct), or the
-    10 best-scored items the user had not seen before the target (sequential); ties by ``parent_asin``."""
+def ranked(doc: build.RecDoc, data: str, scores: np.ndarray, *, candidates: bool = False) -> list[str]:
+    """A ranking doc's answer from scores of its domain's items: the row's candidates by score (direct, or
+    `candidates`), or the 10 best-scored items the user had not seen before the target (sequential); ties
+    by ``parent_asin``."""
     domain = domains(data)[doc.domain]
-    if doc.kind == "direct":
+    if doc.kind == "direct" or candidates:
         at = domain.codes(doc.candidates)
         return [str(domain.items[i]) for i in sorted(at, key=lambda i: (-scores[i], domain.items[i]))]
     masked = scores.astype(np.float64, copy=True)
@@ -139,11 +141,11 @@ def ranked(doc: build.RecDoc, data: str, scores: np.ndarray) -> list[str]:
     return [str(domain.items[i]) for i in top if np.isfinite(masked[i])]
 
 
-def _random(doc: build.RecDoc, data: str, seed: int) -> Any:
+def _random(doc: build.RecDoc, data: str, seed: int, candidates: bool) -> Any:
     rng = random.Random(f"{seed}:{doc.id}")
     if doc.kind == "rating":
         return float(rng.randint(1, 5))
-    if doc.kind == "direct":
+    if doc.kind == "direct" or candidates:
         return rng.sample(list(doc.candidates), len(doc.candidates))
     seen = build.seen_before(data, doc)
     pool = [asin for asin, _ in build.catalogue(data)[doc.domain] if asin not in seen]
@@ -309,16 +311,20 @@ def _mf(folder: str, stamp: float, seed: int) -> dict[str, Any]:
     return out
 
 
-def predict(name: str, docs: Sequence[build.RecDoc], *, data: str, seed: int) -> list[Any] | None:
-    """A baseline's answer to every doc of a cell (None: it does not answer this cell's task)."""
+def predict(
+    name: str, docs: Sequence[build.RecDoc], *, data: str, seed: int, candidates: bool = False
+) -> list[Any] | None:
+    """A baseline's answer to every doc of a cell (None: it does not answer this cell's task); with
+    `candidates` (the ``sequential-candidates`` cell) a sequential doc's candidates are ranked, as a direct
+    doc's always are, rather than the catalogue."""
     if not docs:
         return []
     kind = docs[0].kind
     if name == "random":
-        return [_random(doc, data, seed) for doc in docs]
+        return [_random(doc, data, seed, candidates) for doc in docs]
     if kind == "rating":
         return _rate(name, docs, data, seed) if name in RATING else None
     if name not in RANKING or (name in _CORNAC and not _cornac_ready(name)):
         return None
     score = _scorer(name, data, seed)
-    return [ranked(doc, data, score(doc)) for doc in docs]
+    return [ranked(doc, data, score(doc), candidates=candidates) for doc in docs]

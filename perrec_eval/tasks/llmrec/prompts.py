@@ -14,9 +14,13 @@ from typing import Any
 import yaml
 
 KINDS = ("rating", "sequential", "direct", "explanation", "summarization")
+# The prompts of a template file: one per task, and sequential's candidate variant (the sequential rows'
+# candidates ranked, as direct's are).
+PROMPTS = (*KINDS, "sequential-candidates")
 PLACEHOLDERS: dict[str, frozenset[str]] = {
     "rating": frozenset({"user", "history", "title", "category"}),
     "sequential": frozenset({"user", "history"}),
+    "sequential-candidates": frozenset({"user", "history", "candidates"}),
     "direct": frozenset({"user", "history", "candidates"}),
     "explanation": frozenset({"user", "history", "title", "rating"}),
     "summarization": frozenset({"user", "review"}),
@@ -25,6 +29,7 @@ PLACEHOLDERS: dict[str, frozenset[str]] = {
 REQUIRED: dict[str, frozenset[str]] = {
     "rating": frozenset({"user", "title"}),
     "sequential": frozenset({"user", "history"}),
+    "sequential-candidates": frozenset({"user", "history", "candidates"}),
     "direct": frozenset({"user", "candidates"}),
     "explanation": frozenset({"user", "title", "rating"}),
     "summarization": frozenset({"user", "review"}),
@@ -50,7 +55,7 @@ class Template:
 
 @dataclass(frozen=True, slots=True)
 class TemplateSet:
-    """A prompt variant: its id, its file's sha256 and one template per task."""
+    """A prompt variant: its id, its file's sha256 and one template per prompt (`PROMPTS`)."""
 
     id: str
     sha256: str
@@ -66,16 +71,16 @@ def _placeholders(text: str) -> set[str]:
 
 
 def parse_templates(text: str, where: str) -> TemplateSet:
-    """A template file's text, checked: every task present with exactly its placeholders.
+    """A template file's text, checked: every prompt (`PROMPTS`) present with exactly its placeholders.
 
     Raises:
         ValueError: what is wrong and where.
     """
     data = yaml.safe_load(text)
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-        raise ValueError(f"{where}: a mapping with an `id` and one entry per task ({', '.join(KINDS)})")
+        raise ValueError(f"{where}: a mapping with an `id` and one entry per prompt ({', '.join(PROMPTS)})")
     kinds = {}
-    for kind in KINDS:
+    for kind in PROMPTS:
         entry = data.get(kind)
         if not isinstance(entry, dict) or set(entry) != {"system", "user"}:
             raise ValueError(f"{where}: {kind} needs exactly `system` and `user`")
@@ -85,7 +90,7 @@ def parse_templates(text: str, where: str) -> TemplateSet:
             raise ValueError(f"{where}: {kind}.user has placeholders {sorted(found)}, expected {expected}")
         kinds[kind] = Template(entry["system"], entry["user"])
     if len({t.system for t in kinds.values()}) != len(kinds):
-        raise ValueError(f"{where}: each task needs its own system prompt")
+        raise ValueError(f"{where}: each prompt needs its own system prompt")
     return TemplateSet(data["id"], hashlib.sha256(text.encode()).hexdigest(), kinds)
 
 

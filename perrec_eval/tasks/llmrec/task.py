@@ -2,7 +2,8 @@
 summarization asked with LLMRec's off-the-shelf prompts, one request per user (`TASK`).
 
 Cells: subset = the build's config (rating, sequential, direct, explanation, summarization) × protocol =
-the way of asking (one per config so far, named like it). Metrics, headline first:
+the way of asking (one per config, named like it; the sequential config also has ``sequential-candidates``,
+its rows' candidates ranked as direct's are: `SUBSET_PROTOCOLS`). Metrics, headline first:
 
 - ``ndcg@10`` (headline): the ranking tasks' graded metric at the list length the prompts ask for; it
   rewards the rank of the hit, which HR@10 ignores, and it is P5's and LLMRec's reported metric;
@@ -16,7 +17,8 @@ the way of asking (one per config so far, named like it). Metrics, headline firs
   text tasks' metrics, standard (rouge-score, sacrebleu) and P5/LLMRec-compatible (`text`, `textmetrics`).
 
 A cell has only its task's metrics (the others are None). Sequential answers are titles mapped to the
-domain's catalogue, direct answers titles mapped to the row's candidates (`parsing`).
+domain's catalogue, direct and sequential-candidates answers titles mapped to the row's candidates
+(`parsing`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_ra
 
 KINDS = prompts.KINDS
 RANKING = ("sequential", "direct")
+CANDIDATE_PROTOCOLS = ("direct", "sequential-candidates")  # the protocols that rank the row's candidates
+SUBSET_PROTOCOLS = {kind: (kind,) for kind in KINDS} | {"sequential": ("sequential", "sequential-candidates")}
 LIST_LENGTH = 10  # the prompts ask for 10 items
 RANKING_METRICS = {"ndcg@10": 10, "ndcg@5": 5, "hr@1": 1, "hr@5": 5, "hr@10": 10}
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +73,10 @@ class Protocol:
     def _slot(self, doc: build.RecDoc) -> Ask:
         if self.name == "rating":
             return Ask("rating")
-        if self.name == "direct":
+        if self.name in CANDIDATE_PROTOCOLS:
             titles = _titles(doc)
             candidates = TitleIndex((asin, titles[asin]) for asin in doc.candidates)
-            return Ask("direct", candidates, build.title_index(doc.source, doc.domain))
+            return Ask(self.name, candidates, build.title_index(doc.source, doc.domain))
         return Ask("sequential", build.title_index(doc.source, doc.domain))
 
     def runner(self, doc: Doc) -> OneShot:
@@ -126,6 +129,7 @@ PROTOCOLS = {
     "rating": Protocol("rating", 16),
     "sequential": Protocol("sequential", 400),
     "direct": Protocol("direct", 400),
+    "sequential-candidates": Protocol("sequential-candidates", 400),
     **text_tasks.PROTOCOLS,
 }
 
@@ -171,12 +175,15 @@ def _kind(value: Any) -> str:
     return {bool: "true/false", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
 
 
-def predict_baseline(name: str, docs: Sequence[build.RecDoc], *, data: str, seed: int) -> list[Any] | None:
+def predict_baseline(
+    name: str, docs: Sequence[build.RecDoc], *, data: str, seed: int, protocol: str | None = None
+) -> list[Any] | None:
     """A no-LLM baseline's answer to every doc of a cell (None: it does not answer this task): the text
-    tasks' floors (`text`), the rating and ranking baselines (`baselines`)."""
+    tasks' floors (`text`), the rating and ranking baselines (`baselines`; the cell's `protocol` says
+    whether a sequential doc's candidates or the whole catalogue are ranked)."""
     if docs and (name in text_tasks.BASELINES or docs[0].kind in text_tasks.TEXT_KINDS):
         return text_tasks.predict_baseline(name, docs, data=data, seed=seed)
-    return baselines.predict(name, docs, data=data, seed=seed)
+    return baselines.predict(name, docs, data=data, seed=seed, candidates=protocol in CANDIDATE_PROTOCOLS)
 
 
 _TITLE_REGEX = r'"(?:[^"\\\n]|\\.){1,300}"'  # a JSON string, escaped quotes included
@@ -199,8 +206,9 @@ def _systems() -> dict[str, str]:
 
 
 def constant_answer(request: Any) -> str | None:
-    """The fake engine's `constant` answer to an LLMRec request: a rating of 4; for direct the first 10
-    candidates as listed; for sequential the history's titles as listed (both well-formed title lists)."""
+    """The fake engine's `constant` answer to an LLMRec request: a rating of 4; for direct and
+    sequential-candidates the first 10 candidates as listed; for sequential the history's titles as listed
+    (all well-formed title lists)."""
     messages = request.messages
     kind = _systems().get(messages[0]["content"]) if messages else None
     if kind is None:
@@ -210,7 +218,7 @@ def constant_answer(request: Any) -> str | None:
     if kind in text_tasks.TEXT_KINDS:
         return text_tasks.CONSTANT[kind]
     text = messages[-1]["content"]
-    marker = "Candidates: " if kind == "direct" else "chronological order: "
+    marker = "Candidates: " if kind in CANDIDATE_PROTOCOLS else "chronological order: "
     listed = text.rpartition(marker)[2].splitlines()[0]
     return prompts.title_list(json.loads(listed)[:LIST_LENGTH])
 
@@ -237,9 +245,10 @@ TASK = Task(
     score_doc=score_doc,
     predict_baseline=predict_baseline,
     prediction_from=prediction_from,
-    subset_protocols={kind: (kind,) for kind in KINDS},
+    subset_protocols=SUBSET_PROTOCOLS,
     prompt_variants=tuple(prompts.VARIANTS),
     sft_prompts="p5",
+    sft_mixed=tuple(kind for kind in PROTOCOLS if kind != "sequential-candidates"),  # LLMRec's five tasks
     answer_counts=("duplicates", "unmatched", "not_candidate"),
     invalid_policies=("strict", "p5"),
     hub_description=(

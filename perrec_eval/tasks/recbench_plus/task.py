@@ -288,7 +288,9 @@ def _history_scores(doc: QueryDoc) -> np.ndarray:
     return scores
 
 
-def predict_baseline(name: str, docs: Sequence[QueryDoc], *, data: str, seed: int) -> list[list[dict]]:
+def predict_baseline(
+    name: str, docs: Sequence[QueryDoc], *, data: str, seed: int, protocol: str | None = None
+) -> list[list[dict]]:
     """``popularity``, ``condition-filter``, ``bm25`` or ``history-popularity``: K catalogue items per query
     (see the module docstring)."""
     if name == "popularity":

@@ -154,7 +154,9 @@ def constant_answer(request: Any) -> str | None:
     return "yes" if "yes or no" in messages[-1]["content"] else "3"
 
 
-def predict_baseline(name: str, docs: Sequence[Doc], *, data: str, seed: int) -> list[Any]:
+def predict_baseline(
+    name: str, docs: Sequence[Doc], *, data: str, seed: int, protocol: str | None = None
+) -> list[Any]:
     return [3 for _ in docs]
 
 

@@ -118,11 +118,15 @@ def test_llmrec_family_seen_before_is_every_earlier_item_and_never_the_target(bu
 
 def test_llmrec_family_is_listed_with_its_cells(capsys) -> None:
     assert main(["tasks"]) == 0
-    assert "task/protocol: rating/rating, sequential/sequential, direct/direct" in capsys.readouterr().out
+    assert (
+        "task/protocol: rating/rating, sequential/sequential, sequential/sequential-candidates, direct/direct"
+        in capsys.readouterr().out
+    )
     assert main(["tasks", "--json"]) == 0
     (llmrec,) = [t for t in json.loads(capsys.readouterr().out) if t["name"] == "llmrec"]
     assert (
-        llmrec["protocols"] == ["rating", "sequential", "direct", "explanation", "summarization"]
+        llmrec["protocols"]
+        == ["rating", "sequential", "direct", "sequential-candidates", "explanation", "summarization"]
         and llmrec["metrics"][0]["name"] == "ndcg@10"
     )
 
