@@ -80,6 +80,29 @@ def _hub_errors(root: str) -> Iterator[None]:
             f"--source {root}: the Hub refused it ({' '.join(str(err).split())[:200]}): check the dataset's "
             "name, or log in with `hf auth login` for a gated or private one"
         ) from err
+    except Exception as err:
+        if not _network_error(err):
+            raise
+        raise BuildError(
+            f"--source {root}: the Hub is not reachable ({type(err).__name__}: {' '.join(str(err).split())[:200]}):"
+            " check the network (or a proxy), or download the files and pass their folder"
+        ) from err
+
+
+# The HTTP stacks huggingface_hub has used (its client's name moved between releases): their errors are a
+# connection that failed, never a bug here.
+_HTTP_MODULES = frozenset({"httpx", "httpx2", "httpcore", "requests", "urllib3"})
+
+
+def _network_error(err: BaseException) -> bool:
+    """Whether `err` is a failed connection: the OS's, or one of an HTTP client's own errors.
+
+    >>> _network_error(ConnectionRefusedError()), _network_error(TimeoutError()), _network_error(KeyError())
+    (True, True, False)
+    """
+    if isinstance(err, ConnectionError | TimeoutError):
+        return True
+    return any(kind.__module__.partition(".")[0] in _HTTP_MODULES for kind in type(err).__mro__)
 
 
 @dataclass(slots=True)

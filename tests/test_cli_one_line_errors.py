@@ -264,6 +264,24 @@ def test_cli_build_from_the_hub_while_offline_is_one_line(tmp_path, capsys, monk
     _one_line_error(capsys, _build(source, tmp_path / "out"), "offline mode", "unset HF_HUB_OFFLINE")
 
 
+def test_cli_build_from_the_hub_without_a_network_is_one_line(tmp_path, capsys, monkeypatch):
+    """Not offline mode, but no route to the Hub: the HTTP client's own connection error (its module's name
+    moved between huggingface_hub releases) ends in one line, as the OS's does."""
+    from dataset_builder import sources
+
+    ConnectError = type("ConnectError", (Exception,), {"__module__": "httpx2._exceptions"})
+
+    def unreachable(self):
+        raise ConnectError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(sources.Source, "listing", unreachable)
+    source = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
+    _one_line_error(capsys, _build(source, tmp_path / "out"), "not reachable", "ConnectError", "check the network")
+    monkeypatch.setattr(sources.Source, "listing", lambda self: (_ for _ in ()).throw(KeyError("a bug")))
+    with pytest.raises(KeyError):  # anything else is not dressed up as the network
+        main(_build(source, tmp_path / "out"))
+
+
 def test_cli_build_large_train_fraction_that_leaves_no_test_group_is_one_line(raw, tmp_path, capsys):
     argv = _build(raw, tmp_path / "out", "--preset", "large", "--train-fraction", "0.999")
     _one_line_error(
