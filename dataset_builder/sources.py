@@ -83,9 +83,10 @@ def _hub_errors(root: str) -> Iterator[None]:
     except Exception as err:
         if not _network_error(err):
             raise
+        said = " ".join(str(err).split())[:200]
         raise BuildError(
-            f"--source {root}: the Hub is not reachable ({type(err).__name__}: {' '.join(str(err).split())[:200]}):"
-            " check the network (or a proxy), or download the files and pass their folder"
+            f"--source {root}: the Hub is not reachable ({type(err).__name__}: {said}): check the network "
+            "(or a proxy), or download the files and pass their folder"
         ) from err
 
 

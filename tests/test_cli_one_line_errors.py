@@ -276,7 +276,8 @@ def test_cli_build_from_the_hub_without_a_network_is_one_line(tmp_path, capsys, 
 
     monkeypatch.setattr(sources.Source, "listing", unreachable)
     source = "hf://datasets/McAuley-Lab/Amazon-Reviews-2023/raw"
-    _one_line_error(capsys, _build(source, tmp_path / "out"), "not reachable", "ConnectError", "check the network")
+    argv = _build(source, tmp_path / "out")
+    _one_line_error(capsys, argv, "not reachable", "ConnectError", "check the network")
     monkeypatch.setattr(sources.Source, "listing", lambda self: (_ for _ in ()).throw(KeyError("a bug")))
     with pytest.raises(KeyError):  # anything else is not dressed up as the network
         main(_build(source, tmp_path / "out"))
