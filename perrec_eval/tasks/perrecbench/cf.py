@@ -408,8 +408,8 @@ def _ridge_segments(design: np.ndarray, target: np.ndarray, lengths: np.ndarray,
     length instead of one per segment.
 
     >>> design, target = np.ones((3, 1)), np.array([2.0, 4.0, 1.0])
-    >>> _ridge_segments(design, target, np.array([2, 0, 1]), 0.0)[:, 0].tolist()
-    [3.0, 0.0, 1.0]
+    >>> _ridge_segments(design, target, np.array([2, 0, 1]), 0.25)[:, 0].tolist()  # 6 / 2.5, 0, 1 / 1.25
+    [2.4, 0.0, 0.8]
     """
     dim = design.shape[1]
     out = np.empty((len(lengths), dim))
