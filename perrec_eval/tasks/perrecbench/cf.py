@@ -65,6 +65,7 @@ RULE = (
 _ENTRY_BLOCK = 65_536  # ratings whose outer products are held at once (~42 MB at 8 factors)
 _KNN_EPS = 1e-8
 _FOLD_BLOCK = 262_144  # history items whose fold-ins are solved at once (~40 MB of temporaries)
+_KNN_BLOCK_GROUPS = 64  # item-kNN groups predicted at once (their similarity tables held together)
 
 
 @dataclass(frozen=True, slots=True)
@@ -683,15 +684,16 @@ def _outcomes(
     return out
 
 
-def _blocks(coded: Coded) -> Iterator[np.ndarray]:
-    """The groups in consecutive runs of about :data:`_FOLD_BLOCK` history items (at least one group each),
-    so the fold-ins' temporaries do not grow with the data."""
+def _blocks(coded: Coded, most: int | None = None) -> Iterator[np.ndarray]:
+    """The groups in consecutive runs of about :data:`_FOLD_BLOCK` history items (at least one group each,
+    at most `most` groups), so the fold-ins' temporaries do not grow with the data."""
     user_ends = np.cumsum(coded.users)
     item_ends = np.concatenate([[0], np.cumsum(coded.lengths)])[user_ends]  # items up to each group's end
     first = 0
     while first < len(coded.users):
         reached = item_ends[first - 1] if first else 0
         last = max(first + 1, int(np.searchsorted(item_ends, reached + _FOLD_BLOCK, side="right")))
+        last = last if most is None else min(last, first + most)
         yield np.arange(first, min(last, len(coded.users)))
         first = last
 
@@ -709,7 +711,7 @@ def _knn_groups(
     """Each group's item-kNN outcome, every user of a block of groups predicted at once (bit for bit
     :func:`knn_predict` of each)."""
     out: list[GroupOutcome] = []
-    for block in _blocks(coded):
+    for block in _blocks(coded, _KNN_BLOCK_GROUPS):  # a block's similarity tables are held together
         chosen, histories = [groups[i] for i in block], coded.take(block)
         queries, ns = _queries(ratings, chosen)
         tables: list[tuple[np.ndarray, np.ndarray]] = []
@@ -921,6 +923,7 @@ def run(
             models, fit_seconds = models + figures["models"], fit_seconds + figures["fit_seconds"]
             for i, outcome in zip(members, outcomes, strict=True):
                 per_point[point][i] = outcome
+        del ratings, coded, similarities  # before the next domain's are read
     best: tuple[float, MFParams | KNNParams, list[GroupOutcome]] | None = None
     for params, filled in zip(grid, per_point, strict=True):
         outcomes = [o for o in filled if o is not None]
