@@ -50,6 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from perrec_eval.errors import DataError
+from perrec_eval.tasks.perrecbench.context import Histories
 from perrec_eval.tasks.perrecbench.records import Group
 
 CF_BASELINES: tuple[str, ...] = ("mf", "item-knn")
@@ -63,6 +64,8 @@ RULE = (
 )
 _ENTRY_BLOCK = 65_536  # ratings whose outer products are held at once (~42 MB at 8 factors)
 _KNN_EPS = 1e-8
+_FOLD_BLOCK = 262_144  # history items whose fold-ins are solved at once (~40 MB of temporaries)
+_KNN_BLOCK_GROUPS = 64  # item-kNN groups predicted at once (their similarity tables held together)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +146,9 @@ class Ratings:
 
     def of_users(self, users: np.ndarray, n: int) -> np.ndarray:
         """Positions of these users' ratings among the first ``n``."""
-        parts = [self.by_user[self.user_edges[u] : self.user_edges[u + 1]] for u in users]
-        joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        users = np.asarray(users, dtype=np.int64)
+        first = self.user_edges[users]
+        joined = self.by_user[_ranges(first, self.user_edges[users + 1] - first)]
         return joined[joined < n]
 
 
@@ -392,8 +396,39 @@ def _residual(values: np.ndarray, mu: float, bias: np.ndarray, codes: np.ndarray
 
 def _ridge(design: np.ndarray, target: np.ndarray, reg: float) -> np.ndarray:
     """One row's ridge solution (the fold-in of one user or item): penalty reg · max(n, 1)."""
-    gram = design.T @ design + reg * max(len(target), 1) * np.eye(design.shape[1])
-    return np.linalg.solve(gram, design.T @ target)
+    return _ridge_segments(design, target, np.array([len(target)]), reg)[0]
+
+
+def _ridge_segments(design: np.ndarray, target: np.ndarray, lengths: np.ndarray, reg: float) -> np.ndarray:
+    """:func:`_ridge` of each segment: ``lengths[s]`` consecutive rows of ``design`` and ``target`` (many
+    fold-ins at once).
+
+    The segments of one length are solved as one stack (Gram matrices, right-hand sides and solves);
+    numpy makes the same BLAS and LAPACK calls for each matrix of a stack as for that matrix alone, so
+    each solution is bit for bit the one a segment gets alone (the tests check it), at one call per
+    length instead of one per segment.
+
+    >>> design, target = np.ones((3, 1)), np.array([2.0, 4.0, 1.0])
+    >>> _ridge_segments(design, target, np.array([2, 0, 1]), 0.25)[:, 0].tolist()  # 6 / 2.5, 0, 1 / 1.25
+    [2.4, 0.0, 0.8]
+    """
+    dim = design.shape[1]
+    out = np.empty((len(lengths), dim))
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    for length in np.unique(lengths).tolist():
+        which = np.flatnonzero(lengths == length)
+        rows = starts[which][:, None] + np.arange(length)
+        stack = design[rows]  # (segments, length, dim)
+        gram = stack.transpose(0, 2, 1) @ stack + reg * max(length, 1) * np.eye(dim)
+        rhs = stack.transpose(0, 2, 1) @ target[rows][:, :, None]
+        out[which] = np.linalg.solve(gram, rhs)[:, :, 0]
+    return out
+
+
+def _segment_ids(lengths: np.ndarray) -> np.ndarray:
+    """Each row's segment for segments of these lengths: [0] * lengths[0] + [1] * lengths[1] + ..."""
+    return np.repeat(np.arange(len(lengths)), lengths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,25 +499,50 @@ class MFModel:
     def fold_in_item(self, ratings: Ratings, item: int, n: int) -> np.ndarray | None:
         """The item's [bias, factors] from its ratings among the first ``n`` by users the model knows (the
         ALS item step for one item); None when there is none."""
-        if item < 0:
-            return None
-        at = ratings.of_item(item, n)
-        users = ratings.users[at]
+        vectors, found = self.fold_in_items(ratings, np.array([item]), np.array([n]))
+        return vectors[0] if found[0] else None
+
+    def fold_in_items(
+        self, ratings: Ratings, items: np.ndarray, ns: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`fold_in_item` of each (item, n), solved together (:func:`_ridge_segments`): the
+        [bias, factors] rows, and whether each item had a rating to fold in (its row is 0 where not)."""
+        empty = np.zeros(0, dtype=np.int32)
+        at = [
+            ratings.of_item(item, n) if item >= 0 else empty
+            for item, n in zip(items.tolist(), ns.tolist(), strict=True)
+        ]
+        lengths = np.array([len(positions) for positions in at], dtype=np.int64)
+        positions = np.concatenate(at) if at else empty
+        users = ratings.users[positions]
         keep = self.user_known[users]
-        if not keep.any():
-            return None
+        kept = np.bincount(_segment_ids(lengths)[keep], minlength=len(lengths))
         users = users[keep]
         design = np.hstack([np.ones((len(users), 1)), self.user_factors[users]])
-        return _ridge(design, ratings.values[at][keep] - self.mu - self.user_bias[users], self.reg)
+        target = ratings.values[positions][keep] - self.mu - self.user_bias[users]
+        found = kept > 0
+        out = np.zeros((len(lengths), self.item_factors.shape[1] + 1))
+        out[found] = _ridge_segments(design, target, kept[found], self.reg)
+        return out, found
 
     def predict(self, query: np.ndarray, items: np.ndarray, values: np.ndarray) -> float:
         """A user folded in from their history (item codes, -1 for unknown, and ratings) rates the item whose
         [bias, factors] are ``query``; items the model does not know are skipped."""
+        return float(self.predict_many(query[None], items, values, np.array([len(items)]))[0])
+
+    def predict_many(
+        self, queries: np.ndarray, items: np.ndarray, values: np.ndarray, lengths: np.ndarray
+    ) -> np.ndarray:
+        """:meth:`predict` of many users at once: user u's history is ``lengths[u]`` consecutive entries of
+        ``items`` and ``values``, the item it rates is row u of ``queries``. Bit for bit :meth:`predict`
+        of each (the fold-ins by :func:`_ridge_segments`, the dot products one BLAS call per user)."""
         keep = (items >= 0) & self.item_known[np.maximum(items, 0)]
+        kept = np.bincount(_segment_ids(lengths)[keep], minlength=len(lengths))
         known = items[keep]
         design = np.hstack([np.ones((len(known), 1)), self.item_factors[known]])
-        user = _ridge(design, values[keep] - self.mu - self.item_bias[known], self.reg)
-        return float(self.mu + user[0] + query[0] + user[1:] @ query[1:])
+        users = _ridge_segments(design, values[keep] - self.mu - self.item_bias[known], kept, self.reg)
+        dots = (users[:, None, 1:] @ queries[:, 1:, None])[:, 0, 0]
+        return self.mu + users[:, 0] + queries[:, 0] + dots
 
 
 def knn_similarities(ratings: Ratings, query: int, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -548,57 +608,197 @@ class GroupOutcome:
     fallback: int
 
 
-def histories_of(ratings: Ratings, groups: Iterable[Group]) -> list[History]:
-    """Each group's users' histories as the domain's item codes (-1: an item without a rating) and ratings:
-    a few bytes per item, where the groups' records are ~100 bytes per item."""
-    return [_history(ratings.item_codes, group) for group in groups]
+@dataclass(frozen=True, slots=True)
+class Coded:
+    """Groups' users' histories as one domain's item codes (-1: an item without a rating there) and
+    ratings, 16 bytes per item where the groups' records take ~100: ``users[g]`` users in group g (in
+    order), ``lengths[u]`` items of user u, then every item of every user in one pair of arrays."""
+
+    items: np.ndarray
+    values: np.ndarray
+    lengths: np.ndarray
+    users: np.ndarray
+
+    def take(self, groups: np.ndarray) -> Coded:
+        """The histories of these groups (indices), in this order."""
+        user_starts = np.concatenate([[0], np.cumsum(self.users)])
+        item_starts = np.concatenate([[0], np.cumsum(self.lengths)])
+        users = _ranges(user_starts[groups], self.users[groups])
+        items = _ranges(item_starts[users], self.lengths[users])
+        return Coded(self.items[items], self.values[items], self.lengths[users], self.users[groups])
 
 
-def _history(codes: Mapping[str, int], group: Group) -> History:
-    return [
-        (
-            np.array([codes.get(h.parent_asin, -1) for h in user.history], dtype=np.int64),
-            np.array([h.rating for h in user.history], dtype=np.float64),
-        )
-        for user in group.users
-    ]
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``starts[0], ..., starts[0] + counts[0] - 1, starts[1], ...``: the indices of consecutive runs.
+
+    >>> _ranges(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist()
+    [5, 6, 9, 10, 11]
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    before = np.cumsum(counts) - counts
+    return np.repeat(np.asarray(starts, dtype=np.int64) - before, counts) + np.arange(int(counts.sum()))
 
 
-def _outcome(group: Group, predicted: list[float | None], cold: bool) -> GroupOutcome:
+def code_histories(codes: Mapping[str, int], batches: Iterable[Histories]) -> tuple[list[str], Coded]:
+    """Histories (`context.Histories`, a batch at a time) in a domain's item codes: the groups' ids and
+    their histories. Each batch's distinct items are looked up once."""
+    import pyarrow.compute as pc
+
+    ids: list[str] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for batch in batches:
+        ids += batch.group_ids
+        encoded = batch.items.dictionary_encode()
+        names = encoded.dictionary.to_pylist()
+        lookup = np.array([*(codes.get(name, -1) for name in names), -1], dtype=np.int64)
+        at = pc.fill_null(encoded.indices, len(names)).to_numpy()
+        parts.append((lookup[at], batch.ratings, batch.lengths, batch.users))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return ids, Coded(empty, np.zeros(0), empty, empty)
+    items, values, lengths, users = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return ids, Coded(items, values.astype(np.float64), lengths, users)
+
+
+def histories_of(ratings: Ratings, groups: Sequence[Group]) -> Coded:
+    """The groups' users' histories (those the records hold) as the domain's item codes and ratings."""
+    return code_histories(ratings.item_codes, [Histories.of_groups(groups)])[1]
+
+
+def _outcome(group: Group, predicted: Sequence[float | None], cold: bool) -> GroupOutcome:
     ratings = [u.avg_rating if p is None else p for u, p in zip(group.users, predicted, strict=True)]
     return GroupOutcome(ratings, cold, sum(p is None for p in predicted))
 
 
-# Per user of a group: the history item codes (-1: unknown) and ratings.
-History = list[tuple[np.ndarray, np.ndarray]]
-
-
-def _knn_group(
-    ratings: Ratings, group: Group, params: KNNParams, cache: dict, history: History
-) -> GroupOutcome:
-    query = ratings.item_codes.get(group.query.parent_asin, -1)
-    n = ratings.before(group.window_start)
-    if query < 0 or not len(ratings.of_item(query, n)):
-        return _outcome(group, [None] * len(group.users), cold=True)
-    if (query, n) not in cache:
-        cache[(query, n)] = knn_similarities(ratings, query, n)
-    codes, sims = cache[(query, n)]
-    predicted = [
-        knn_predict(codes, sims, items, values, user.avg_rating, params.neighbours)
-        for user, (items, values) in zip(group.users, history, strict=True)
+def _outcomes(
+    groups: Sequence[Group], users: np.ndarray, cold: np.ndarray, predicted: np.ndarray, scored: np.ndarray
+) -> list[GroupOutcome]:
+    """Each group's outcome from its users' predictions (row order; a user not ``scored`` falls back)."""
+    values: list[float | None] = [
+        value if ok else None for value, ok in zip(predicted.tolist(), scored.tolist(), strict=True)
     ]
-    return _outcome(group, predicted, cold=False)
+    out, first = [], 0
+    for group, count, is_cold in zip(groups, users.tolist(), cold.tolist(), strict=True):
+        out.append(_outcome(group, values[first : first + count], cold=is_cold))
+        first += count
+    return out
 
 
-def _mf_group(model: MFModel, ratings: Ratings, group: Group, history: History) -> GroupOutcome:
-    query = ratings.item_codes.get(group.query.parent_asin, -1)
-    vector = model.fold_in_item(ratings, query, ratings.before(group.window_start))
-    if vector is None:
-        return _outcome(group, [None] * len(group.users), cold=True)
-    predicted: list[float | None] = [
-        model.predict(vector, items, values) for items, values in history
-    ]
-    return _outcome(group, predicted, cold=False)
+def _blocks(coded: Coded, most: int | None = None) -> Iterator[np.ndarray]:
+    """The groups in consecutive runs of about :data:`_FOLD_BLOCK` history items (at least one group each,
+    at most `most` groups), so the fold-ins' temporaries do not grow with the data."""
+    user_ends = np.cumsum(coded.users)
+    item_ends = np.concatenate([[0], np.cumsum(coded.lengths)])[user_ends]  # items up to each group's end
+    first = 0
+    while first < len(coded.users):
+        reached = item_ends[first - 1] if first else 0
+        last = max(first + 1, int(np.searchsorted(item_ends, reached + _FOLD_BLOCK, side="right")))
+        last = last if most is None else min(last, first + most)
+        yield np.arange(first, min(last, len(coded.users)))
+        first = last
+
+
+def _queries(ratings: Ratings, groups: Sequence[Group]) -> tuple[np.ndarray, np.ndarray]:
+    """Each group's query item code (-1: no rating) and how many ratings precede its window start."""
+    items = np.array([ratings.item_codes.get(g.query.parent_asin, -1) for g in groups], dtype=np.int64)
+    starts = np.array([g.window_start for g in groups], dtype=np.int64)
+    return items, np.searchsorted(ratings.timestamps, starts, side="left")
+
+
+def _knn_groups(
+    ratings: Ratings, groups: Sequence[Group], params: KNNParams, cache: dict, coded: Coded
+) -> list[GroupOutcome]:
+    """Each group's item-kNN outcome, every user of a block of groups predicted at once (bit for bit
+    :func:`knn_predict` of each)."""
+    out: list[GroupOutcome] = []
+    for block in _blocks(coded, _KNN_BLOCK_GROUPS):  # a block's similarity tables are held together
+        chosen, histories = [groups[i] for i in block], coded.take(block)
+        queries, ns = _queries(ratings, chosen)
+        tables: list[tuple[np.ndarray, np.ndarray]] = []
+        cold = np.zeros(len(chosen), dtype=bool)
+        for g, (query, n) in enumerate(zip(queries.tolist(), ns.tolist(), strict=True)):
+            if query < 0 or not len(ratings.of_item(query, n)):
+                cold[g], table = True, (np.zeros(0, dtype=np.int64), np.zeros(0))
+            else:
+                if (query, n) not in cache:
+                    cache[(query, n)] = knn_similarities(ratings, query, n)
+                table = cache[(query, n)]
+            tables.append(table)
+        user_group = np.repeat(np.arange(len(chosen)), histories.users)
+        item_group = np.repeat(user_group, histories.lengths)
+        sims = _table_lookup(tables, item_group, histories.items)
+        avgs = np.array([u.avg_rating for g in chosen for u in g.users], dtype=np.float64)
+        predicted, scored = _knn_rates(sims, histories.values, histories.lengths, avgs, params.neighbours)
+        out += _outcomes(chosen, histories.users, cold, predicted, scored & ~cold[user_group])
+    return out
+
+
+def _table_lookup(
+    tables: Sequence[tuple[np.ndarray, np.ndarray]], owner: np.ndarray, items: np.ndarray
+) -> np.ndarray:
+    """Each item's similarity in its owner's table (sorted codes and their similarities; 0 where absent or
+    the item is unknown (-1)): the searchsorted of :func:`knn_predict`, for all owners at once."""
+    width = int(max((int(c[-1]) for c, _ in tables if len(c)), default=0)) + 1
+    width = max(width, int(items.max(initial=0)) + 1)
+    shifted = (codes.astype(np.int64) + t * width for t, (codes, _) in enumerate(tables))
+    keys = np.concatenate([np.zeros(0, dtype=np.int64), *shifted])
+    values = np.concatenate([np.zeros(0), *(sims for _, sims in tables)])
+    out = np.zeros(len(items))
+    if not len(keys):
+        return out
+    wanted = owner * width + items
+    found = np.searchsorted(keys, wanted).clip(max=len(keys) - 1)
+    hit = (items >= 0) & (keys[found] == wanted)
+    out[hit] = values[found[hit]]
+    return out
+
+
+def _knn_rates(
+    sims: np.ndarray, values: np.ndarray, lengths: np.ndarray, avgs: np.ndarray, neighbours: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`knn_predict`'s rule for many users at once: user u's items are ``lengths[u]`` consecutive
+    entries of ``sims`` (their similarity to the query item) and ``values`` (the user's ratings). Returns
+    each user's prediction and whether it has one (a similar item). The weighted sums are taken per number
+    of neighbours used, one BLAS dot product per user, so each is bit for bit the one-user result."""
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    usable = np.flatnonzero(sims != 0)
+    # per user, most similar first, ties in history order (lexsort is stable): knn_predict's argsort
+    chosen = usable[np.lexsort((-sims[usable], owner[usable]))]
+    run_start = np.searchsorted(owner[chosen], owner[chosen], side="left")
+    chosen = chosen[np.arange(len(chosen)) - run_start < neighbours]
+    counts = np.bincount(owner[chosen], minlength=len(lengths))
+    starts = np.cumsum(counts) - counts
+    out = np.zeros(len(lengths))
+    for count in np.unique(counts[counts > 0]).tolist():
+        users = np.flatnonzero(counts == count)
+        at = chosen[starts[users][:, None] + np.arange(count)]
+        weights, centred = sims[at], values[at] - avgs[users][:, None]
+        dots = (weights[:, None, :] @ centred[:, :, None])[:, 0, 0]
+        out[users] = avgs[users] + dots / (np.abs(weights).sum(axis=1) + _KNN_EPS)
+    return out, counts > 0
+
+
+def _mf_groups(
+    model: MFModel, ratings: Ratings, groups: Sequence[Group], coded: Coded
+) -> list[GroupOutcome]:
+    """Each group's outcome under ``model``: the query items of a block of groups folded in together, then
+    all their users (:meth:`MFModel.fold_in_items`, :meth:`MFModel.predict_many`)."""
+    out: list[GroupOutcome] = []
+    for block in _blocks(coded):
+        chosen, histories = [groups[i] for i in block], coded.take(block)
+        vectors, found = model.fold_in_items(ratings, *_queries(ratings, chosen))
+        user_group = np.repeat(np.arange(len(chosen)), histories.users)
+        served = found[user_group]
+        entries = np.repeat(served, histories.lengths)
+        predicted = np.zeros(len(user_group))
+        predicted[served] = model.predict_many(
+            vectors[user_group[served]],
+            histories.items[entries],
+            histories.values[entries],
+            histories.lengths[served],
+        )
+        out += _outcomes(chosen, histories.users, ~found, predicted, served)
+    return out
 
 
 def predict_groups(
@@ -606,13 +806,16 @@ def predict_groups(
     interactions: Mapping[str, Ratings],
     groups: Sequence[Group],
     params: MFParams | KNNParams,
-    histories: Sequence[History] | None = None,
+    histories: Coded | None = None,
+    similarities: dict[str, dict] | None = None,
 ) -> tuple[list[GroupOutcome], dict[str, Any]]:
     """Predict every group under the past-only rule (module docstring).
 
     Groups may repeat across levels (same id, same window): each model serves them all. `histories` gives
-    each group's users' histories as item codes of its domain and ratings (`histories_of`); None: they are
-    taken from the groups.
+    the groups' users' histories as item codes of each group's domain and ratings (`code_histories`, in
+    the order of ``groups``); None: they are taken from the groups. `similarities`: item-kNN's
+    similarities per domain, kept for another call on the same groups (another grid point: they do not
+    depend on its parameters); None: dropped after each domain.
 
     Returns:
         One outcome per group (input order) and the fitting figures (models, seconds).
@@ -626,14 +829,16 @@ def predict_groups(
             raise DataError(f"no interactions for domain {domain!r}; rebuild with --with-interactions")
         ratings = interactions[domain]
         members = [i for i, g in enumerate(groups) if g.domain == domain]
-        if histories is None:
-            of = dict(zip(members, histories_of(ratings, [groups[i] for i in members]), strict=True))
-        else:
-            of = {i: histories[i] for i in members}
+        of = (
+            histories_of(ratings, [groups[i] for i in members])
+            if histories is None
+            else histories.take(np.array(members, dtype=np.int64))
+        )
         if isinstance(params, KNNParams):
-            cache: dict = {}
-            for i in members:
-                out[i] = _knn_group(ratings, groups[i], params, cache, of[i])
+            cache = {} if similarities is None else similarities.setdefault(domain, {})
+            outcomes = _knn_groups(ratings, [groups[i] for i in members], params, cache, of)
+            for i, outcome in zip(members, outcomes, strict=True):
+                out[i] = outcome
             continue
         plan = cut_plan([groups[i].window_start for i in members], CUTS)
         model = None
@@ -642,9 +847,11 @@ def predict_groups(
             model = MFModel.fit(ratings, ratings.before(cut), params, warm=model)
             seconds += time.perf_counter() - started
             models += 1
-            for i in members:
-                if plan[groups[i].window_start] == cut:
-                    out[i] = _mf_group(model, ratings, groups[i], of[i])
+            served = [k for k, i in enumerate(members) if plan[groups[i].window_start] == cut]
+            chosen = [groups[members[k]] for k in served]
+            outcomes = _mf_groups(model, ratings, chosen, of.take(np.array(served, dtype=np.int64)))
+            for k, outcome in zip(served, outcomes, strict=True):
+                out[members[k]] = outcome
     return [o for o in out if o is not None], {"models": models, "fit_seconds": round(seconds, 3)}
 
 
@@ -668,13 +875,14 @@ def run(
     interactions: Mapping[str, Ratings],
     groups_by_level: Mapping[str, Sequence[Group]],
     train: Sequence[Group],
-    histories: Callable[[str], Iterable[Group]] | None = None,
+    histories: Callable[[str], Iterable[Histories]] | None = None,
 ) -> tuple[dict[str, list[GroupOutcome]], dict[str, Any]]:
     """Choose the grid point on ``train``, and predict every level's groups with it.
 
-    `histories(domain)` gives the groups of that domain with their users' histories, in the order of
-    ``train`` then each level's groups (the given groups may then be held without them: only their
-    histories' codes are kept, one domain at a time); None: the given groups hold them.
+    `histories(domain)` gives the histories of that domain's groups (`context.Histories`, a batch at a
+    time: `context.stream_histories`), in the order of ``train`` then each level's groups (the given
+    groups may then be held without them: only their histories' codes are kept, one domain at a time);
+    None: the given groups hold them.
 
     Each grid point's models serve the train and the evaluated groups at once (one cut plan per domain);
     the choice reads the train groups' mean tau-b only (the first grid point on ties, or without train
@@ -700,19 +908,22 @@ def run(
         if domain not in interactions:
             raise DataError(f"no interactions for domain {domain!r}; rebuild with --with-interactions")
         ratings = {domain: interactions[domain]}
-        coded, ids = [], []
-        for group in [everything[i] for i in members] if histories is None else histories(domain):
-            ids.append(group.group_id)
-            coded.append(_history(ratings[domain].item_codes, group))
+        if histories is None:
+            batches: Iterable[Histories] = [Histories.of_groups([everything[i] for i in members])]
+        else:
+            batches = histories(domain)
+        ids, coded = code_histories(ratings[domain].item_codes, batches)
         if ids != [everything[i].group_id for i in members]:
             raise ValueError(f"histories({domain!r}) gave other groups than the {domain} groups to predict")
+        similarities: dict[str, dict] = {}  # item-kNN's, shared by the grid points on this domain
         for point, params in enumerate(grid):
             outcomes, figures = predict_groups(
-                name, ratings, [everything[i] for i in members], params, histories=coded
+                name, ratings, [everything[i] for i in members], params, coded, similarities
             )
             models, fit_seconds = models + figures["models"], fit_seconds + figures["fit_seconds"]
             for i, outcome in zip(members, outcomes, strict=True):
                 per_point[point][i] = outcome
+        del ratings, coded, similarities  # before the next domain's are read
     best: tuple[float, MFParams | KNNParams, list[GroupOutcome]] | None = None
     for params, filled in zip(grid, per_point, strict=True):
         outcomes = [o for o in filled if o is not None]

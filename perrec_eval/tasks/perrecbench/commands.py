@@ -35,14 +35,18 @@ def evaluate(config: EvalConfig) -> int:
     from perrec_eval.tasks.perrecbench import report, run
     from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
-    if config.engine == BASELINE_ENGINE:
-        systems = run.evaluate_baselines(config, baseline_names(config))
-    elif len(config.adapter) > 1:
+    if len(config.adapter) > 1 and config.engine != BASELINE_ENGINE:
         systems = run.evaluate_adapters(config)
-    else:
-        systems = [(config.system_label, run.evaluate(config))]
-    folders = [Path(config.out) / name for name, _ in systems] if len(systems) > 1 else [config.out]
-    print(report.table(load_runs(folders)))
+        folders = [Path(config.out) / name for name, _ in systems]
+        print(report.table(load_runs(folders)))
+    else:  # the runs just written: their predictions are not read back for the table
+        written = (
+            run.baseline_runs(config, baseline_names(config))
+            if config.engine == BASELINE_ENGINE
+            else [(config.system_label, run.evaluate_run(config))]
+        )
+        systems = [(name, one.scores) for name, one in written]
+        print(report.table([one for _, one in written]))
     if len(systems) > 1:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:

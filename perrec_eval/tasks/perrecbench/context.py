@@ -67,6 +67,27 @@ def stream_groups(
     """The groups of one level with their histories, `BATCH_GROUPS` rows at a time, in dataset order:
     only those whose id is in `ids` (all when None) and, with `domain`, of that domain. Each batch's records
     are the caller's to drop: nothing is kept here between batches."""
+    for batch in _chosen_batches(data, level, split, ids, domain):
+        yield _groups(batch)
+
+
+def stream_histories(
+    data: str | os.PathLike,
+    level: str,
+    split: str = "test",
+    *,
+    ids: Iterable[str] | None = None,
+    domain: str | None = None,
+) -> Iterator[Histories]:
+    """The groups `stream_groups` gives, as their users' histories only (`Histories`: columns, no record
+    per item), a batch at a time."""
+    for batch in _chosen_batches(data, level, split, ids, domain):
+        yield Histories.of_batch(batch)
+
+
+def _chosen_batches(
+    data: str | os.PathLike, level: str, split: str, ids: Iterable[str] | None, domain: str | None
+) -> Iterator[Any]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -77,7 +98,59 @@ def stream_groups(
         if domain is not None:
             batch = batch.filter(pc.equal(batch.column("domain"), domain))
         if batch.num_rows:
-            yield _groups(batch)
+            yield batch
+
+
+@dataclass(frozen=True, slots=True)
+class Histories:
+    """Some groups' users' histories as columns: each kept item's ``parent_asin`` and rating, with the
+    number of users of each group and of kept items of each user (groups, users and items in dataset
+    order). Items are kept as `records.User` keeps them (those with a title), so these are the histories
+    of the groups' records, without a Python object per item (what the CF baselines read)."""
+
+    group_ids: list[str]
+    users: Any  # numpy int64: users per group
+    lengths: Any  # numpy int64: kept history items per user
+    items: Any  # pyarrow string array: each item's parent_asin (null: none)
+    ratings: Any  # numpy float64
+
+    @classmethod
+    def of_groups(cls, groups: Sequence[Group]) -> Histories:
+        """The histories of these records."""
+        import numpy as np
+        import pyarrow as pa
+
+        users = [user for group in groups for user in group.users]
+        return cls(
+            group_ids=[group.group_id for group in groups],
+            users=np.array([len(group.users) for group in groups], dtype=np.int64),
+            lengths=np.array([len(user.history) for user in users], dtype=np.int64),
+            items=pa.array([h.parent_asin for user in users for h in user.history], type=pa.string()),
+            ratings=np.array([h.rating for user in users for h in user.history], dtype=np.float64),
+        )
+
+    @classmethod
+    def of_batch(cls, batch: Any) -> Histories:
+        """The histories of a batch of rows (a pyarrow RecordBatch of a level's file)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        users = batch.column("users")
+        flat = users.flatten()  # one struct per user
+        history = pc.struct_field(flat, "history")
+        items = history.flatten()  # one struct per history item
+        titled = pc.fill_null(pc.greater(pc.binary_length(pc.struct_field(items, "title")), 0), False)
+        per_user = pc.fill_null(pc.list_value_length(history), 0).to_numpy()
+        keep = titled.to_numpy(zero_copy_only=False)
+        owner = np.repeat(np.arange(len(per_user)), per_user)
+        return cls(
+            group_ids=batch.column("group_id").to_pylist(),
+            users=pc.fill_null(pc.list_value_length(users), 0).to_numpy().astype(np.int64),
+            lengths=np.bincount(owner[keep], minlength=len(per_user)).astype(np.int64),
+            items=pc.struct_field(items, "parent_asin").filter(titled),
+            ratings=pc.struct_field(items, "rating").filter(titled).cast(pa.float64()).to_numpy(),
+        )
 
 
 def retrieve_streamed(

@@ -10,6 +10,7 @@ through `_run`: one loop over the cells, one scoring, one run.json layout, one w
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import shlex
 import time
@@ -28,7 +29,7 @@ from perrec_eval.rundir import check_out, claim, local_inputs, write_run
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, demonstrations, report
 from perrec_eval.tasks.perrecbench.config import EvalConfig
-from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
+from perrec_eval.tasks.perrecbench.leaderboard.runs import Run, load_runs, run_of
 from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord, UserKey
 from perrec_eval.tasks.perrecbench.results import Metric, Scores
 from perrec_eval.tasks.perrecbench.scoring import prediction_records, score_cells
@@ -114,6 +115,15 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     """Run the benchmark for one model into `config.out`, holding the folder's lock; see `_evaluate`.
 
     Raises:
+        DataError: as `evaluate_run`.
+    """
+    return evaluate_run(config, engine).scores
+
+
+def evaluate_run(config: EvalConfig, engine: Engine | None = None) -> Run:
+    """`evaluate`, returning the run written (as `load_run` would read it back).
+
+    Raises:
         DataError: another process works in `config.out`, it holds another config's finished run and
             `config.overwrite` is off, or it is not a folder a run may be written to (`rundir.check_out`).
     """
@@ -124,8 +134,8 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
         return _evaluate(config, engine)
 
 
-def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
-    """Run the benchmark for one model and write the run folder; returns its scores.
+def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Run:
+    """Run the benchmark for one model and write the run folder; returns the run written.
 
     `engine` overrides the one named in the config (tests pass a FakeEngine). Requests go through the
     run's cache, so calling this again with the same config resumes without repeating any request; requests
@@ -210,9 +220,10 @@ def _test_groups(config: EvalConfig, *, history: bool = True) -> dict[str, list[
     }
 
 
-def _run(config: EvalConfig, system: System, test: Mapping[str, list[Group]]) -> Scores:
+def _run(config: EvalConfig, system: System, test: Mapping[str, list[Group]]) -> Run:
     """Every cell of `config` answered by `system`, scored and written to `config.out`: the one path of
-    models and baselines."""
+    models and baselines. Returns the run as `load_run` reads it back, without reading its
+    predictions.jsonl again (run.json and scores.json as their JSON files hold them)."""
     out = Path(config.out)
     records: list[PredictionRecord] = []
     samples: list[SampleRecord] | None = None
@@ -240,7 +251,8 @@ def _run(config: EvalConfig, system: System, test: Mapping[str, list[Group]]) ->
         run_info=run_info,
         report=partial(report.render_run, out, run_info, scores, records),
     )
-    return scores
+    info = RunInfo.from_json(json.loads(json.dumps(run_info.to_json())), out / "run.json")
+    return run_of(out, info, Scores.from_json(json.loads(json.dumps(scores.to_json()))), records)
 
 
 def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, Scores]]:
@@ -262,7 +274,14 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
 
 
 def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Scores]]:
-    """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder.
+    """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder; see
+    `baseline_runs`."""
+    return [(name, written.scores) for name, written in baseline_runs(config, names)]
+
+
+def baseline_runs(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Run]]:
+    """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder;
+    returns the runs written.
 
     With several names, each goes to `out/<name>/`; groups, retrieval and the CF fits are computed once. The
     collaborative-filtering baselines (`cf`: mf, item-knn) fit on the build's interactions
@@ -296,7 +315,7 @@ def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[s
             Path(sub.out).mkdir(parents=True, exist_ok=True)
             systems.append((name, _run(sub, Baseline(name, shared), test)))
         if len(names) > 1:
-            report.write_report(config.out, load_runs([Path(sub.out) for sub in subs.values()]))
+            report.write_report(config.out, [written for _, written in systems])
     return systems
 
 

@@ -241,13 +241,6 @@ class Baselines:
         """The evaluated groups' ids of a level (None: all of its groups are evaluated)."""
         return None if self.config.max_groups is None else [g.group_id for g in self.test[level]]
 
-    def full_groups(self, level: str, split: str | None = None, domain: str | None = None) -> Iterator[Group]:
-        """The evaluated groups of `level` (or all of `split`) with their histories, read batch by batch."""
-        ids = self._ids(level) if split is None else None
-        split = self.config.split if split is None else split
-        for batch in context.stream_groups(self.config.data, level, split, ids=ids, domain=domain):
-            yield from batch
-
     def streamed(self, name: str) -> dict[tuple[str, str], list[float]]:
         """(level, group_id) → the ratings baseline `name` predicts from each group's users' histories and
         their retrieved items."""
@@ -278,11 +271,14 @@ class Baselines:
             except DataError:  # a build too small for a train split: documented, recorded in run.json
                 train = []
 
-            def histories(domain: str) -> Iterator[Group]:  # cf.run's order: train, then each level
+            def histories(domain: str) -> Iterator[context.Histories]:  # cf.run's order: train, then levels
+                data = self.config.data
                 if train:
-                    yield from self.full_groups("full", "train", domain=domain)
+                    yield from context.stream_histories(data, "full", "train", domain=domain)
                 for level in self.test:
-                    yield from self.full_groups(level, domain=domain)
+                    yield from context.stream_histories(
+                        data, level, self.config.split, ids=self._ids(level), domain=domain
+                    )
 
             interactions = cf.load_interactions(self.config.data)
             self._cf[name] = cf.run(name, interactions, self.test, train, histories=histories)

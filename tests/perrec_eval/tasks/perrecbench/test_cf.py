@@ -471,3 +471,104 @@ def test_cf_hub_fetch_failure_is_one_line_naming_the_fix(monkeypatch):
     with pytest.raises(cf.DataError) as err:
         cf.load_interactions("org/bench")
     assert "\n" not in str(err.value) and "local build folder" in str(err.value)
+
+
+# ------------------------------------------------------------------------------------ batched = one by one
+
+
+def _random_histories(rng: np.random.Generator, users: int, items: int) -> tuple[np.ndarray, ...]:
+    """Histories of 0..60 items (some -1: unknown to the domain) with ratings 1..5, as flat arrays."""
+    lengths = rng.integers(0, 61, users)
+    codes = rng.integers(-1, items, int(lengths.sum()))
+    values = rng.integers(1, 6, int(lengths.sum())).astype(np.float64)
+    return codes, values, lengths
+
+
+def test_cf_mf_batched_fold_ins_equal_one_at_a_time_bit_for_bit():
+    triples, _, _ = _dense_data(2, 60, 40, 0.4)
+    ratings = _ratings([(u, i, r, t) for t, (u, i, r) in enumerate(triples)])
+    n = len(ratings.values) * 3 // 4  # items rated only later are unknown to the model
+    model = cf.MFModel.fit(ratings, n, cf.MFParams(reg=0.1))
+    rng = np.random.default_rng(0)
+    items = rng.integers(-1, len(ratings.item_codes), 50)
+    ns = rng.integers(0, len(ratings.values) + 1, 50)
+    vectors, found = model.fold_in_items(ratings, items, ns)
+    for row, (item, cut) in enumerate(zip(items.tolist(), ns.tolist(), strict=True)):
+        alone = model.fold_in_item(ratings, item, cut)
+        assert found[row] == (alone is not None)
+        if alone is not None:
+            assert vectors[row].tolist() == alone.tolist()  # exactly, not approximately
+    codes, values, lengths = _random_histories(rng, 300, len(ratings.item_codes))
+    queries = vectors[rng.integers(0, len(vectors), len(lengths))]
+    batched = model.predict_many(queries, codes, values, lengths).tolist()
+    starts = np.cumsum(lengths) - lengths
+    alone = [
+        model.predict(queries[u], codes[s : s + k], values[s : s + k])
+        for u, (s, k) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True))
+    ]
+    assert batched == alone
+
+
+def test_cf_item_knn_batched_predictions_equal_one_user_at_a_time_bit_for_bit():
+    triples, _, _ = _dense_data(3, 60, 40, 0.4)
+    ratings = _ratings([(u, i, r, t) for t, (u, i, r) in enumerate(triples)])
+    rng = np.random.default_rng(1)
+    tables = [cf.knn_similarities(ratings, int(q), len(ratings.values)) for q in rng.integers(0, 40, 6)]
+    codes, values, lengths = _random_histories(rng, 200, len(ratings.item_codes))
+    owner = rng.integers(0, len(tables), len(lengths))  # each user's table (its group's query item)
+    avgs = rng.uniform(1, 5, len(lengths))
+    for neighbours in (1, 5, 20):
+        sims = cf._table_lookup(tables, np.repeat(owner, lengths), codes)
+        predicted, scored = cf._knn_rates(sims, values, lengths, avgs, neighbours)
+        starts = np.cumsum(lengths) - lengths
+        for u, (s, k) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
+            table_codes, table_sims = tables[owner[u]]
+            alone = cf.knn_predict(
+                table_codes, table_sims, codes[s : s + k], values[s : s + k], float(avgs[u]), neighbours
+            )
+            assert (alone is not None) == scored[u]
+            if alone is not None:
+                assert predicted[u] == alone  # exactly, not approximately
+        assert scored.sum() > 100 and (~scored).sum() > 0
+
+
+def test_cf_histories_read_as_columns_are_those_of_the_records(builds):
+    from perrec_eval.tasks.perrecbench import context
+
+    _, rich = builds
+    for level, split in (("easy", "test"), ("full", "train")):
+        records = list(context.stream_groups(rich, level, split))
+        columns = list(context.stream_histories(rich, level, split))
+        assert len(records) == len(columns) > 0
+        for groups, histories in zip(records, columns, strict=True):
+            expected = context.Histories.of_groups(groups)
+            assert histories.group_ids == expected.group_ids
+            assert histories.users.tolist() == expected.users.tolist()
+            assert histories.lengths.tolist() == expected.lengths.tolist()
+            assert histories.items.to_pylist() == expected.items.to_pylist()
+            assert histories.ratings.tolist() == expected.ratings.tolist()
+
+
+def test_evaluate_prints_the_table_of_the_runs_it_wrote_without_reading_them_back(
+    builds, tmp_path, capsys, monkeypatch
+):
+    from perrec_eval.tasks.perrecbench import report
+    from perrec_eval.tasks.perrecbench import rundir as run_files
+    from perrec_eval.tasks.perrecbench.baselines import BASELINES
+    from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
+
+    _, rich = builds
+    args = ["evaluate", "--data", str(rich), "--engine", "baseline", "--model", "all", "--out", str(tmp_path)]
+    read = run_files.read_predictions
+
+    def refuse(folder):  # noqa: ANN001, ANN202
+        raise AssertionError(f"{folder}/predictions.jsonl read back")
+
+    monkeypatch.setattr(run_files, "read_predictions", refuse)
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    monkeypatch.setattr(run_files, "read_predictions", read)
+    folders = [tmp_path / name for name in (*BASELINES, *cf.CF_BASELINES)]  # as written
+    assert all((folder / "predictions.jsonl").is_file() for folder in folders)
+    assert printed.startswith(report.table(load_runs(folders)) + "\n")  # as read back
+    assert (tmp_path / "report.md").read_text() == report.render_report(load_runs(folders))
