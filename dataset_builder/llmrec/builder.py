@@ -157,6 +157,9 @@ def domain_rows(cfg: BuildConfig, domain: str, path: Path) -> dict[str, dict[str
     out["items"] = {"train": [{"domain": domain, "parent_asin": a, "title": t} for a, t in catalogue]}
     out["interactions"] = {"train": []}
     items = np.array([asin for asin, _ in catalogue])
+    # the same ids as Python objects: a row's drawn candidates are references to them, not new strings (a
+    # row holds `negatives` + 1 ids, so fresh strings made the rows of a paper-size domain many GB)
+    shared = np.array([asin for asin, _ in catalogue], dtype=object)
     cuts = Cuts(cfg.valid_from, cfg.test_from) if cfg.split == "timestamp" else None
     sequences: dict[str, list[Interaction]] = {}
     for r in table:  # already in each user's chronological order
@@ -175,7 +178,7 @@ def domain_rows(cfg: BuildConfig, domain: str, path: Path) -> dict[str, dict[str
         weights = np.array([1.0 + counts[asin] for asin in items])
     for user, sequence in sequences.items():
         keep = ~np.isin(items, [i.parent_asin for i in sequence])
-        pool, pool_weights = items[keep], None if weights is None else weights[keep]
+        pool, pool_weights = shared[keep], None if weights is None else weights[keep]
         for split, row in user_rows(domain, user, sequence, cfg.history_length, cuts):
             rating = row.pop("rating")
             out["rating"][split].append({**row, "rating": rating})

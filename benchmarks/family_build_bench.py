@@ -1,0 +1,313 @@
+"""Benchmark `perrecbench build --task llmrec` and `--task recbench-plus` on synthetic data, next to a naive
+in-memory pandas pass that computes the same selection.
+
+Usage: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/family_build_bench.py [--total 2000000] [--repeat 2]
+[--threads 2] [--write]``
+
+Each family's build runs from scratch in a subprocess (no stage files), its whole process tree's peak RSS
+sampled every 50 ms (`build_bench.run_measured`); the build is started through this script
+(``--run-build``), which logs the plan and write steps' seconds and those of their Python parts, so one
+run gives the profile (the DuckDB stage's steps are the build's own INFO lines). The naive passes
+(:func:`naive_llmrec`, :func:`naive_recbench`) run in subprocesses too and must find the counts the builds
+record (checked). Runs are repeated ``--repeat`` times in rotating order; tables show ranges (min-max).
+Raw data (``perrecbench synth``, four domains of ``total / 4`` reviews, not timed) and builds live in a
+temporary folder under ``--work`` (default /tmp) and are deleted afterwards. ``--write`` replaces the
+``## Family builders`` section of ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build_bench import run_measured, stage_seconds  # noqa: E402
+from metric_bench import write_section  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SECTION = "## Family builders"
+FAMILIES = ("llmrec", "recbench-plus")
+DOMAINS = ("Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics")
+# The Python parts of each family's plan and write steps, timed by --run-build: (module, function).
+PARTS = {
+    "llmrec": (
+        ("dataset_builder.llmrec.builder", "domain_rows"),
+        ("dataset_builder.llmrec.builder", "domain_text_rows"),
+        ("dataset_builder.llmrec.builder", "write_split"),
+    ),
+    "recbench-plus": (
+        ("dataset_builder.recbench_plus.builder", "_domain_queries"),
+        ("dataset_builder.recbench_plus.builder", "_parquet"),
+    ),
+}
+logger = logging.getLogger("family_build_bench")
+
+
+def _timed(name: str, fn, totals: dict[str, float]):
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            totals[name] = totals.get(name, 0.0) + time.perf_counter() - started
+
+    return run
+
+
+def run_build(family: str, argv: list[str]) -> None:
+    """The CLI's build with the family's plan, write and their parts timed (one ``took`` line each)."""
+    import importlib
+
+    from dataset_builder import build as shared
+    from perrec_eval import cli
+
+    totals: dict[str, float] = {}
+    for module, name in PARTS[family]:
+        mod = importlib.import_module(module)
+        setattr(mod, name, _timed(name, getattr(mod, name), totals))
+    original = shared.task_builder
+
+    def task_builder(task: str):
+        builder = original(task)
+        return type(builder)(
+            stage=builder.stage,
+            plan=_timed("plan", builder.plan, totals),
+            write=_timed("write", builder.write, totals),
+            summary=builder.summary,
+        )
+
+    shared.task_builder = task_builder
+    code = cli.main(["build", "--task", family, *argv])
+    for name, seconds in totals.items():
+        print(f"x INFO dataset_builder.bench: {name} took {seconds:.2f} s", file=sys.stderr)
+    sys.exit(code)
+
+
+def _reviews(source: Path, domain: str):
+    import pandas as pd
+
+    reviews = pd.read_json(
+        source / f"{domain}.jsonl",
+        lines=True,
+        dtype={"user_id": str, "parent_asin": str, "asin": str},
+        convert_dates=False,
+    )[["user_id", "parent_asin", "asin", "rating", "timestamp"]]
+    # the builder's rule: the earliest review per (user, item), ties by rating then asin
+    reviews = reviews.sort_values(["user_id", "parent_asin", "timestamp", "rating", "asin"])
+    return reviews.drop_duplicates(["user_id", "parent_asin"], keep="first")
+
+
+def _meta(source: Path, domain: str):
+    import pandas as pd
+
+    meta = pd.read_json(source / f"meta_{domain}.jsonl", lines=True, dtype={"parent_asin": str})
+    return meta.sort_values("parent_asin").drop_duplicates("parent_asin")
+
+
+def naive_llmrec(source: Path, k: int = 5) -> dict[str, dict[str, int]]:
+    """Each domain's LLMRec selection with pandas, in memory: duplicates (earliest), titled items, the
+    iterated k-core, leave-last-out (a test target per user). Users, items, interactions, test rows."""
+    found = {}
+    for domain in DOMAINS:
+        reviews = _reviews(source, domain)
+        meta = _meta(source, domain)
+        titled = meta.loc[meta.title.fillna("").str.strip() != "", "parent_asin"]
+        inter = reviews[reviews.parent_asin.isin(titled)]
+        while True:
+            users = inter.user_id.map(inter.user_id.value_counts())
+            items = inter.parent_asin.map(inter.parent_asin.value_counts())
+            keep = (users >= k) & (items >= k)
+            if keep.all():
+                break
+            inter = inter[keep]
+        inter = inter.sort_values(["user_id", "timestamp", "parent_asin"])
+        test = inter.groupby("user_id").tail(1)  # the last item of each user (leave-last-out)
+        found[domain] = {
+            "users": int(inter.user_id.nunique()),
+            "items": int(inter.parent_asin.nunique()),
+            "interactions": len(inter),
+            "test": len(test),
+        }
+    return found
+
+
+def naive_recbench(
+    source: Path, min_items: int = 3, max_share: float = 0.2, min_history: int = 5, min_subset: int = 2
+) -> dict[str, dict[str, int]]:
+    """Each domain's RecBench+ graph and users with pandas, in memory: every titled reviewed item's relation
+    values (`kg.item_facts`, the builder's normalization), the values held by ``min_items`` to ``max_share``
+    of the items, the users with ``min_history`` titled items and those among them whose history holds a
+    kept value shared by ``min_subset`` items (a query can be made)."""
+    import pandas as pd
+
+    from dataset_builder.recbench_plus import kg
+
+    found = {}
+    for domain in DOMAINS:
+        reviews = _reviews(source, domain)
+        meta = _meta(source, domain)
+        meta = meta[meta.title.fillna("").str.strip() != ""]
+        meta = meta[meta.parent_asin.isin(reviews.parent_asin)]
+        keys = kg.detail_keys(domain)
+
+        def facts(row, keys=keys) -> list[tuple[str, str]]:
+            author, store = getattr(row, "author", None), getattr(row, "store", None)
+            author = author.get("name") if isinstance(author, dict) else author
+            categories = getattr(row, "categories", None)
+            categories = categories if isinstance(categories, list) else None
+            details = getattr(row, "details", None)
+            details = details if isinstance(details, dict) else None
+            return [f.key for f in kg.item_facts(author, store, categories, details, keys)]
+
+        pairs = pd.DataFrame(
+            [(row.parent_asin, key) for row in meta.itertuples() for key in facts(row)],
+            columns=["parent_asin", "value"],
+        )
+        holders = pairs.groupby("value").parent_asin.nunique()
+        kept = holders[(holders >= min_items) & (holders <= max_share * len(meta))].index
+        pairs = pairs[pairs.value.isin(kept)]
+        history = reviews[reviews.parent_asin.isin(meta.parent_asin)]
+        sizes = history.groupby("user_id").size()
+        eligible = history[history.user_id.isin(sizes[sizes >= min_history].index)]
+        shared = eligible.merge(pairs, on="parent_asin").groupby(["user_id", "value"]).size()
+        found[domain] = {
+            "values_kept": len(kept),
+            "eligible_users": int((sizes >= min_history).sum()),
+            "users_with_subset": int(shared[shared >= min_subset].index.get_level_values(0).nunique()),
+        }
+    return found
+
+
+def build_run(family: str, raw: Path, out: Path, threads: int) -> dict:
+    shutil.rmtree(out.with_name(out.name + ".stages"), ignore_errors=True)
+    command = [sys.executable, __file__, "--run-build", family, "--", "--source", str(raw), "--out", str(out)]
+    command += ["--overwrite", "--no-progress", "--threads", str(threads)]
+    wall, peak, _, log, cpu = run_measured(command, cwd=REPO)
+    recorded = json.loads((out / "manifest.json").read_text())
+    return {"wall": wall, "cpu": cpu, "peak_rss": peak, "stages": stage_seconds(log), "manifest": recorded}
+
+
+def naive_run(family: str, raw: Path) -> dict:
+    wall, peak, out, _, cpu = run_measured([sys.executable, __file__, "--naive", family, str(raw)], cwd=REPO)
+    return {"wall": wall, "cpu": cpu, "peak_rss": peak, "found": json.loads(out)}
+
+
+def check(family: str, build: dict, naive: dict) -> None:
+    """The naive pass must find what the build recorded (LLMRec: each domain's k-core interactions and
+    the test rows; RecBench+: each domain's kept values and eligible users)."""
+    recorded = build["manifest"]
+    for domain, found in naive["found"].items():
+        if family == "llmrec":
+            pairs = [("interactions", recorded["selection"][domain]["kcore"])]
+        else:
+            pairs = [(key, recorded["graph"][domain][key]) for key in ("values_kept", "eligible_users")]
+        for key, value in pairs:
+            if found[key] != value:
+                raise RuntimeError(
+                    f"{family} {domain}: the naive pass finds {key} {found[key]}, the build {value}"
+                )
+    if family == "llmrec":
+        test = sum(f["test"] for f in naive["found"].values())
+        if test != recorded["counts"]["sequential"]["test"]:
+            raise RuntimeError(
+                f"llmrec: naive test rows {test} != build {recorded['counts']['sequential']['test']}"
+            )
+
+
+def _range(values: list[float], fmt: str = "{:.1f}") -> str:
+    low, high = min(values), max(values)
+    return fmt.format(low) if fmt.format(low) == fmt.format(high) else f"{fmt.format(low)}-{fmt.format(high)}"
+
+
+def table(total: int, threads: int, runs: dict[str, dict[str, list[dict]]]) -> str:
+    lines = [
+        f"`benchmarks/family_build_bench.py --total {total} --repeat {len(runs['llmrec']['build'])} "
+        f"--threads {threads}` ({platform.python_version()}, {platform.machine()}; 2 CPU cores shared with "
+        "other work: ranges over the rounds; fresh builds, no stage files; peak RSS of the whole process "
+        "tree). Synthetic data: four domains of "
+        f"{total // 4:,} reviews (`perrecbench synth`). The naive passes find the same counts (checked).",
+        "",
+        "| family | run | wall s | CPU s | peak RSS MB |",
+        "|---|---|---|---|---|",
+    ]
+    for family in FAMILIES:
+        for kind in ("build", "naive"):
+            rs = runs[family][kind]
+            name = f"`build --task {family} --threads {threads}`" if kind == "build" else "naive pandas pass"
+            lines.append(
+                f"| {family} | {name} | {_range([r['wall'] for r in rs])} | {_range([r['cpu'] for r in rs])} "
+                f"| {_range([r['peak_rss'] / 2**20 for r in rs], '{:,.0f}')} |"
+            )
+    lines += [
+        "",
+        "Build stages, seconds (summed over domains; plan and write are the family's Python steps):",
+        "",
+    ]
+    for family in FAMILIES:
+        rs = runs[family]["build"]
+        names = list(rs[0]["stages"])
+        cells = ", ".join(f"{n} {_range([r['stages'].get(n, 0.0) for r in rs])}" for n in names)
+        lines.append(f"- {family}: {cells}.")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--run-build":
+        run_build(sys.argv[2], sys.argv[4:])
+        return
+    if len(sys.argv) > 2 and sys.argv[1] == "--naive":
+        family, source = sys.argv[2], Path(sys.argv[3])
+        print(json.dumps((naive_llmrec if family == "llmrec" else naive_recbench)(source)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--total", type=int, default=2_000_000, help="reviews over the four domains")
+    parser.add_argument("--repeat", type=int, default=2, help="rounds (rotating order)")
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads of the builds")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()), help="where data goes")
+    parser.add_argument("--raw", type=Path, help="existing synth output to reuse (not deleted)")
+    parser.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in RESULTS.md")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    work = Path(tempfile.mkdtemp(prefix="family_build_bench-", dir=args.work))
+    try:
+        raw = args.raw or work / "raw"
+        if args.raw is None:
+            subprocess.run(
+                [sys.executable, "-m", "perrec_eval.cli", "synth", "--out", str(raw), "--no-progress",
+                 "--reviews-per-domain", str(args.total // 4)],
+                check=True, capture_output=True, cwd=REPO,
+            )  # fmt: skip
+        runs: dict[str, dict[str, list[dict]]] = {f: {"build": [], "naive": []} for f in FAMILIES}
+        for round_ in range(args.repeat):
+            for family in FAMILIES:
+                order = ("build", "naive") if round_ % 2 == 0 else ("naive", "build")
+                for kind in order:
+                    if kind == "build":
+                        run = build_run(family, raw, work / f"out-{family}", args.threads)
+                    else:
+                        run = naive_run(family, raw)
+                    runs[family][kind].append(run)
+                    if kind == "build":  # content-hashed names: equal names, equal bytes
+                        logger.info("%s outputs: %s", family, json.dumps(run["manifest"]["outputs"]))
+                    logger.info("%s %s: %.1f s, %.0f MB", family, kind, run["wall"], run["peak_rss"] / 2**20)
+                check(family, runs[family]["build"][-1], runs[family]["naive"][-1])
+        body = table(args.total, args.threads, runs)
+        print(body)
+        if args.write:
+            write_section(body, SECTION)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
