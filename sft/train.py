@@ -528,7 +528,7 @@ def _train(script: TrainArguments, training: Any, model: Any, main_process: bool
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m sft.train` (e.g. under `accelerate launch`): the arguments of `perrecbench sft train`."""
-    from perrec_eval.cli import setup_logging  # the command's log: the Hub's lines once, secrets redacted
+    from perrec_eval.logs import setup_logging  # the command's log: the Hub's lines once, secrets redacted
 
     setup_logging(verbose=False)
     train(*parse(sys.argv[1:] if argv is None else argv))

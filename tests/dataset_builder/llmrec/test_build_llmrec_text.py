@@ -165,4 +165,4 @@ def test_build_llmrec_rating_only_source_skips_the_text_tasks_in_one_line(tmp_pa
     argv = ["evaluate", "--task", "llmrec", "--data", str(out), "--engine", "fake", "--model", "constant"]
     assert main([*argv, "--out", str(tmp_path / "run"), "--no-progress"]) == 0
     cells = json.loads((tmp_path / "run" / "scores.json").read_text())["cells"]
-    assert [c["subset"] for c in cells] == ["rating", "sequential", "direct"]
+    assert [c["subset"] for c in cells] == ["rating", "sequential", "sequential", "direct"]  # + candidates
