@@ -153,7 +153,18 @@ def section(
             if m is not task.headline
         },
         "rows": rows,
+        **_published(task.name, [str(cell) for cell in cells]),
     }
+
+
+def _published(task: str, cells: list[str]) -> dict[str, Any]:
+    """RecBench+'s published rows (another dataset) where the runs answer their config, apart from rows."""
+    if task != "recbench-plus":
+        return {}
+    from perrec_eval.tasks.recbench_plus import published
+
+    data = published.for_cells(cells)
+    return {} if data is None else {"published": data}
 
 
 def _cell_metric(task: Task, runs: Sequence[FamilyRun], cell: Cell) -> Any:
@@ -218,6 +229,10 @@ def markdown(data: dict[str, Any]) -> str:
                 for cell, counts in row["answer_counts"].items()
             )
             lines.append(f"- {row['label']}: {cells}")
+    if data.get("published"):
+        from perrec_eval.tasks.recbench_plus import published
+
+        lines += ["", *published.markdown(data["published"])]
     return "\n".join(lines) + "\n"
 
 
