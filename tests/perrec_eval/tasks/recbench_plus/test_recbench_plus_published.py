@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 DATA = ROOT / "perrec_eval" / "tasks" / "recbench_plus" / "published.yaml"
 
 
