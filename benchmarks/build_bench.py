@@ -190,6 +190,21 @@ def fresh_build(raw: Path, code: Path, threads: int, memory_limit: str) -> dict:
     }
 
 
+def naive_reviews(source: Path, domain: str):
+    """A domain's reviews read whole with pandas, one per (user, item): the earliest, ties by rating then
+    asin (the builder's rule), for the naive passes the builders are measured against."""
+    import pandas as pd
+
+    reviews = pd.read_json(
+        source / f"{domain}.jsonl",
+        lines=True,
+        dtype={"user_id": str, "parent_asin": str, "asin": str},
+        convert_dates=False,
+    )[["user_id", "parent_asin", "asin", "rating", "timestamp"]]
+    reviews = reviews.sort_values(["user_id", "parent_asin", "timestamp", "rating", "asin"])
+    return reviews.drop_duplicates(["user_id", "parent_asin"], keep="first")
+
+
 def naive_pass(
     source: Path, domains: tuple[str, ...], window_ms: int, min_history: int, min_gap: float, k: int
 ) -> dict[str, int]:
@@ -209,14 +224,7 @@ def naive_pass(
 
     found = {}
     for domain in domains:
-        reviews = pd.read_json(
-            source / f"{domain}.jsonl",
-            lines=True,
-            dtype={"user_id": str, "parent_asin": str, "asin": str},
-            convert_dates=False,
-        )[["user_id", "parent_asin", "asin", "rating", "timestamp"]]
-        reviews = reviews.sort_values(["user_id", "parent_asin", "timestamp", "rating", "asin"])
-        reviews = reviews.drop_duplicates(["user_id", "parent_asin"], keep="first")
+        reviews = naive_reviews(source, domain)
         moments = reviews.groupby(["user_id", "timestamp"]).rating.agg(["count", "sum"]).reset_index()
         per_user = moments.groupby("user_id", sort=False)
         moments["n_before"] = per_user["count"].cumsum() - moments["count"]

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_bench import run_measured, stage_seconds  # noqa: E402
+from build_bench import naive_reviews, run_measured, stage_seconds  # noqa: E402
 from metric_bench import write_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,20 +93,6 @@ def run_build(family: str, argv: list[str]) -> None:
     sys.exit(code)
 
 
-def _reviews(source: Path, domain: str):
-    import pandas as pd
-
-    reviews = pd.read_json(
-        source / f"{domain}.jsonl",
-        lines=True,
-        dtype={"user_id": str, "parent_asin": str, "asin": str},
-        convert_dates=False,
-    )[["user_id", "parent_asin", "asin", "rating", "timestamp"]]
-    # the builder's rule: the earliest review per (user, item), ties by rating then asin
-    reviews = reviews.sort_values(["user_id", "parent_asin", "timestamp", "rating", "asin"])
-    return reviews.drop_duplicates(["user_id", "parent_asin"], keep="first")
-
-
 def _meta(source: Path, domain: str):
     import pandas as pd
 
@@ -119,7 +105,7 @@ def naive_llmrec(source: Path, k: int = 5) -> dict[str, dict[str, int]]:
     iterated k-core, leave-last-out (a test target per user). Users, items, interactions, test rows."""
     found = {}
     for domain in DOMAINS:
-        reviews = _reviews(source, domain)
+        reviews = naive_reviews(source, domain)
         meta = _meta(source, domain)
         titled = meta.loc[meta.title.fillna("").str.strip() != "", "parent_asin"]
         inter = reviews[reviews.parent_asin.isin(titled)]
@@ -154,7 +140,7 @@ def naive_recbench(
 
     found = {}
     for domain in DOMAINS:
-        reviews = _reviews(source, domain)
+        reviews = naive_reviews(source, domain)
         meta = _meta(source, domain)
         meta = meta[meta.title.fillna("").str.strip() != ""]
         meta = meta[meta.parent_asin.isin(reviews.parent_asin)]
