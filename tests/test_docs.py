@@ -330,10 +330,6 @@ def test_docs_commands_run_as_written(page, prepared, tmp_path, monkeypatch, cap
     capsys.readouterr()
 
 
-# Pages other branches write (issue 27): linked from the README before they land; empty once merged.
-PENDING = {"docs/llmrec.md"}
-
-
 def _anchor(heading: str) -> str:
     """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
@@ -347,9 +343,6 @@ def test_docs_links_resolve(page):
             continue  # a web address
         path, _, anchor = target.partition("#")
         file = (page.parent / path).resolve() if path else page
-        name = file.relative_to(REPO).as_posix() if file.is_relative_to(REPO) else str(file)
-        if name in PENDING:
-            continue
         assert file.exists(), f"{page.name} links {target}: no such file"
         if anchor and file.suffix == ".md":
             headings = re.findall(r"^#+ (.+)$", file.read_text(encoding="utf-8"), flags=re.M)
