@@ -153,17 +153,13 @@ def section(
             if m is not task.headline
         },
         "rows": rows,
-        **_published(task.name, [str(cell) for cell in cells]),
+        **_published(task, [str(cell) for cell in cells]),
     }
 
 
-def _published(task: str, cells: list[str]) -> dict[str, Any]:
-    """RecBench+'s published rows (another dataset) where the runs answer their config, apart from rows."""
-    if task != "recbench-plus":
-        return {}
-    from perrec_eval.tasks.recbench_plus import published
-
-    data = published.for_cells(cells)
+def _published(task: Task, cells: list[str]) -> dict[str, Any]:
+    """The family's published rows (another dataset) where the runs answer their config, apart from rows."""
+    data = None if task.published_rows is None else task.published_rows.for_cells(cells)
     return {} if data is None else {"published": data}
 
 
@@ -230,9 +226,7 @@ def markdown(data: dict[str, Any]) -> str:
             )
             lines.append(f"- {row['label']}: {cells}")
     if data.get("published"):
-        from perrec_eval.tasks.recbench_plus import published
-
-        lines += ["", *published.markdown(data["published"])]
+        lines += ["", *get(data["task"]).published_rows.markdown(data["published"])]
     return "\n".join(lines) + "\n"
 
 

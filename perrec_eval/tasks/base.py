@@ -138,6 +138,10 @@ class Task:
     # gives; None: failed), raising ValueError that names the value it takes. A string value is always read
     # as a model's answer is (the protocol's parser), so a family without this hook takes answer text only.
     prediction_from: Callable[[Doc, str, Any], Any] | None = field(default=None, repr=False)
+    # Published numbers of another dataset shown beside a report's runs, never ranked with them: an object
+    # with `for_cells(cells) -> data | None` (None: none apply to these cells) and `markdown(data) -> lines`
+    # (RecBench+: the released models' corrected rows, `tasks/recbench_plus/published.py`)
+    published_rows: Any = field(default=None, repr=False)
     # Prompt variants a protocol renders (`render(..., variant=)`, `--prompts`; none: the family has one),
     # and the one `sft data` writes examples with by default (None: the protocols' own default)
     prompt_variants: tuple[str, ...] = ()

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import yaml
 
+from perrec_eval import tasks
+
 ROOT = Path(__file__).resolve().parents[4]
 DATA = ROOT / "perrec_eval" / "tasks" / "recbench_plus" / "published.yaml"
 
@@ -49,14 +51,14 @@ def _section(cells: list[str]) -> dict:
     rows[0]["cells"][cells[0]]["best"] = True
     return {"task": "recbench-plus", "title": "RecBench+", "headline": "recall", "higher_is_better": True,
             "cells": cells, "cell_metrics": {}, "rows": rows,
-            **family._published("recbench-plus", cells)}  # fmt: skip
+            **family._published(tasks.get("recbench-plus"), cells)}  # fmt: skip
 
 
 def test_report_shows_published_rows_apart_for_demographics_only():
     from perrec_eval.leaderboard import family
 
     assert "published" not in _section(["explicit/free-length", "interest/fixed-k"])
-    assert family._published("llmrec", ["demographics/free-length"]) == {}
+    assert family._published(tasks.get("llmrec"), ["demographics/free-length"]) == {}
     section = _section(["explicit/free-length", "demographics/free-length"])
     assert [row["label"] for row in section["rows"]] == ["popularity", "bm25"]  # never ranked with runs
     text = family.markdown(section)
