@@ -36,6 +36,11 @@ CATEGORIES: tuple[str, ...] = (
 # Written by `perrecbench synth` next to its files: the sha256 of every file it wrote. A build whose inputs
 # match it records "source_kind": "synthetic" and says so in its card.
 SYNTH_MARKER = "synth_marker.json"
+# MovieLens-1M as GroupLens ships it: `::`-separated, Latin-1, three files at the folder's root. A source
+# holding them is read as one domain of that name (ratings as its reviews, movies as its metadata).
+MOVIELENS_DOMAIN = "MovieLens-1M"
+MOVIELENS_FILES: dict[str, str] = {"reviews": "ratings.dat", "meta": "movies.dat", "users": "users.dat"}
+AMAZON_LAYOUT, MOVIELENS_LAYOUT = "amazon-reviews-2023", "movielens-1m"
 ALL_DOMAINS = "all"  # --domains all: every category present in the source (build) or every category (synth)
 OnBadLine = Literal["error", "skip"]
 MS_PER_DAY = 86_400_000
