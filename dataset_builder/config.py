@@ -116,7 +116,7 @@ def parse_domains(domains: str | Sequence[str] | None) -> tuple[str, ...]:
         return names
     if ALL_DOMAINS in names:
         raise BuildConfigError(f"--domains {ALL_DOMAINS} stands alone, got {list(names)}")
-    unknown = [name for name in names if name not in CATEGORIES]
+    unknown = [name for name in names if name not in (*CATEGORIES, MOVIELENS_DOMAIN)]
     if unknown:
         raise BuildConfigError(
             f"unknown domain(s) {unknown}; choose from {ALL_DOMAINS} or the Amazon Reviews 2023 categories "

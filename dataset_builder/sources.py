@@ -194,7 +194,7 @@ class Source:
         """``--domains``, with ``all`` → every Amazon Reviews 2023 category with a review file here, in the
         release's order."""
         if self.layout == MOVIELENS_LAYOUT:
-            if requested not in ((ALL_DOMAINS,), DOMAINS):
+            if requested not in ((ALL_DOMAINS,), DOMAINS, (MOVIELENS_DOMAIN,)):
                 raise BuildError(
                     f"--source {self.root} holds MovieLens-1M files (one domain, {MOVIELENS_DOMAIN}): "
                     "leave out --domains"
