@@ -7,7 +7,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-GENRES = ("Action", "Comedy", "Drama", "Horror", "Romance", "Sci-Fi", "Western", "Musical", "War", "Film-Noir")
+GENRES = (
+    "Action", "Comedy", "Drama", "Horror", "Romance", "Sci-Fi", "Western", "Musical", "War", "Film-Noir",
+)  # fmt: skip
 OCCUPATION_GENRES = {2: ("Horror", "Sci-Fi"), 12: ("Western", "War"), 20: ("Romance", "Musical")}
 USER_CODES = [(g, a, o) for g in "MF" for a in (18, 25, 35) for o in OCCUPATION_GENRES]  # 18 profiles
 
