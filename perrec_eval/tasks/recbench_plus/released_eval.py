@@ -34,7 +34,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from perrec_eval.cliconfig import option
 from perrec_eval.errors import ConfigError, DataError
@@ -70,6 +70,12 @@ class ReleasedEvalConfig(TaskEvalConfig):
         "released history variant) and the catalogue's popularity",
         default=None,
     )
+    compat: Literal["released"] | None = option(
+        "with --released-queries: score as the released evaluator did, defects included (recall, "
+        "precision, NDCG and FTR of the raw answers; docs/reproducing-recbench-plus.md)",
+        default=None,
+        shown="the corrected scoring",
+    )
     released_data: str | None = option(
         "with --released-queries: where the queries are written as a RecBench+ folder (default: RUN.data "
         "beside --out)",
@@ -78,7 +84,7 @@ class ReleasedEvalConfig(TaskEvalConfig):
 
     def __post_init__(self) -> None:
         if self.released_queries is None:
-            extra = {"--catalogue": self.catalogue, "--ratings": self.ratings, "--released-data": None}
+            extra = {"--catalogue": self.catalogue, "--ratings": self.ratings, "--compat": self.compat}
             extra["--released-data"] = self.released_data
             given = [flag for flag, value in extra.items() if value is not None]
             if given:
@@ -103,7 +109,9 @@ def evaluate_command(config: ReleasedEvalConfig) -> int:
     ``--engine fake --model oracle`` answers every query with its ground truth (`oracle_engine`)."""
     if config.released_queries is not None:
         assert config.data is not None
-        types = write_folder(config.released_queries, config.catalogue, config.ratings, Path(config.data))
+        types = write_folder(
+            config.released_queries, config.catalogue, config.ratings, Path(config.data), compat=config.compat
+        )
         if config.subsets is None:  # every subset the file answers
             from perrec_eval.tasks import get
 
@@ -245,6 +253,8 @@ def folder_rows(
             if a in catalogue and a not in hidden
         ]
         row = {
+            "released": {"titles": list(query.titles), "movie_ids": None if query.movie_ids is None
+                         else [int(i) for i in query.movie_ids]},  # fmt: skip
             "id": query.id,
             "user_id": query.cluster,
             "domain": domain,
@@ -286,9 +296,12 @@ def _identity(path: str | None) -> dict[str, str] | None:
     return {"file": Path(path).name, "sha256": digest}
 
 
-def write_folder(queries_path: str, catalogue: str | None, ratings: str | None, folder: Path) -> list[str]:
+def write_folder(
+    queries_path: str, catalogue: str | None, ratings: str | None, folder: Path, *, compat: str | None = None
+) -> list[str]:
     """Write the released file as a RecBench+ folder into `folder` (kept when its inputs are unchanged);
-    return the query types it holds.
+    return the query types it holds. With `compat` ``"released"`` its queries are scored by the released
+    evaluator's rules (each row keeps the released ground-truth titles and ids).
 
     Raises:
         DataError, ConfigError: a file that cannot be read, or a movie file without --catalogue.
@@ -309,6 +322,7 @@ def write_folder(queries_path: str, catalogue: str | None, ratings: str | None, 
         "released_queries": _identity(queries_path),
         "catalogue": _identity(catalogue),
         "ratings": _identity(ratings),
+        "compat": compat,
     }
     manifest_path = folder / "manifest.json"
     if manifest_path.is_file():
@@ -336,7 +350,12 @@ def write_folder(queries_path: str, catalogue: str | None, ratings: str | None, 
                 "task": "recbench-plus",
                 "source_kind": "released",
                 "released": inputs,
-                "parameters": {"k": 5, "condition_match": False, "hallucination": catalogue is not None},
+                "parameters": {
+                    "k": 5,
+                    "condition_match": False,
+                    "hallucination": catalogue is not None,
+                    "compat": compat,
+                },
                 "outputs": files,
                 "queries": {config: len(config_rows) for config, config_rows in rows.items()},
             },

@@ -45,6 +45,8 @@ SUBSETS = (*(s for t in TYPES[:3] for s in (t, *(f"{t}-{g}" for g in metrics.CON
 OPTIONAL = ("demographics",)  # configs a build may lack (Amazon Reviews 2023 has no user attributes)
 MOVIELENS = "MovieLens-1M"  # the movie domain: its titles are matched in MovieLens's forms too
 SLOT = "recommend"
+RELEASED_SLOT = "recommend:released"  # a released query scored by the released evaluator's rules
+RELEASED_METRICS = ("recall", "precision", "ndcg", "ftr")
 FIXED_K = "recommend-k"  # the fixed-K protocol's name
 DEFAULT_K = 5  # a build without a recorded --k
 PHRASING_SYSTEM = "You simulate a real user who asks a recommendation assistant"  # templates/phrasing.yaml
@@ -212,6 +214,7 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
     k = recorded["parameters"].get("k", DEFAULT_K)  # builds before --k asked for the released K
     # a folder of released queries (`released_eval`) says which metrics its catalogue can tell
     checks = {name: recorded["parameters"].get(name, True) for name in ("condition_match", "hallucination")}
+    compat = recorded["parameters"].get("compat")
     if max_docs is not None:
         rows = random.Random(seed).sample(rows, min(max_docs, len(rows)))
     return [
@@ -224,6 +227,7 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
                 "domain": row["domain"],
                 "k": k,
                 **{name: False for name, kept in checks.items() if not kept},
+                **({"compat": compat, "released": row["released"]} if compat else {}),
             },
             f"{row['domain']}-{row['user_id']}",  # one user's queries are resampled together
             row=row,
@@ -251,8 +255,12 @@ class Recommend:
     fixed_k: bool = False
 
     def runner(self, doc: QueryDoc) -> OneShot:
-        """One request per query; the prediction is the answer matched to the catalogue (None: failed)."""
+        """One request per query; the prediction is the answer matched to the catalogue (None: failed). A
+        released query scored ``--compat released`` keeps the raw text (`RELEASED_SLOT`) and its prediction
+        is the released evaluator's metrics of it (`released_prediction`)."""
         keep = doc.truth["k"] if self.fixed_k else None
+        if doc.truth.get("compat") == "released":
+            return OneShot(RELEASED_SLOT, finish=lambda text: released_prediction(doc, text, keep))
         return OneShot(
             SLOT, finish=lambda titles: doc.catalogue.match(titles[:keep], doc.truth) if titles else None
         )
@@ -268,6 +276,8 @@ class Recommend:
         return prompts.messages(doc.row["query"], doc.row["domain"], history, variant=chosen, k=k)
 
     def parse(self, text: str | None, slot: Any) -> Parsed:
+        if slot == RELEASED_SLOT:  # the released rules read the text themselves (`released_prediction`)
+            return Parsed(ok=True, value=text or "")
         return parsing.split_answer(text)
 
     def combine(self, values: Sequence[list[str]]) -> list[str]:
@@ -285,8 +295,33 @@ class Recommend:
         return self.name
 
 
+def released_prediction(doc: QueryDoc, text: str | None, k: int | None) -> dict[str, Any]:
+    """The released evaluator's recall, precision, NDCG and FTR of a released query's raw answer
+    (`released.released_scores`; a failed request reads as an empty answer, as the release's did)."""
+    from perrec_eval.tasks.recbench_plus import released
+
+    rules = doc.truth["released"]
+    query = released.ReleasedQuery(
+        doc.id, doc.truth["type"], doc.row["query"], tuple(rules["titles"]),
+        None if rules["movie_ids"] is None else tuple(rules["movie_ids"]), (), doc.cluster or doc.id,
+    )  # fmt: skip
+    values = released.released_scores(query, text, _movies(doc.catalogue, doc.truth["domain"]), k=k)
+    return {"released": values}
+
+
+@cache
+def _movies(catalogue: Catalogue, domain: str) -> list[Any]:
+    """A catalogue's MovieLens movies in the released evaluator's terms (its id reading of titles)."""
+    from perrec_eval.tasks.recbench_plus.released import Movie
+
+    asins = sorted((a for a in catalogue.by_domain[domain] if a.isdigit()), key=int)
+    return [Movie(int(a), catalogue.titles[a]) for a in asins]
+
+
 def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
     """A query's value of `metric`; None where its type does not define it (`metrics.defined`)."""
+    if truth.get("compat") == "released":  # the released evaluator's four metrics only
+        return prediction["released"][metric] if metric in RELEASED_METRICS else None
     if not metrics.defined(metric, truth["type"]) or truth.get(metric) is False:
         return None  # `truth[metric]` False: the catalogue cannot tell it (released queries, `released_eval`)
     if metric == "condition_match" and truth["type"] == "demographics":
