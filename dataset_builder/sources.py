@@ -125,6 +125,7 @@ class Source:
     fs: fsspec.AbstractFileSystem
     remote: bool
     _listing: list[str] | None = field(default=None, repr=False)
+    _layout: str | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, root: str) -> Source:
@@ -143,7 +144,12 @@ class Source:
                     "pass the folder holding <Category>.jsonl and meta_<Category>.jsonl"
                 )
             source = cls(str(local.resolve()), LocalFileSystem(), remote=False)
-        if source.layout == MOVIELENS_LAYOUT:
+        if source.remote:
+            with _hub_errors(root):
+                layout = source.layout
+        else:
+            layout = source.layout
+        if layout == MOVIELENS_LAYOUT:
             return source
         if not source.listing():
             raise BuildError(
@@ -161,8 +167,11 @@ class Source:
         Raises:
             BuildError: some of the three MovieLens files but not all (the message names the missing ones).
         """
+        if self._layout is not None:
+            return self._layout
         present = [name for name in MOVIELENS_FILES.values() if self.fs.exists(f"{self.root}/{name}")]
         if not present:
+            self._layout = AMAZON_LAYOUT
             return AMAZON_LAYOUT
         missing = [name for name in MOVIELENS_FILES.values() if name not in present]
         if missing:
@@ -170,6 +179,7 @@ class Source:
                 f"--source {self.root} holds {', '.join(present)} but not {', '.join(missing)}: a "
                 "MovieLens-1M folder needs ratings.dat, movies.dat and users.dat (GroupLens ml-1m.zip)"
             )
+        self._layout = MOVIELENS_LAYOUT
         return MOVIELENS_LAYOUT
 
     def listing(self) -> list[str]:
