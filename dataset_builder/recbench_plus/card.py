@@ -73,7 +73,7 @@ def card(
         notes.append("MovieLens-1M: `genre` (each genre of movies.dat) and `year` (the title's year).")
     if cfg.item_attributes is not None:
         notes.append(f"Further relations from `{portable_name(cfg.item_attributes)}` (`--item-attributes`).")
-    names = [*(["Amazon Reviews 2023"] if amazon else []), *(["MovieLens-1M"] if movie else [])]
+    sources = [*(["Amazon Reviews 2023"] if amazon else []), *(["MovieLens-1M"] if movie else [])]
     diversity = [
         f"| {c} | {t[f'{c}_test_queries']:,} | {t[f'{c}_distinct_texts']:,} | "
         f"{t[f'{c}_texts_several_truths']:,} | {t[f'{c}_most_truths_per_text']:,} |"
@@ -99,7 +99,7 @@ def card(
         "phrasing_note": phrasing,
         "implicit_skipped": sum(c.get("implicit_skipped", 0) for c in counts.values()),
         "implicit_ambiguous": sum(c.get("implicit_ambiguous", 0) for c in counts.values()),
-        "source_name": " and ".join(names),
+        "source_name": " and ".join(sources),
         "relations_note": " ".join(notes),
         "diversity_rows": "\n".join(diversity),
         "dedupe_note": f"on: {deduped:,} queries dropped" if cfg.dedupe_queries else "off in this build",

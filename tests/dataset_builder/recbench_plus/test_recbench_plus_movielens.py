@@ -157,7 +157,7 @@ def test_movielens_card_and_manifest_count_query_texts(bench):
         assert counts[f"{config}_texts_several_truths"] == sum(len(t) > 1 for t in truths.values())
     assert counts["explicit_most_truths_per_text"] > 1  # the template shares texts across users
     card = (bench / "README.md").read_text()
-    assert "| explicit | " in card and "distinct texts" in card and "MovieLens-1M" in card
+    assert "| explicit | " in card and "distinct texts" in card and "a rebuild on MovieLens-1M by" in card
 
 
 def test_movielens_dedupe_queries_keeps_one_ground_truth_per_text(raw, tmp_path):
