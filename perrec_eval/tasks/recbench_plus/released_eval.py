@@ -233,8 +233,8 @@ def folder_rows(
         if movie_id is not None and str(movie_id) in catalogue:
             asin = str(movie_id)
         else:
-            key = released._key(title, matcher) if matcher is not None else "title:" + normalize_title(title)
-            asin = str(int(key)) if not key.startswith("title:") else key
+            found = _movie_of(title, matcher) if matcher is not None else None
+            asin = found if found is not None else "title:" + normalize_title(title)
         if asin not in catalogue:  # a ground-truth title naming no catalogue item is its own item
             catalogue[asin] = {"parent_asin": asin, "title": title, "domain": domain, "popularity": 0,
                                "relations": []}  # fmt: skip
@@ -267,6 +267,15 @@ def folder_rows(
             row |= groups[query.cluster]
         rows.setdefault(query.query_type, []).append(row)
     return rows, list(catalogue.values())
+
+
+def _movie_of(title: str, matcher: Any) -> str | None:
+    """The MovieLens id a released title names (itself, else one of its MovieLens forms), or None."""
+    for name in (title, *released.title_variants(title)):
+        found = matcher.match(name)
+        if found:
+            return str(int(found[0]))  # `released.matcher` keys movies by their zero-padded id
+    return None
 
 
 def _parquet(folder: Path, name: str, rows: list[dict[str, Any]]) -> str:
