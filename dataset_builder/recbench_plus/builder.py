@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import io
 import random
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -75,29 +76,37 @@ def _select_movielens(
     work.mkdir(parents=True, exist_ok=True)
     tick("read reviews")
     ratings, bad_ratings = movielens.read_lines(source, item.reviews, cfg.on_bad_line)
+    read = len(ratings)
     tick("read metadata")
     movies, bad_movies = movielens.read_lines(source, item.meta, cfg.on_bad_line)
     users, bad_users = movielens.read_lines(source, item.extra[0], cfg.on_bad_line)
     titles = {m[0].strip(): (m[1].strip(), m[2].strip()) for m in movies}
+    tick("deduplicate")
     kept = {(u, m): int(ts) for u, m, _, ts in ratings if m in titles}  # a repeated rating: the last
+    del ratings
     history = sorted(kept.items(), key=lambda r: (r[0][0], r[1], r[0][1]))
-    popularity: dict[str, int] = {}
-    for (_, movie), _ts in history:
-        popularity[movie] = popularity.get(movie, 0) + 1
+    del kept
+    popularity = Counter(movie for (_, movie), _ts in history)
     items = [
         {"parent_asin": m, "title": titles[m][0], "genres": titles[m][1], "popularity": popularity[m]}
         for m in sorted(popularity, key=int)
     ]
     pq.write_table(pa.Table.from_pylist(items), files["items_path"])
-    rows = [{"user_id": u, "parent_asin": m, "ts": ts} for (u, m), ts in history]
-    pq.write_table(pa.Table.from_pylist(rows), files["history_path"])
+    columns = {
+        "user_id": pa.array([u for (u, _), _ts in history], pa.string()),
+        "parent_asin": pa.array([m for (_, m), _ts in history], pa.string()),
+        "ts": pa.array([ts for _, ts in history], pa.int64()),
+    }
+    interactions = len(history)
+    del history
+    pq.write_table(pa.table(columns), files["history_path"])
     people = [
         {"user_id": u, "gender": movielens.GENDERS[g], "age": movielens.AGES[int(a)],
          "occupation": movielens.OCCUPATIONS[int(o)]}
         for u, g, a, o, _ in users
     ]  # fmt: skip
     pq.write_table(pa.Table.from_pylist(people), files["users_path"])
-    funnel = {"ratings_read": len(ratings), "interactions": len(rows), "movies_read": len(movies)}
+    funnel = {"ratings_read": read, "interactions": interactions, "movies_read": len(movies)}
     funnel |= {"users_read": len(users), "titled_items": len(items)}
     bad = [b for b in (bad_ratings, bad_movies, bad_users) if b["count"]]
     return StageOutput(funnel, bad, {"titled": len(items)})
