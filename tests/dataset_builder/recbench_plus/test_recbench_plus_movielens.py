@@ -222,3 +222,17 @@ def test_movielens_distinctive_score_is_share_times_log_inverse_popularity():
     assert [(d.item, d.raters) for d in best] == [("y", 1), ("x", 2)]
     assert best[0].score == pytest.approx(0.5 * math.log(4 / 2))
     assert best[1].score == pytest.approx(1.0 * math.log(4 / 3))
+
+
+def test_implicit_reference_is_never_an_item_with_several_values():
+    from dataset_builder.recbench_plus.kg import Fact, build_graph
+    from dataset_builder.recbench_plus.queries import Catalogue, Item, references
+
+    drama, war, rare = Fact("genre", "Drama"), Fact("genre", "War"), Fact("genre", "Rare")
+    facts = {"a": [drama, war], "b": [drama, rare], "c": [war], "d": [war]}
+    graph = build_graph(facts, min_items=2, max_share=1)
+    catalogue = Catalogue(graph, {k: Item(k, k.upper(), 10 - n) for n, k in enumerate("abcd")})
+    # "b" holds Drama and a genre dropped as too rare: "the genre of B" is still ambiguous
+    assert references([drama], catalogue, set()) is None
+    assert references([drama], catalogue, set(), unambiguous=False) == [Item("a", "A", 10)]
+    assert references([war], catalogue, set()) == [Item("c", "C", 8)]

@@ -143,3 +143,19 @@ def test_released_eval_tiny_local_model_answers_every_query(tmp_path, tiny_model
     (cell,) = _scores(run).values()
     assert cell["num_docs"] == 4 and cell["num_requests"] == 4 and cell["num_engine_errors"] == 0
     assert 0.0 <= cell["metrics"]["recall"]["value"] <= 1.0
+
+
+def test_released_eval_book_file_needs_no_catalogue(tmp_path):
+    book = tmp_path / "ExplicitQuery.json"
+    record = {"source_user": "u1", "condition_num": 1, "bookSubset": ["Dune", "Children of Dune"],
+              "sharedRelationships": [["WRITTEN_BY", "Frank Herbert"]], "data_idx": 0,
+              "situational_description_query": "More by the author of Dune?"}  # fmt: skip
+    book.write_text(json.dumps([record]), encoding="utf-8")
+    args = ["evaluate", "--task", "recbench-plus", "--released-queries", str(book), "--engine", "fake"]
+    assert main([*args, "--model", "oracle", "--out", str(tmp_path / "run")]) == 0
+    cells = _scores(tmp_path / "run")
+    assert set(cells) >= {"explicit/recommend", "explicit-1/recommend"}
+    cell = cells["explicit/recommend"]
+    assert cell["metrics"]["recall"]["value"] == 1.0 and cell["metrics"]["hallucination"]["value"] is None
+    manifest = json.loads((tmp_path / "run.data" / "manifest.json").read_text())
+    assert manifest["released"]["catalogue"] is None
