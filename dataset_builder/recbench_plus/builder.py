@@ -1,12 +1,13 @@
-"""RecBench+'s part of ``perrecbench build``: per domain, the reviewed catalogue and every user's history
-(the stage, in DuckDB), then the knowledge graph and the queries (in Python), then the folder.
+"""RecBench+'s part of ``perrecbench build``: per domain, the reviewed catalogue, every user's history and
+the users' attributes (the stage: Amazon Reviews 2023 in DuckDB; MovieLens-1M's three files in Python,
+`movielens`), then the knowledge graph and the queries (in Python), then the folder.
 
 The folder: ``explicit/{test,train}-<sha12>.parquet`` and likewise ``implicit``, ``misinformed`` and
-``interest`` (rows of :func:`dataset_builder.recbench_plus.queries.rows_of_user`),
-``catalogue/items-<sha12>.parquet`` (every item with a title: ``parent_asin, title, domain, popularity,
-relations``, the relations kept by the graph), the card and ``manifest.json``. File names carry their content
-hash, so a rebuilt folder never serves stale rows (PITFALLS 1); an empty split has no file and no card entry
-(PITFALLS 2).
+``interest`` (rows of :func:`dataset_builder.recbench_plus.queries.rows_of_user`), ``demographics/test-
+<sha12>.parquet`` where the source has user attributes (`demographics`), ``catalogue/items-<sha12>.parquet``
+(every item with a title: ``parent_asin, title, domain, popularity, relations``, the relations kept by the
+graph), the card and ``manifest.json``. File names carry their content hash, so a rebuilt folder never serves
+stale rows (PITFALLS 1); an empty split has no file and no card entry (PITFALLS 2).
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def _select_movielens(
 def _select_any(
     cfg: BuildConfig, source: Source, item: DomainInputs, work: Path, files: dict[str, Path], tick: Tick
 ) -> StageOutput:
+    """The stage of either layout (a MovieLens-1M domain has its users' file among its inputs)."""
     if any(f.kind == "users" for f in item.extra):
         return _select_movielens(cfg, source, item, work, files, tick)
     import pyarrow as pa
