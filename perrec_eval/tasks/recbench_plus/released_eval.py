@@ -334,10 +334,14 @@ def write_folder(
         "compat": compat,
     }
     manifest_path = folder / "manifest.json"
-    if manifest_path.is_file():
-        recorded = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if recorded.get("released") == inputs:
-            return list(recorded["queries"])
+    recorded = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    if recorded.get("released") == inputs:
+        return list(recorded["queries"])
+    if folder.is_dir() and any(folder.iterdir()) and recorded.get("source_kind") != "released":
+        raise DataError(
+            f"{folder} holds other files than released queries written by this command: pass a new folder "
+            "with --released-data (or another --out)"
+        )
     movies = released.read_movies(catalogue) if catalogue is not None else None
     histories, popularity = ratings_of(ratings) if ratings is not None else (None, None)
     rows, items = folder_rows(

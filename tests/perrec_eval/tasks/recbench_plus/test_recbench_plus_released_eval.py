@@ -159,3 +159,24 @@ def test_released_eval_book_file_needs_no_catalogue(tmp_path):
     assert cell["metrics"]["recall"]["value"] == 1.0 and cell["metrics"]["hallucination"]["value"] is None
     manifest = json.loads((tmp_path / "run.data" / "manifest.json").read_text())
     assert manifest["released"]["catalogue"] is None
+
+
+def test_released_eval_never_replaces_a_folder_it_did_not_write(tmp_path, capsys):
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me", encoding="utf-8")
+    args = [*ARGS, "--engine", "fake", "--model", "oracle", "--released-data", str(other)]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--released-data" in err
+    assert (other / "notes.txt").read_text(encoding="utf-8") == "keep me"
+
+
+def test_released_eval_folder_is_kept_while_its_inputs_are_unchanged(tmp_path):
+    folder = tmp_path / "data"
+    released_eval.write_folder(QUERIES, MOVIES, None, folder)
+    stamp = (folder / "manifest.json").stat().st_mtime_ns
+    released_eval.write_folder(QUERIES, MOVIES, None, folder)
+    assert (folder / "manifest.json").stat().st_mtime_ns == stamp
+    released_eval.write_folder(QUERIES, MOVIES, None, folder, compat="released")  # another scoring: rewritten
+    assert json.loads((folder / "manifest.json").read_text())["parameters"]["compat"] == "released"
