@@ -23,9 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from dataset_builder import stages
-from dataset_builder.config import BuildSpec
+from dataset_builder.config import BuildError, BuildSpec
 from dataset_builder.manifest import check_out
-from dataset_builder.sources import Source
+from dataset_builder.sources import MOVIELENS_LAYOUT, Source
 from dataset_builder.tasks import task_builder
 from perrec_eval import outputs
 
@@ -51,8 +51,17 @@ def build(config: BuildSpec) -> Path:
     check_out(config)
     source = Source.open(config.source)
     config = replace(config, domains=source.domains(config.domains))
+    if source.layout not in builder.layouts:
+        raise BuildError(
+            f"--source {config.source} holds {source.layout} files, which --task {config.task} does not read "
+            f"(it reads {', '.join(builder.layouts)}); pass another --source or --task"
+        )
+    extra = ("users",) if source.layout == MOVIELENS_LAYOUT else ()
     inputs = [
-        stages.DomainInputs(d, source.find(d, "reviews"), source.find(d, "meta")) for d in config.domains
+        stages.DomainInputs(
+            d, source.find(d, "reviews"), source.find(d, "meta"), tuple(source.find(d, k) for k in extra)
+        )
+        for d in config.domains
     ]
     spec = builder.stage(config)
     results = {item.domain: stages.load(source, item, config, spec) for item in inputs}

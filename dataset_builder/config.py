@@ -36,6 +36,11 @@ CATEGORIES: tuple[str, ...] = (
 # Written by `perrecbench synth` next to its files: the sha256 of every file it wrote. A build whose inputs
 # match it records "source_kind": "synthetic" and says so in its card.
 SYNTH_MARKER = "synth_marker.json"
+# MovieLens-1M as GroupLens ships it: `::`-separated, Latin-1, three files at the folder's root. A source
+# holding them is read as one domain of that name (ratings as its reviews, movies as its metadata).
+MOVIELENS_DOMAIN = "MovieLens-1M"
+MOVIELENS_FILES: dict[str, str] = {"reviews": "ratings.dat", "meta": "movies.dat", "users": "users.dat"}
+AMAZON_LAYOUT, MOVIELENS_LAYOUT = "amazon-reviews-2023", "movielens-1m"
 ALL_DOMAINS = "all"  # --domains all: every category present in the source (build) or every category (synth)
 OnBadLine = Literal["error", "skip"]
 MS_PER_DAY = 86_400_000
@@ -85,8 +90,9 @@ def parse_memory(text: str) -> int:
     return size
 
 
-def parse_domains(domains: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The categories to synthesize or build: names of :data:`CATEGORIES`, or ``all`` alone.
+def parse_domains(domains: str | Sequence[str] | None, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The categories to synthesize or build: names of :data:`CATEGORIES` (or of `extra`: a build also
+    knows :data:`MOVIELENS_DOMAIN`), or ``all`` alone.
 
     Args:
         domains: a comma-separated string or a sequence of names; ``None`` means the paper's four
@@ -111,7 +117,7 @@ def parse_domains(domains: str | Sequence[str] | None) -> tuple[str, ...]:
         return names
     if ALL_DOMAINS in names:
         raise BuildConfigError(f"--domains {ALL_DOMAINS} stands alone, got {list(names)}")
-    unknown = [name for name in names if name not in CATEGORIES]
+    unknown = [name for name in names if name not in (*CATEGORIES, *extra)]
     if unknown:
         raise BuildConfigError(
             f"unknown domain(s) {unknown}; choose from {ALL_DOMAINS} or the Amazon Reviews 2023 categories "
@@ -268,7 +274,7 @@ class BuildSpec:
         object.__setattr__(self, "out", Path(self.out))
         if self.work_dir is not None:
             object.__setattr__(self, "work_dir", Path(self.work_dir))
-        object.__setattr__(self, "domains", parse_domains(self.domains))
+        object.__setattr__(self, "domains", parse_domains(self.domains, (MOVIELENS_DOMAIN,)))
         if not self.source:
             raise BuildConfigError("--source is empty; pass a folder of raw files or " + HF_RAW_SOURCE)
         outputs.target(self.out)  # checked here, not after the selection: the build replaces --out whole

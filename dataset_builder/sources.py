@@ -21,11 +21,22 @@ from typing import Any, Literal
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from dataset_builder.config import ALL_DOMAINS, CATEGORIES, SYNTH_MARKER, BuildError, portable_name
+from dataset_builder.config import (
+    ALL_DOMAINS,
+    AMAZON_LAYOUT,
+    CATEGORIES,
+    DOMAINS,
+    MOVIELENS_DOMAIN,
+    MOVIELENS_FILES,
+    MOVIELENS_LAYOUT,
+    SYNTH_MARKER,
+    BuildError,
+    portable_name,
+)
 
 logger = logging.getLogger(__name__)
 
-FileKind = Literal["reviews", "meta"]
+FileKind = Literal["reviews", "meta", "users"]
 MAX_LISTED_BAD_LINES = 20
 
 
@@ -114,6 +125,7 @@ class Source:
     fs: fsspec.AbstractFileSystem
     remote: bool
     _listing: list[str] | None = field(default=None, repr=False)
+    _layout: str | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, root: str) -> Source:
@@ -132,12 +144,43 @@ class Source:
                     "pass the folder holding <Category>.jsonl and meta_<Category>.jsonl"
                 )
             source = cls(str(local.resolve()), LocalFileSystem(), remote=False)
+        if source.remote:
+            with _hub_errors(root):
+                layout = source.layout
+        else:
+            layout = source.layout
+        if layout == MOVIELENS_LAYOUT:
+            return source
         if not source.listing():
             raise BuildError(
                 f"--source {root} has no .jsonl or .jsonl.gz files; expected <Category>.jsonl and "
-                "meta_<Category>.jsonl (or review_categories/ and meta_categories/)"
+                "meta_<Category>.jsonl (or review_categories/ and meta_categories/), or MovieLens-1M's "
+                "ratings.dat, movies.dat and users.dat"
             )
         return source
+
+    @property
+    def layout(self) -> str:
+        """:data:`MOVIELENS_LAYOUT` when the folder holds MovieLens-1M's three files, else
+        :data:`AMAZON_LAYOUT`.
+
+        Raises:
+            BuildError: some of the three MovieLens files but not all (the message names the missing ones).
+        """
+        if self._layout is not None:
+            return self._layout
+        present = [name for name in MOVIELENS_FILES.values() if self.fs.exists(f"{self.root}/{name}")]
+        if not present:
+            self._layout = AMAZON_LAYOUT
+            return AMAZON_LAYOUT
+        missing = [name for name in MOVIELENS_FILES.values() if name not in present]
+        if missing:
+            raise BuildError(
+                f"--source {self.root} holds {', '.join(present)} but not {', '.join(missing)}: a "
+                "MovieLens-1M folder needs ratings.dat, movies.dat and users.dat (GroupLens ml-1m.zip)"
+            )
+        self._layout = MOVIELENS_LAYOUT
+        return MOVIELENS_LAYOUT
 
     def listing(self) -> list[str]:
         """Relative paths of all .jsonl / .jsonl.gz files (two levels deep)."""
@@ -160,6 +203,13 @@ class Source:
     def domains(self, requested: tuple[str, ...]) -> tuple[str, ...]:
         """``--domains``, with ``all`` → every Amazon Reviews 2023 category with a review file here, in the
         release's order."""
+        if self.layout == MOVIELENS_LAYOUT:
+            if requested not in ((ALL_DOMAINS,), DOMAINS, (MOVIELENS_DOMAIN,)):
+                raise BuildError(
+                    f"--source {self.root} holds MovieLens-1M files (one domain, {MOVIELENS_DOMAIN}): "
+                    "leave out --domains"
+                )
+            return (MOVIELENS_DOMAIN,)
         if requested != (ALL_DOMAINS,):
             return requested
         present = set(self.listing())
@@ -195,7 +245,12 @@ class Source:
         return {"source_kind": kind, "synthetic_files": synthetic}
 
     def find(self, domain: str, kind: FileKind) -> InputFile:
-        """The domain's review or metadata file; a clear error when it is absent."""
+        """The domain's review or metadata file (MovieLens-1M: also its users); a clear error when it is
+        absent."""
+        if domain == MOVIELENS_DOMAIN and self.layout == MOVIELENS_LAYOUT:
+            name = MOVIELENS_FILES[kind]
+            info = self.fs.info(f"{self.root}/{name}")
+            return InputFile(domain, kind, self.uri(name), int(info["size"]))
         names = candidate_names(domain, kind)
         present = set(self.listing())
         found = [name for name in names if name in present]

@@ -44,23 +44,28 @@ class StageOutput:
 
 @dataclass(frozen=True, slots=True)
 class DomainInputs:
-    """A domain's two raw files and what its stage is keyed on."""
+    """A domain's raw files and what its stage is keyed on."""
 
     domain: str
     reviews: InputFile
     meta: InputFile
+    extra: tuple[InputFile, ...] = ()  # further files of the layout (MovieLens-1M: users.dat)
+
+    @property
+    def files(self) -> tuple[InputFile, ...]:
+        return (self.reviews, self.meta, *self.extra)
 
     def selection(self, spec: StageSpec) -> dict[str, Any]:
         """What a stage depends on besides the files' bytes (a cheap pre-check before hashing finishes)."""
         return {
             "version": spec.version,
             "params": spec.params,
-            "files": [[portable_name(f.uri), f.size] for f in (self.reviews, self.meta)],
+            "files": [[portable_name(f.uri), f.size] for f in self.files],
             **spec.flags,
         }
 
     def stage_key(self, spec: StageSpec, content_hashes: list[str]) -> str:
-        """The stage's name: the selection plus the content hashes of the two files."""
+        """The stage's name: the selection plus the content hashes of its files."""
         payload = {**self.selection(spec), "hashes": content_hashes}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -91,7 +96,7 @@ def load(source: Source, item: DomainInputs, cfg: BuildSpec, spec: StageSpec) ->
     """
     stage_dir = cfg.stage_root / item.domain
     with ThreadPoolExecutor(max_workers=1) as pool:
-        futures = [pool.submit(source.content_hash, f) for f in (item.reviews, item.meta)]
+        futures = [pool.submit(source.content_hash, f) for f in item.files]
         if any(read_json(p).get("selection") == item.selection(spec) for p in stage_dir.glob("*.json")):
             key = item.stage_key(spec, [f.result() for f in futures])
             if (stage_dir / f"{key}.json").exists():
@@ -138,7 +143,7 @@ def _select(
             "bad_lines": result.bad_lines,
             "files": [
                 {"domain": f.domain, "kind": f.kind, "file": portable_name(f.uri), "size": f.size, "hash": h}
-                for f, h in zip((item.reviews, item.meta), content, strict=True)
+                for f, h in zip(item.files, content, strict=True)
             ],
             **result.counts,
         }

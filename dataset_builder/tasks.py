@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dataset_builder.config import BuildConfigError
+from dataset_builder.config import AMAZON_LAYOUT, BuildConfigError
 from perrec_eval import tasks as registry
 from perrec_eval.tasks import Family
 
@@ -40,13 +40,16 @@ class Builder:
     - ``write(folder, cfg, results, plan, provenance)``: every file of the output into the (temp) folder,
       ``manifest.json`` and ``README.md`` included (``provenance``:
       :meth:`dataset_builder.sources.Source.kind`);
-    - ``summary(out)``: what ``perrecbench build`` prints about the finished folder.
+    - ``summary(out)``: what ``perrecbench build`` prints about the finished folder;
+    - ``layouts``: the source layouts it reads (`dataset_builder.sources`: Amazon Reviews 2023's, and
+      MovieLens-1M's where the family builds from it); a stage is told the layout by its inputs' kinds.
     """
 
     stage: Callable[[Any], StageSpec]
     plan: Callable[[Any, dict[str, dict[str, Any]]], Any]
     write: Callable[[Path, Any, dict[str, dict[str, Any]], Any, dict[str, Any]], None]
     summary: Callable[[Path], str]
+    layouts: tuple[str, ...] = (AMAZON_LAYOUT,)
 
 
 def task_names() -> tuple[str, ...]:

@@ -440,13 +440,14 @@ def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:
     return score(task, read_predictions(run_dir), read_samples(run_dir), seed=seed)
 
 
-def evaluate_command(config: TaskEvalConfig) -> int:
-    """`perrecbench evaluate --task NAME` for a family on the general path: run, print its table."""
+def evaluate_command(config: TaskEvalConfig, engine: Engine | None = None) -> int:
+    """`perrecbench evaluate --task NAME` for a family on the general path: run (with `engine`, or the one
+    the config names), print its table."""
     import sys
 
     from perrec_eval.leaderboard import family
 
-    scores = evaluate(config)
+    scores = evaluate(config, engine)
     folders = rundir_folders(config)
     for section in family.report(folders):
         print(family.markdown(section))

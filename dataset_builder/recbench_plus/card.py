@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dataset_builder.card import configs_yaml, fill_card
+from dataset_builder.config import MOVIELENS_DOMAIN, portable_name
 from dataset_builder.recbench_plus import kg, queries
 from dataset_builder.recbench_plus.config import BuildConfig
 
@@ -33,7 +34,7 @@ def phrasing_note(cfg: BuildConfig, counts: dict[str, dict[str, int]]) -> str:
 
 
 _TITLES = {
-    "raw": "RecBench+ (Amazon Reviews 2023 rebuild)",
+    "raw": "RecBench+ (rebuild)",
     "synthetic": "RecBench+ (SYNTHETIC data)",
     "mixed": "RecBench+ (partly SYNTHETIC data)",
 }
@@ -60,6 +61,27 @@ def card(
         + (["synthetic"] if kind != "raw" else []),
     }
     keys = {d: ", ".join(kg.detail_keys(d, cfg.details_keys)) or "none" for d in cfg.domains}
+    movie = [d for d in cfg.domains if d == MOVIELENS_DOMAIN]
+    amazon = [d for d in cfg.domains if d != MOVIELENS_DOMAIN]
+    notes = []
+    if amazon:
+        notes.append(
+            "Amazon Reviews 2023: relations from `author`, `store`, each level of `categories` and the "
+            "`details` keys " + "; ".join(f"{d}: {keys[d]}" for d in amazon) + "."
+        )
+    if movie:
+        notes.append("MovieLens-1M: `genre` (each genre of movies.dat) and `year` (the title's year).")
+    if cfg.item_attributes is not None:
+        notes.append(f"Further relations from `{portable_name(cfg.item_attributes)}` (`--item-attributes`).")
+    sources = [*(["Amazon Reviews 2023"] if amazon else []), *(["MovieLens-1M"] if movie else [])]
+    diversity = [
+        f"| {c} | {t[f'{c}_test_queries']:,} | {t[f'{c}_distinct_texts']:,} | "
+        f"{t[f'{c}_texts_several_truths']:,} | {t[f'{c}_most_truths_per_text']:,} |"
+        for c in (*queries.TYPES, "demographics")
+        for t in [_totals(counts, c)]
+        if t[f"{c}_test_queries"]
+    ]
+    deduped = sum(c.get(f"{t}_deduped", 0) for c in counts.values() for t in (*queries.TYPES, "demographics"))
     rows = [f"| {c} | {s} | {n:,} |" for c, splits in sizes.items() for s, n in splits.items()]
     domains = list(counts)
     names = sorted({name for domain in counts.values() for name in domain})
@@ -76,9 +98,23 @@ def card(
         "details_keys": "; ".join(f"{d}: {k}" for d, k in keys.items()),
         "phrasing_note": phrasing,
         "implicit_skipped": sum(c.get("implicit_skipped", 0) for c in counts.values()),
+        "implicit_ambiguous": sum(c.get("implicit_ambiguous", 0) for c in counts.values()),
+        "source_name": " and ".join(sources),
+        "relations_note": " ".join(notes),
+        "diversity_rows": "\n".join(diversity),
+        "dedupe_note": f"on: {deduped:,} queries dropped" if cfg.dedupe_queries else "off in this build",
         "misinformed_skipped": sum(c.get("misinformed_skipped", 0) for c in counts.values()),
         "demographics": demographics,
         "counts_table": table,
         **cfg.params(),
     }
     return fill_card(header, "recbench_plus_card.md", values)
+
+
+def _totals(counts: dict[str, dict[str, int]], config: str) -> dict[str, int]:
+    """A config's text counts over every domain (the most truths of one text: the largest)."""
+    names = ("test_queries", "distinct_texts", "texts_several_truths")
+    out = {f"{config}_{n}": sum(c.get(f"{config}_{n}", 0) for c in counts.values()) for n in names}
+    most = f"{config}_most_truths_per_text"
+    out[most] = max((c.get(most, 0) for c in counts.values()), default=0)
+    return out

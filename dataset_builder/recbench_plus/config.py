@@ -17,7 +17,8 @@ class BuildConfig(BuildSpec):
     task: ClassVar[str] = "recbench-plus"
     description: ClassVar[str] = (
         "Build RecBench+ queries (explicit, implicit, misinformed, interest) from an item knowledge graph of "
-        "the metadata (author, store, categories, details) and users' histories."
+        "the metadata (author, store, categories, details) and users' histories; from MovieLens-1M files "
+        "(ratings.dat, movies.dat, users.dat) also demographics queries."
     )
 
     users: int = option(
@@ -43,6 +44,27 @@ class BuildConfig(BuildSpec):
         default=None,
         shown="per category",
     )
+    item_attributes: str | None = option(
+        "a file of further item relations feeding the knowledge graph: CSV/TSV with the header "
+        "item_id,relation,value, or JSONL of those keys (e.g. director, actor, composer exported from "
+        "Wikidata; item ids as the source's: MovieLens movie ids or parent_asin)",
+        default=None,
+    )
+    dedupe_queries: bool = option(
+        "keep one query per identical text and type (the first user's), so that one text has one ground "
+        "truth; by default every user's query is kept and shown with their history (docs/recbench-plus.md)",
+        default=False,
+    )
+    groups_per_type: int = option(
+        "demographics (MovieLens-1M): the largest groups kept of each attribute combination", default=10
+    )
+    min_group_size: int = option("demographics: a group needs at least this many users", default=20)
+    min_group_raters: int = option(
+        "demographics: an item is a group's distinctive item only when this many of its users rated it",
+        default=5,
+    )
+    top_items: int = option("demographics: the distinctive items of a group the queries draw on", default=10)
+    queries_per_group: int = option("demographics: queries per group (distinct item subsets)", default=5)
     seed: int = option("seed of the user sample and of the choice of conditions", default=0)
     k: int = option(
         "K of the fixed-K cells: the recommend-k protocol asks for K titles and scores the first K, and the "
@@ -91,7 +113,8 @@ class BuildConfig(BuildSpec):
             raise BuildConfigError("--engine, --model and --engine-arg phrase queries: add --phrasing llm")
         if self.phrasing_retries < 0:
             raise BuildConfigError(f"--phrasing-retries must be >= 0, got {self.phrasing_retries}")
-        for name in ("users", "queries_per_user", "min_history", "min_items", "k"):
+        names = ("users", "queries_per_user", "min_history", "min_items", "k", "groups_per_type")
+        for name in (*names, "min_group_size", "min_group_raters", "top_items", "queries_per_group"):
             if getattr(self, name) < 1:
                 raise BuildConfigError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
         if self.train_users < 0 or self.seed < 0:
@@ -112,8 +135,13 @@ class BuildConfig(BuildSpec):
     def params(self) -> dict[str, Any]:
         """What the stage and the queries depend on (the stage cache's key, the manifest's parameters)."""
         names = ("users", "train_users", "queries_per_user", "min_history", "min_subset", "max_subset")
-        names += ("min_items", "max_share", "seed", "k")
+        names += ("min_items", "max_share", "seed", "k", "dedupe_queries", "groups_per_type")
+        names += ("min_group_size", "min_group_raters", "top_items", "queries_per_group")
         details = None if self.details_keys is None else list(self.details_keys)
+        attributes = None
+        if self.item_attributes is not None:
+            attributes = {"file": portable_name(self.item_attributes)}
+            attributes["sha256"] = _sha256(self.item_attributes)
         phrasing: dict[str, Any] = {"phrasing": self.phrasing}
         if self.phrasing == "llm":
             phrasing |= {
@@ -121,7 +149,23 @@ class BuildConfig(BuildSpec):
                 "model": self.model,
                 "phrasing_retries": self.phrasing_retries,
             }
-        return {**{name: getattr(self, name) for name in names}, "details_keys": details, **phrasing}
+        return {
+            **{name: getattr(self, name) for name in names},
+            "details_keys": details,
+            "item_attributes": attributes,
+            **phrasing,
+        }
 
     def as_manifest(self) -> dict[str, Any]:
         return {"source": portable_name(self.source), **self.params()}
+
+
+def _sha256(path: str) -> str:
+    """The content hash of a file the build reads (one line naming the fix when it cannot be read)."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as err:
+        raise BuildConfigError(f"--item-attributes {path}: {err.strerror}; pass a readable file") from None

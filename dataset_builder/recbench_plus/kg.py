@@ -131,6 +131,20 @@ class Graph:
     # parent_asin -> the relations its metadata gives any value of (kept or not): an item lacks a kept value
     # provably only where it names another value of that relation (a misinformed claim's test)
     relations: dict[str, frozenset[str]] = field(default_factory=dict)
+    # parent_asin -> relation -> how many values its metadata gives (kept or not): an item names a value
+    # unambiguously ("the director of X") only where it holds that relation's one value
+    arity: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def single(self, asin: str, relation: str) -> bool:
+        """Whether `asin` holds exactly one value of `relation`, counting the values dropped as too rare or
+        too common (a reader of "the genre of X" thinks of all of X's genres).
+
+        >>> drama, war = Fact("genre", "Drama"), Fact("genre", "War")
+        >>> g = build_graph({"a": [drama], "b": [drama, war]}, min_items=2, max_share=1)
+        >>> g.single("a", "genre"), g.single("b", "genre")
+        (True, False)
+        """
+        return self.arity.get(asin, {}).get(relation, 0) == 1
 
     def lacks(self, asin: str, fact: Fact) -> bool:
         """Whether `asin` provably lacks `fact`: it has a value of the relation, and not this one.
@@ -170,4 +184,9 @@ def build_graph(item_facts_by_asin: Mapping[str, list[Fact]], *, min_items: int,
         for asin, item in item_facts_by_asin.items()
     }
     relations = {asin: frozenset(f.relation for f in item) for asin, item in item_facts_by_asin.items()}
-    return Graph(facts, kept, {"too_rare": why["too_rare"], "too_common": why["too_common"]}, relations)
+    arity = {
+        asin: dict(Counter(f.relation for f in {f.key: f for f in item}.values()))
+        for asin, item in item_facts_by_asin.items()
+    }
+    dropped = {"too_rare": why["too_rare"], "too_common": why["too_common"]}
+    return Graph(facts, kept, dropped, relations, arity)

@@ -30,6 +30,7 @@ from perrec_eval.types import ChatRequest, GenParams
 
 PHRASING_PARAMS = GenParams(temperature=0.7, top_p=1.0, max_tokens=256, n=1, seed=0)
 _ALLOWED = {"noun", "query", "keep", "liked"}
+PHRASED = (*TYPES, "demographics")  # every config a build writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +46,8 @@ def prompts() -> Prompts:
     package = "perrec_eval.tasks.recbench_plus"
     raw = resources.files(package).joinpath("templates/phrasing.yaml").read_text(encoding="utf-8")
     data = yaml.safe_load(raw)
-    if set(data["types"]) != set(TYPES):
-        raise ValueError(f"phrasing.yaml needs the types {list(TYPES)}")
+    if set(data["types"]) != set(PHRASED):
+        raise ValueError(f"phrasing.yaml needs the types {list(PHRASED)}")
     for name, text in {"system": data["system"], **data["types"]}.items():
         unknown = {field for _, field, _, _ in string.Formatter().parse(text) if field} - _ALLOWED
         if unknown:
@@ -104,7 +105,7 @@ def problem(config: str, row: Mapping[str, Any], text: str) -> str | None:
         return "omits"
     if config == "implicit" and leaks(text, [Fact(c["relation"], c["value"]) for c in row["conditions"]]):
         return "leaks"
-    if config == "interest":
+    if config in ("interest", "demographics"):
         normalized = f" {normalize_title(text)} "
         if any(f" {normalize_title(item['title'])} " in normalized for item in row["ground_truth"]):
             return "leaks"

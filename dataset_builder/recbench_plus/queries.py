@@ -9,9 +9,11 @@ any item titled like a ground-truth item). Each chosen candidate gives one row o
 (:data:`TYPES`), where that type can be written:
 
 - ``explicit`` names every condition value;
-- ``implicit`` names each value through another catalogue item that holds it (outside the user's history,
-  whose title contains no hidden value; one with a single value of that relation first, then the most
-  popular); a query whose values cannot all be referenced so is not written, and counted;
+- ``implicit`` names each value through another catalogue item that holds it and no other value of that
+  relation (counting values dropped as too rare or too common: "the genre of X" must name one genre), outside
+  the user's history and whose title contains no hidden value, the most popular first; a query whose values
+  cannot all be referenced so is not written, and counted (``implicit_ambiguous``: a reference exists only
+  among items with several values of the relation);
 - ``misinformed`` is the explicit query with a false claim about one condition: a catalogue item outside
   the user's history that provably lacks the value (it has another value of that relation) is said to hold
   it (``false_claims``); the true conditions stay the ground truth's;
@@ -36,17 +38,28 @@ from perrec_eval.tasks.recbench_plus.metrics import condition_group
 from perrec_eval.tasks.recbench_plus.parsing import normalize_title
 
 TEMPLATE_ID = "template-v1"
+# Per relation (its part before a "."); any other relation (`--item-attributes`) reads as "details" does.
 EXPLICIT_PHRASES = {
     "author": "written by {value}",
     "store": "sold by {value}",
     "categories": "in the category {value}",
     "details": "whose {key} is {value}",
+    "genre": "in the genre {value}",
+    "year": "released in {value}",
+    "director": "directed by {value}",
+    "actor": "starring {value}",
+    "composer": "with music by {value}",
 }
 IMPLICIT_PHRASES = {
     "author": 'by the author of "{title}"',
     "store": 'sold by the store that sells "{title}"',
     "categories": 'in the same category as "{title}"',
     "details": 'with the same {key} as "{title}"',
+    "genre": 'of the same genre as "{title}"',
+    "year": 'released the same year as "{title}"',
+    "director": 'by the director of "{title}"',
+    "actor": 'starring the actor of "{title}"',
+    "composer": 'with music by the composer of "{title}"',
 }
 QUERY = "Can you recommend some {noun} {conditions}?"
 MISINFORMED = 'I loved "{title}", {claim}. '
@@ -54,7 +67,8 @@ INTEREST = 'I recently enjoyed "{title}". Can you recommend more {noun} that I w
 TYPES = ("explicit", "implicit", "misinformed", "interest")
 MAX_CONDITIONS = 4
 FALSE_CLAIM_POOL = 20  # a false claim names one of the 20 most popular items that provably lack the value
-NOUNS = {"Books": "books", "Kindle_Store": "books", "Movies_and_TV": "movies", "CDs_and_Vinyl": "albums"}
+NOUNS = {"Books": "books", "Kindle_Store": "books", "Movies_and_TV": "movies", "CDs_and_Vinyl": "albums",
+         "MovieLens-1M": "movies"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +158,18 @@ def choose(found: Sequence[Candidate], per_user: int, rng: random.Random) -> lis
 
 def _phrase(templates: Mapping[str, str], fact: Fact, **values: str) -> str:
     relation, _, key = fact.relation.partition(".")
-    return templates[relation].format(key=key.lower(), value=fact.value, **values)
+    if relation not in templates:  # a relation of --item-attributes: "whose <relation> is <value>"
+        relation, key = "details", relation
+    return templates[relation].format(key=key.lower().replace("_", " "), value=fact.value, **values)
+
+
+def condition_phrase(fact: Fact) -> str:
+    """A condition in the explicit query's words.
+
+    >>> condition_phrase(Fact("genre", "Film-Noir")), condition_phrase(Fact("cinematographer", "Ann Lee"))
+    ('in the genre Film-Noir', 'whose cinematographer is Ann Lee')
+    """
+    return _phrase(EXPLICIT_PHRASES, fact)
 
 
 def _join(parts: Sequence[str]) -> str:
@@ -190,36 +215,36 @@ class Catalogue:
     items: Mapping[str, Item]
     ranked: list[str] = field(init=False)
     normalized: dict[str, str] = field(init=False)
-    _orders: dict[tuple[str, str], list[str]] = field(init=False, default_factory=dict)
+    _orders: dict[tuple[str, str, bool], list[str]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.ranked = sorted(self.items, key=lambda asin: (-self.items[asin].popularity, asin))
         self.normalized = {asin: normalize_title(item.title) for asin, item in self.items.items()}
 
-    def reference_order(self, fact: Fact) -> list[str]:
-        """The items holding `fact`, best reference first: an item with one value of the relation ("the
-        author of X" is ambiguous when X has two authors), then the most popular, then by asin."""
-        if fact.key not in self._orders:
-            facts = self.graph.facts
-
-            def ambiguous(asin: str) -> bool:
-                return sum(f.relation == fact.relation for f in facts.get(asin, ())) > 1
-
+    def reference_order(self, fact: Fact, *, unambiguous: bool = True) -> list[str]:
+        """The items holding `fact`, most popular first (then by asin); with `unambiguous`, only those
+        holding no other value of the relation (`Graph.single`: "the author of X" is ambiguous when X has
+        two authors, even if one of them was dropped as too rare)."""
+        key = (*fact.key, unambiguous)
+        if key not in self._orders:
             holders = [a for a in self.graph.holders[fact.key] if a in self.items]
-            self._orders[fact.key] = sorted(
-                holders, key=lambda a: (ambiguous(a), -self.items[a].popularity, a)
-            )
-        return self._orders[fact.key]
+            if unambiguous:
+                holders = [a for a in holders if self.graph.single(a, fact.relation)]
+            self._orders[key] = sorted(holders, key=lambda a: (-self.items[a].popularity, a))
+        return self._orders[key]
 
 
-def references(conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[str]) -> list[Item] | None:
+def references(
+    conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[str], *, unambiguous: bool = True
+) -> list[Item] | None:
     """One reference item per condition outside `exclude`, whose title names no hidden value and that is not
     already a reference (the first in :meth:`Catalogue.reference_order`); None when some condition has
     none."""
     chosen: list[Item] = []
     for fact in conditions:
         skip = exclude | {item.parent_asin for item in chosen}
-        pool = (catalogue.items[a] for a in catalogue.reference_order(fact) if a not in skip)
+        order = catalogue.reference_order(fact, unambiguous=unambiguous)
+        pool = (catalogue.items[a] for a in order if a not in skip)
         found = next((item for item in pool if not leaks(item.title, conditions)), None)
         if found is None:
             return None
@@ -314,6 +339,8 @@ def rows_of_user(
         text = None if refs is None else implicit_text(conditions, refs, domain)
         if refs is None or leaks(text, conditions):
             _skip(counts, "implicit")
+            if refs is None and references(conditions, catalogue, everything, unambiguous=False) is not None:
+                counts["implicit_ambiguous"] = counts.get("implicit_ambiguous", 0) + 1
         else:
             pairs = zip(conditions, refs, strict=True)
             references_json = [{**ref.to_json(), "relation": fact.relation} for fact, ref in pairs]

@@ -14,7 +14,8 @@ import yaml
 SEPARATOR = "[SEP]"
 HISTORY_TITLES = 10  # the released history variant shows the user's 10 titles
 _NOUNS = {"Books": ("book", "books", "read"), "Kindle_Store": ("book", "books", "read"),
-          "Movies_and_TV": ("movie", "movies", "watched")}  # fmt: skip
+          "Movies_and_TV": ("movie", "movies", "watched"),
+          "MovieLens-1M": ("movie", "movies", "watched")}  # fmt: skip
 _ALLOWED = {"noun", "noun_singular", "query", "k", "history", "verb"}
 _REQUIRED = {
     "default": {"query"},

@@ -3,11 +3,13 @@ fixed-K), its metrics and four no-LLM baselines.
 
 A doc is one query (`QueryDoc`: its row and the build's catalogue); its truth is JSON (query type,
 ground-truth items, conditions, domain, the build's K) and its cluster its user (a user's queries are
-resampled together in the intervals). The subsets are the query types (`explicit`, `implicit`,
-`misinformed`, `interest`) and the condition-count groups of the condition types (`explicit-1`,
-`explicit-2`, `explicit-3-4`, ...): a query is scored in its type's cell and in its group's. The protocols
-render the released prompts (`templates/recommend.yaml`): ``recommend`` asks for a list of any length,
-``recommend-k`` for K titles (the build's ``--k``) and scores the first K. The answer is read as a list of
+resampled together in the intervals; a demographics query's, its group). The subsets are the query types
+(`explicit`, `implicit`, `misinformed`, `interest`, `demographics`: built from MovieLens-1M only, an
+Amazon build has none and the cell is left out) and the condition-count groups of the condition types
+(`explicit-1`, `explicit-2`, `explicit-3-4`, ...): a query is scored in its type's cell and in its
+group's. The protocols render the released prompts (`templates/recommend.yaml`): ``recommend`` asks for a
+list of any length, ``recommend-k`` for K titles (the build's ``--k``) and scores the first K; both show
+the user's history by default (`Recommend`). The answer is read as a list of
 titles (`parsing.split_answer`) and matched to the catalogue once (`parsing.Matcher`), so every metric reads
 one matched list (`metrics.value`).
 
@@ -37,10 +39,14 @@ from perrec_eval.stats import MetricSpec
 from perrec_eval.tasks import Doc, Parsed, Task
 from perrec_eval.tasks.recbench_plus import metrics, parsing, prompts, published, retrieval
 
-TYPES = ("explicit", "implicit", "misinformed", "interest")
+TYPES = ("explicit", "implicit", "misinformed", "interest", "demographics")
 # each condition type, then its condition-count groups; a query is scored in both
-SUBSETS = (*(s for t in TYPES[:3] for s in (t, *(f"{t}-{g}" for g in metrics.CONDITION_GROUPS))), TYPES[3])
+SUBSETS = (*(s for t in TYPES[:3] for s in (t, *(f"{t}-{g}" for g in metrics.CONDITION_GROUPS))), *TYPES[3:])
+OPTIONAL = ("demographics",)  # configs a build may lack (Amazon Reviews 2023 has no user attributes)
+MOVIELENS = "MovieLens-1M"  # the movie domain: its titles are matched in MovieLens's forms too
 SLOT = "recommend"
+RELEASED_SLOT = "recommend:released"  # a released query scored by the released evaluator's rules
+RELEASED_METRICS = ("recall", "precision", "ndcg", "ftr")
 FIXED_K = "recommend-k"  # the fixed-K protocol's name
 DEFAULT_K = 5  # a build without a recorded --k
 PHRASING_SYSTEM = "You simulate a real user who asks a recommendation assistant"  # templates/phrasing.yaml
@@ -59,7 +65,7 @@ class Catalogue:
     domain_of: dict[str, str]
     popularity: dict[str, int]
     facts: dict[str, frozenset[tuple[str, str]]]
-    matchers: dict[str, parsing.Matcher] = field(repr=False)
+    matchers: dict[str, Any] = field(repr=False)  # domain -> its matcher (`_matcher`)
     # domain -> its asins, most reviewed first (ties by asin): the baselines' order and BM25's rows
     by_domain: dict[str, tuple[str, ...]] = field(repr=False)
     # domain -> relation value -> the rows (in `by_domain` order) of the items holding it
@@ -123,10 +129,38 @@ def catalogue_of(rows: Sequence[Mapping[str, Any]]) -> Catalogue:
         domain_of={r["parent_asin"]: r["domain"] for r in rows},
         popularity={r["parent_asin"]: r["popularity"] for r in rows},
         facts=facts,
-        matchers={domain: parsing.Matcher(items) for domain, items in by_domain.items()},
+        matchers={domain: _matcher(domain, items) for domain, items in by_domain.items()},
         by_domain=ranked,
         holders={domain: _holders(asins, facts) for domain, asins in ranked.items()},
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _MovieLensMatcher:
+    """MovieLens titles ("Breakfast Club, The (1985)", "Boat, The (Das Boot) (1981)") under every form an
+    answer writes them in (`released.title_variants`), on both sides: an answer's "The Boat (Das Boot)"
+    is read as "The Boat" and "Das Boot" too when the whole title names nothing."""
+
+    matcher: parsing.Matcher
+
+    def match(self, title: str) -> tuple[str, ...]:
+        from perrec_eval.tasks.recbench_plus.released import title_variants
+
+        for name in (title, *title_variants(title)):
+            found = self.matcher.match(name)
+            if found:
+                return found
+        return ()
+
+
+def _matcher(domain: str, items: Sequence[tuple[str, str, int]]) -> Any:
+    """A domain's title matcher (`parsing.Matcher`; MovieLens-1M's reads its title forms too)."""
+    if domain != MOVIELENS:
+        return parsing.Matcher(items)
+    from perrec_eval.tasks.recbench_plus.released import title_variants
+
+    variants = [(asin, name, n) for asin, title, n in items for name in title_variants(title)]
+    return _MovieLensMatcher(parsing.Matcher([*items, *variants]))
 
 
 def _holders(asins: Sequence[str], facts: Mapping[str, frozenset[tuple[str, str]]]) -> dict:
@@ -167,6 +201,8 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
 
     recorded = _manifest(data)
     outputs, config, _, group = recorded["outputs"], *subset.partition("-")
+    if config in OPTIONAL and split not in outputs.get(config, {}):
+        return []  # not built from this source (every subset is asked by default)
     if split not in outputs.get(config, {}):
         raise DataError(
             f"{data} has no {config} {split} queries: build with more --users (or --train-users for train)"
@@ -176,6 +212,9 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
     if group:
         rows = [row for row in rows if metrics.condition_group(len(row["conditions"])) == group]
     k = recorded["parameters"].get("k", DEFAULT_K)  # builds before --k asked for the released K
+    # a folder of released queries (`released_eval`) says which metrics its catalogue can tell
+    checks = {name: recorded["parameters"].get(name, True) for name in ("condition_match", "hallucination")}
+    compat = recorded["parameters"].get("compat")
     if max_docs is not None:
         rows = random.Random(seed).sample(rows, min(max_docs, len(rows)))
     return [
@@ -187,6 +226,8 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
                 "conditions": row["conditions"],
                 "domain": row["domain"],
                 "k": k,
+                **{name: False for name, kept in checks.items() if not kept},
+                **({"compat": compat, "released": row["released"]} if compat else {}),
             },
             f"{row['domain']}-{row['user_id']}",  # one user's queries are resampled together
             row=row,
@@ -198,17 +239,28 @@ def load_docs(data: str, subset: str, split: str, *, max_docs: int | None = None
 
 @dataclass(frozen=True)
 class Recommend:
-    """Ask for the recommendations of a query (the released prompt; `variant` default, k or history); with
-    `fixed_k`, ask for the build's K titles (the ``k`` variant's wording) and score the first K."""
+    """Ask for the recommendations of a query with a released prompt; with `fixed_k`, ask for the build's K
+    titles (the ``k`` wording) and score the first K.
+
+    The default `variant` is ``history``, the paper's history variant: the user's last ten titles shown
+    before the query. A build's condition query is one user's: the same text ("movies in the genre Drama")
+    is asked by many users, each with their own ground truth (the items of *their* history holding the
+    values), and only the history tells them apart. A query without a history (demographics) is asked with
+    the no-history prompt. ``--prompts default`` asks every query without its history (the released
+    default prompt); a build with ``--dedupe-queries`` keeps one query per text instead."""
 
     name: str = "recommend"
     max_tokens: int = 512
-    variant: str = "default"
+    variant: str = "history"
     fixed_k: bool = False
 
     def runner(self, doc: QueryDoc) -> OneShot:
-        """One request per query; the prediction is the answer matched to the catalogue (None: failed)."""
+        """One request per query; the prediction is the answer matched to the catalogue (None: failed). A
+        released query scored ``--compat released`` keeps the raw text (`RELEASED_SLOT`) and its prediction
+        is the released evaluator's metrics of it (`released_prediction`)."""
         keep = doc.truth["k"] if self.fixed_k else None
+        if doc.truth.get("compat") == "released":
+            return OneShot(RELEASED_SLOT, finish=lambda text: released_prediction(doc, text, keep))
         return OneShot(
             SLOT, finish=lambda titles: doc.catalogue.match(titles[:keep], doc.truth) if titles else None
         )
@@ -216,12 +268,16 @@ class Recommend:
     def render(self, doc: QueryDoc, slot: Any, *, variant: str | None = None) -> list[dict[str, str]]:
         history = [item["title"] for item in doc.row["history"]]
         chosen = self.variant if variant is None else variant
+        if chosen == "history" and not history:  # nobody's history to show (a demographics query)
+            chosen = "default"
         if self.fixed_k:  # the released K wording of the chosen variant
             chosen = {"default": "k", "history": "history-k"}.get(chosen, chosen)
         k = doc.truth["k"]
         return prompts.messages(doc.row["query"], doc.row["domain"], history, variant=chosen, k=k)
 
     def parse(self, text: str | None, slot: Any) -> Parsed:
+        if slot == RELEASED_SLOT:  # the released rules read the text themselves (`released_prediction`)
+            return Parsed(ok=True, value=text or "")
         return parsing.split_answer(text)
 
     def combine(self, values: Sequence[list[str]]) -> list[str]:
@@ -239,10 +295,37 @@ class Recommend:
         return self.name
 
 
+def released_prediction(doc: QueryDoc, text: str | None, k: int | None) -> dict[str, Any]:
+    """The released evaluator's recall, precision, NDCG and FTR of a released query's raw answer
+    (`released.released_scores`; a failed request reads as an empty answer, as the release's did)."""
+    from perrec_eval.tasks.recbench_plus import released
+
+    rules = doc.truth["released"]
+    query = released.ReleasedQuery(
+        doc.id, doc.truth["type"], doc.row["query"], tuple(rules["titles"]),
+        None if rules["movie_ids"] is None else tuple(rules["movie_ids"]), (), doc.cluster or doc.id,
+    )  # fmt: skip
+    values = released.released_scores(query, text, _movies(doc.catalogue, doc.truth["domain"]), k=k)
+    return {"released": values}
+
+
+@cache
+def _movies(catalogue: Catalogue, domain: str) -> list[Any]:
+    """A catalogue's MovieLens movies in the released evaluator's terms (its id reading of titles)."""
+    from perrec_eval.tasks.recbench_plus.released import Movie
+
+    asins = sorted((a for a in catalogue.by_domain[domain] if a.isdigit()), key=int)
+    return [Movie(int(a), catalogue.titles[a]) for a in asins]
+
+
 def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
     """A query's value of `metric`; None where its type does not define it (`metrics.defined`)."""
-    if not metrics.defined(metric, truth["type"]):
-        return None
+    if truth.get("compat") == "released":  # the released evaluator's four metrics only
+        return prediction["released"][metric] if metric in RELEASED_METRICS else None
+    if not metrics.defined(metric, truth["type"]) or truth.get(metric) is False:
+        return None  # `truth[metric]` False: the catalogue cannot tell it (released queries, `released_eval`)
+    if metric == "condition_match" and truth["type"] == "demographics":
+        return None  # a group's query is answered by taste, not by conditions (as interest queries)
     return metrics.value(metric, prediction, truth)
 
 
@@ -353,6 +436,10 @@ TASK = Task(
     predict_baseline=predict_baseline,
     prediction_from=prediction_from,
     published_rows=published,
+    prompt_variants=("history", "default"),
     # `score` also reads the released files (`released.py`); a run or a predictions file as every family's
-    handlers={"score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command"},
+    handlers={
+        "score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command",
+        "evaluate": "perrec_eval.tasks.recbench_plus.released_eval:ReleasedEvalConfig:evaluate_command",
+    },
 )

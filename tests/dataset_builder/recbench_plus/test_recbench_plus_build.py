@@ -144,6 +144,7 @@ def test_recbench_plus_build_card_configs_name_every_file_and_the_manifest_the_t
     assert {c["config_name"] for c in header["configs"]} == {*TYPES, "catalogue"}
     assert all((bench / path).is_file() for path in named)
     assert "template-v1" in card and "demographics" in card  # the phrasing, and what is not built
+    assert "a rebuild on Amazon Reviews 2023 by" in card and "| explicit | " in card  # query diversity
     manifest = json.loads((bench / "manifest.json").read_text())
     assert manifest["task"] == "recbench-plus" and manifest["source_kind"] == "synthetic"
 

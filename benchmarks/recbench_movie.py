@@ -1,0 +1,105 @@
+"""RecBench+'s movie half at MovieLens-1M scale: build time and memory, and what the BM25 baseline reads.
+
+Needs MovieLens-1M's ``movies.dat`` and ``users.dat`` (GroupLens ``ml-1m.zip``, or the copies in
+`jiani-huang/RecAssistBench`'s ``dataset/movie/``) and, if there is one, its ``ratings.dat``. Without one
+(the release's is over 4 MiB and not readable here) the script writes synthetic ratings of the real users
+over the real titles: ``--per-user`` (165, ML-1M's mean) seeded draws per user, three quarters by a
+popularity law over the movies, a quarter from one favourite genre per user.
+
+1. ``perrecbench build --task recbench-plus`` of the folder (``--users 500 --train-users 500 --max-share
+   0.5``): wall time and the peak RSS of the build's process, and the query-diversity counts it prints;
+2. ``evaluate --engine baseline`` of ``bm25`` and ``condition-filter`` on the explicit queries: recall and
+   condition match of each. BM25's query drops stop words and the templates' words
+   (`perrec_eval.tasks.recbench_plus.retrieval.query_stopwords`); run the script on an older checkout to
+   measure the baseline before issue 35.
+
+Run from the repository root: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/recbench_movie.py --movielens
+DIR --work /tmp/rb-movie``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def synthetic_ratings(folder: Path, per_user: int, seed: int) -> int:
+    """Write ``ratings.dat`` for the users of ``users.dat`` over the movies of ``movies.dat``."""
+    rng = random.Random(seed)
+    raw = (folder / "movies.dat").read_bytes()
+    text = raw.decode("utf-8") if raw.isascii() or _utf8(raw) else raw.decode("latin-1")
+    movies = [line.split("::") for line in text.splitlines() if line.strip()]
+    ids = [int(m[0]) for m in movies]
+    genres = {int(m[0]): m[2].split("|") for m in movies}
+    weights = [1 / (rank + 1) ** 0.8 for rank in range(len(ids))]
+    people = (folder / "users.dat").read_text(encoding="latin-1").splitlines()
+    users = [line.split("::")[0] for line in people if line.strip()]
+    lines = []
+    for user in users:
+        favourite = rng.choice(sorted({g for gs in genres.values() for g in gs}))
+        pool = [i for i in ids if favourite in genres[i]]
+        chosen = set(rng.choices(ids, weights=weights, k=per_user * 3 // 4))
+        chosen |= set(rng.sample(pool, min(len(pool), per_user // 4)))
+        for movie in sorted(chosen):
+            lines.append(f"{user}::{movie}::{rng.randint(1, 5)}::{978300000 + rng.randint(0, 10**7)}")
+    (folder / "ratings.dat").write_text("\n".join(lines) + "\n", encoding="latin-1")
+    return len(lines)
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _cli(*args: str) -> tuple[float, int, str]:
+    """Run ``python -m perrec_eval ARGS``: wall seconds, peak RSS (MB) of the child, its stdout."""
+    started = time.perf_counter()
+    command = [sys.executable, "-m", "perrec_eval", "--no-progress", *args]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    return time.perf_counter() - started, peak, done.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--movielens", required=True, type=Path, help="a folder of movies.dat and users.dat")
+    parser.add_argument("--work", required=True, type=Path, help="scratch folder (replaced)")
+    parser.add_argument("--per-user", type=int, default=165)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    source = args.work / "ml-1m"
+    source.mkdir(parents=True)
+    for name in ("movies.dat", "users.dat", "ratings.dat"):
+        if (args.movielens / name).is_file():
+            shutil.copy(args.movielens / name, source / name)
+    ratings = "real"
+    if not (source / "ratings.dat").is_file():
+        ratings = f"{synthetic_ratings(source, args.per_user, args.seed):,} synthetic"
+    build = ["build", "--task", "recbench-plus", "--source", str(source), "--out", str(args.work / "bench")]
+    wall, peak, printed = _cli(*build, "--users", "500", "--train-users", "500", "--max-share", "0.5")
+    print(f"ratings: {ratings}; build: {wall:.1f} s wall, peak RSS {peak:,} MB")
+    print(printed.strip().splitlines()[-1])
+    print("| baseline | explicit recall | explicit condition match |\n|---|---:|---:|")
+    for name in ("bm25", "condition-filter"):
+        out = args.work / name
+        bench = str(args.work / "bench")
+        _cli("evaluate", "--task", "recbench-plus", "--data", bench, "--engine", "baseline", "--model", name,
+             "--subsets", "explicit", "--protocols", "recommend", "--out", str(out))  # fmt: skip
+        (cell,) = json.loads((out / "scores.json").read_text())["cells"]
+        metrics = cell["metrics"]
+        print(f"| {name} | {metrics['recall']['value']:.3f} | {metrics['condition_match']['value']:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

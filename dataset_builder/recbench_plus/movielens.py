@@ -1,0 +1,168 @@
+"""RecBench+'s movie half from MovieLens-1M's files (GroupLens ``ml-1m``: ``::``-separated, Latin-1).
+
+- ``ratings.dat`` ``UserID::MovieID::Rating::Timestamp`` is the users' histories (every rating is an
+  interaction, as the paper's; timestamps in seconds);
+- ``movies.dat`` ``MovieID::Title (Year)::Genre|Genre`` is the catalogue (the title as written, "Wizard of Oz,
+  The (1939)") and its first relations: ``genre`` (each of the ``|``-separated genres) and ``year``;
+- ``users.dat`` ``UserID::Gender::Age::Occupation::Zip`` gives the demographic groups (codes as words,
+  :data:`AGES`, :data:`OCCUPATIONS`, :data:`GENDERS`).
+
+Further item relations (the paper's director, actors, composer... from Wikipedia) come from an item-attribute
+file (`read_item_attributes`, ``--item-attributes``) that any knowledge source can export.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from dataset_builder.config import BuildError
+from dataset_builder.recbench_plus.kg import Fact, normalize_value
+from dataset_builder.sources import InputFile, Source
+
+# MovieLens-1M's README: the codes of users.dat
+AGES: dict[int, str] = {
+    1: "Under 18", 18: "18-24", 25: "25-34", 35: "35-44", 45: "45-49", 50: "50-55", 56: "56+",
+}  # fmt: skip
+OCCUPATIONS: dict[int, str] = {
+    0: "other", 1: "academic/educator", 2: "artist", 3: "clerical/admin", 4: "college/grad student",
+    5: "customer service", 6: "doctor/health care", 7: "executive/managerial", 8: "farmer", 9: "homemaker",
+    10: "K-12 student", 11: "lawyer", 12: "programmer", 13: "retired", 14: "sales/marketing", 15: "scientist",
+    16: "self-employed", 17: "technician/engineer", 18: "tradesman/craftsman", 19: "unemployed", 20: "writer",
+}  # fmt: skip
+GENDERS: dict[str, str] = {"M": "Male", "F": "Female"}
+_TITLE_YEAR = re.compile(r"\((\d{4})\)\s*$")
+_FIELDS = {"reviews": 4, "meta": 3, "users": 5}
+_SHAPES = {
+    "reviews": "UserID::MovieID::Rating::Timestamp",
+    "meta": "MovieID::Title (Year)::Genres",
+    "users": "UserID::Gender::Age::Occupation::Zip",
+}
+
+
+def _text(data: bytes) -> str:
+    """UTF-8 where the bytes are (some copies were converted), else GroupLens's Latin-1."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def _problem(kind: str, parts: list[str]) -> str | None:
+    """Why one split line of a MovieLens file is unusable (None: fine).
+
+    >>> _problem("reviews", ["1", "2", "5", "978300760"]), _problem("users", ["1", "X", "1", "10", "4"])
+    (None, "gender must be M or F, got 'X'")
+    """
+    if len(parts) != _FIELDS[kind]:
+        return f"expected {_SHAPES[kind]}, got {len(parts)} fields"
+    if not parts[0].strip().isdigit():
+        return f"the id must be a number, got {parts[0]!r}"
+    if kind == "reviews" and not (parts[1].isdigit() and parts[2].isdigit() and parts[3].isdigit()):
+        return "movie id, rating and timestamp must be numbers"
+    if kind == "meta" and not parts[1].strip():
+        return "the title is empty"
+    if kind == "users":
+        if parts[1] not in GENDERS:
+            return f"gender must be M or F, got {parts[1]!r}"
+        if not parts[2].isdigit() or int(parts[2]) not in AGES:
+            return f"age must be one of the codes {sorted(AGES)}, got {parts[2]!r}"
+        if not parts[3].isdigit() or int(parts[3]) not in OCCUPATIONS:
+            return f"occupation must be a code 0-20, got {parts[3]!r}"
+    return None
+
+
+def read_lines(source: Source, file: InputFile, on_bad_line: str) -> tuple[list[list[str]], dict[str, Any]]:
+    """The split lines of one MovieLens file, and its bad-line record (`sources.BadLines.as_dict` shape).
+
+    Raises:
+        BuildError: a bad line under ``--on-bad-line error`` (file, line, what is wrong, the fix).
+    """
+    from dataset_builder.sources import BadLines
+
+    with source.fs.open(file.uri, "rb") as handle:
+        text = _text(handle.read())
+    rows, bad = [], BadLines(file.uri)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r").split("::")
+        problem = _problem(file.kind, parts)
+        if problem is None:
+            rows.append(parts)
+            continue
+        if on_bad_line == "error":
+            raise BuildError(
+                f"{file.uri}:{number}: {problem}. Fix or delete that line, or rerun with --on-bad-line skip "
+                "to count and skip bad lines (they are reported in manifest.json)."
+            )
+        bad.count += 1
+        bad.reasons[problem.split(",")[0]] += 1
+        if len(bad.examples) < 20:
+            bad.examples.append({"line": number, "problem": problem})
+    return rows, bad.as_dict()
+
+
+def title_year(title: str) -> str | None:
+    """The year a MovieLens title ends with.
+
+    >>> title_year("Wizard of Oz, The (1939)"), title_year("Untitled")
+    ('1939', None)
+    """
+    found = _TITLE_YEAR.search(title)
+    return found.group(1) if found else None
+
+
+def movie_facts(genres: str, title: str) -> list[Fact]:
+    """The relations movies.dat gives a movie: each genre and the year.
+
+    >>> [(f.relation, f.value) for f in movie_facts("Animation|Children's", "Toy Story (1995)")]
+    [('genre', 'Animation'), ('genre', "Children's"), ('year', '1995')]
+    """
+    facts = [Fact("genre", g.strip()) for g in genres.split("|") if g.strip()]
+    year = title_year(title)
+    return facts + ([Fact("year", year)] if year else [])
+
+
+def read_item_attributes(path: str) -> Iterator[tuple[str, Fact]]:
+    """(item id, fact) for every row of an item-attribute file: CSV or TSV with the header ``item_id,
+    relation,value`` (by the file's extension), or JSONL of ``{"item_id", "relation", "value"}``.
+
+    Raises:
+        BuildError: no such file, another header, or a row without the three fields.
+    """
+    fix = (
+        "write rows of item_id, relation, value (CSV/TSV with that header, or JSONL objects), e.g. "
+        "2571,director,Lana Wachowski"
+    )
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise BuildError(f"--item-attributes {path}: {err}; {fix}") from None
+    if path.endswith(".jsonl"):
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((number, json.loads(line)))
+            except ValueError:
+                raise BuildError(f"--item-attributes {path} line {number} is not JSON: {fix}") from None
+    else:
+        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if path.endswith(".tsv") else ",")
+        if reader.fieldnames is None or set(reader.fieldnames) != {"item_id", "relation", "value"}:
+            raise BuildError(f"--item-attributes {path}: header {reader.fieldnames}; {fix}")
+        records = [(number, row) for number, row in enumerate(reader, start=2)]
+    for number, record in records:
+        names = ("item_id", "relation", "value")
+        values = [record.get(k) if isinstance(record, dict) else None for k in names]
+        if not all(isinstance(v, str | int) and str(v).strip() for v in values):
+            raise BuildError(f"--item-attributes {path} line {number}: {fix}")
+        item, relation, value = (str(v).strip() for v in values)
+        if normalize_value(value):
+            yield item, Fact(relation, normalize_value(value))
