@@ -176,3 +176,43 @@ def test_report_page_has_contents_folds_the_legend_and_scrolls_wide_tables(point
     assert sections and links == sections  # a link to every section
     assert page.count("<table") == page.count('<div class="scroll"><table')  # wide tables scroll in place
     assert '<details class="legend"><summary>' in page and '<p class="legend">' not in page
+
+
+# --- round two (issue 37): the small things ----------------------------------------------------------------
+
+
+def _help_texts(parser) -> list[tuple[str, str]]:
+    """(option, help) of every option of `parser` and of its subcommands, recursively."""
+    import argparse
+
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _help_texts(sub)
+        elif action.help and action.option_strings:
+            found.append((action.option_strings[-1], action.help))
+    return found
+
+
+@pytest.mark.parametrize("task", ["perrecbench", "llmrec", "recbench-plus"])
+def test_help_says_each_default_and_list_format_once(task):
+    from perrec_eval import cliconfig
+    from perrec_eval.cli import build_parser
+
+    for command in (["evaluate"], ["score"], ["build"], ["report", "r"], ["sft", "data"]):
+        argv = [*command, "--task", task]
+        cliconfig.select_task(argv)
+        for option, text in _help_texts(build_parser()):
+            assert text.count("default:") <= 1, f"{task} {option}: {text}"
+            assert text.count("comma-separated") <= 1, f"{task} {option}: {text}"
+
+
+def test_a_domain_of_one_group_is_said_in_the_singular():
+    from perrec_eval.tasks.perrecbench.leaderboard.render import domain_table
+
+    by_domain = {"domains": ["Books", "Electronics"], "num_groups": {"Books": 1, "Electronics": 3}}
+    grid = domain_table(
+        {"by_domain": {**by_domain, "rows": [{"label": "m", "ptc": {"Books": 0.5, "Electronics": 0.1}}]}}
+    )
+    assert grid.header[1:] == ["Books (1 group)", "Electronics (3 groups)"]
