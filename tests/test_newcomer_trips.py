@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -216,3 +217,27 @@ def test_a_domain_of_one_group_is_said_in_the_singular():
         {"by_domain": {**by_domain, "rows": [{"label": "m", "ptc": {"Books": 0.5, "Electronics": 0.1}}]}}
     )
     assert grid.header[1:] == ["Books (1 group)", "Electronics (3 groups)"]
+
+
+def test_convert_gguf_writes_the_weights_readable_like_the_files_beside_them(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    from perrec_eval.engines import hf
+
+    def convert(path: str, out: str) -> str:  # what transformers and safetensors write
+        (Path(out) / "config.json").write_text("{}")
+        weights = Path(out) / "model.safetensors"
+        weights.write_bytes(b"w")
+        weights.chmod(0o600)
+        return out
+
+    monkeypatch.setattr(hf, "convert_gguf", convert)
+    (tmp_path / "tiny.gguf").write_bytes(b"GGUF")
+    mask = os.umask(0o022)
+    try:
+        assert main(["convert-gguf", str(tmp_path / "tiny.gguf"), "--out", str(tmp_path / "model")]) == 0
+    finally:
+        os.umask(mask)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "model").iterdir()}
+    assert modes["model.safetensors"] == modes["config.json"] == 0o644, modes
