@@ -67,10 +67,17 @@ bench: $(VENV)/.full
 	$(PY) benchmarks/retrieval_bench.py
 	$(PY) benchmarks/eval_bench.py
 
-# The demo's folder, the folders the README's commands on the demo's data write (the fine-tuning loop's, the
-# classic recommenders' runs) and a non-editable install's build/; runs/ itself only when nothing else is in it.
+# What the documented commands write in the clone: the demo's folder; the folders of the README's commands
+# (each build with its .stages cache beside it), of the fine-tuning loop and of the classic recommenders' runs
+# (docs/fine-tuning.md, docs/perrecbench.md); the lock files of a killed command; a non-editable install's
+# build/; runs/ itself only when nothing else is in it. Keep builds of real data outside the clone, or under
+# another name: `make clean` removes these.
+README_OUTPUTS := perrecbench perrecbench.stages llmrec llmrec.stages recbench-plus recbench-plus.stages \
+	report report-llmrec report-recbench-plus runs/baselines runs/qwen7b runs/llmrec-baselines \
+	runs/llmrec-qwen7b runs/rb-baselines runs/rb-qwen7b
 clean:
-	rm -rf $(DEMO) sft_data adapters report_sft build runs/base runs/sft runs/mf runs/item-knn
+	rm -rf $(DEMO) $(README_OUTPUTS) sft_data adapters report_sft build runs/base runs/sft runs/mf runs/item-knn
+	rm -f .*.perrecbench.lock .perrecbench.lock
 	-rmdir runs 2>/dev/null || true
 
 # vLLM in its own venv (it pins its own transformers): the community CPU build runs vLLM's real engine here.
