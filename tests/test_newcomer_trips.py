@@ -241,3 +241,9 @@ def test_convert_gguf_writes_the_weights_readable_like_the_files_beside_them(tmp
         os.umask(mask)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "model").iterdir()}
     assert modes["model.safetensors"] == modes["config.json"] == 0o644, modes
+
+
+def test_tasks_describes_llmrec_by_its_five_tasks(capsys):
+    assert main(["tasks"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("llmrec:"))
+    assert all(word in line for word in ("rating", "sequential", "direct", "explanation", "summarization"))
