@@ -292,7 +292,7 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
         kwargs["metavar"] = meta["metavar"]
     shown = meta.get("shown") or (_show(field.default) if _has_default(field) else None)
     suffix = f" (default: {shown})" if shown else " (required)"
-    if shown and "default: " in text:  # the text names its default in its own words ("(default: all)")
+    if shown and "(default: " in text:  # the text names its default in its own words ("(default: all)")
         suffix = ""
     parser.add_argument(_flag(field), help=text + suffix, **kwargs)
 

@@ -38,10 +38,9 @@ class BuildConfig(BuildSpec):
         "drop a relation value held by more than this share of the catalogue's items", default=0.2
     )
     details_keys: tuple[str, ...] | None = option(
-        "the metadata `details` keys read as relations (comma-separated); default: the list per category "
-        "in dataset_builder/recbench_plus/kg.py",
+        "the metadata `details` keys read as relations (comma-separated)",
         default=None,
-        shown="per category",
+        shown="the list per category in dataset_builder/recbench_plus/kg.py",
     )
     seed: int = option("seed of the user sample and of the choice of conditions", default=0)
     k: int = option(
