@@ -10,6 +10,7 @@ of the same commands on a small slice (`small_demo`, the Makefile's demo recipe 
 tests/test_docs.py checks that the pages hold the recorded quotes, that the picture is the recorded one and
 that the small slice, run by the current code, still gives the recorded fingerprint: code that changes a
 number the docs quote fails there until `make demo docs` is run again.
+A demo folder older than the code (a source file changed after its build) is refused.
 
 Usage: python docs/demo_quotes.py DEMO_FOLDER   (`make docs` after `make demo`)
 """
@@ -368,6 +369,19 @@ QUOTES: dict[str, Callable[[Path], str]] = {
 # --- the picture -------------------------------------------------------------------------------------------
 
 
+def _newer_code(demo: Path) -> str | None:
+    """A source file changed after the demo was built (then its numbers may be another code's), or None."""
+    built = (demo / "perrecbench" / "stats.json").stat().st_mtime
+    sources = [REPO / "Makefile", REPO / "pyproject.toml"]
+    sources += [
+        path
+        for folder in ("perrec_eval", "dataset_builder", "metric")
+        for path in (REPO / folder).rglob("*.py")
+    ]
+    newest = max(sources, key=lambda path: path.stat().st_mtime)
+    return str(newest.relative_to(REPO)) if newest.stat().st_mtime > built else None
+
+
 def browser() -> str | None:
     return next((shutil.which(name) for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
 
@@ -392,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     demo = args.demo.resolve()
     if not (demo / "report" / "index.html").is_file():
         print(f"demo_quotes: {args.demo} holds no finished demo: run `make demo` first", file=sys.stderr)
+        return 2
+    if stale := _newer_code(demo):
+        print(f"demo_quotes: {stale} is newer than {args.demo}: run `make demo docs`", file=sys.stderr)
         return 2
     if browser() is None:
         print(
