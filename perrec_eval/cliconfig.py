@@ -286,12 +286,14 @@ def _add_field(parser: Any, cls: type, field: dataclasses.Field, hint: Any) -> N
         kwargs["choices"] = typing.get_args(tp)
     if meta["repeat"]:
         kwargs["action"] = "append"
-    elif _is_tuple(tp):
+    elif _is_tuple(tp) and "comma-separated" not in text:  # said once, where the text says it itself too
         text += " (comma-separated)"
     if meta["metavar"]:
         kwargs["metavar"] = meta["metavar"]
     shown = meta.get("shown") or (_show(field.default) if _has_default(field) else None)
     suffix = f" (default: {shown})" if shown else " (required)"
+    if shown and "(default: " in text:  # the text names its default in its own words ("(default: all)")
+        suffix = ""
     parser.add_argument(_flag(field), help=text + suffix, **kwargs)
 
 

@@ -110,6 +110,7 @@ def convert_gguf(config: ConvertGGUFConfig) -> int:
         outputs.refuse_foreign(out, _converted_files(out), command="convert-gguf")  # again, under the lock
         with outputs.replaced(out) as tmp:
             convert(config.gguf, str(tmp))
+            fileio.open_permissions(tmp)  # safetensors writes model.safetensors 0600, beside 0644 files
             files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
             fileio.write_json(tmp / CONVERTED, {"gguf": Path(config.gguf).name, "files": files})
     print(f"{config.gguf} written to {config.out} (float32 weights): --model {config.out}")

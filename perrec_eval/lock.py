@@ -7,6 +7,11 @@ beside an output, both without waiting; the operating system releases it when th
 ends (kill -9 included), so a stale lock file never blocks a later run. A process may take a lock it
 already holds (`sweep` holds its folder for the grid and the report, and each grid point's run takes it
 again).
+
+A command that ends removes its lock file (a clean clone stays clean). It unlinks the file while it still
+holds the lock, and a taker checks, once it holds a lock, that the name still points to the file it locked
+(retrying on the new one otherwise): a second process that opened the old file just before it was removed
+would else hold a lock nobody else can see, beside a third process on the new file.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from perrec_eval.errors import DataError
 
@@ -44,8 +50,7 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
         with _locked(folder / LOCK_FILE, folder):
             yield
     finally:
-        if made and (folder / LOCK_FILE).resolve() not in _held and _only_lock(folder):
-            (folder / LOCK_FILE).unlink(missing_ok=True)
+        if made and (folder / LOCK_FILE).resolve() not in _held and _empty(folder):
             for path in made:  # innermost first; stops at the first that is not empty
                 try:
                     path.rmdir()
@@ -53,9 +58,9 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
                     break
 
 
-def _only_lock(folder: Path) -> bool:
+def _empty(folder: Path) -> bool:
     try:
-        return [child.name for child in folder.iterdir()] == [LOCK_FILE]
+        return not any(folder.iterdir())
     except OSError:
         return False
 
@@ -85,23 +90,13 @@ def _locked(lock_path: Path, what: Path) -> Iterator[None]:
     try:  # the first write of every command: where an output that cannot be written shows
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         lock_path = lock_path.resolve()
-        handle = None if lock_path in _held else open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115
     except OSError as err:
-        reason = f"{err.strerror or err} ({err.filename})"
-        raise DataError(f"cannot write {what}: {reason}; choose another --out") from err
-    if handle is None:  # taken again inside a block that holds it
+        raise _unwritable(what, err) from err
+    if lock_path in _held:  # taken again inside a block that holds it
         yield
         return
+    handle = _take(lock_path, what)
     with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise DataError(
-                f"{what} is in use by another perrecbench process (pid {holder}): wait for it to finish, "
-                "or choose another --out"
-            ) from None
         try:
             handle.seek(0)
             handle.truncate()
@@ -111,4 +106,42 @@ def _locked(lock_path: Path, what: Path) -> Iterator[None]:
             yield
         finally:
             _held.discard(lock_path)
+            lock_path.unlink(missing_ok=True)  # still held: a process that opened it finds it gone (`_take`)
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _take(lock_path: Path, what: Path) -> IO[str]:
+    """`lock_path` opened and locked, or a DataError naming the holder's pid. A file its holder removed
+    between our open and our lock is let go and the new one taken."""
+    while True:
+        try:
+            handle = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115
+        except OSError as err:
+            raise _unwritable(what, err) from err
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise DataError(
+                f"{what} is in use by another perrecbench process (pid {holder}): wait for it to finish, "
+                "or choose another --out"
+            ) from None
+        if _names(handle, lock_path):
+            return handle
+        handle.close()
+
+
+def _names(handle: IO[str], path: Path) -> bool:
+    """Whether `path` still names the open file `handle` (not removed, not replaced by a new file)."""
+    try:
+        on_disk = path.stat()
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(handle.fileno())
+    return (on_disk.st_dev, on_disk.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _unwritable(what: Path, err: OSError) -> DataError:
+    return DataError(f"cannot write {what}: {err.strerror or err} ({err.filename}); choose another --out")

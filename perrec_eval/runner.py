@@ -101,7 +101,7 @@ def drive(
     """
     samples: list[S] = []
     step = 0
-    with progress.bar(desc=desc, unit="req", disable=not runners) as bar:
+    with progress.bar(desc=desc, unit="req", disable=not runners) as bar, progress.step(bar):
         while True:
             batch = [
                 (doc, slot) for doc, runner in runners.items() if not runner.done for slot in runner.pending()
@@ -110,8 +110,9 @@ def drive(
                 break
             requests = [ask(doc, slot) for doc, slot in batch]
             bar.total = (bar.total or 0) + len(requests)
-            bar.set_postfix(step=step + 1)
-            completions = ask_engine(engine, requests, params)
+            bar.set_description(f"{desc} (step {step + 1})" if step else desc)
+            before = bar.n
+            completions = ask_engine(engine, requests, params)  # an engine moves the bar per request
             answers: dict[str, dict[Any, Any]] = {}
             for (doc, slot), request, completion in zip(batch, requests, completions, strict=True):
                 value, sample = read(doc, slot, step, request, completion)
@@ -120,7 +121,7 @@ def drive(
             for doc, runner in runners.items():
                 if not runner.done and doc in answers:
                     runner.feed(answers[doc])
-            bar.update(len(requests))
+            bar.update(max(0, len(requests) - (bar.n - before)))  # cached answers; engines that do not report
             step += 1
     return samples
 

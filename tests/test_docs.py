@@ -1,4 +1,5 @@
-"""The README's and the docs pages' commands run as written (issue 27).
+"""The README's and the docs pages' commands run as written, and every number they quote from the demo is the
+current code's.
 
 Every ```bash and ```python block of README.md and docs/*.md (a new page is covered as soon as it exists) is
 read in order, as a shell would: continued lines joined, comments dropped, ``NAME=value`` lines and ``for``
@@ -6,26 +7,34 @@ loops expanded (a variable the page never sets fails). In a temp folder holding 
 commands read from the Makefile) and the raw files the pages name (`RAW`, `~/amazon2023/raw`: every category
 a page names, small and synthetic):
 
-- every ``perrecbench`` command must parse, then runs through `perrec_eval.cli.main`, with `SHRINK`'s
-  smaller data and fewer groups, unless `why_not_run` gives one of its rules: a model (``--engine
-  vllm|hf|openai``), training or merging a model (``sft train``/``sft merge``), a GGUF download, an upload
-  (``push`` without ``--dry-run``, ``--push-to-hub``), the Hub (``hf://``), or reading what such a command
-  would have written;
+- every ``perrecbench`` command must parse, then runs through `perrec_eval.cli.main`, with the smaller data
+  and fewer groups of `SHRINK` (docs/demo_quotes.py), unless `why_not_run` gives one of its rules: a model
+  (``--engine vllm|hf|openai``), training or merging a model (``sft train``/``sft merge``), a GGUF download,
+  an upload (``push`` without ``--dry-run``, ``--push-to-hub``), the Hub (``hf://``), or reading what such a
+  command would have written;
 - other commands (``pip``, ``make``, ``vllm serve``, ``accelerate``, ``python -c``) are not run: they are not
   this package's;
 - python blocks run as they are;
 - a block right after ``<!-- not run: REASON -->`` is parsed (compiled) and not run.
+
+The numbers the pages quote from `make demo` sit in marked spans that `make docs` (docs/demo_quotes.py) writes
+and records in docs/demo_quotes.json, with the fingerprint of a small slice of the demo: the pages must hold
+the recorded quotes, docs/report.png must be the recorded picture, and the small slice, run here by the
+current code (the same folder the commands above run in), must give the recorded fingerprint.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import doctest
+import importlib.util
 import io
+import json
 import os
 import re
 import shlex
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,20 +43,24 @@ import pytest
 from perrec_eval import cliconfig
 from perrec_eval.cli import build_parser, main
 
-REPO = Path(__file__).resolve().parent.parent
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+def _quotes_module():
+    """docs/demo_quotes.py (`make docs`): the demo's commands, their small slice and the quotes' record."""
+    path = Path(__file__).resolve().parent.parent / "docs" / "demo_quotes.py"
+    spec = importlib.util.spec_from_file_location("demo_quotes", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["demo_quotes"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+quotes = _quotes_module()
+REPO, PAGES, make_target, shrink = quotes.REPO, quotes.PAGES, quotes.make_target, quotes.shrink
 
 # The raw files the pages read: the default categories and every one a page names, small (synthetic).
 RAW_NAMES = ("RAW", "~/amazon2023/raw")
 DEFAULT_DOMAINS = ["Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics"]
-REVIEWS = "4000"
-
-# The test's data is small: these settings replace a documented value (`replace`) or are added where a
-# command takes the flag and does not set it (`add`). Nothing else about a command changes.
-SHRINK = {
-    "replace": {"--reviews-per-domain": REVIEWS, "--test-groups": "6", "--kcore": "5"},
-    "add": [[("--max-groups", "2"), ("--max-docs", "4")], [("--negatives", "9")]],  # the first flag taken
-}
+REVIEWS = quotes.SHRINK["replace"]["--reviews-per-domain"]
 
 _ENGINES_WITH_A_MODEL = {"vllm", "hf", "openai"}
 
@@ -192,33 +205,6 @@ def parses(argv: list[str]) -> None:
         parse(args.argv)
 
 
-def _accepts(argv: list[str], flag: str) -> bool:
-    """Whether the (sub)command of `argv` has the option `flag`, spelled out (no abbreviation)."""
-    cliconfig.select_task(argv)
-    parser = build_parser()
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):
-        parser.parse_args(argv)  # `build` adds its family's flags while parsing
-    for word in argv:
-        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not actions or word not in actions[0].choices:
-            break
-        parser = actions[0].choices[word]
-    return flag in parser._option_string_actions
-
-
-def shrink(argv: list[str]) -> list[str]:
-    """`argv` with SHRINK's settings: smaller data and fewer groups, the command otherwise as written."""
-    argv = [SHRINK["replace"].get(argv[i - 1], word) if i else word for i, word in enumerate(argv)]
-    for choices in SHRINK["add"]:
-        for flag, value in choices:
-            if flag in argv:
-                break
-            if _accepts(argv, flag):
-                argv = [*argv, flag, value]
-                break
-    return argv
-
-
 def outputs(argv: list[str]) -> set[str]:
     """The folders and files a command writes (its --out or --output_dir; the folder of a `git clone`)."""
     if argv[:2] == ["git", "clone"]:  # git clone [OPTIONS] URL [DIR]
@@ -226,37 +212,6 @@ def outputs(argv: list[str]) -> set[str]:
         folder = argv[url + 1 : url + 2] or [argv[url].rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")]
         return set(folder)
     return {argv[i + 1].rstrip("/") for i in range(len(argv) - 1) if argv[i] in _OUTPUT_OPTIONS}
-
-
-def make_target(name: str, makefile: str | None = None) -> list[list[str]]:
-    """The perrecbench commands `make NAME` runs, read from the Makefile: its prerequisite targets' and
-    ``$(MAKE) TARGET`` lines' first, Makefile variables (``NAME ?= value``) expanded."""
-    text = re.sub(r"\\\n\s*", " ", (REPO / "Makefile").read_text() if makefile is None else makefile)
-    variables = dict(re.findall(r"^(\w+) *[?:]?= *(.*)$", text, flags=re.M))
-    rule = re.search(rf"^{re.escape(name)}:(.*)\n((?:\t.*\n?)*)", text, flags=re.M)
-    assert rule, f"the Makefile has no target {name}"
-    targets = set(re.findall(r"^([\w-]+):", text, flags=re.M))
-    found = [
-        argv
-        for prerequisite in rule.group(1).split()
-        if prerequisite in targets
-        for argv in make_target(prerequisite, text)
-    ]
-    for line in rule.group(2).splitlines():
-        while "$(" in line.replace("$(MAKE)", ""):
-            line = re.sub(
-                r"\$\((\w+)\)", lambda m: "$(MAKE)" if m.group(1) == "MAKE" else variables[m.group(1)], line
-            )
-        if "$(MAKE) " in line:
-            found += [
-                argv
-                for word in line.split("$(MAKE) ", 1)[1].split()
-                if word in targets
-                for argv in make_target(word, text)
-            ]
-        elif "bin/perrecbench " in line:
-            found.append(shlex.split(line.split("bin/perrecbench ", 1)[1]))
-    return found
 
 
 def test_make_target_reads_prerequisites_sub_makes_and_variables():
@@ -285,13 +240,7 @@ def prepared(tmp_path_factory) -> Path:
         link = (base / "home" / name[2:]) if name.startswith("~/") else (work / name)
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(raw, target_is_directory=True)
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        for argv in make_target("demo"):
-            assert main([*shrink(argv), "--no-progress"]) == 0, argv
-    finally:
-        os.chdir(cwd)
+    quotes.small_demo(work)
     return base
 
 
@@ -377,3 +326,87 @@ def test_outputs_of_a_clone_are_its_folder():
     argv = ["score", "--responses", "Rel/a.json", "--per-query", "x.jsonl"]
     assert why_not_run(argv, {"Rel"}) == "reads what a command not run here writes"
     assert why_not_run(["score", "Rel/run"], {"Rel"}) == "reads what a command not run here writes"
+
+
+# --- the numbers quoted from the demo -----------------------------------------------------------------------
+
+RECORD = json.loads(quotes.RECORD.read_text(encoding="utf-8"))
+_RERUN = "run `make demo docs` and commit the pages, docs/report.png and docs/demo_quotes.json"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_quoted_spans_hold_the_recorded_demo_outputs(page):
+    for name, quoted in quotes.marked(page.read_text(encoding="utf-8")):
+        assert name in RECORD["quotes"], (
+            f"{page.name} quotes {name!r}, which `make docs` never recorded: {_RERUN}"
+        )
+        assert quoted == RECORD["quotes"][name], f"{page.name}: {name!r} is not the recorded demo's: {_RERUN}"
+
+
+def test_every_recorded_quote_is_defined_and_quoted_by_a_page():
+    used = {name for page in PAGES for name, _ in quotes.marked(page.read_text(encoding="utf-8"))}
+    assert set(RECORD["quotes"]) == set(quotes.QUOTES) == used, _RERUN
+
+
+def test_picture_is_the_recorded_demos_report_page():
+    assert quotes.sha256(quotes.PICTURE) == RECORD["picture_sha256"], f"docs/report.png: {_RERUN}"
+
+
+def test_recorded_quotes_come_from_the_current_code(prepared):
+    """The small slice of the demo, run by this code, gives what it gave when the quotes were taken."""
+    now = quotes.fingerprint(prepared / "work" / quotes.DEMO_NAME)
+    changed = sorted(
+        name
+        for name in now.keys() | RECORD["small_demo"].keys()
+        if now.get(name) != RECORD["small_demo"].get(name)
+    )
+    assert not changed, (
+        f"the code's demo outputs changed since the docs quoted them ({', '.join(changed)}): {_RERUN}"
+    )
+
+
+def test_fingerprint_sees_a_changed_score_and_not_a_changed_timing(tmp_path):
+    run = tmp_path / "runs" / "a"
+    run.mkdir(parents=True)
+    (run / "scores.json").write_text(json.dumps({"ptc": 0.123456789, "seconds": 1.0}))
+    before = quotes.fingerprint(tmp_path)
+    (run / "scores.json").write_text(json.dumps({"ptc": 0.123456788, "seconds": 9.0}))  # last bits, a timing
+    assert quotes.fingerprint(tmp_path) == before
+    (run / "scores.json").write_text(json.dumps({"ptc": 0.125, "seconds": 1.0}))
+    assert quotes.fingerprint(tmp_path) != before
+
+
+def test_rewrite_fills_every_marked_span_and_refuses_an_unknown_name():
+    page = "mf (<!-- demo: a -->0.33<!-- /demo --> on average)\n"
+    page += "<!-- demo: b -->\n```\nold\n```\n<!-- /demo -->\n"
+    new = quotes.rewrite(page, {"a": "0.28", "b": "\n```\nnew\n```\n"})
+    assert dict(quotes.marked(new)) == {"a": "0.28", "b": "\n```\nnew\n```\n"}
+    with pytest.raises(SystemExit, match="'a'"):
+        quotes.rewrite(page, {"b": ""})
+
+
+def test_demo_quotes_doctests():
+    assert doctest.testmod(quotes).failed == 0
+
+
+# Words of the project's own tracker and working folders: a reader of a clone has none of them.
+TRACKER_WORDS = re.compile(
+    r"\bissues? #?\d+|\.\./shared|\bseeds/|\bTASKS\.md\b|\bhelper\b|\bintegrator\b", re.I
+)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_user_docs_hold_no_tracker_words(page):
+    found = [
+        f"{page.name}:{number}: {match.group(0)}"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        for match in TRACKER_WORDS.finditer(line)
+    ]
+    assert found == []
+
+
+def test_tracker_words_are_found_where_they_are():
+    assert TRACKER_WORDS.search("## LLMRec (issue 25): what is built") and TRACKER_WORDS.search(
+        "`../shared/x`"
+    )
+    assert not TRACKER_WORDS.search("the issues the paper leaves open; 25 groups")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -44,11 +45,28 @@ def test_make_demo_llm_runs_again_with_other_llm_groups(tmp_path, capsys, monkey
     assert all("--overwrite" in argv for argv in perrecbench_commands(lines, "evaluate"))
 
 
-def test_make_clean_removes_what_the_demo_commands_leave(tmp_path):
-    made = ["demo_out/runs/baselines", "runs/mf", "runs/item-knn", "runs/sft", "build/lib", "sft_data"]
+def _written(page: str) -> set[str]:
+    """The paths the bash blocks of `page` write (their --out), with a build's ``.stages`` cache beside it;
+    capitalised placeholders (``--out X``) are the reader's own."""
+    from tests.test_docs import blocks, commands, outputs
+
+    env: dict[str, str] = {}
+    found = set()
+    for language, code, _ in blocks((REPO / page).read_text(encoding="utf-8")):
+        for argv in commands(code, env) if language == "bash" else ():
+            for path in outputs(argv):
+                found |= {path, f"{path}.stages"} if argv[1:2] == ["build"] else {path}
+    return {path for path in found if not re.fullmatch(r"[A-Z][A-Z_-]*(-\w+)?", path.split("/")[0])}
+
+
+def test_make_clean_removes_what_the_demo_and_the_readme_commands_leave(tmp_path):
+    made = ["demo_out/runs/baselines", "runs/mf", "runs/item-knn", "build/lib", *_written("README.md")]
+    made += _written("docs/fine-tuning.md")
+    assert "llmrec.stages" in made and "report-recbench-plus" in made
     for folder in made:
-        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / "file").write_text("x")
+    (tmp_path / ".llmrec.perrecbench.lock").write_text("1")  # a killed build's
     (tmp_path / "runs" / "mine").mkdir()  # a run of the user's own: kept, and runs/ with it
     (tmp_path / "runs" / "mine" / "run.json").write_text("{}")
     subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "clean"], cwd=tmp_path, check=True)
@@ -57,3 +75,17 @@ def test_make_clean_removes_what_the_demo_commands_leave(tmp_path):
         "runs/mine",
         "runs/mine/run.json",
     ]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_gitignore_holds_every_output_of_the_documented_commands():
+    pages = ["README.md", *(p.relative_to(REPO).as_posix() for p in sorted((REPO / "docs").glob("*.md")))]
+    written = sorted(
+        {path for page in pages for path in _written(page)} | {"demo_out", ".x.perrecbench.lock"}
+    )
+    assert "perrecbench" in written and "report-llmrec" in written
+    asked = [path if path.endswith(".lock") else f"{path}/" for path in written]
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", *asked], cwd=REPO, capture_output=True, text=True
+    )
+    assert sorted(set(asked) - set(done.stdout.split())) == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -176,3 +178,63 @@ def test_report_page_has_contents_folds_the_legend_and_scrolls_wide_tables(point
     assert sections and links == sections  # a link to every section
     assert page.count("<table") == page.count('<div class="scroll"><table')  # wide tables scroll in place
     assert '<details class="legend"><summary>' in page and '<p class="legend">' not in page
+
+
+# --- round two (issue 37): the small things ----------------------------------------------------------------
+
+
+def _option_helps(capsys, argv: list[str]) -> list[str]:
+    """Each option's entry in `perrecbench ARGV --help` (its wrapped lines joined)."""
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    text = capsys.readouterr().out.split("options:", 1)[1]
+    return [" ".join(entry.split()) for entry in re.split(r"\n(?=  -)", text) if entry.strip()]
+
+
+@pytest.mark.parametrize("task", ["perrecbench", "llmrec", "recbench-plus"])
+def test_help_says_each_default_and_list_format_once(task, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "2000")  # one line per option: no word split at a hyphen
+    for command in (["build"], ["evaluate"], ["score"], ["report"], ["sft", "data"]):
+        for entry in _option_helps(capsys, [*command, "--task", task]):
+            assert entry.count("default:") <= 1, f"{task} {command}: {entry}"
+            assert entry.count("comma-separated") <= 1, f"{task} {command}: {entry}"
+
+
+def test_a_domain_of_one_group_is_said_in_the_singular():
+    from perrec_eval.tasks.perrecbench.leaderboard.render import domain_table
+
+    by_domain = {"domains": ["Books", "Electronics"], "num_groups": {"Books": 1, "Electronics": 3}}
+    grid = domain_table(
+        {"by_domain": {**by_domain, "rows": [{"label": "m", "ptc": {"Books": 0.5, "Electronics": 0.1}}]}}
+    )
+    assert grid.header[1:] == ["Books (1 group)", "Electronics (3 groups)"]
+
+
+def test_convert_gguf_writes_the_weights_readable_like_the_files_beside_them(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    from perrec_eval.engines import hf
+
+    def convert(path: str, out: str) -> str:  # what transformers and safetensors write
+        (Path(out) / "config.json").write_text("{}")
+        weights = Path(out) / "model.safetensors"
+        weights.write_bytes(b"w")
+        weights.chmod(0o600)
+        return out
+
+    monkeypatch.setattr(hf, "convert_gguf", convert)
+    (tmp_path / "tiny.gguf").write_bytes(b"GGUF")
+    mask = os.umask(0o022)
+    try:
+        assert main(["convert-gguf", str(tmp_path / "tiny.gguf"), "--out", str(tmp_path / "model")]) == 0
+    finally:
+        os.umask(mask)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "model").iterdir()}
+    assert modes["model.safetensors"] == modes["config.json"] == 0o644, modes
+
+
+def test_tasks_describes_llmrec_by_its_five_tasks(capsys):
+    assert main(["tasks"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("llmrec:"))
+    assert all(word in line for word in ("rating", "sequential", "direct", "explanation", "summarization"))

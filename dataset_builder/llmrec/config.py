@@ -25,7 +25,8 @@ class BuildConfig(BuildSpec):
 
     task: ClassVar[str] = "llmrec"
     description: ClassVar[str] = (
-        "Build LLMRec's rating, sequential and direct recommendation tasks: k-core, chronological per user, "
+        "Build LLMRec's five tasks (rating, sequential and direct recommendation, explanation, review "
+        "summarization): k-core, chronological per user, "
         "leave-last-out (test = last item, validation = second to last). LLMRec's domain in Amazon Reviews "
         "2023 is All_Beauty (--domains All_Beauty)."
     )

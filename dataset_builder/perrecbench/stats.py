@@ -625,15 +625,21 @@ def resolution_lines(resolution: Mapping[str, Any], split: str = "test") -> list
     return lines
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def twins_line(twins: Mapping[str, Mapping[str, int]]) -> str:
     """One line on the twin items removed from histories, per domain.
 
     >>> twins_line({"Books": {"history_rows_removed": 3, "members_affected": 2, "groups_affected": 2}})
     'Twins of the query item removed from histories: Books 3 rows (2 members, 2 groups)'
+    >>> twins_line({"Books": {"history_rows_removed": 1, "members_affected": 1, "groups_affected": 1}})
+    'Twins of the query item removed from histories: Books 1 row (1 member, 1 group)'
     """
     parts = [
-        f"{d} {t['history_rows_removed']:,} rows ({t['members_affected']:,} members, "
-        f"{t['groups_affected']:,} groups)"
+        f"{d} {_count(t['history_rows_removed'], 'row')} ({_count(t['members_affected'], 'member')}, "
+        f"{_count(t['groups_affected'], 'group')})"
         for d, t in twins.items()
     ]
     return "Twins of the query item removed from histories: " + ", ".join(parts)

@@ -39,10 +39,9 @@ class BuildConfig(BuildSpec):
         "drop a relation value held by more than this share of the catalogue's items", default=0.2
     )
     details_keys: tuple[str, ...] | None = option(
-        "the metadata `details` keys read as relations (comma-separated); default: the list per category "
-        "in dataset_builder/recbench_plus/kg.py",
+        "the metadata `details` keys read as relations (comma-separated)",
         default=None,
-        shown="per category",
+        shown="the list per category in dataset_builder/recbench_plus/kg.py",
     )
     item_attributes: str | None = option(
         "a file of further item relations feeding the knowledge graph: CSV/TSV with the header "

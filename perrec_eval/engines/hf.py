@@ -144,6 +144,26 @@ def convert_gguf(path: str, out: str) -> str:
     return out
 
 
+class _TokenCount:
+    """A `generate` streamer that counts the tokens generated so far and shows them on the progress bar
+    (transformers calls `put` once with the prompts, then once per step with each row's new token)."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.count = 0
+        self.prompts = True
+
+    def put(self, value: Any) -> None:
+        if self.prompts:  # each batch's first call: the prompts
+            self.prompts = False
+            return
+        self.count += int(value.numel())
+        progress.tokens(self.bar, self.count)
+
+    def end(self) -> None:
+        self.prompts = True  # the next batch starts with its prompts
+
+
 class SeededSampler:
     """The last logits processor of sampled decoding: draws each row's token with that row's own generator.
 
@@ -186,6 +206,7 @@ class HFEngine:
         check_local_path(model, "--model")
         if adapter is not None:
             check_local_path(adapter, "--adapter")
+        logger.info("hf engine: importing torch and transformers, then loading %s", model)
         self._torch = require("torch", "hf", by=_ENGINE)
         transformers = require("transformers", "hf", by=_ENGINE)
         self._transformers = transformers
@@ -221,6 +242,7 @@ class HFEngine:
         # The adapters loaded into `lm` (name -> path), shared with the views `with_adapter` returns; the
         # adapter this engine generates with (None: the base model, with any loaded adapter switched off).
         self._adapters: dict[str, str] = {}
+        self._counted: _TokenCount | None = None  # the running generation's token count (progress bar)
         self._adapter_name: str | None = None
         if adapter is not None:
             peft = require("peft", "hf", by=_ENGINE)
@@ -375,8 +397,9 @@ class HFEngine:
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
         seeds = self._row_seeds(requests, params)
-        bar = progress.bar(total=len(requests), desc=f"hf {self.model}", unit="req")
+        bar = progress.requests(len(requests), f"hf {self.model}")
         bar.update(len(requests) - len(runnable))
+        self._counted = _TokenCount(bar) if progress.enabled() else None
         for batch in split_evenly(order, self.options.batch_size):
             finished = self._run_batch(batch, encoded, seeds, params)
             for index, completion in finished:
@@ -419,7 +442,10 @@ class HFEngine:
             inputs = {name: tensor.repeat_interleave(rows, dim=0) for name, tensor in inputs.items()}
             with torch.inference_mode(), self._adapter_scope():
                 output = self.lm.generate(
-                    **inputs, generation_config=self.generation_config(params), logits_processor=processors
+                    **inputs,
+                    generation_config=self.generation_config(params),
+                    logits_processor=processors,
+                    streamer=self._counted,
                 )
         except torch.OutOfMemoryError:
             if len(batch) == 1:

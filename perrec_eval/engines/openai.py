@@ -369,8 +369,8 @@ class OpenAIEngine:
             threading.Thread(target=self._work, args=(url, call), daemon=True).start()
         results = [Completion(texts=())] * len(requests)
         try:
-            with progress.bar(total=len(requests), desc=f"openai {self.model}", unit="req") as bar:
-                finished = 0  # not bar.n: a hidden bar counts nothing
+            with progress.requests(len(requests), f"openai {self.model}") as bar:
+                finished = generated = 0  # not bar.n: a hidden bar counts nothing
                 while finished < len(requests):
                     batch = [call.finished.get()]
                     while not call.finished.empty():
@@ -385,6 +385,9 @@ class OpenAIEngine:
                             raise result
                     finished += len(batch)
                     bar.update(len(batch))
+                    if generated_now := sum(c.completion_tokens or 0 for _, c in done):
+                        generated += generated_now
+                        progress.tokens(bar, generated)
         finally:
             call.live.clear()  # the workers finish what they are asking and stop
             for _ in workers:

@@ -273,6 +273,8 @@ class VLLMEngine:
         return runtime.llm
 
     def _build(self, kwargs: dict[str, Any]) -> Any:
+        lora = " (LoRA enabled)" if kwargs.get("enable_lora") else ""
+        logger.info("vllm engine: loading %s%s", self.model, lora)
         try:
             return self._vllm.LLM(model=self.model, **kwargs)
         except Exception as err:
@@ -393,7 +395,7 @@ class VLLMEngine:
             outputs = llm.chat(
                 [conversations[index] for index in chunk],
                 sampling_params=[self.sampling_params(params, requests[index]) for index in chunk],
-                use_tqdm=progress.enabled(),
+                use_tqdm=progress.StepBar if progress.enabled() else False,  # one bar: the step's
                 lora_request=self._lora_request(),
                 add_generation_prompt=True,
                 chat_template_kwargs=self._template_kwargs or None,

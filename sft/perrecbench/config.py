@@ -36,8 +36,9 @@ class DataConfig(PromptSpec):
         default="balanced",
     )
     tokenizer: str | None = option(
-        "tokenizer (model id or folder) for token counts in the card; default: character counts",
+        "tokenizer (model id or folder) for token counts in the card",
         default=None,
+        shown="character counts",
     )
 
     def __post_init__(self) -> None:

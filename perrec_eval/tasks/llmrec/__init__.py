@@ -1,1 +1,1 @@
-"""LLMRec's tasks as a family of the house: rating, sequential and direct recommendation (`task.TASK`)."""
+"""LLMRec's five tasks as a family of the house (`task.TASK`)."""

@@ -226,7 +226,10 @@ def constant_answer(request: Any) -> str | None:
 TASK = Task(
     name="llmrec",
     title="LLMRec",
-    description="rating, sequential and direct recommendation with LLMRec's prompts (Amazon Reviews 2023)",
+    description=(
+        "rating, sequential and direct recommendation, explanation and review summarization with LLMRec's "
+        "prompts (Amazon Reviews 2023)"
+    ),
     subset_axis="task",
     protocol_axis="protocol",
     subsets=KINDS,
@@ -252,8 +255,9 @@ TASK = Task(
     answer_counts=("duplicates", "unmatched", "not_candidate"),
     invalid_policies=("strict", "p5"),
     hub_description=(
-        "LLMRec's rating, sequential and direct recommendation tasks rebuilt from Amazon Reviews 2023 "
-        "(leave-last-out per user). Score: NDCG@10 for sequential and direct (higher is better), RMSE for "
-        "rating (lower is better). One task per config."
+        "LLMRec's five tasks (rating, sequential and direct recommendation, explanation, review "
+        "summarization) rebuilt from Amazon Reviews 2023 (leave-last-out per user). Score: NDCG@10 for "
+        "sequential and direct (higher is better), RMSE for rating (lower is better), ROUGE-L for the text "
+        "tasks. One task per config."
     ),
 )

@@ -133,9 +133,9 @@ class PromptSpec(DataSpec):
 
     k: int = option("retrieved history items per user (BM25)", default=DEFAULT_K)
     profiles: str | None = option(
-        "saved profiles JSONL (from `perrecbench profiles`; --splits train for sft data); default: evaluate "
-        "writes them with its engine, sft data needs them unless --no-profile",
+        "saved profiles JSONL (from `perrecbench profiles`; --splits train for sft data)",
         default=None,
+        shown="evaluate writes them with its engine, sft data needs them unless --no-profile",
     )
     no_profile: bool = option("prompts without user profiles (paper Table 2)", default=False)
 
@@ -347,7 +347,7 @@ class ScoreConfig:
         "metric variant (default: the run's own)", default=None
     )
     invalid: Literal["zero", "skip"] | None = option(
-        "failed groups score 0 (zero) or are dropped (skip); default: the run's own", default=None
+        "failed groups score 0 (zero) or are dropped (skip)", default=None, shown="the run's own"
     )
     write: bool = option("rewrite scores.json and report.md with the new scores", default=False)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.tasks.perrecbench.leaderboard.board import Report, Table
-from perrec_eval.tasks.perrecbench.leaderboard.render import SHORT
+from perrec_eval.tasks.perrecbench.leaderboard.render import SHORT, groups
 
 MAX_BARS = 12  # rows drawn in a bar chart; the table has them all
 DPI = 110
@@ -120,7 +120,7 @@ def by_domain(data: Mapping[str, Any], out: Path, prefix: str) -> Plot | None:
     domains = data["domains"]
     series = {data["rows"][i]["label"]: [data["rows"][i]["ptc"][d] for d in domains] for i in keep}
     fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(domains) + 3), 4))
-    _bars(ax, [f"{d}\n({data['num_groups'][d]} groups)" for d in domains], series)
+    _bars(ax, [f"{d}\n({groups(data['num_groups'][d])})" for d in domains], series)
     ax.set_title(f"PTC by domain (paper Fig. 4){suffix}")
     ax.set_xlabel("domain of the query item")
     ax.set_ylabel("mean PTC over the table's cells")

@@ -505,12 +505,21 @@ def _images(report: Report, key: str, kind: str) -> Images:
     return Images([plot for plot in report.plots.get(key, []) if plot.kind == kind])
 
 
+def groups(n: int) -> str:
+    """A count of groups, singular for one.
+
+    >>> groups(1), groups(12)
+    ('1 group', '12 groups')
+    """
+    return f"{n:,} group" + ("" if n == 1 else "s")
+
+
 def domain_table(analyses: Mapping[str, Any]) -> Grid | None:
     """PTC per domain (paper Fig. 4), or None when no row has every domain."""
     dom = analyses["by_domain"]
     if not dom["rows"]:
         return None
-    header = ["System"] + [f"{d} ({dom['num_groups'][d]} groups)" for d in dom["domains"]]
+    header = ["System"] + [f"{d} ({groups(dom['num_groups'][d])})" for d in dom["domains"]]
     return Grid(header, [[r["label"]] + [number(r["ptc"][d]) for d in dom["domains"]] for r in dom["rows"]])
 
 
