@@ -122,16 +122,16 @@ def report(config: ReportConfig) -> int:
 
 def _report_family(folders: list[Path], out: str | None, config: ReportConfig) -> None:
     from perrec_eval.leaderboard import family
-    from perrec_eval.leaderboard import folder as reports
 
     if out is not None:
-        reports.check_out(out)
+        _check_report_out(dataclasses.replace(config, out=out))  # before the runs are loaded and resampled
     sections = family.report(folders, n_resamples=config.resamples, seed=config.seed)
     for section in sections:
         print(family.markdown(section))
     if out is not None:
-        written = family.write(sections, out)
-        print(f"report written to {out}/ (leaderboard.md, .json): open {written}")
+        index = family.write(sections, out, plots=config.plots)
+        files = "leaderboard.md, .json, .csv, .tex" + (", plots/" if config.plots else "; no plots")
+        print(f"report written to {out}/ ({files}); open {index}")
 
 
 def _check_families_out(out: str, tasks: tuple[str, ...]) -> None:

@@ -142,6 +142,9 @@ class Task:
     # with `for_cells(cells) -> data | None` (None: none apply to these cells) and `markdown(data) -> lines`
     # (RecBench+: the released models' corrected rows, `tasks/recbench_plus/published.py`)
     published_rows: Any = field(default=None, repr=False)
+    # What a family adds to its report section (`perrec_eval.leaderboard.family.ReportHooks`: its main
+    # table's cells, its own tables and plots; None: the shared section alone)
+    report: Any = field(default=None, repr=False)
     # Prompt variants a protocol renders (`render(..., variant=)`, `--prompts`; none: the family has one),
     # and the one `sft data` writes examples with by default (None: the protocols' own default)
     prompt_variants: tuple[str, ...] = ()
