@@ -757,7 +757,7 @@ def failed_and_reverse(bench, tmp_path_factory):
 
 def test_cli_score_table_shows_the_failure_share(failed_and_reverse, capsys):
     assert main(["score", str(failed_and_reverse["rambler"])]) == 0
-    out = capsys.readouterr().err  # stdout holds the scores' JSON, the table follows on stderr
+    out = capsys.readouterr().out  # the table, as evaluate prints it (--json: the scores)
     assert "0.00 [0.00, 0.00] (100% failed)" in out
     assert "(100% failed)" in (failed_and_reverse["rambler"] / "report.md").read_text()
 

@@ -560,9 +560,8 @@ def section_blocks(data: Mapping[str, Any], *, plots: Sequence[Any] = (), level:
     blocks += [Para(text) for text in notes(data)]
     lines = counts_lines(data)
     if lines:
-        blocks.append(Para("Counted in the parsed answers (summed over each cell's requests): " + " ".join(
-            line.removeprefix("- ") + "." for line in lines
-        )))  # fmt: skip
+        blocks.append(Para("Counted in the parsed answers (summed over each cell's requests):"))
+        blocks += [Para(line) for line in lines]
     if plots:
         blocks.append(Images(plots))
     blocks.append(Heading(level + 1, "Every metric of each cell (95% intervals)"))
