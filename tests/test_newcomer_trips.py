@@ -64,7 +64,7 @@ def test_score_prints_the_table_of_the_cells_that_were_run_and_json_on_request(p
     assert main(["score", str(pointwise_run), "--variant", "paper"]) == 0
     printed = capsys.readouterr()
     table = printed.out.splitlines()  # the table `evaluate` prints, as every family's `score` does
-    assert table[0] == "| System | Groups | easy point | medium point | hard point | Avg. |"  # no never-run columns
+    assert table[0] == "| System | Groups | easy point | medium point | hard point | Avg. |"  # run cells only
     assert printed.err.strip().startswith("not saved")
     assert main(["score", str(pointwise_run), "--variant", "paper", "--json"]) == 0
     scores = json.loads(capsys.readouterr().out)  # --json: stdout is the scores alone

@@ -565,7 +565,7 @@ def section_blocks(data: Mapping[str, Any], *, plots: Sequence[Any] = (), level:
     if plots:
         blocks.append(Images(plots))
     blocks.append(Heading(level + 1, "Every metric of each cell (95% intervals)"))
-    for cell in data["cells"]:
+    for cell in data["main_cells"]:  # the others' in leaderboard.csv / .json and the family's own tables
         blocks += [Para((Code(cell),), css="cell"), metrics_grid(data, cell)]
     task = get(data["task"])
     hooks = _hooks(task)

@@ -279,3 +279,22 @@ def test_a_predictions_file_of_a_few_rows_shows_its_failures(llmrec, tmp_path, c
 def test_published_rows_hook_still_reaches_the_report() -> None:
     data = family._published(get("recbench-plus"), ["demographics/recommend"])
     assert data and family._published(get("llmrec"), ["demographics/recommend"]) == {}
+
+
+def test_g6_an_llmrec_report_over_a_perrecbench_report_leaves_no_perrecbench_file(llmrec_runs, tmp_path):
+    from tests.perrec_eval.tasks.perrecbench.leaderboard.synthetic import pointwise_records, write_run
+
+    ids = [f"g{i}" for i in range(8)]
+    perrecbench = write_run(tmp_path / "pb" / "m", pointwise_records(ids, [True] * 6 + [False] * 2))
+    out = tmp_path / "rep"
+    assert main(["--no-progress", "report", str(perrecbench), "--out", str(out)]) == 0
+    assert "PerRecBench leaderboard" in (out / "index.html").read_text()
+    pictures = {p.name for p in (out / "plots").iterdir()}
+    assert main(["--no-progress", "report", str(llmrec_runs), "--out", str(out)]) == 0
+    assert "<title>LLMRec leaderboard</title>" in (out / "index.html").read_text()
+    assert "PTC" not in (out / "leaderboard.csv").read_text() + (out / "leaderboard.tex").read_text()
+    now = {p.name for p in (out / "plots").iterdir()}
+    assert not pictures & now and all(name.startswith("t1_llmrec_") for name in now)
+    assert main(["--no-progress", "report", str(perrecbench), "--out", str(out), "--no-plots"]) == 0
+    assert not (out / "plots").exists()  # and back: the LLMRec plots went with their report
+    assert "LLMRec" not in (out / "leaderboard.md").read_text()
