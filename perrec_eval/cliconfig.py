@@ -563,7 +563,9 @@ def select_task(argv: Sequence[str]) -> list[str]:
         tasks.check_name(_selected_task)
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     rest = argv[argv.index(command) + 1 :] if command is not None else []
-    if command not in ("evaluate", "score", "profiles", "sft") or (command == "sft" and rest[:1] != ["data"]):
+    subcommand = {"sft": ["data"], "push": ["results"]}.get(command or "")
+    inferring = ("evaluate", "score", "profiles", "sft", "push")
+    if command not in inferring or (subcommand and rest[:1] != subcommand):
         return list(argv)
     found = _folder_task(rest)
     if found is None:

@@ -457,10 +457,14 @@ def value_text(entry: Mapping[str, Any] | None, metric: str, *, marks: bool = Tr
 def column_name(data: Mapping[str, Any], cell: str, metric: str | None = None) -> str:
     """A column's heading: its cell, metric and direction."""
     name = metric or data["shown"][cell]
-    higher = next(m["higher_is_better"] for m in data["cell_metrics"][cell] if m["name"] == name) if (
-        data["cell_metrics"][cell]
-    ) else data["higher_is_better"]
-    return f"{cell}: {name} ({_direction(higher)})"
+    return f"{cell}: {name} ({_direction(_higher(data, cell, name))})"
+
+
+def _higher(data: Mapping[str, Any], cell: str, name: str) -> bool:
+    """Whether higher is better for metric `name` of `cell` (the headline's direction where the cell has
+    no metric at all)."""
+    directions = {m["name"]: m["higher_is_better"] for m in data["cell_metrics"][cell]}
+    return directions.get(name, data["higher_is_better"])
 
 
 def _average_name(average: Mapping[str, Any]) -> str:
@@ -477,9 +481,7 @@ def heading(data: Mapping[str, Any]) -> str:
     names = {data["shown"][cell] for cell in data["main_cells"]}
     if len(names) == 1:
         (name,) = names
-        higher = next(m["higher_is_better"] for m in data["cell_metrics"][data["main_cells"][0]]
-                      if m["name"] == name)  # fmt: skip
-        return f"{data['title']}: {name} ({_direction(higher)})"
+        return f"{data['title']}: {name} ({_direction(_higher(data, data['main_cells'][0], name))})"
     return f"{data['title']}: each column's metric in its heading"
 
 

@@ -108,7 +108,8 @@ def cell_bars(data: Mapping, out: Path, prefix: str) -> list[Plot]:
         by_metric.setdefault(data["shown"][cell], []).append(cell)
     drawn = []
     for metric, cells in by_metric.items():
-        higher = next(m["higher_is_better"] for m in data["cell_metrics"][cells[0]] if m["name"] == metric)
+        directions = {m["name"]: m["higher_is_better"] for m in data["cell_metrics"][cells[0]]}
+        higher = directions.get(metric, data["higher_is_better"])
         series, errors = {}, {}
         for i in keep:
             row = data["rows"][i]
