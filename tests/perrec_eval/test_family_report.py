@@ -298,3 +298,18 @@ def test_g6_an_llmrec_report_over_a_perrecbench_report_leaves_no_perrecbench_fil
     assert main(["--no-progress", "report", str(perrecbench), "--out", str(out), "--no-plots"]) == 0
     assert not (out / "plots").exists()  # and back: the LLMRec plots went with their report
     assert "LLMRec" not in (out / "leaderboard.md").read_text()
+
+
+def test_perrecbench_shows_the_failed_share_whenever_a_group_failed(tmp_path, capsys) -> None:
+    import dataclasses
+
+    from tests.perrec_eval.tasks.perrecbench.leaderboard.synthetic import pointwise_records, write_run
+
+    ids = [f"g{i}" for i in range(10)]
+    records = pointwise_records(ids, [True] * 10)
+    records[0] = dataclasses.replace(records[0], prediction=None, predicted_ratings=None)
+    run = write_run(tmp_path / "m", records)
+    assert main(["--no-progress", "report", str(run), "--out", str(tmp_path / "rep"), "--no-plots"]) == 0
+    board = (tmp_path / "rep" / "leaderboard.md").read_text()
+    assert "(10% failed)" in board  # one group of ten: shown, though far from "mostly failed"
+    assert "the share of the cell's groups that got no usable ranking" in board

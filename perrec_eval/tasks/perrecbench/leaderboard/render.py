@@ -68,12 +68,22 @@ def p_text(p: float | None) -> str:
 
 
 def failure_note(cell: Mapping[str, Any] | None) -> str:
-    """`` (N% failed)`` for a mostly failed cell (`board.mostly_failed`), else nothing.
+    """`` (N% failed)`` for a cell where any group failed (as every family's report shows it), else nothing.
 
     >>> failure_note({"num_groups": 3, "num_invalid": 3}), failure_note({"num_groups": 3, "num_invalid": 0})
     (' (100% failed)', '')
+    >>> failure_note({"num_groups": 400, "num_invalid": 1}), failure_note({"num_groups": 4, "num_invalid": 1})
+    (' (<1% failed)', ' (25% failed)')
     """
-    return f" ({failed_share(cell):.0%} failed)" if mostly_failed(cell) else ""
+    share = None if cell is None else failed_share(cell)
+    if not share:
+        return ""
+    return " (<1% failed)" if share < 0.005 else f" ({share:.0%} failed)"
+
+
+def any_failed(rows: Sequence[Row]) -> bool:
+    """Whether a group of any cell of `rows` failed (the failure note then explains the shares)."""
+    return any(failed_share(entry.scores) for row in rows for entry in row.entries.values())
 
 
 def row_name(row: Row) -> str:
@@ -85,9 +95,9 @@ _METRICS = {
     "paper": "the paper's tau between best-first index lists (paper mode)",
 }
 MOSTLY_FAILED_NOTE = (
-    "(N% failed) = more than half of the cell's groups got no usable ranking (answers that did not parse, "
-    "or engine errors); those groups score 0 (or are dropped in paper mode), so the number says little "
-    "about the model and is never marked best."
+    "(N% failed) = the share of the cell's groups that got no usable ranking (answers that did not parse, "
+    "or engine errors); those groups score 0 (or are dropped in paper mode). A cell where more than half "
+    "failed says little about the model and is never marked best."
 )
 
 
@@ -204,7 +214,7 @@ def legend(report: Report) -> Text:
         provisional_note(report),
         too_few_note(report.tables),
         clustered_note(report.tables),
-        MOSTLY_FAILED_NOTE if any(row.failed_cells for row in rows) else "",
+        MOSTLY_FAILED_NOTE if any_failed(rows) else "",
     ]
     for note in filter(None, notes):
         text += (" ", *((note,) if isinstance(note, str) else note))
