@@ -15,7 +15,7 @@ The rules, for every family and metric:
 - a metric over the answered docs only (a corpus metric that a failed doc adds nothing to, RMSE) shows its
   coverage where docs failed, and such a cell is never marked best;
 - a cell's best run is bold only when it beats every other run (no tie), more than half its docs answered,
-  and the cell has at least the family's `MIN_DOCS_TO_COMPARE` docs (clusters where docs share one):
+  and the cell has at least the family's `Task.min_docs_to_compare` docs (clusters where docs share one):
   below it the section says "too few docs to compare (N)";
 - the average column averages one metric (one direction and scale) over cells of distinct doc sets (each
   subset once), or there is none;
@@ -54,8 +54,7 @@ from perrec_eval.stats import resampled_docs
 from perrec_eval.tasks import Cell, Task, get
 
 ALPHA = 0.05
-# A paired sign-flip test over n docs cannot reach p < 0.05 below 6 (its smallest p is 2 / 2**n)
-MIN_DOCS_TO_COMPARE = 6
+MIN_DOCS_TO_COMPARE = 6  # `Task.min_docs_to_compare`'s default
 MOSTLY_FAILED = 0.5
 
 
@@ -211,7 +210,7 @@ def section(
         "higher_is_better": task.headline.higher_is_better,
         "subset_axis": task.subset_axis,
         "protocol_axis": task.protocol_axis,
-        "min_docs_to_compare": MIN_DOCS_TO_COMPARE,
+        "min_docs_to_compare": task.min_docs_to_compare,
         "cells": names,
         "main_cells": [cell for cell in names if cell in main],
         "cell_metrics": {
@@ -312,7 +311,7 @@ def _mark_best(
     if len(scored) < 2:
         return None
     sizes = [entry["num_clusters"] or entry["num_docs"] for _, _, entry in scored]
-    if min(sizes) < MIN_DOCS_TO_COMPARE:
+    if min(sizes) < task.min_docs_to_compare:
         return min(sizes)
     candidates = [
         (row, run, entry)
