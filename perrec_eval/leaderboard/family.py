@@ -185,6 +185,7 @@ def section(
     hooks = _hooks(task)
     names = [str(cell) for cell in cells]
     main = list(hooks.main_cells(names)) if hooks is not None and hasattr(hooks, "main_cells") else names
+    main = main or names  # runs of none of the main cells: their own cells are the main table
     rows = [_row(task, run, cells, defined) for run in runs]
     too_few: dict[str, int] = {}
     ties: list[str] = []
@@ -481,7 +482,7 @@ def heading(data: Mapping[str, Any]) -> str:
     if len(names) == 1:
         (name,) = names
         return f"{data['title']}: {name} ({_direction(_higher(data, data['main_cells'][0], name))})"
-    return f"{data['title']}: each column's metric in its heading"
+    return f"{data['title']} (each column names its metric and direction)"
 
 
 def main_grid(data: Mapping[str, Any]) -> Grid:

@@ -77,7 +77,7 @@ def test_llmrec_family_baselines_constant_report_and_sft_data(build, tmp_path, c
     )
     board = (tmp_path / "p" / "leaderboard.md").read_text()
     assert "| popularity |" in board and "| fake:constant |" in board
-    assert "## LLMRec: each column's metric in its heading" in board  # not ndcg@10 over an RMSE column
+    assert "## LLMRec (each column names its metric and direction)" in board  # not ndcg@10 over RMSE
     assert "rating/rating: rmse (lower is better)" in board  # the rating cell shows its own metric
 
     out = tmp_path / "sft"
