@@ -313,3 +313,25 @@ def test_perrecbench_shows_the_failed_share_whenever_a_group_failed(tmp_path, ca
     board = (tmp_path / "rep" / "leaderboard.md").read_text()
     assert "(10% failed)" in board  # one group of ten: shown, though far from "mostly failed"
     assert "the share of the cell's groups that got no usable ranking" in board
+
+
+def test_published_rows_are_a_table_of_their_own_on_the_page_and_in_leaderboard_md() -> None:
+    from perrec_eval.leaderboard import document
+
+    cell = "demographics/recommend"
+    entry = {"num_docs": 20, "num_failed": 0, "num_engine_errors": 0, "num_clusters": None,
+             "metrics": {"recall": {"value": 0.2, "ci_low": 0.1, "ci_high": 0.3}}}  # fmt: skip
+    section = {
+        "task": "recbench-plus", "title": "RecBench+", "headline": "recall", "higher_is_better": True,
+        "subset_axis": "query type", "protocol_axis": "protocol", "min_docs_to_compare": 6,
+        "cells": [cell], "main_cells": [cell], "shown": {cell: "recall"},
+        "cell_metrics": {cell: [{"name": "recall", "higher_is_better": True}]}, "average": None,
+        "too_few_docs": {}, "tied": [], "rows": [{"label": "mine", "path": "r", "cells": {cell: entry}}],
+        **family._published(get("recbench-plus"), [cell]),
+    }  # fmt: skip
+    blocks = family.document([section])
+    text = document.markdown(blocks)
+    runs, published = text.split("published rows (released files, corrected scoring;", 1)
+    assert "| mine |" in runs and "DeepSeek-R1" in published and "| mine |" not in published
+    page = document.page(blocks, "t")
+    assert page.count("<table") == 3  # the runs', the cell's every metric, the published rows'

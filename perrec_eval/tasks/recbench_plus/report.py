@@ -15,9 +15,13 @@ CONDITION_TYPES = TYPES[:3]  # the types whose queries are grouped by condition 
 METRIC = "recall"
 
 
+GROUP_SUBSETS = frozenset(f"{kind}-{group}" for kind in CONDITION_TYPES for group in CONDITION_GROUPS)
+
+
 def main_cells(cells: Sequence[str]) -> list[str]:
-    """The query types' cells (the condition-count groups go to their own table)."""
-    return [cell for cell in cells if cell.partition("/")[0] in TYPES]
+    """Every cell but the condition-count groups' (they get their own table): the query types', and any
+    other subset a build has (a released-queries build's demographics)."""
+    return [cell for cell in cells if cell.partition("/")[0] not in GROUP_SUBSETS]
 
 
 def _protocols(section: Mapping[str, Any]) -> list[str]:
