@@ -295,9 +295,14 @@ def test_g6_an_llmrec_report_over_a_perrecbench_report_leaves_no_perrecbench_fil
     assert "PTC" not in (out / "leaderboard.csv").read_text() + (out / "leaderboard.tex").read_text()
     now = {p.name for p in (out / "plots").iterdir()}
     assert not pictures & now and all(name.startswith("t1_llmrec_") for name in now)
+    from perrec_eval.publish import leaderboard_upload
+
+    card = leaderboard_upload(out, "org/board").files["README.md"].decode()
+    assert "title: LLMRec leaderboard" in card and "PTC" not in card  # the Space says whose report it is
     assert main(["--no-progress", "report", str(perrecbench), "--out", str(out), "--no-plots"]) == 0
     assert not (out / "plots").exists()  # and back: the LLMRec plots went with their report
     assert "LLMRec" not in (out / "leaderboard.md").read_text()
+    assert set(leaderboard_upload(out, "org/board").files) == {*family_files(), "README.md"}
 
 
 def test_perrecbench_shows_the_failed_share_whenever_a_group_failed(tmp_path, capsys) -> None:
