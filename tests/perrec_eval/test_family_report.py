@@ -340,3 +340,34 @@ def test_published_rows_are_a_table_of_their_own_on_the_page_and_in_leaderboard_
     assert "| mine |" in runs and "DeepSeek-R1" in published and "| mine |" not in published
     page = document.page(blocks, "t")
     assert page.count("<table") == 3  # the runs', the cell's every metric, the published rows'
+
+
+def _relabelled(run: Path, out: Path, label: str) -> Path:
+    """A copy of `run` whose rows are named `label` (two identical systems under two labels)."""
+    shutil.copytree(run, out)
+    info = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**info, "label": label}))
+    return out
+
+
+def test_recbench_identical_systems_tie_and_the_average_counts_each_type_once(recbench_runs, tmp_path):
+    twin = _relabelled(recbench_runs / "popularity", tmp_path / "twin", "popularity-again")
+    section = _section(recbench_runs / "popularity", twin)
+    table = "\n".join(line for line in family.markdown(section).splitlines() if line.startswith("| "))
+    assert "**" not in table and set(section["tied"]) == set(section["cells"])
+    average = section["average"]
+    assert average["metric"] == "recall" and len(average["cells"]) == len(
+        {cell.partition("/")[0] for cell in average["cells"]}
+    )  # one protocol per query type
+    assert not any("-" in cell.partition("/")[0] for cell in average["cells"])  # no condition-count group
+
+
+def test_recbench_three_docs_are_too_few_to_compare(recbench, tmp_path, capsys) -> None:
+    base = ["--no-progress", "evaluate", "--task", "recbench-plus", "--data", str(recbench), "--max-docs",
+            "3", "--subsets", "explicit", "--protocols", "recommend", "--engine", "baseline"]  # fmt: skip
+    for name in ("popularity", "condition-filter"):
+        assert main([*base, "--model", name, "--out", str(tmp_path / name)]) == 0
+    section = _section(tmp_path / "popularity", tmp_path / "condition-filter")
+    text = family.markdown(section)
+    assert "Too few docs to compare (3)" in text
+    assert "**" not in "\n".join(line for line in text.splitlines() if line.startswith("| "))
