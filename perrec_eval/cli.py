@@ -52,7 +52,7 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        cliconfig.select_task(argv)  # a family may give a command its own options
+        argv = cliconfig.select_task(argv)  # a family's own options; a run or benchmark folder's --task
     except PerrecbenchError as err:
         print(f"perrecbench: error: {err}", file=sys.stderr)
         return 2

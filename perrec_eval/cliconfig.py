@@ -544,11 +544,13 @@ def check_choices(config: Any) -> None:
 _selected_task: str | None = None
 
 
-def select_task(argv: Sequence[str]) -> None:
-    """Remember the family that ``--task NAME`` (or ``--task=NAME``) of `argv` names, before parsing.
+def select_task(argv: Sequence[str]) -> list[str]:
+    """Remember the family that ``--task NAME`` (or ``--task=NAME``) of `argv` names, before parsing; return
+    `argv`, with ``--task NAME`` added where it names none and a folder it passes does (a run folder's
+    run.json, a benchmark folder's manifest.json: `folder_task`).
 
     Raises:
-        ConfigError: an unknown family.
+        ConfigError: an unknown family, or a --task that the folder contradicts.
     """
     global _selected_task
     _selected_task = None
@@ -561,6 +563,66 @@ def select_task(argv: Sequence[str]) -> None:
         from perrec_eval import tasks
 
         tasks.check_name(_selected_task)
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    rest = argv[argv.index(command) + 1 :] if command is not None else []
+    subcommand = {"sft": ["data"], "push": ["results"]}.get(command or "")
+    inferring = ("evaluate", "score", "profiles", "sft", "push")
+    if command not in inferring or (subcommand and rest[:1] != subcommand):
+        return list(argv)
+    found = _folder_task(rest)
+    if found is None:
+        return list(argv)
+    folder, task = found
+    if _selected_task is None:
+        from perrec_eval.tasks import DEFAULT_TASK
+
+        _selected_task = task
+        return list(argv) if task == DEFAULT_TASK else [*argv, "--task", task]
+    if _selected_task != task:
+        raise ConfigError(f"{folder} is {task}'s (--task {_selected_task} given): pass --task {task} or none")
+    return list(argv)
+
+
+def _folder_task(args: Sequence[str]) -> tuple[str, str] | None:
+    """The first folder among `args` that names its family: (the folder, its family)."""
+    for i, arg in enumerate(args):
+        value = arg.partition("=")[2] if arg.startswith("--data=") else arg
+        if value.startswith("-") or (i and args[i - 1] in _NOT_FOLDERS):
+            continue
+        task = folder_task(value)
+        if task is not None:
+            return value, task
+    return None
+
+
+_NOT_FOLDERS = ("--out", "--model", "--predictions", "--profiles")  # options whose folder names no family
+
+
+def folder_task(path: str) -> str | None:
+    """The family of a run folder (its run.json, or the one run in a folder of runs) or a benchmark folder
+    (its manifest.json); None for anything else or a file that cannot be read (its command says why)."""
+    import json
+    from pathlib import Path
+
+    from perrec_eval.tasks import DEFAULT_TASK
+
+    folder = Path(path)
+    try:
+        if not folder.is_dir():
+            return None
+        runs = [folder] if (folder / "run.json").is_file() else sorted(
+            child for child in folder.iterdir() if (child / "run.json").is_file()
+        )
+        if runs:
+            tasks_of = {
+                json.loads((run / "run.json").read_text())["config"].get("task", DEFAULT_TASK) for run in runs
+            }
+            return tasks_of.pop() if len(tasks_of) == 1 else None
+        if (folder / "manifest.json").is_file():
+            return json.loads((folder / "manifest.json").read_text()).get("task", DEFAULT_TASK)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return None
 
 
 def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:

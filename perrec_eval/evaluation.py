@@ -314,9 +314,11 @@ def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
     }
 
 
-def run_record(config: TaskEvalConfig) -> dict[str, Any]:
-    """The config as run.json records it (secrets redacted)."""
-    return redact(dataclasses.asdict(config))
+def run_record(config: Any) -> dict[str, Any]:
+    """The config as run.json records it (secrets redacted; how a command prints is no setting of a run)."""
+    record = redact(dataclasses.asdict(config))
+    record.pop("json", None)
+    return record
 
 
 def evaluate(config: TaskEvalConfig, engine: Engine | None = None) -> FamilyScores:
@@ -488,6 +490,17 @@ class TaskScoreConfig:
         default=None,
     )
     split: str = option("dataset split the --predictions answer", default="test")
+    subsets: tuple[str, ...] | None = option(
+        "with --predictions: score only these configs (comma-separated; lines of others are left out)",
+        default=None,
+        shown="the file's",
+    )
+    max_docs: int | None = option(
+        "with --predictions: score N rows of each config, the seeded sample `evaluate --max-docs N --seed S` "
+        "takes (lines of other rows are left out), so the run is reported beside such runs",
+        default=None,
+        shown="all",
+    )
     protocols: tuple[str, ...] | None = option(
         "with --predictions: the protocols the configs are scored in, each config in the first that asks "
         "about it (comma-separated; `perrecbench tasks` lists the cells)",
@@ -501,8 +514,12 @@ class TaskScoreConfig:
     label: str | None = option(
         "with --predictions: the system's name in reports (default: the file's name)", default=None
     )
-    seed: int = option("with --predictions: seed of the bootstrap intervals", default=0)
+    seed: int = option(
+        "with --predictions: seed of the --max-docs sample and the bootstrap intervals (as evaluate's)",
+        default=0,
+    )
     overwrite: bool = option("with --out: replace a finished run of other settings there", default=False)
+    json: bool = option("print the scores as JSON instead of the table", default=False)
 
     def __post_init__(self) -> None:
         check_task(self.task)
@@ -513,40 +530,49 @@ class TaskScoreConfig:
             raise ConfigError(
                 "give a run folder to score again, or --data DIR --predictions FILE.jsonl to score a file"
             )
-        if not external and (self.out is not None or self.label is not None or self.protocols is not None):
+        selection = (self.out, self.label, self.protocols, self.subsets, self.max_docs)
+        if not external and any(value is not None for value in selection):
             raise ConfigError(
-                "--out, --label and --protocols go with --predictions (a run folder keeps its own)"
+                "--out, --label, --protocols, --subsets and --max-docs go with --predictions (a run folder "
+                "keeps its own)"
             )
-        if isinstance(self.protocols, str):
-            object.__setattr__(self, "protocols", tuple(part for part in self.protocols.split(",") if part))
-        known = tuple(get(self.task).protocols)
-        if self.protocols is not None and (not self.protocols or any(p not in known for p in self.protocols)):
-            raise ConfigError(f"--protocols of task {self.task} must be a subset of {','.join(known)}")
+        if self.max_docs is not None and self.max_docs < 1:
+            raise ConfigError(f"--max-docs must be >= 1, got {self.max_docs}")
+        task = get(self.task)
+        for name, known in (("protocols", tuple(task.protocols)), ("subsets", task.subsets)):
+            chosen = getattr(self, name)
+            if isinstance(chosen, str):
+                chosen = tuple(part for part in chosen.split(",") if part)
+                object.__setattr__(self, name, chosen)
+            if chosen is not None and (not chosen or any(c not in known for c in chosen)):
+                raise ConfigError(f"--{name} of task {self.task} must be a subset of {','.join(known)}")
 
 
 def score_command(config: TaskScoreConfig) -> int:
     """Print a run's scores computed again from its predictions.jsonl (``--write``: save them), or the
-    scores of a predictions file (``--out``: also write it as a run folder)."""
-    import json
+    scores of a predictions file (``--out``: also write it as a run folder): the table `evaluate` prints,
+    or with ``--json`` the scores as JSON."""
     import sys
 
     from perrec_eval.results import read_run_info
     from perrec_eval.rundir import one_run_folder
 
     if config.run_dir is None:
-        scores = score_predictions_file(config)
-        json.dump(scores.to_json(), sys.stdout, indent=2)
-        print()
+        scores, run = score_predictions_file(config)
+        _print_scores(config, get(config.task), scores, run)
         if config.out is not None:
             print(f"written to {config.out}/ (scores.json, predictions.jsonl, run.json)", file=sys.stderr)
         return 0
     run_dir = one_run_folder(config.run_dir)
     info = read_run_info(run_dir)
     if info.task != config.task:
-        raise ConfigError(f"{run_dir} is a run of task {info.task}: pass --task {info.task}")
-    scores = rescore(run_dir, get(config.task), seed=int(info.config.get("seed", 0)))
-    json.dump(scores.to_json(), sys.stdout, indent=2)
-    print()
+        raise ConfigError(f"{run_dir} is a run of task {info.task}: pass --task {info.task} (or no --task)")
+    task = get(config.task)
+    scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
+    from perrec_eval.leaderboard import family
+
+    loaded = family.load(run_dir)
+    _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
     if config.write:
         fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
         print(f"written to {run_dir}/scores.json", file=sys.stderr)
@@ -555,28 +581,37 @@ def score_command(config: TaskScoreConfig) -> int:
     return 0
 
 
+def _print_scores(config: TaskScoreConfig, task: Task, scores: FamilyScores, run: Any) -> None:
+    """The scores as the table `evaluate` prints (only each cell's own metrics), or JSON with --json."""
+    import json
+    import sys
+
+    from perrec_eval.leaderboard import family
+
+    if config.json:
+        json.dump(scores.to_json(), sys.stdout, indent=2)
+        print()
+        return
+    print(family.markdown(family.section(task, [run], seed=config.seed)))
+
+
 PREDICTIONS_ENGINE = "predictions"  # run.json's engine name of a run scored from a predictions file
 
 
-def score_predictions_file(config: TaskScoreConfig) -> FamilyScores:
-    """The scores of `config.predictions` on the build `config.data` (written as a run into `config.out`)."""
+def score_predictions_file(config: TaskScoreConfig) -> tuple[FamilyScores, Any]:
+    """The scores of `config.predictions` on the build `config.data` (written as a run into `config.out`),
+    and the run as the leaderboard loads one (`family.FamilyRun`)."""
+    from perrec_eval.leaderboard.family import FamilyRun
+
     assert config.data is not None and config.predictions is not None
     task = get(config.task)
-    if config.out is None:
-        docs, predictions = read_external(
-            task, config.data, config.predictions, split=config.split, protocols=config.protocols
-        )
-        return score(task, predictions, seed=config.seed)
     label = config.label or Path(config.predictions).stem
-    out = Path(config.out)
-    check_out(config.out, {"--data": config.data, "--predictions": config.predictions}, command="score")
-    with folder_lock(out):
-        claim(out, run_record(config), overwrite=config.overwrite)
-        docs, predictions = read_external(
-            task, config.data, config.predictions, split=config.split, protocols=config.protocols
-        )
+    selection = {"split": config.split, "protocols": config.protocols}
+    selection |= {"subsets": config.subsets, "max_docs": config.max_docs, "seed": config.seed}
+
+    def scored() -> tuple[FamilyScores, RunInfo, list[DocPrediction]]:
+        docs, predictions = read_external(task, config.data, config.predictions, **selection)
         scores = score(task, predictions, seed=config.seed)
-        out.mkdir(parents=True, exist_ok=True)
         info = RunInfo(
             config=run_record(config),
             metric=FamilyMetric(scores.task, scores.headline),
@@ -586,18 +621,39 @@ def score_predictions_file(config: TaskScoreConfig) -> FamilyScores:
             groups={subset: [doc.id for doc in subset_docs] for subset, subset_docs in docs.items()},
             label=label,
         )
+        return scores, info, predictions
+
+    if config.out is None:
+        scores, info, predictions = scored()
+        return scores, FamilyRun(Path(label), label, info, scores, tuple(predictions))
+    out = Path(config.out)
+    check_out(config.out, {"--data": config.data, "--predictions": config.predictions}, command="score")
+    with folder_lock(out):
+        claim(out, run_record(config), overwrite=config.overwrite)
+        scores, info, predictions = scored()
+        out.mkdir(parents=True, exist_ok=True)
         write_run(out, samples=None, records=predictions, scores=scores, run_info=info, report=None)
-    return scores
+    return scores, FamilyRun(out, label, info, scores, tuple(predictions))
 
 
 def read_external(
-    task: Task, data: str, path: str, *, split: str = "test", protocols: Sequence[str] | None = None
+    task: Task,
+    data: str,
+    path: str,
+    *,
+    split: str = "test",
+    protocols: Sequence[str] | None = None,
+    subsets: Sequence[str] | None = None,
+    max_docs: int | None = None,
+    seed: int = 0,
 ) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
     """Every row of the configs a predictions file names, with its prediction (None: failed or left out).
 
     A line is ``{"config": C, "id": ROW_ID, "prediction": VALUE}``; a string VALUE is read as a model's
     answer is (`answer_prediction`), any other through the family's `Task.prediction_from`; null is a failed
     row. Each config is scored in the first cell that asks about it (of `protocols`, `--protocols`).
+    `subsets` keeps only the lines of those configs; `max_docs` scores the seeded sample of each config that
+    `evaluate --max-docs N --seed S` takes (lines of rows outside it are left out).
 
     Raises:
         DataError: a line that is not such an object, an unknown config or id, a repeated row, a value of
@@ -606,6 +662,12 @@ def read_external(
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} scores its own runs only: it reads no predictions file")
     lines = _prediction_lines(path)
+    if subsets is not None:
+        lines = [line for line in lines if line[1] in subsets]
+        if not lines:
+            raise DataError(
+                f"{path} holds no line of --subsets {','.join(subsets)}: choose configs the file answers"
+            )
     configs = list(dict.fromkeys(config for _, config, _, _ in lines))
     for number, config, _, _ in lines:
         if config not in task.subsets or not task.cells([config]):
@@ -618,8 +680,13 @@ def read_external(
                 f"no protocol of --protocols asks about config {config} ({path} line {number}): add one of "
                 f"{', '.join(cell.protocol for cell in task.cells([config]))}"
             )
-    docs = {config: list(task.load_docs(data, config, split)) for config in configs}
+    docs = {
+        config: list(task.load_docs(data, config, split, max_docs=max_docs, seed=seed)) for config in configs
+    }
     by_id = {config: {doc.id: doc for doc in subset_docs} for config, subset_docs in docs.items()}
+    if max_docs is not None:  # rows outside the seeded sample are left out, as `evaluate --max-docs` does
+        every = {config: {doc.id for doc in task.load_docs(data, config, split)} for config in configs}
+        lines = [line for line in lines if line[2] in by_id[line[1]] or line[2] not in every[line[1]]]
     protocol_of = {config: task.cells([config], protocols)[0].protocol for config in configs}
     values: dict[tuple[str, str], Any] = {}
     first_line: dict[tuple[str, str], int] = {}

@@ -416,16 +416,21 @@ def metric_upload(repo: str) -> Upload:
 # ------------------------------------------------------------------------------------- the leaderboard
 
 
-def leaderboard_upload(
-    report: str | os.PathLike, repo: str, *, title: str = "PerRecBench leaderboard"
-) -> Upload:
-    """A report folder (`perrecbench report`) as a static Space: its files, with a Space card."""
+def leaderboard_upload(report: str | os.PathLike, repo: str, *, title: str | None = None) -> Upload:
+    """A report folder (`perrecbench report`) as a static Space: its files, with a Space card titled
+    `title` (default: the report page's own title, which names its family)."""
     folder = Path(report)
     if not (folder / "index.html").is_file():
         raise DataError(
             f"{folder} has no index.html: write a report first "
             f"(`perrecbench report RUN_DIR ... --out {folder}`)"
         )
+    if title is None:
+        import html
+        import re
+
+        found = re.search(r"<title>([^<]*)</title>", (folder / "index.html").read_text(encoding="utf-8"))
+        title = html.unescape(found.group(1)) if found else "PerRecBench leaderboard"
     from perrec_eval.leaderboard.folder import FILES
 
     files: dict[str, Content] = written_files(
@@ -442,8 +447,8 @@ def leaderboard_upload(
         "tags": ["perrecbench", "leaderboard", "personalization", "recommendation"],
     }
     body = (
-        f"# {title}\n\nPTC (Personalization Tau Correlation) of every compared system on PerRecBench, "
-        "with 95% intervals and paired tests: open `index.html` (the Space's page). The same tables are in "
+        f"# {title}\n\nEvery compared system's scores with 95% intervals and paired tests: open "
+        "`index.html` (the Space's page). The same tables are in "
         "`leaderboard.md`, `.csv`, `.json` and `.tex`. Written by `perrecbench report` and published with "
         "`perrecbench push leaderboard`.\n"
     )

@@ -64,7 +64,9 @@ class PushLeaderboardConfig:
 
     report: str = option("report folder written by `perrecbench report`", positional=True)
     repo: str = option("Hub Space for the leaderboard", metavar="ORG/NAME")
-    title: str = option("the Space's title", default="PerRecBench leaderboard")
+    title: str | None = option(
+        "the Space's title", default=None, shown="the report page's own, e.g. 'LLMRec leaderboard'"
+    )
     private: bool = option("create the Space as private", default=False)
     dry_run: bool = _dry_run()
     stage: str | None = _stage()

@@ -111,7 +111,7 @@ def test_cli_fake_engine_run_then_rescore_and_report(built, baselines, capsys):
     assert json.loads((out / "scores.json").read_text())["cells"] == first["cells"]
 
     capsys.readouterr()
-    assert main(["score", str(out), "--variant", "paper"]) == 0
+    assert main(["score", str(out), "--variant", "paper", "--json"]) == 0
     assert '"variant": "paper"' in capsys.readouterr().out
     assert (
         main(

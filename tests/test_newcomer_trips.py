@@ -61,15 +61,16 @@ def test_cli_flag_without_its_value_suggests_an_empty_shell_variable(capsys):
     assert "--repo: expected one argument" in line and "shell variable" in line
 
 
-def test_score_prints_the_scores_json_then_only_the_cells_that_were_run(pointwise_run, capsys):
+def test_score_prints_the_table_of_the_cells_that_were_run_and_json_on_request(pointwise_run, capsys):
     capsys.readouterr()
     assert main(["score", str(pointwise_run), "--variant", "paper"]) == 0
     printed = capsys.readouterr()
-    scores = json.loads(printed.out)  # stdout is the scores alone
+    table = printed.out.splitlines()  # the table `evaluate` prints, as every family's `score` does
+    assert table[0] == "| System | Groups | easy point | medium point | hard point | Avg. |"  # run cells only
+    assert printed.err.strip().startswith("not saved")
+    assert main(["score", str(pointwise_run), "--variant", "paper", "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)  # --json: stdout is the scores alone
     assert scores["variant"] == "paper" and {c["method"] for c in scores["cells"]} == {"pointwise"}
-    table = printed.err.splitlines()
-    assert table[0] == "| System | easy point | medium point | hard point | Avg. |"  # no never-run columns
-    assert table[-1].startswith("not saved")  # the table is the last thing shown
 
 
 def test_report_names_the_fake_engines_constant_apart_and_never_best(bench, tmp_path, capsys):

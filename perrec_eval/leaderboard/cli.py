@@ -35,15 +35,19 @@ class ReportConfig:
         "show runs over different builds, splits or group sets in separate tables instead of refusing them",
         default=False,
     )
-    plots: bool = option("draw the PNG plots (needs the report extra: matplotlib)", default=True)
+    plots: bool = option("the PNG plots and their place on index.html (needs the report extra: matplotlib)",
+                         default=True)  # fmt: skip
     resamples: int = option("resamples of the paired significance tests", default=10_000)
     seed: int = option("seed of the significance tests' resampling", default=0)
-    task: str = option(
-        "task family (`perrecbench tasks` lists them)", default="perrecbench"
+    task: str | None = option(
+        "task family of the runs (`perrecbench tasks` lists them); a run of another one is refused",
+        default=None,
+        shown="each run's own (its run.json)",
     )
 
     def __post_init__(self) -> None:
-        check_task(self.task)
+        if self.task is not None:
+            check_task(self.task)
         if isinstance(self.run_dirs, str):
             object.__setattr__(self, "run_dirs", (self.run_dirs,))
         if not self.run_dirs:
@@ -78,9 +82,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ReportConfig,
         report,
         help="compare run folders: leaderboard with significance, the paper's analyses, plots, an HTML page",
-        description="Compare finished run folders. Runs must share the dataset fingerprint, split and group "
-        "set (else they are refused, or split into tables with --allow-mixed). Writes leaderboard.md, "
-        ".json, .csv, .tex (the paper's Table 1 layout), plots/*.png and index.html into --out.",
+        description="Compare finished run folders, one section per task family. Runs of a family must share "
+        "the dataset fingerprint, split and doc set (else they are refused; PerRecBench's runs are split "
+        "into tables with --allow-mixed). Writes the same files for every family into --out: "
+        "leaderboard.md, .json, .csv, .tex, plots/*.png and index.html.",
     )
     add_command(
         subparsers,
@@ -106,6 +111,12 @@ def report(config: ReportConfig) -> int:
     by_task: dict[str, list[Path]] = {}
     for folder in folders:
         by_task.setdefault(family.task_of(folder), []).append(folder)
+    other = sorted(set(by_task) - {config.task}) if config.task is not None else []
+    if other:
+        raise ConfigError(
+            f"--task {config.task} given, but {by_task[other[0]][0]} is a run of task {other[0]}: pass "
+            f"--task {other[0]}, or none (each run's family is read from its run.json)"
+        )
     if set(by_task) <= {DEFAULT_TASK}:
         return _report_perrecbench(config)
     several = len(by_task) > 1
@@ -122,16 +133,16 @@ def report(config: ReportConfig) -> int:
 
 def _report_family(folders: list[Path], out: str | None, config: ReportConfig) -> None:
     from perrec_eval.leaderboard import family
-    from perrec_eval.leaderboard import folder as reports
 
     if out is not None:
-        reports.check_out(out)
+        _check_report_out(dataclasses.replace(config, out=out))  # before the runs are loaded and resampled
     sections = family.report(folders, n_resamples=config.resamples, seed=config.seed)
     for section in sections:
         print(family.markdown(section))
     if out is not None:
-        written = family.write(sections, out)
-        print(f"report written to {out}/ (leaderboard.md, .json): open {written}")
+        index = family.write(sections, out, plots=config.plots)
+        files = "leaderboard.md, .json, .csv, .tex" + (", plots/" if config.plots else "; no plots")
+        print(f"report written to {out}/ ({files}); open {index}")
 
 
 def _check_families_out(out: str, tasks: tuple[str, ...]) -> None:

@@ -1,16 +1,20 @@
 """A report folder: which files are a report's, and how a new report replaces an old one.
 
-Every family's report writes here (PerRecBench's leaderboard.md/.json/.csv/.tex, index.html and plots; the
-general path's leaderboard.md/.json); `check_out` refuses a folder holding anything else.
+Every family's report writes the same files here (leaderboard.md/.json/.csv/.tex, index.html, plots/*.png)
+through `write`: the whole report goes into a temp sibling and then replaces the old one (`move_in`), so the
+folder holds exactly the files of the report just written, whichever family wrote the one before it.
+`check_out` refuses a folder holding anything else.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from perrec_eval import outputs
+from perrec_eval import fileio, outputs
 
 FILES = ("leaderboard.md", "leaderboard.json", "leaderboard.csv", "leaderboard.tex", "index.html")
 _PLOT = re.compile(r"(t\d+_.+|benchmark_stats_\d+)\.png")  # the names `plots.draw` gives
@@ -72,3 +76,28 @@ def move_in(new: Path, out: Path) -> None:
         new.iterdir(), key=lambda path: (path.name != "leaderboard.json", path.name == "index.html")
     ):
         entry.rename(out / entry.name)
+
+
+def write(out: str | os.PathLike, fill: Callable[[Path], None]) -> Path:
+    """Write a report into `out`: `fill(folder)` writes every file of it into a temp sibling, which then
+    replaces the report in `out` (`move_in`); returns index.html's path.
+
+    A report killed mid-way leaves the old report untouched; the folder's lock (`perrec_eval.lock`) refuses
+    a second report into it while this one writes. Files of the old report that the new one does not write
+    (another family's plots, a page a report without plots lacks) go with it.
+    """
+    from perrec_eval.lock import folder_lock
+
+    folder = check_out(out)
+    with folder_lock(folder):
+        check_out(folder)  # again under the lock: another report may have written it meanwhile
+        fileio.remove_stale(folder)  # what a killed report left beside it (under the lock: no live writer's)
+        tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            fill(tmp)
+            move_in(tmp, folder)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder / "index.html"

@@ -142,6 +142,12 @@ class Task:
     # with `for_cells(cells) -> data | None` (None: none apply to these cells) and `markdown(data) -> lines`
     # (RecBench+: the released models' corrected rows, `tasks/recbench_plus/published.py`)
     published_rows: Any = field(default=None, repr=False)
+    # What a family adds to its report section (`perrec_eval.leaderboard.family.ReportHooks`: its main
+    # table's cells, its own tables and plots; None: the shared section alone)
+    report: Any = field(default=None, repr=False)
+    # The fewest docs (clusters where docs share one) on which a report marks a cell's best run: a paired
+    # sign-flip test over fewer than 6 never reaches p < 0.05 (its smallest p is 2 / 2**n)
+    min_docs_to_compare: int = 6
     # Prompt variants a protocol renders (`render(..., variant=)`, `--prompts`; none: the family has one),
     # and the one `sft data` writes examples with by default (None: the protocols' own default)
     prompt_variants: tuple[str, ...] = ()

@@ -34,7 +34,7 @@ def _write(path: Path, lines: list[dict]) -> Path:
 
 def _score(capsys, task: str, bench: Path, predictions: Path, *extra: str) -> dict:
     args = ["--no-progress", "score", "--task", task, "--data", str(bench), "--predictions", str(predictions)]
-    assert main([*args, *extra]) == 0
+    assert main([*args, *extra, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -137,7 +137,7 @@ def test_predictions_file_out_is_a_run_that_report_compares(recbench, tmp_path, 
 
 
 def _score_run(capsys, run: Path) -> dict:
-    assert main(["--no-progress", "score", str(run), "--task", "recbench-plus"]) == 0
+    assert main(["--no-progress", "score", str(run), "--task", "recbench-plus", "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 

@@ -213,7 +213,7 @@ def test_push_results_refuses_a_run_of_another_task_in_one_line(capsys, at):
         )  # fmt: skip
     finally:
         tasks.unregister("toy")
-    assert err.endswith("runs/model is a run of task perrecbench, not toy: pass --task perrecbench")
+    assert err.endswith("runs/model is perrecbench's (--task toy given): pass --task perrecbench or none")
 
 
 def test_push_results_refuses_a_run_whose_benchmark_changed(capsys, at, tmp_path, monkeypatch):

@@ -74,11 +74,13 @@ def test_publish_family_results_have_one_entry_per_cell_with_the_headline_metric
         assert "fingerprint sha256:" in entry.notes
 
 
-def test_publish_family_push_results_refuses_a_run_of_another_family(toy_run, capsys):
-    code, names, err = push(capsys, "results", str(toy_run), *PUSH)  # --task is perrecbench by default
+def test_publish_family_push_results_reads_the_family_from_the_run(toy_run, capsys):
+    code, names, _ = push(capsys, "results", str(toy_run), *PUSH)  # no --task: the run's run.json names it
+    assert code == 0 and names == [".eval_results/toy.yaml"]
+    code, names, err = push(capsys, "results", str(toy_run), "--task", "perrecbench", *PUSH)
     assert code == 2 and not names
     assert err.strip() == (
-        f"perrecbench push: error: {toy_run} is a run of task toy, not perrecbench: pass --task toy"
+        f"perrecbench: error: {toy_run} is toy's (--task perrecbench given): pass --task toy or none"
     )
 
 

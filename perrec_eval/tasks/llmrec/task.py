@@ -35,6 +35,7 @@ from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.tasks.base import Doc, Parsed, Task
 from perrec_eval.tasks.llmrec import baselines, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
+from perrec_eval.tasks.llmrec import report as report_hooks
 from perrec_eval.tasks.llmrec import text as text_tasks
 from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating
 
@@ -254,6 +255,7 @@ TASK = Task(
     sft_mixed=tuple(kind for kind in PROTOCOLS if kind != "sequential-candidates"),  # LLMRec's five tasks
     answer_counts=("duplicates", "unmatched", "not_candidate"),
     invalid_policies=("strict", "p5"),
+    report=report_hooks,
     hub_description=(
         "LLMRec's five tasks (rating, sequential and direct recommendation, explanation, review "
         "summarization) rebuilt from Amazon Reviews 2023 (leave-last-out per user). Score: NDCG@10 for "

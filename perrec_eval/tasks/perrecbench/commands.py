@@ -112,11 +112,13 @@ def score(config: ScoreConfig) -> int:
     rescored = [report.rescored(run_dir, scores)]
     if config.write:
         run_files.update_metric(run_dir, scores, report.render_report(rescored))
-    # stdout holds the scores (JSON, as every family's `score` prints them, for `> file` or `| jq`); the
-    # table goes after them to stderr, so it is what a terminal shows last
-    json.dump(scores.to_json(), sys.stdout, indent=2)
-    print(flush=True)
-    print(report.table(rescored, [rundir.run_name(run_dir)], compact=True, legend=False), file=sys.stderr)
+    # stdout holds the table `evaluate` prints, as every family's `score` does; --json: the scores instead
+    # (for `> file` or `| jq`)
+    if config.json:
+        json.dump(scores.to_json(), sys.stdout, indent=2)
+        print(flush=True)
+    else:
+        print(report.table(rescored, [rundir.run_name(run_dir)]), flush=True)
     if config.write:
         print(f"written to {run_dir}/ (scores.json, report.md, run.json's metric)", file=sys.stderr)
     else:

@@ -350,6 +350,7 @@ class ScoreConfig:
         "failed groups score 0 (zero) or are dropped (skip)", default=None, shown="the run's own"
     )
     write: bool = option("rewrite scores.json and report.md with the new scores", default=False)
+    json: bool = option("print the scores as JSON instead of the table", default=False)
 
     def __post_init__(self) -> None:
         check_task(self.task)

@@ -38,6 +38,7 @@ from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec
 from perrec_eval.tasks import Doc, Parsed, Task
 from perrec_eval.tasks.recbench_plus import metrics, parsing, prompts, published, retrieval
+from perrec_eval.tasks.recbench_plus import report as report_hooks
 
 TYPES = ("explicit", "implicit", "misinformed", "interest", "demographics")
 # each condition type, then its condition-count groups; a query is scored in both
@@ -437,6 +438,7 @@ TASK = Task(
     prediction_from=prediction_from,
     published_rows=published,
     prompt_variants=("history", "default"),
+    report=report_hooks,
     # `score` also reads the released files (`released.py`); a run or a predictions file as every family's
     handlers={
         "score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command",

@@ -80,7 +80,7 @@ def test_toy_family_score_recomputes_the_saved_scores(toy_family, tmp_path, caps
     argv = ["--task", "toy", "--data", str(toy_family), "--engine", "fake", "--model", "constant"]
     assert main(["evaluate", *argv, "--out", str(out)]) == 0
     capsys.readouterr()
-    assert main(["score", str(out), "--task", "toy"]) == 0
+    assert main(["score", str(out), "--task", "toy", "--json"]) == 0
     printed = capsys.readouterr().out
     assert json.loads(printed) == _scores(out)
 
@@ -99,7 +99,7 @@ def test_toy_family_report_has_its_own_section_with_tests_against_the_best(toy_f
     assert "| oracle | **1.000" in board
     (section,) = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
     baseline = next(row for row in section["rows"] if row["label"] == "always-3")
-    assert baseline["cells"]["small/toy-rate"]["vs_best"]["p_value"] < 0.05
+    assert baseline["cells"]["small/toy-rate"]["metrics"]["accuracy"]["vs_best"]["p_value"] < 0.05
 
 
 def test_toy_family_sft_data_answers_read_back_to_the_truth(toy_family, tmp_path, capsys):

@@ -7,12 +7,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from perrec_eval import fileio
-from perrec_eval.leaderboard.folder import check_out, move_in
+from perrec_eval.leaderboard import folder
 from perrec_eval.tasks.perrecbench.leaderboard import analyses, compare, html, render
 from perrec_eval.tasks.perrecbench.leaderboard.board import N_RESAMPLES, Report, build_table
 from perrec_eval.tasks.perrecbench.leaderboard.published import load
@@ -43,26 +42,10 @@ def assemble(
 
 
 def write(report: Report, out: str | os.PathLike, *, plots: bool = True) -> Path:
-    """Write the report folder (plots first, so every page can show them); returns index.html's path.
+    """Write the report folder (plots first, so every page can show them) through the rule every report
+    follows (`perrec_eval.leaderboard.folder.write`); returns index.html's path."""
 
-    Everything is written into a temp sibling first and then moved in (:func:`move_in`), so a report killed
-    mid-way leaves the old report untouched; the folder's lock (`perrec_eval.lock`) refuses a second report
-    into it while this one writes.
-    """
-    from perrec_eval.lock import folder_lock
-
-    out = check_out(out)
-    with folder_lock(out):
-        check_out(out)  # again under the lock: another report may have written it meanwhile
-        return _write(report, out, plots=plots)
-
-
-def _write(report: Report, out: Path, *, plots: bool) -> Path:
-    fileio.remove_stale(out)  # what a killed report left beside it (under the lock: no live writer's)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    def fill(tmp: Path) -> None:
         if plots:
             from perrec_eval.tasks.perrecbench.leaderboard import plots as drawing
 
@@ -72,10 +55,8 @@ def _write(report: Report, out: Path, *, plots: bool) -> Path:
         fileio.write_text(tmp / "leaderboard.csv", render.csv_text(report))
         fileio.write_text(tmp / "leaderboard.tex", render.latex(report))
         fileio.write_text(tmp / "index.html", html.page(report))
-        move_in(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out / "index.html"
+
+    return folder.write(out, fill)
 
 
 def report_folder(

@@ -1,98 +1,22 @@
-"""The report's pictures (matplotlib, Agg backend): each PNG readable on its own, with a title, axis labels
-and a legend.
-
-matplotlib is the ``report`` extra (``pip install 'perrecbench[report]'``); it is imported only here, when
-plots are drawn.
-"""
+"""PerRecBench's report pictures, drawn with the helpers every report uses
+(`perrec_eval.leaderboard.plots`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perrec_eval.leaderboard import plots as shared
+from perrec_eval.leaderboard.plots import Plot
 from perrec_eval.tasks.perrecbench.leaderboard.board import Report, Table
 from perrec_eval.tasks.perrecbench.leaderboard.render import SHORT, groups
 
-MAX_BARS = 12  # rows drawn in a bar chart; the table has them all
-DPI = 110
-
-
-@dataclass(frozen=True, slots=True)
-class Plot:
-    """A written picture: its path relative to the report folder, what it shows, and its kind."""
-
-    path: str
-    title: str
-    kind: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "title": self.title, "kind": self.kind}
-
-
-def _pyplot():
-    try:
-        import matplotlib
-    except ImportError as err:
-        from perrec_eval.engines import MissingExtraError
-
-        raise MissingExtraError(
-            "report plots need matplotlib: pip install 'perrecbench[report]' (from a clone: pip install -e "
-            "'.[report]'), or pass --no-plots"
-        ) from err
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, out: Path, name: str, title: str, kind: str) -> Plot:
-    plt = _pyplot()
-    path = out / "plots" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return Plot(path=f"plots/{name}", title=title, kind=kind)
-
-
-def _shown(labels: Sequence[str]) -> tuple[list[int], str]:
-    """The indices drawn (at most `MAX_BARS`) and a title suffix saying how many were left out."""
-    keep = list(range(min(len(labels), MAX_BARS)))
-    return keep, "" if len(labels) <= MAX_BARS else f" (top {MAX_BARS} of {len(labels)} rows)"
-
-
-def _bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float | None]], errors=None) -> None:
-    """Grouped bars: one group per x label, one bar per series; missing values drawn as nothing."""
-    n = max(1, len(series))
-    width = 0.8 / n
-    for i, (name, values) in enumerate(series.items()):
-        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
-        heights = [math.nan if v is None else v for v in values]
-        yerr = None
-        if errors is not None:
-            low, high = errors[name]
-            yerr = [
-                [math.nan if v is None or lo is None else v - lo for v, lo in zip(values, low, strict=True)],
-                [math.nan if v is None or hi is None else hi - v for v, hi in zip(values, high, strict=True)],
-            ]
-        ax.bar(xs, heights, width=width, label=name, yerr=yerr, capsize=2 if yerr else 0)
-    # Long labels side by side overlap: slant them.
-    crowded = any(len(line) > 12 for group in groups for line in group.split("\n"))
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(groups, rotation=30 if crowded else 0, ha="right" if crowded else "center")
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.grid(axis="y", alpha=0.3)
-
-
-def _legend(ax, count: int) -> None:
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="run", title_fontsize=8)
-
 
 def leaderboard(table: Table, out: Path, prefix: str) -> Plot:
-    plt = _pyplot()
-    keep, suffix = _shown([row.label for row in table.rows])
+    plt = shared.pyplot()
+    keep, suffix = shared.shown([row.label for row in table.rows])
     groups = [f"{lv}\n{SHORT[m]}" for lv, m in table.columns] + ["Avg."]
     series, errors = {}, {}
     for i in keep:
@@ -104,34 +28,34 @@ def leaderboard(table: Table, out: Path, prefix: str) -> Plot:
             [e.scores.get("ptc_ci_high") if e else None for e in entries] + [None],
         )
     fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(groups) + 3), 4.2))
-    _bars(ax, groups, series, errors)
+    shared.bars(ax, groups, series, errors)
     ax.set_title(f"PTC per level and method, table {table.number}: {table.num_groups} groups{suffix}")
     ax.set_xlabel("level / ranking method (error bars: 95% bootstrap interval)")
     ax.set_ylabel("PTC (Kendall tau, -1 to 1)")
-    _legend(ax, len(series))
-    return _save(fig, out, f"{prefix}leaderboard.png", "PTC per level and method", "leaderboard")
+    shared.legend(ax, len(series))
+    return shared.save(fig, out, f"{prefix}leaderboard.png", "PTC per level and method", "leaderboard")
 
 
 def by_domain(data: Mapping[str, Any], out: Path, prefix: str) -> Plot | None:
     if not data["rows"]:
         return None
-    plt = _pyplot()
-    keep, suffix = _shown([r["label"] for r in data["rows"]])
+    plt = shared.pyplot()
+    keep, suffix = shared.shown([r["label"] for r in data["rows"]])
     domains = data["domains"]
     series = {data["rows"][i]["label"]: [data["rows"][i]["ptc"][d] for d in domains] for i in keep}
     fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(domains) + 3), 4))
-    _bars(ax, [f"{d}\n({groups(data['num_groups'][d])})" for d in domains], series)
+    shared.bars(ax, [f"{d}\n({groups(data['num_groups'][d])})" for d in domains], series)
     ax.set_title(f"PTC by domain (paper Fig. 4){suffix}")
     ax.set_xlabel("domain of the query item")
     ax.set_ylabel("mean PTC over the table's cells")
-    _legend(ax, len(series))
-    return _save(fig, out, f"{prefix}by_domain.png", "PTC by domain (Fig. 4)", "by_domain")
+    shared.legend(ax, len(series))
+    return shared.save(fig, out, f"{prefix}by_domain.png", "PTC by domain (Fig. 4)", "by_domain")
 
 
 def by_group_size(data: Mapping[str, Any], out: Path, prefix: str) -> Plot:
-    plt = _pyplot()
+    plt = shared.pyplot()
     methods = data["methods"]
-    keep, suffix = _shown([r["label"] for r in data["rows"]])
+    keep, suffix = shared.shown([r["label"] for r in data["rows"]])
     fig, axes = plt.subplots(1, len(methods), figsize=(4 * len(methods) + 2, 3.8), sharey=True, squeeze=False)
     for ax, method in zip(axes[0], methods, strict=True):
         for i in keep:
@@ -145,33 +69,33 @@ def by_group_size(data: Mapping[str, Any], out: Path, prefix: str) -> Plot:
         ax.axhline(0, color="black", linewidth=0.8)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("PTC (Kendall tau)")
-    _legend(axes[0][-1], len(keep))
+    shared.legend(axes[0][-1], len(keep))
     fig.suptitle(f"PTC by group size and method (paper Fig. 7){suffix}")
     fig.tight_layout()
-    return _save(fig, out, f"{prefix}by_group_size.png", "PTC by group size (Fig. 7)", "by_group_size")
+    return shared.save(fig, out, f"{prefix}by_group_size.png", "PTC by group size (Fig. 7)", "by_group_size")
 
 
 def by_method(data: Mapping[str, Any], out: Path, prefix: str) -> Plot:
-    plt = _pyplot()
-    keep, suffix = _shown([r["label"] for r in data["rows"]])
+    plt = shared.pyplot()
+    keep, suffix = shared.shown([r["label"] for r in data["rows"]])
     series = {data["rows"][i]["label"]: [data["rows"][i]["ptc"][m] for m in data["methods"]] for i in keep}
     fig, ax = plt.subplots(figsize=(max(6, 1.5 * len(data["methods"]) + 3), 4))
-    _bars(ax, data["methods"], series)
+    shared.bars(ax, data["methods"], series)
     ax.set_title(f"PTC by ranking method, mean over levels{suffix}")
     ax.set_xlabel("ranking method")
     ax.set_ylabel("PTC (Kendall tau)")
-    _legend(ax, len(series))
-    return _save(fig, out, f"{prefix}by_method.png", "PTC by ranking method", "by_method")
+    shared.legend(ax, len(series))
+    return shared.save(fig, out, f"{prefix}by_method.png", "PTC by ranking method", "by_method")
 
 
 def prompting(blocks: Sequence[Mapping[str, Any]], columns, out: Path, prefix: str) -> list[Plot]:
-    plt = _pyplot()
+    plt = shared.pyplot()
     plots = []
     for n, block in enumerate(blocks, start=1):
         groups = [f"{lv}\n{SHORT[m]}" for lv, m in columns] + ["Avg."]
         series = {r["prompting"]: [*r["cells"].values(), r["average"]] for r in block["rows"]}
         fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(groups) + 3), 4))
-        _bars(ax, groups, series)
+        shared.bars(ax, groups, series)
         ax.set_title(f"Prompting variants of {block['model']} (paper Table 2)")
         ax.set_xlabel("level / ranking method")
         ax.set_ylabel("PTC (Kendall tau)")
@@ -179,7 +103,7 @@ def prompting(blocks: Sequence[Mapping[str, Any]], columns, out: Path, prefix: s
             fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="prompting", title_fontsize=8
         )
         plots.append(
-            _save(
+            shared.save(
                 fig, out, f"{prefix}prompting_{n}.png", f"Prompting variants: {block['model']}", "prompting"
             )
         )
@@ -187,7 +111,7 @@ def prompting(blocks: Sequence[Mapping[str, Any]], columns, out: Path, prefix: s
 
 
 def k_shots(grids: Sequence[Mapping[str, Any]], out: Path, prefix: str) -> list[Plot]:
-    plt = _pyplot()
+    plt = shared.pyplot()
     plots = []
     for n, grid in enumerate(grids, start=1):
         names = list(grid["ptc"])
@@ -209,17 +133,18 @@ def k_shots(grids: Sequence[Mapping[str, Any]], out: Path, prefix: str) -> list[
             f"{grid['model']}: PTC by k and shots (paper Fig. 6; levels {', '.join(grid['levels'])})"
         )
         fig.tight_layout()
-        plots.append(_save(fig, out, f"{prefix}k_shots_{n}.png", f"k x shots: {grid['model']}", "k_shots"))
+        name = f"{prefix}k_shots_{n}.png"
+        plots.append(shared.save(fig, out, name, f"k x shots: {grid['model']}", "k_shots"))
     return plots
 
 
 def rating_errors(data: Mapping[str, Any], out: Path, prefix: str) -> Plot | None:
     if not data["points"]:
         return None
-    plt = _pyplot()
+    plt = shared.pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     systems = data["systems"]
-    _bars(
+    shared.bars(
         axes[0],
         [s["label"] for s in systems],
         {"MAE": [s["mae"] for s in systems], "RMSE": [s["rmse"] for s in systems]},
@@ -247,7 +172,7 @@ def rating_errors(data: Mapping[str, Any], out: Path, prefix: str) -> Plot | Non
         title_fontsize=8,
     )
     fig.tight_layout()
-    return _save(
+    return shared.save(
         fig, out, f"{prefix}rating_errors.png", "PTC against rating error (Figs. 1 and 3)", "rating_errors"
     )
 
@@ -261,7 +186,7 @@ _STATS_PANELS = (
 
 
 def benchmark_stats(stats: Mapping[str, Any], out: Path, n: int) -> Plot:
-    plt = _pyplot()
+    plt = shared.pyplot()
     fig, axes = plt.subplots(1, 4, figsize=(18, 3.8))
     for ax, (key, title, xlabel) in zip(axes, _STATS_PANELS, strict=True):
         counts = stats["distributions"].get(key, {})
@@ -273,7 +198,8 @@ def benchmark_stats(stats: Mapping[str, Any], out: Path, n: int) -> Plot:
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle(f"Benchmark statistics (paper Fig. 5): {stats['data']}, split {stats['split']}")
     fig.tight_layout()
-    return _save(fig, out, f"benchmark_stats_{n}.png", f"Benchmark statistics: {stats['data']}", "stats")
+    title = f"Benchmark statistics: {stats['data']}"
+    return shared.save(fig, out, f"benchmark_stats_{n}.png", title, "stats")
 
 
 def draw(report: Report, out: Path) -> dict[str, list[Plot]]:

@@ -10,10 +10,25 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from perrec_eval.leaderboard.document import (  # noqa: F401 (re-exported: the blocks every report uses)
+    DASH,
+    Block,
+    Code,
+    Em,
+    Grid,
+    Heading,
+    Images,
+    Para,
+    Strong,
+    Text,
+    markdown,
+    markdown_block,
+    markdown_text,
+    number,
+)
 from perrec_eval.tasks.perrecbench.leaderboard.board import (
     ALPHA,
     CELLS,
@@ -29,63 +44,6 @@ from perrec_eval.tasks.perrecbench.leaderboard.published import PublishedRow
 from perrec_eval.tasks.perrecbench.results import CellScore
 
 SHORT = {"pointwise": "point", "pairwise": "pair", "listwise": "list"}
-DASH = "–"
-
-
-class Code(str):
-    """Inline code in a `Text`."""
-
-
-class Strong(str):
-    """Bold text in a `Text`."""
-
-
-class Em(str):
-    """Emphasised text in a `Text`."""
-
-
-Text = str | tuple[str, ...]  # plain text, or pieces of which some are `Code`, `Strong` or `Em`
-
-
-@dataclass(frozen=True, slots=True)
-class Heading:
-    level: int
-    text: str
-    anchor: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Para:
-    text: Text
-    css: str = "note"
-
-
-@dataclass(frozen=True, slots=True)
-class Grid:
-    """A table: a header and rows of `Text` cells."""
-
-    header: Sequence[str]
-    rows: Sequence[Sequence[Text]]
-    css: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Images:
-    plots: Sequence[Any]  # `plots.Plot`s
-
-
-Block = Heading | Para | Grid | Images
-
-
-def number(value: float | None, spec: str = ".2f") -> str:
-    """`value` formatted, or a dash for a missing one.
-
-    >>> number(0.1234), number(None), number(0.5, ".0%")
-    ('0.12', '–', '50%')
-    """
-    return DASH if value is None else format(value, spec)
-
-
 MAX_DIFFERENCE = 2.0  # two PTCs lie in [-1, 1]
 
 
@@ -110,12 +68,22 @@ def p_text(p: float | None) -> str:
 
 
 def failure_note(cell: Mapping[str, Any] | None) -> str:
-    """`` (N% failed)`` for a mostly failed cell (`board.mostly_failed`), else nothing.
+    """`` (N% failed)`` for a cell where any group failed (as every family's report shows it), else nothing.
 
     >>> failure_note({"num_groups": 3, "num_invalid": 3}), failure_note({"num_groups": 3, "num_invalid": 0})
     (' (100% failed)', '')
+    >>> failure_note({"num_groups": 400, "num_invalid": 1}), failure_note({"num_groups": 4, "num_invalid": 1})
+    (' (<1% failed)', ' (25% failed)')
     """
-    return f" ({failed_share(cell):.0%} failed)" if mostly_failed(cell) else ""
+    share = None if cell is None else failed_share(cell)
+    if not share:
+        return ""
+    return " (<1% failed)" if share < 0.005 else f" ({share:.0%} failed)"
+
+
+def any_failed(rows: Sequence[Row]) -> bool:
+    """Whether a group of any cell of `rows` failed (the failure note then explains the shares)."""
+    return any(failed_share(entry.scores) for row in rows for entry in row.entries.values())
 
 
 def row_name(row: Row) -> str:
@@ -127,9 +95,9 @@ _METRICS = {
     "paper": "the paper's tau between best-first index lists (paper mode)",
 }
 MOSTLY_FAILED_NOTE = (
-    "(N% failed) = more than half of the cell's groups got no usable ranking (answers that did not parse, "
-    "or engine errors); those groups score 0 (or are dropped in paper mode), so the number says little "
-    "about the model and is never marked best."
+    "(N% failed) = the share of the cell's groups that got no usable ranking (answers that did not parse, "
+    "or engine errors); those groups score 0 (or are dropped in paper mode). A cell where more than half "
+    "failed says little about the model and is never marked best."
 )
 
 
@@ -246,7 +214,7 @@ def legend(report: Report) -> Text:
         provisional_note(report),
         too_few_note(report.tables),
         clustered_note(report.tables),
-        MOSTLY_FAILED_NOTE if any(row.failed_cells for row in rows) else "",
+        MOSTLY_FAILED_NOTE if any_failed(rows) else "",
     ]
     for note in filter(None, notes):
         text += (" ", *((note,) if isinstance(note, str) else note))
@@ -743,39 +711,6 @@ def run_document(report: Report) -> list[Block]:
     for table in report.tables:
         blocks += table_blocks(report, table)
     return blocks
-
-
-_MARKS = {Code: "`", Strong: "**", Em: "*"}
-
-
-def markdown_text(text: Text) -> str:
-    """`Text` as markdown.
-
-    >>> markdown_text(("a ", Code("b"), " ", Strong("c"), " ", Em("d")))
-    'a `b` **c** *d*'
-    """
-    pieces = (text,) if isinstance(text, str) else text
-    return "".join(f"{mark}{p}{mark}" if (mark := _MARKS.get(type(p))) and p else p for p in pieces)
-
-
-def markdown_block(block: Block) -> str:
-    if isinstance(block, Heading):
-        return f"{'#' * block.level} {block.text}"
-    if isinstance(block, Para):
-        return markdown_text(block.text)
-    if isinstance(block, Images):
-        return "\n".join(f"![{plot.title}]({plot.path})" for plot in block.plots)
-    lines = ["| " + " | ".join(block.header) + " |", "|" + "---|" * len(block.header)]
-    lines += [
-        "| " + " | ".join(markdown_text(cell).replace("|", "\\|") for cell in row) + " |"
-        for row in block.rows
-    ]
-    return "\n".join(lines)
-
-
-def markdown(blocks: Iterable[Block]) -> str:
-    """Blocks as one markdown file (empty blocks left out)."""
-    return "\n\n".join(text for text in map(markdown_block, blocks) if text) + "\n"
 
 
 CSV_FIELDS = (

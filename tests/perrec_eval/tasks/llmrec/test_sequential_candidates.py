@@ -110,7 +110,7 @@ def test_sequential_candidates_scores_a_predictions_file(build, tmp_path, capsys
     assert list(cells) == [("sequential", "sequential-candidates")]
     assert {cells["sequential", "sequential-candidates"][m] for m in ("hr@1", "hr@10", "ndcg@10")} == {1.0}
     capsys.readouterr()
-    assert main([*argv]) == 0  # without --protocols: the config's first cell, the full catalogue's
+    assert main([*argv, "--json"]) == 0  # without --protocols: the config's first cell, the full catalogue's
     assert [c["protocol"] for c in json.loads(capsys.readouterr().out)["cells"]] == ["sequential"]
     assert main([*argv, "--protocols", "direct"]) == 2
     err = capsys.readouterr().err

@@ -43,14 +43,21 @@ def test_published_rows_match_results_table():
 def _section(cells: list[str]) -> dict:
     from perrec_eval.leaderboard import family
 
+    def entry(value: float) -> dict:
+        interval = {"value": value, "ci_low": value - 0.1, "ci_high": value + 0.1}
+        return {"num_docs": 20, "num_failed": 0, "num_engine_errors": 0, "num_clusters": None,
+                "metrics": {"recall": interval}}  # fmt: skip
+
     rows = [
-        {"label": label, "path": label, "average": value,
-         "cells": {cell: {"value": value, "ci_low": value - 0.1, "ci_high": value + 0.1} for cell in cells}}
+        {"label": label, "path": label, "average": None, "cells": {cell: entry(value) for cell in cells}}
         for label, value in (("popularity", 0.5), ("bm25", 0.3))
-    ]  # fmt: skip
-    rows[0]["cells"][cells[0]]["best"] = True
+    ]
+    rows[0]["cells"][cells[0]]["metrics"]["recall"]["best"] = True
+    metrics = {cell: [{"name": "recall", "higher_is_better": True}] for cell in cells}
     return {"task": "recbench-plus", "title": "RecBench+", "headline": "recall", "higher_is_better": True,
-            "cells": cells, "cell_metrics": {}, "rows": rows,
+            "cells": cells, "main_cells": cells, "cell_metrics": metrics,
+            "shown": dict.fromkeys(cells, "recall"), "average": None, "too_few_docs": {},
+            "min_docs_to_compare": family.MIN_DOCS_TO_COMPARE, "rows": rows,
             **family._published(tasks.get("recbench-plus"), cells)}  # fmt: skip
 
 

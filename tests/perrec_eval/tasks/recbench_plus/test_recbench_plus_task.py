@@ -188,7 +188,7 @@ def test_recbench_plus_cli_baselines_fake_score_report_and_sft_data(bench, tmp_p
     assert explicit["b/condition-filter"]["recall"]["value"] > explicit["b/popularity"]["recall"]["value"]
     assert explicit["c"]["hallucination"]["value"] == 1.0 and explicit["c"]["ftr"]["value"] == 0.0
     capsys.readouterr()
-    assert main(["score", str(runs / "c"), "--task", "recbench-plus"]) == 0
+    assert main(["score", str(runs / "c"), "--task", "recbench-plus", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == scores["c"]
     report = tmp_path / "report"
     assert main(["report", str(runs / "b"), str(runs / "c"), "--out", str(report)]) == 0
