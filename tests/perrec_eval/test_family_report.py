@@ -354,7 +354,9 @@ def test_recbench_identical_systems_tie_and_the_average_counts_each_type_once(re
     twin = _relabelled(recbench_runs / "popularity", tmp_path / "twin", "popularity-again")
     section = _section(recbench_runs / "popularity", twin)
     table = "\n".join(line for line in family.markdown(section).splitlines() if line.startswith("| "))
-    assert "**" not in table and set(section["tied"]) == set(section["cells"])
+    assert "**" not in table
+    # every cell ties, or has too few queries to compare (a condition-count group of few queries)
+    assert set(section["tied"]) | set(section["too_few_docs"]) == set(section["cells"]) and section["tied"]
     average = section["average"]
     assert average["metric"] == "recall" and len(average["cells"]) == len(
         {cell.partition("/")[0] for cell in average["cells"]}
