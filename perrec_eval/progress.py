@@ -16,7 +16,7 @@ import io
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -53,12 +53,19 @@ def enable() -> None:
     _ENABLED[0] = True
 
 
-def logging_between_bars() -> AbstractContextManager[None]:
+@contextmanager
+def logging_between_bars() -> Iterator[None]:
     """For the block, log lines to the console go above the progress bars (`tqdm.write`) instead of into
-    the middle of a bar's line; their formatter (secrets redacted) is kept."""
+    the middle of a bar's line, their secrets redacted."""
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    return logging_redirect_tqdm(tqdm_class=tqdm)
+    from perrec_eval.secrets import redact_logs
+
+    with logging_redirect_tqdm(tqdm_class=tqdm):
+        # tqdm's handler takes the console handler's formatter, or none where the root has no console
+        # handler (an embedding application's, pytest's): it redacts either way
+        redact_logs()
+        yield
 
 
 def bar(iterable: Iterable[Any] | None = None, **kwargs: Any) -> tqdm:
