@@ -72,10 +72,17 @@ _SECRETS = [
     (re.compile(rb"://[^/\s:@\"]+:[^/\s\"]+(?: [^/\s\"]+)*@[\w\[]"), "a password inside a URL"),
     (re.compile(rb"\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}"), "an HTTP Basic credential"),
     (re.compile(rb"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}"), "an HTTP Bearer token"),
+    (re.compile(rb"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "a Slack token"),
+    # NAME: VALUE, "NAME": "VALUE" and NAME=VALUE alike (YAML, JSON, flags), for any name that says it holds
+    # a secret (api_key, x-api-key, token, client_secret, private_key, ...; not max_tokens, eos_token_id);
+    # a value of 8 or more characters with a letter, and a digit unless it is long: a word, a number, a
+    # placeholder (<redacted>, ..., null) or a tokenizer's special token (<pad>, [SEP]) is no secret
     (
         re.compile(
-            rb"(?i)\b(?:api[_-]?key|hub_token|access_token|auth_token|secret|password)\b[\"']?\s*[:=]\s*"
-            rb"[\"']?(?!null\b|none\b|false\b|true\b)[A-Za-z0-9_\-./+=]{12,}"
+            rb"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_-]*?(?:api[_-]?key|apikey|token|secret|password|passwd"
+            rb"|private[_-]?key|access[_-]?key)(?![A-Za-z0-9])[\"']?\s*[:=]\s*[\"']?"
+            rb"(?!null\b|none\b|false\b|true\b)(?=[A-Za-z0-9_\-./+=]*[A-Za-z])"
+            rb"(?:(?=[A-Za-z0-9_\-./+=]*[0-9])[A-Za-z0-9_\-./+=]{8,}|[A-Za-z0-9_\-./+=]{20,})"
         ),
         "a key or token assignment",
     ),
@@ -87,6 +94,7 @@ _ROOTS = rb"home|root|tmp|Users|mnt|media|work|workspace|scratch|private|data|nf
 # Where any byte pair occurs (parquet, weights): the usual roots of local folders only.
 _ABSOLUTE_BINARY = re.compile(
     rb"(?<![\w.:/~-])(?:/(?:" + _ROOTS + rb")/|[A-Za-z]:\\\\?(?:Users|home|data)\\)" + _PATH_TAIL
+    + rb"|\bfile://(?:localhost)?/" + _PATH_TAIL  # any absolute path inside a file:// URL
 )
 # In text, also any other absolute path three folders deep (/cluster/ann/x; a tokenizer's vocabulary holds
 # pieces such as /api/v, hardly ever three), and any Windows drive path (D:\data, C:/x).

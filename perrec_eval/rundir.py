@@ -28,6 +28,7 @@ from perrec_eval import fileio
 from perrec_eval.cache import adapter_fingerprint, forget_unproven  # noqa: F401 (adapter_fingerprint: re-exported)
 from perrec_eval.errors import DataError
 from perrec_eval.results import RunInfo, read_run_info
+from perrec_eval.secrets import redact
 
 
 class Record(Protocol):
@@ -87,7 +88,7 @@ def write_run(
     fileio.write_json(out / "scores.json", scores.to_json())
     if report is not None:
         fileio.write_text(out / "report.md", report())
-    fileio.write_json(out / "run.json", run_info.to_json())
+    fileio.write_json(out / "run.json", redact(run_info.to_json()))  # every part that records options
 
 
 # Config fields that do not change a run's results (a finished run may be resumed with other values).
