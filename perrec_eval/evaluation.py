@@ -296,16 +296,21 @@ def fingerprint(data: str) -> str:
     folder = Path(data)
     manifest = folder / "manifest.json"
     if manifest.is_file():
-        return hashlib.sha256(manifest.read_bytes()).hexdigest()
+        from dataset_builder.manifest import without_checksums
+
+        return hashlib.sha256(without_checksums(manifest.read_bytes())).hexdigest()
     names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) if folder.is_dir() else []
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
 def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
     """The docs of each chosen subset (a seeded sample of --max-docs of each)."""
+    from dataset_builder.manifest import check_files
+
     task = config.family
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} runs `evaluate` its own way, not through the general path")
+    check_files(config.data)  # every file the build wrote, before any is read: none missing or replaced
     return {
         subset: list(
             task.load_docs(config.data, subset, config.split, max_docs=config.max_docs, seed=config.seed)
@@ -604,6 +609,9 @@ def read_external(
     """
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} scores its own runs only: it reads no predictions file")
+    from dataset_builder.manifest import check_files
+
+    check_files(data)  # the build the predictions are scored against, as `evaluate` checks it
     lines = _prediction_lines(path)
     configs = list(dict.fromkeys(config for _, config, _, _ in lines))
     for number, config, _, _ in lines:

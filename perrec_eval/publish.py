@@ -25,7 +25,6 @@ a benchmark whose fingerprint it recorded.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -511,41 +510,19 @@ def _family_of_build(folder: Path, manifest: Mapping[str, Any]) -> Task:
 
 
 def check_build_files(folder: Path, manifest: Mapping[str, Any]) -> None:
-    """Every data file `manifest` lists is in `folder`, readable and holds what the build wrote.
-
-    The checks `evaluate` makes of the files it reads (`context.check_data_files`), made of all of them, and
-    of the interactions files by their recorded sha256.
+    """Every data file `manifest` lists is in `folder`, readable and holds what the build wrote: the check
+    `evaluate` makes of a build (`dataset_builder.manifest.check_files`), for every family.
 
     Raises:
-        DataError: a file is missing, unreadable or changed since the build (one line naming the fix).
+        DataError: no file listed, or a file missing, unreadable or changed since the build (one line naming
+            the fix).
     """
-    from perrec_eval.tasks.perrecbench.context import check_data_files
+    from dataset_builder.manifest import check_files
 
     outputs = manifest.get("outputs")
     if not isinstance(outputs, dict) or not outputs:
         raise DataError(f"{folder}/manifest.json lists no data files: rebuild it with `perrecbench build`")
-    try:
-        for level, splits in outputs.items():
-            for split in splits:
-                check_data_files(folder, level, split)
-        for domain, entry in (manifest.get("interactions") or {}).items():
-            path = folder / entry["path"]
-            if not path.is_file() or _sha256(path) != entry["sha256"]:
-                raise DataError(
-                    f"{path} is missing or changed since the build ({domain}'s interactions): rebuild the "
-                    "benchmark with `perrecbench build --overwrite`, or copy the whole folder again"
-                )
-    except OSError as err:
-        raise DataError(f"{folder}: cannot read {err.filename} ({err.strerror}): check permissions") from err
-    except (KeyError, TypeError, AttributeError) as err:  # a manifest.json of another shape
-        raise DataError(
-            f"{folder}/manifest.json is not what `perrecbench build` writes ({err!r}): rebuild the benchmark"
-        ) from err
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    check_files(folder)
 
 
 def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
