@@ -428,6 +428,11 @@ def leaderboard_upload(
 ) -> Upload:
     """A report folder (`perrecbench report`) as a static Space: its files, with a Space card."""
     folder = Path(report)
+    if not (folder / "index.html").is_file() and (folder / "leaderboard.json").is_file():
+        raise DataError(
+            f"{folder} is a report without a page (index.html): its family's report writes leaderboard.md "
+            "and .json only, and a Space shows index.html; publish the leaderboard.md table another way"
+        )
     if not (folder / "index.html").is_file():
         raise DataError(
             f"{folder} has no index.html: write a report first "
@@ -597,6 +602,13 @@ def check_run_of_model(
         raise DataError(f"{run_dir} is the no-LLM baseline {engine.get('model')!r}, not a run of a model")
     if engine.get("name") == "fake":
         raise DataError(f"{run_dir} is a run of the scripted fake engine, not of a model")
+    from perrec_eval.evaluation import PREDICTIONS_ENGINE
+
+    if engine.get("name") == PREDICTIONS_ENGINE:
+        raise DataError(
+            f"{run_dir} was scored from the predictions file {engine.get('file')!r} (`perrecbench score "
+            "--predictions`), not run with a model: push results publishes `perrecbench evaluate` runs"
+        )
     if not info.complete:  # None: a run from before completeness was recorded
         raise DataError(f"{run_dir} is incomplete (engine errors): finish it (run the same evaluate again)")
     if not info.dataset_fingerprint:

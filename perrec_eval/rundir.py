@@ -162,6 +162,12 @@ def run_folders(path: str | os.PathLike) -> list[Path]:
         sorted(child for child in path.iterdir() if (child / "run.json").is_file()) if path.is_dir() else []
     )
     if not children:
+        from perrec_eval.lock import holder
+
+        if path.is_dir() and (pid := holder(path)) is not None:  # a run being written (evaluate --overwrite)
+            raise DataError(
+                f"{path} is being written by another perrecbench process (pid {pid}): wait for it to finish"
+            )
         raise DataError(f"{path} is not a run folder: run `perrecbench evaluate --out {path}` first")
     return children
 
