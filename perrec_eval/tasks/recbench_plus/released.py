@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from perrec_eval.cliconfig import option
+from perrec_eval.cliconfig import check_seed, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.evaluation import CONFIDENCE_LEVEL, N_RESAMPLES, TaskScoreConfig
 from perrec_eval.evaluation import score_command as general_score_command
@@ -451,6 +451,7 @@ class ReleasedScoreConfig(TaskScoreConfig):
             raise ConfigError(
                 "--released-queries scores released files: leave out the run, --data, --predictions"
             )
+        check_seed(self.seed)
         if self.k is not None and self.k < 1:
             raise ConfigError(f"--k must be >= 1, got {self.k}")
 

@@ -1,0 +1,323 @@
+"""The audit of 2026-11-28 replayed (issue 38): each reproduction of G1-G9 and C1-C8 (G6 aside) holds, with a
+correct result or a refusal of one line naming the fix (exit 2). Each case failed before its fix."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perrec_eval.cli import main
+from tests.lock_holder import held_by_another_process
+
+RELEASED = Path(__file__).resolve().parent / "data" / "recbench_plus_released"
+
+
+def refused(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
+    """Run the CLI, expect exit 2 with one error line holding every needle; return that line."""
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1, lines
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+# ------------------------------------------------------------------- G1: --per-query follows the output rule
+
+
+@pytest.fixture
+def released(tmp_path: Path) -> Path:
+    folder = tmp_path / "released"
+    shutil.copytree(RELEASED, folder)
+    return folder
+
+
+def _score_released(folder: Path, per_query: str) -> list[str]:
+    args = ["--no-progress", "score", "--task", "recbench-plus"]
+    args += ["--released-queries", str(folder / "DemographicsBasedQuery.json")]
+    args += ["--responses", str(folder / "responses.jsonl"), "--catalogue", str(folder / "movies.dat")]
+    return [*args, "--users", str(folder / "users.dat"), "--per-query", per_query]
+
+
+@pytest.mark.parametrize(
+    ("name", "flag"),
+    [
+        ("responses.jsonl", "--responses"),
+        ("DemographicsBasedQuery.json", "--released-queries"),
+        ("movies.dat", "--catalogue"),
+        ("users.dat", "--users"),
+    ],
+)
+def test_per_query_refuses_to_overwrite_an_input(released, capsys, name, flag):
+    before = (released / name).read_bytes()
+    refused(capsys, _score_released(released, str(released / name)), f"is {flag}")
+    assert (released / name).read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "run.json", "notes.txt"])
+def test_per_query_refuses_a_file_it_did_not_write(released, capsys, name):
+    other = released / name
+    other.write_text('{"task": "llmrec", "outputs": {}}\n', encoding="utf-8")
+    refused(capsys, _score_released(released, str(other)), "did not write", "name a new file")
+    assert other.read_text(encoding="utf-8") == '{"task": "llmrec", "outputs": {}}\n'
+
+
+def test_per_query_refuses_an_empty_name_and_a_folder(released, capsys):
+    refused(capsys, _score_released(released, ""), "--per-query is empty")
+    refused(capsys, _score_released(released, str(released)), "is a folder")
+
+
+def test_per_query_replaces_its_own_file(released, capsys):
+    out = released / "per_query.jsonl"
+    assert main(_score_released(released, str(out))) == 0
+    first = out.read_bytes()
+    assert main(_score_released(released, str(out))) == 0  # its own file: replaced, not refused
+    assert out.read_bytes() == first
+    assert not list(released.glob(".per_query.jsonl.tmp-*"))
+
+
+def test_per_query_takes_the_lock_of_its_file(released, capsys):
+    out = released / "per_query.jsonl"
+    with held_by_another_process(out, kind="file") as pid:
+        refused(capsys, _score_released(released, str(out)), f"pid {pid}")
+    assert not out.exists()
+
+
+# --------------------------------------------------------------- G7, C4: released files of the wrong shape
+
+
+def _demographics(released: Path, change) -> Path:
+    queries = json.loads((released / "DemographicsBasedQuery.json").read_text(encoding="utf-8"))
+    change(queries)
+    path = released / "q.json"
+    path.write_text(json.dumps(queries), encoding="utf-8")
+    return path
+
+
+def _set(key: str, value):
+    def change(queries):
+        queries[0]["query & ground true"][0][key] = value
+
+    return change
+
+
+def _groups_of(value):
+    def change(queries):
+        queries[0]["query & ground true"] = value
+
+    return change
+
+
+@pytest.mark.parametrize("compat", [[], ["--compat", "released"]])
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        (_groups_of("nope"), "is not a list of queries"),
+        (_set("movie subset", [1, None, {"a": 1}]), "is not a list of titles"),
+        (_set("movie subset", []), "has no ground truth"),
+    ],
+)
+def test_released_query_file_with_wrongly_typed_fields_is_refused_in_one_line(
+    released, capsys, compat, change, says
+):
+    queries = _demographics(released, change)
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", str(queries)]
+    args += ["--responses", str(released / "responses.jsonl"), "--catalogue", str(released / "movies.dat")]
+    refused(capsys, [*args, *compat], says, "not a released query file")
+
+
+def test_released_condition_query_with_wrongly_typed_ids_is_refused(released, capsys):
+    records = json.loads((released / "ExplicitQuery.json").read_text(encoding="utf-8"))
+    records[0]["movieSubsetId"] = "12"
+    path = released / "e.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", str(path)]
+    args += ["--responses", str(released / "responses.jsonl"), "--catalogue", str(released / "movies.dat")]
+    refused(capsys, args, "not a list of numbers")
+
+
+def test_released_responses_with_a_byte_order_mark_name_it(released, capsys):
+    path = released / "responses.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    args = ["--no-progress", "score", "--task", "recbench-plus"]
+    args += ["--released-queries", str(released / "DemographicsBasedQuery.json")]
+    args += ["--responses", str(path), "--catalogue", str(released / "movies.dat")]
+    refused(capsys, args, "without a byte order mark")
+
+
+# ----------------------------------------------------- G4, G5, C5: every family's build checked on reading
+
+
+@pytest.fixture(scope="module")
+def llmrec_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.dataset_builder.llmrec.fixture import synth_build
+
+    return synth_build(tmp_path_factory.mktemp("round3_llmrec"))
+
+
+@pytest.fixture(scope="module")
+def rbp_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.dataset_builder.recbench_plus import fixture
+
+    root = tmp_path_factory.mktemp("round3_rbp")
+    return fixture.build(root / "rbp", fixture.synth(root / "raw"))
+
+
+def _copy(build: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(build, copy)
+    return copy
+
+
+def _one(folder: Path, pattern: str) -> Path:
+    (found,) = folder.glob(pattern)
+    return found
+
+
+def _evaluate(task: str, data: Path, out: Path) -> list[str]:
+    args = ["--no-progress", "evaluate", "--task", task, "--data", str(data)]
+    return [*args, "--engine", "fake", "--model", "constant", "--out", str(out)]
+
+
+def test_build_records_the_sha256_of_every_file_its_manifest_names(llmrec_build, rbp_build):
+    for build in (llmrec_build, rbp_build):
+        manifest = json.loads((build / "manifest.json").read_text(encoding="utf-8"))
+        listed = [path for splits in manifest["outputs"].values() for path in splits.values()]
+        assert sorted(manifest["checksums"]) == sorted(set(listed))
+
+
+@pytest.mark.parametrize(
+    ("task", "source", "target"),
+    [
+        ("llmrec", "rating/train-*.parquet", "rating/test-*.parquet"),  # train rows scored as test
+        ("recbench-plus", "explicit/train-*.parquet", "explicit/test-*.parquet"),
+        ("recbench-plus", "explicit/test-*.parquet", "catalogue/items-*.parquet"),  # was a KeyError
+    ],
+)
+def test_evaluate_refuses_a_build_whose_file_was_replaced(
+    llmrec_build, rbp_build, tmp_path, capsys, task, source, target
+):
+    data = _copy(llmrec_build if task == "llmrec" else rbp_build, tmp_path)
+    replaced = _one(data, target)
+    shutil.copyfile(_one(data, source), replaced)
+    out = tmp_path / "run"
+    refused(capsys, _evaluate(task, data, out), str(replaced), "does not hold the rows", "--overwrite")
+    assert not (out / "run.json").exists()
+
+
+@pytest.mark.parametrize("task", ["llmrec", "recbench-plus"])
+def test_evaluate_and_score_refuse_a_build_with_a_missing_file(
+    llmrec_build, rbp_build, tmp_path, capsys, task
+):
+    data = _copy(llmrec_build if task == "llmrec" else rbp_build, tmp_path)
+    missing = _one(data, "rating/test-*.parquet" if task == "llmrec" else "explicit/test-*.parquet")
+    missing.unlink()
+    refused(capsys, _evaluate(task, data, tmp_path / "run"), str(missing), "is missing", "--overwrite")
+    predictions = tmp_path / "any.jsonl"
+    predictions.write_text('{"config": "x", "id": "1", "prediction": null}\n', encoding="utf-8")
+    args = ["--no-progress", "score", "--task", task, "--data", str(data), "--predictions", str(predictions)]
+    refused(capsys, args, "is missing", "--overwrite")
+
+
+def test_evaluate_and_score_of_an_intact_family_build_run(rbp_build, tmp_path, capsys):
+    assert main(_evaluate("recbench-plus", rbp_build, tmp_path / "run")) == 0
+    run = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+    from perrec_eval.evaluation import fingerprint
+
+    # the checksums leave the fingerprint as it was: a hash of the family's own manifest
+    manifest = json.loads((rbp_build / "manifest.json").read_text(encoding="utf-8"))
+    manifest.pop("checksums")
+    import hashlib
+
+    own = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
+    assert run["dataset_fingerprint"] == fingerprint(str(rbp_build)) == hashlib.sha256(own).hexdigest()
+
+
+def test_perrecbench_evaluate_on_another_familys_build_names_its_task(llmrec_build, tmp_path, capsys):
+    args = ["--no-progress", "evaluate", "--data", str(llmrec_build), "--engine", "fake"]
+    refused(capsys, [*args, "--model", "constant", "--out", str(tmp_path / "r")], "pass --task llmrec")
+    sft = ["--no-progress", "sft", "data", "--data", str(llmrec_build), "--format", "pairwise"]
+    sft += ["--no-profile", "--out", str(tmp_path / "s")]
+    refused(capsys, sft, "pass --task llmrec")
+
+
+# ------------------------------------------------------------------------- C1, C3, C6: the right cause
+
+
+def test_score_of_a_run_being_written_names_the_writer(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    with held_by_another_process(run) as pid:
+        refused(capsys, ["--no-progress", "score", str(run), "--write"], f"pid {pid}", "wait for it")
+    refused(capsys, ["--no-progress", "score", str(run)], "is not a run folder")  # the writer is gone
+
+
+def test_push_results_names_a_run_scored_from_a_predictions_file(rbp_build, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    manifest = json.loads((rbp_build / "manifest.json").read_text(encoding="utf-8"))
+    rows = pq.read_table(rbp_build / manifest["outputs"]["explicit"]["test"]).to_pylist()
+    predictions = tmp_path / "mine.jsonl"
+    lines = [json.dumps({"config": "explicit", "id": row["id"], "prediction": "x"}) for row in rows]
+    predictions.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--data", str(rbp_build)]
+    assert main([*args, "--predictions", str(predictions), "--out", str(out)]) == 0
+    push = ["push", "results", str(out), "--repo", "org/m", "--dataset", "org/d"]
+    push += ["--dataset-revision", "a" * 40, "--task", "recbench-plus", "--dry-run"]
+    line = refused(capsys, push, "scored from the predictions file 'mine.jsonl'")
+    assert "evaluate again" not in line and "run the same evaluate" not in line
+
+
+def test_push_leaderboard_of_a_report_without_a_page_says_why(tmp_path, capsys):
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "leaderboard.md").write_text("## LLMRec\n", encoding="utf-8")
+    (report / "leaderboard.json").write_text("[]\n", encoding="utf-8")
+    line = refused(capsys, ["push", "leaderboard", str(report), "--repo", "org/x", "--dry-run"], "index.html")
+    assert "write a report first" not in line
+
+
+# ------------------------------------------------------------------------------------ G9, C7, C8
+
+
+def test_convert_gguf_names_a_cut_file(tmp_path, capsys):
+    pytest.importorskip("gguf")
+    pytest.importorskip("transformers")
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00")
+    refused(capsys, ["convert-gguf", str(bad), "--out", str(tmp_path / "new")], "is cut short", "GGUF")
+    assert not (tmp_path / "new").exists()
+
+
+def _raw_books(tmp_path: Path, change) -> Path:
+    from tests.dataset_builder.recbench_plus import fixture
+
+    raw = fixture.synth(tmp_path / "raw")
+    meta = raw / "meta_Books.jsonl"
+    records = [json.loads(line) for line in meta.read_text(encoding="utf-8").splitlines()]
+    meta.write_text("".join(json.dumps(change(record)) + "\n" for record in records), encoding="utf-8")
+    return raw
+
+
+def test_llmrec_build_without_titles_names_the_titles(tmp_path, capsys):
+    raw = _raw_books(tmp_path, lambda record: {k: v for k, v in record.items() if k != "title"})
+    args = ["--no-progress", "build", "--task", "llmrec", "--source", str(raw), "--domains", "Books"]
+    line = refused(capsys, [*args, "--out", str(tmp_path / "b")], '"title"', "metadata")
+    assert "--kcore" not in line
+
+
+@pytest.mark.parametrize("task", ["llmrec", "recbench-plus", "perrecbench"])
+@pytest.mark.parametrize(
+    ("field", "value"), [("title", 123), ("categories", "Books")], ids=["title-int", "categories-str"]
+)
+def test_build_refuses_metadata_fields_of_the_wrong_type(tmp_path, capsys, task, field, value):
+    raw = _raw_books(tmp_path, lambda record: {**record, field: value})
+    args = ["--no-progress", "build", "--task", task, "--source", str(raw), "--domains", "Books"]
+    refused(capsys, [*args, "--out", str(tmp_path / "b")], "meta_Books.jsonl:1", f"field '{field}'")
