@@ -70,7 +70,7 @@ _SECRETS = [
     # the password may hold @, quotes or single spaces (as `secrets.redact_text` reads it)
     (re.compile(rb"://[^/\s:@\"]+:[^/\s\"]+(?: [^/\s\"]+)*@[\w\[]"), "a password inside a URL"),
     (re.compile(rb"\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}"), "an HTTP Basic credential"),
-    (re.compile(rb"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}"), "an HTTP Bearer token"),
+    (re.compile(rb"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}"), "a Bearer-token header"),
     (re.compile(rb"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "a Slack token"),
     # NAME: VALUE, "NAME": "VALUE" and NAME=VALUE alike (YAML, JSON, flags), for any name that says it holds
     # a secret (api_key, x-api-key, token, client_secret, private_key, ...; not max_tokens, eos_token_id);
