@@ -40,16 +40,9 @@ _REVIEW_COLUMNS = (
 _REVIEW_TEXT_COLUMNS = ", 'title': 'JSON', 'text': 'JSON'"
 _META_COLUMNS = (
     "'parent_asin': 'JSON', 'title': 'JSON', 'author': 'JSON', 'main_category': 'VARCHAR', "
-    "'average_rating': 'DOUBLE', 'rating_number': 'BIGINT', 'categories': 'JSON'"
+    "'average_rating': 'DOUBLE', 'rating_number': 'BIGINT'"
 )
-_META_DETAIL_COLUMNS = ", 'store': 'JSON', 'details': 'JSON'"
-# A metadata line is checked as `sources.meta_problem` checks it: a non-empty parent_asin, a title that is
-# text and categories that are a list where given (a title 123 would otherwise name the item "123").
-_META_OK = (
-    "coalesce(json_type(parent_asin) = 'VARCHAR' AND parent_asin ->> '$' <> '', false)"
-    " AND coalesce(json_type(title) IN ('VARCHAR', 'NULL'), true)"
-    " AND coalesce(json_type(categories) IN ('ARRAY', 'NULL'), true)"
-)
+_META_DETAIL_COLUMNS = ", 'store': 'JSON', 'categories': 'JSON', 'details': 'JSON'"
 _NUMBER = "('DOUBLE', 'UBIGINT', 'BIGINT')"
 _INTEGER = "('UBIGINT', 'BIGINT')"
 _MAX_OBJECT_BYTES = 64 * 2**20
@@ -223,12 +216,13 @@ def read_meta(
         if details
         else ""
     )
+    # a title that is not text (123) is missing, as a review's is: never an item named "123"
     con.sql(f"""
         CREATE OR REPLACE TABLE rawmeta AS
         SELECT parent_asin ->> '$' AS parent_asin, {_text("title")}, main_category, average_rating,
                rating_number, CASE json_type(author) WHEN 'OBJECT' THEN author ->> 'name'
                                                      WHEN 'VARCHAR' THEN author ->> '$' END AS author,{extra}
-               {_META_OK} AS ok
+               coalesce(json_type(parent_asin) = 'VARCHAR' AND parent_asin ->> '$' <> '', false) AS ok
         FROM {_read_json(file.uri, columns)}""")
     counts["meta_lines"], bad = _check_bad(con, source, file, "rawmeta", on_bad_line)
     if bad is not None:
