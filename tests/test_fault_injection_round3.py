@@ -321,3 +321,108 @@ def test_build_reads_a_title_that_is_not_text_as_missing(tmp_path, capsys, task)
     args = ["--no-progress", "build", "--task", task, "--source", str(raw), "--domains", "Books"]
     line = refused(capsys, [*args, "--out", str(tmp_path / "b")], "title", "metadata")
     assert "twins" not in line and "--min-history" not in line and "--kcore" not in line
+
+
+# --------------------------------------------- a family that plugs in inherits the checks (the toy families)
+
+
+def test_toy_family_build_inherits_the_checksums_and_their_check(tmp_path, monkeypatch, capsys):
+    # tests/dataset_builder/toy_family.py names its files plainly (no hash in the name) and writes no
+    # checksum itself: the shared build records them, and the shared check refuses a replaced or missing file
+    from dataset_builder import tasks as builder_tasks
+    from dataset_builder.manifest import check_files
+    from perrec_eval.errors import DataError
+    from tests.dataset_builder.test_build_tasks import write_raw
+
+    module = "tests.dataset_builder.toy_family"
+    family = builder_tasks._Family(f"{module}:ToyConfig", f"{module}:BUILDER")
+    monkeypatch.setitem(builder_tasks._FAMILIES, "toy", family)
+    out = tmp_path / "bench"
+    args = ["build", "--task", "toy", "--source", str(write_raw(tmp_path / "raw")), "--out", str(out)]
+    assert main([*args, "--domains", "Books"]) == 0
+    recorded = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert sorted(recorded["checksums"]) == ["Books-meta.parquet", "Books-reviews.parquet"]
+    check_files(out)  # as built
+    missing = tmp_path / "missing"
+    shutil.copytree(out, missing)
+    (missing / "Books-meta.parquet").unlink()
+    with pytest.raises(DataError, match="Books-meta.parquet is missing"):
+        check_files(missing)
+    shutil.copyfile(out / "Books-meta.parquet", out / "Books-reviews.parquet")
+    with pytest.raises(DataError, match="Books-reviews.parquet does not hold the rows the build wrote"):
+        check_files(out)
+
+
+@pytest.fixture
+def toy_task(tmp_path: Path):
+    """The toy Task (tests/perrec_eval/tasks/toy.py) on data whose manifest names its files and their
+    checksums, as the shared build writes them."""
+    from dataset_builder.manifest import record_checksums
+    from perrec_eval import tasks
+    from tests.perrec_eval.tasks import toy
+
+    tasks.register(toy.TASK, replace=True)
+    data = toy.write_data(tmp_path / "toy-data")
+    outputs = {s: {split: f"{s}/{split}.jsonl" for split in ("train", "test")} for s in toy.SUBSETS}
+    (data / "manifest.json").write_text(json.dumps({"task": "toy", "outputs": outputs}), encoding="utf-8")
+    record_checksums(data)
+    yield data
+    tasks.unregister("toy")
+
+
+def test_toy_task_evaluate_and_score_check_its_build(toy_task, tmp_path, capsys):
+    argv = ["--no-progress", "evaluate", "--task", "toy", "--data", str(toy_task), "--engine", "fake"]
+    argv += ["--model", "constant"]
+    assert main([*argv, "--out", str(tmp_path / "ok")]) == 0
+    (toy_task / "small" / "test.jsonl").write_text((toy_task / "small" / "train.jsonl").read_text())
+    refused(capsys, [*argv, "--out", str(tmp_path / "bad")], "small/test.jsonl", "does not hold the rows")
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text('{"config": "small", "id": "small-test-0", "prediction": 3}\n', encoding="utf-8")
+    score = ["score", "--task", "toy", "--data", str(toy_task), "--predictions", str(predictions)]
+    refused(capsys, score, "small/test.jsonl", "does not hold the rows")
+
+
+def test_toy_task_run_records_no_engine_option_secret(toy_task, tmp_path, capsys):
+    # the general run writer redacts every part of run.json, whatever a family or engine puts there
+    from tests.perrec_eval.openai_stub import StubServer
+
+    server = StubServer(default="ok").start()
+    try:
+        extra = {"api_key": "EXTRAKEY123", "user": {"private_key": "EBSECRET3"}}
+        argv = ["--no-progress", "evaluate", "--task", "toy", "--data", str(toy_task), "--engine", "openai"]
+        argv += [
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            "--max-docs",
+            "2",
+            "--out",
+            str(tmp_path / "r"),
+        ]
+        assert main([*argv, "--engine-arg", f"extra_body={json.dumps(extra)}"]) == 0
+    finally:
+        server.stop()
+    written = "".join(p.read_text(errors="replace") for p in (tmp_path / "r").rglob("*") if p.is_file())
+    assert "EXTRAKEY123" not in written and "EBSECRET3" not in written
+
+
+def test_toy_task_per_query_like_file_outputs_follow_the_output_rule(tmp_path):
+    # outputs.file_target is the rule of every output that is one file, whatever the command or family
+    from perrec_eval import outputs
+    from perrec_eval.errors import ConfigError, DataError
+
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text('{"id": "a"}\n', encoding="utf-8")
+    owned = lambda path: path.read_text(encoding="utf-8").startswith('{"id"')  # noqa: E731
+    assert outputs.file_target(mine, inputs={}, owned=owned, command="x") == mine.resolve()
+    other = tmp_path / "notes.txt"
+    other.write_text("notes", encoding="utf-8")
+    with pytest.raises(DataError, match="did not write"):
+        outputs.file_target(other, inputs={}, owned=owned, command="x")
+    with pytest.raises(ConfigError, match="is --data"):
+        outputs.file_target(mine, inputs={"--data": mine}, owned=owned, command="x")
+    with pytest.raises(ConfigError, match="is empty"):
+        outputs.file_target("", inputs={}, owned=owned, command="x")
+    with pytest.raises(DataError, match="is a folder"):
+        outputs.file_target(tmp_path, inputs={}, owned=owned, command="x")
