@@ -426,3 +426,20 @@ def test_toy_task_per_query_like_file_outputs_follow_the_output_rule(tmp_path):
         outputs.file_target("", inputs={}, owned=owned, command="x")
     with pytest.raises(DataError, match="is a folder"):
         outputs.file_target(tmp_path, inputs={}, owned=owned, command="x")
+
+
+def test_profiles_out_follows_the_same_file_output_rule(tmp_path, capsys):
+    # the other output that is one file: a file of something else is named as such, not as a profiles file
+    # "written with other settings"
+    from tests.benchmark_fixture import write_tiny_benchmark
+
+    bench = write_tiny_benchmark(tmp_path / "bench")
+    other = tmp_path / "predictions.jsonl"
+    other.write_text('{"group_id": "t0", "ranking": ["u1", "u2"]}\n', encoding="utf-8")
+    argv = ["--no-progress", "profiles", "--data", str(bench), "--engine", "fake", "--model", "constant"]
+    argv += ["--levels", "easy", "--max-groups", "1"]
+    refused(capsys, [*argv, "--out", str(other)], "did not write", "name a new file")
+    assert other.read_text(encoding="utf-8") == '{"group_id": "t0", "ranking": ["u1", "u2"]}\n'
+    refused(capsys, [*argv, "--out", str(bench / "manifest.json")], "--data")
+    assert main([*argv, "--out", str(tmp_path / "p.jsonl")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "p.jsonl")]) == 0  # its own file: extended
