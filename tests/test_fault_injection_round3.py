@@ -443,3 +443,11 @@ def test_profiles_out_follows_the_same_file_output_rule(tmp_path, capsys):
     refused(capsys, [*argv, "--out", str(bench / "manifest.json")], "--data")
     assert main([*argv, "--out", str(tmp_path / "p.jsonl")]) == 0
     assert main([*argv, "--out", str(tmp_path / "p.jsonl")]) == 0  # its own file: extended
+
+
+def test_sft_data_of_a_family_build_with_a_replaced_file_is_refused(llmrec_build, tmp_path, capsys):
+    data = _copy(llmrec_build, tmp_path)
+    replaced = _one(data, "rating/train-*.parquet")
+    shutil.copyfile(_one(data, "rating/test-*.parquet"), replaced)  # test rows as training examples
+    argv = ["--no-progress", "sft", "data", "--task", "llmrec", "--data", str(data), "--format", "rating"]
+    refused(capsys, [*argv, "--out", str(tmp_path / "sft")], str(replaced), "does not hold the rows")
