@@ -104,7 +104,8 @@ def plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> Plan:
         if not index.num_rows and any(f.get("active_reviews") for f in funnel.values()) and not any(titled):
             raise BuildError(
                 "no active review is of an item with a title in its metadata (meta_<Category>.jsonl's "
-                '"title"): the prompts name items by title; pass metadata files with titles'
+                '"title"): the prompts name items by title; pass metadata files with titles. Candidates kept '
+                "by each criterion:\n" + stats_mod.funnel_message(funnel)
             )
         if not index.num_rows:
             raise BuildError(
