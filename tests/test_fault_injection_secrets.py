@@ -272,3 +272,26 @@ def test_scan_finds_every_credential_shape_in_every_file_a_command_writes(writte
                 if reason is None or what not in reason:
                     problems.append(f"{name} at {at}: {shape} -> {reason}")
     assert not problems, "\n".join(problems[:20])
+
+
+def test_a_library_handler_added_after_the_log_setup_prints_no_credential(capsys):
+    # httpx's "HTTP Request: GET http://user:KEY@host/..." reached the terminal through a handler a library
+    # gave its own logger after the CLI set up its (redacting) log: every record is redacted when made
+    import logging
+    import sys
+
+    from perrec_eval.logs import setup_logging
+
+    setup_logging(verbose=True)
+    library = logging.getLogger("some_http_library")
+    handler = logging.StreamHandler(sys.stderr)  # plain "%(message)s", added afterwards
+    library.addHandler(handler)
+    try:
+        library.warning(
+            "HTTP Request: GET %s", "http://user:sk-userinfo-SECRET-1111@127.0.0.1/v1?api-key=Q2222XYZ"
+        )
+    finally:
+        library.removeHandler(handler)
+    err = capsys.readouterr().err
+    assert "HTTP Request: GET http://<redacted>@127.0.0.1/v1?api-key=<redacted>" in err
+    assert "SECRET-1111" not in err and "Q2222XYZ" not in err
