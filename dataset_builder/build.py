@@ -8,8 +8,8 @@ The shared steps, each in its module, around the family's own (its :class:`~data
    (:mod:`~dataset_builder.stages`; the stage reads the raw files with :mod:`~dataset_builder.raw`);
 3. the family's plan over every domain's stage (PerRecBench: its test / train split);
 4. into a temp folder next to ``out``, the family writes its files (parquet, statistics, the manifest of
-   :mod:`~dataset_builder.manifest`, the card of :mod:`~dataset_builder.card`); the folder is renamed into
-   place when complete;
+   :mod:`~dataset_builder.manifest`, the card of :mod:`~dataset_builder.card`), and the shared step records
+   the sha256 of every file the manifest names; the folder is renamed into place when complete;
 5. ``--push-to-hub``: the upload of `perrecbench push benchmark`.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from dataset_builder import stages
 from dataset_builder.config import BuildError, BuildSpec
-from dataset_builder.manifest import check_out
+from dataset_builder.manifest import check_out, record_checksums
 from dataset_builder.sources import MOVIELENS_LAYOUT, Source
 from dataset_builder.tasks import task_builder
 from perrec_eval import outputs
@@ -69,6 +69,7 @@ def build(config: BuildSpec) -> Path:
     provenance = source.kind([entry for r in results.values() for entry in r["files"]])
     with outputs.replaced(out) as tmp:  # also clears the .NAME.tmp-PID / .old-PID folders of killed builds
         builder.write(tmp, config, results, plan, provenance)
+        record_checksums(tmp)  # every family's files, named by its manifest: `manifest.check_files`
     logger.info("wrote %s", out)
     if config.push_to_hub:
         push_to_hub(out, config.push_to_hub, synthetic=provenance["source_kind"] != "raw")

@@ -1,18 +1,36 @@
-"""``manifest.json``: what a build records about itself, and what makes a folder a build that may be
-replaced."""
+"""``manifest.json``: what a build records about itself, what makes a folder a build that may be
+replaced, and the check that a build's files are still the ones it wrote.
+
+Every family's manifest names its data files (any string under ``outputs``, any ``path`` entry); the shared
+build then records each one's sha256 under ``checksums`` (`record_checksums`), so a family that plugs in
+gets the check without code of its own. `check_files` is what every command that reads a build runs first
+(`evaluate`, `score --predictions` and `sft data` of every family, `push benchmark`): a file missing,
+replaced by another (a train file copied over the test file) or damaged is refused in one line.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import platform
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dataset_builder.config import BuildError, BuildSpec
-from perrec_eval.fileio import read_json
+from perrec_eval.errors import DataError
+from perrec_eval.fileio import read_json, write_json
 from perrec_eval.tasks import DEFAULT_TASK
 
+CHECKSUMS = "checksums"
+# Files named by their content (`<split>-<first 12 hex of sha256>.parquet`, PITFALLS 1): the name is the check
+# of builds written before `checksums` was recorded.
+_HASHED_NAME = re.compile(r"^[A-Za-z0-9_]+-([0-9a-f]{12})\.parquet$")
+_REBUILD = "rebuild the benchmark with `perrecbench build --overwrite`, or copy the whole folder again"
+_hashed: dict[tuple[str, int, int, int], str] = {}  # (path, size, mtime_ns, inode) → sha256, once per process
 _PACKAGES = ("perrecbench", "duckdb", "datasets", "pyarrow", "huggingface_hub", "fsspec")
 
 
@@ -140,3 +158,105 @@ def manifest(
         "versions": {"python": platform.python_version(), **{p: version(p) for p in _PACKAGES}},
     }
     return {**info, **(extra or {})}
+
+
+def data_files(manifest: Any) -> list[str]:
+    """The data files a build's `manifest` names, relative to its folder: every string under ``outputs``
+    and every ``path`` entry, each once.
+
+    >>> data_files({"outputs": {"a": {"test": "a/test-1.parquet"}}, "x": {"B": {"path": "i.parquet"}}})
+    ['a/test-1.parquet', 'i.parquet']
+    """
+    if not isinstance(manifest, dict):
+        return []
+    return list(dict.fromkeys([*_named_files(manifest.get("outputs")), *_named_files(manifest, key="path")]))
+
+
+def record_checksums(folder: Path) -> None:
+    """Add the sha256 of every data file the family's ``manifest.json`` in `folder` names (the shared
+    build's last step, inherited by every family)."""
+    path = folder / "manifest.json"
+    recorded = read_json(path)
+    recorded[CHECKSUMS] = {name: file_sha256(folder / name) for name in data_files(recorded)}
+    write_json(path, recorded)
+
+
+def without_checksums(text: bytes) -> bytes:
+    """A manifest's bytes as they were before `record_checksums` (a build's fingerprint leaves them out:
+    they say nothing the hashed file names do not, and earlier runs keep their fingerprint)."""
+    try:
+        content = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(content, dict) or CHECKSUMS not in content:
+        return text
+    content.pop(CHECKSUMS)
+    return (json.dumps(content, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def check_files(data: str | os.PathLike[str], names: Iterable[str] | None = None) -> None:
+    """Fail unless the data files of the local build `data` are the ones its build wrote.
+
+    Each file the manifest names (or only `names` of them) must exist and match its recorded sha256 (or,
+    in builds from before ``checksums``, the hash in its name). A Hub id and a folder without
+    ``manifest.json`` (not written by `perrecbench build`) are taken as they are. Each file is hashed once
+    per process (about 0.6 GB/s).
+
+    Raises:
+        DataError: the manifest is not the build's JSON, or a file is missing, replaced or damaged; one
+            line naming the file and the fix.
+        OSError: a file cannot be read.
+    """
+    folder = Path(data)
+    path = folder / "manifest.json"
+    if not folder.is_dir() or not path.is_file():
+        return
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise DataError(f"{path} is not the JSON object the build writes ({err}): {_REBUILD}") from err
+    if not isinstance(recorded, dict):
+        raise DataError(f"{path} is not the JSON object the build writes: {_REBUILD}")
+    listed = data_files(recorded)
+    recorded_sums = recorded.get(CHECKSUMS)
+    sums = {**_entry_sums(recorded), **(recorded_sums if isinstance(recorded_sums, dict) else {})}
+    for name in listed if names is None else [name for name in names if name in listed]:
+        file = folder / name
+        if not file.is_file():
+            raise DataError(f"{file} is missing (manifest.json lists it): {_REBUILD}")
+        named = _HASHED_NAME.match(file.name)
+        expected = sums.get(name) or (named.group(1) if named else None)
+        digest = file_sha256(file) if expected else None  # an unreadable file: the CLI's one line
+        if expected and not (isinstance(expected, str) and digest and digest.startswith(expected)):
+            raise DataError(
+                f"{file} does not hold the rows the build wrote under that name (its sha256 is not the one "
+                f"manifest.json records): it was replaced, edited or damaged; {_REBUILD}"
+            )
+
+
+def _entry_sums(value: Any) -> dict[str, Any]:
+    """The sha256 of every ``{"path": ..., "sha256": ...}`` entry in `value` (PerRecBench's interactions).
+
+    >>> _entry_sums({"interactions": {"Books": {"path": "i.parquet", "sha256": "ab"}}})
+    {'i.parquet': 'ab'}
+    """
+    if isinstance(value, dict):
+        own = (
+            {value["path"]: value["sha256"]}
+            if isinstance(value.get("path"), str) and "sha256" in value
+            else {}
+        )
+        return {**own, **{k: v for inner in value.values() for k, v in _entry_sums(inner).items()}}
+    if isinstance(value, list):
+        return {k: v for inner in value for k, v in _entry_sums(inner).items()}
+    return {}
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of `path`, computed once per process for each version of the file."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    if key not in _hashed:
+        with path.open("rb") as handle:
+            _hashed[key] = hashlib.file_digest(handle, "sha256").hexdigest()
+    return _hashed[key]

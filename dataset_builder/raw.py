@@ -39,7 +39,7 @@ _REVIEW_COLUMNS = (
 )
 _REVIEW_TEXT_COLUMNS = ", 'title': 'JSON', 'text': 'JSON'"
 _META_COLUMNS = (
-    "'parent_asin': 'JSON', 'title': 'VARCHAR', 'author': 'JSON', 'main_category': 'VARCHAR', "
+    "'parent_asin': 'JSON', 'title': 'JSON', 'author': 'JSON', 'main_category': 'VARCHAR', "
     "'average_rating': 'DOUBLE', 'rating_number': 'BIGINT'"
 )
 _META_DETAIL_COLUMNS = ", 'store': 'JSON', 'categories': 'JSON', 'details': 'JSON'"
@@ -216,11 +216,12 @@ def read_meta(
         if details
         else ""
     )
+    # a title that is not text (123) is missing, as a review's is: never an item named "123"
     con.sql(f"""
         CREATE OR REPLACE TABLE rawmeta AS
-        SELECT parent_asin ->> '$' AS parent_asin, title, main_category, average_rating, rating_number,
-               CASE json_type(author) WHEN 'OBJECT' THEN author ->> 'name'
-                                      WHEN 'VARCHAR' THEN author ->> '$' END AS author,{extra}
+        SELECT parent_asin ->> '$' AS parent_asin, {_text("title")}, main_category, average_rating,
+               rating_number, CASE json_type(author) WHEN 'OBJECT' THEN author ->> 'name'
+                                                     WHEN 'VARCHAR' THEN author ->> '$' END AS author,{extra}
                coalesce(json_type(parent_asin) = 'VARCHAR' AND parent_asin ->> '$' <> '', false) AS ok
         FROM {_read_json(file.uri, columns)}""")
     counts["meta_lines"], bad = _check_bad(con, source, file, "rawmeta", on_bad_line)

@@ -23,7 +23,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.cache import CachedEngine
-from perrec_eval.cliconfig import check_task, option
+from perrec_eval.cliconfig import check_seed, check_task, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.engines.base import Engine
@@ -296,16 +296,21 @@ def fingerprint(data: str) -> str:
     folder = Path(data)
     manifest = folder / "manifest.json"
     if manifest.is_file():
-        return hashlib.sha256(manifest.read_bytes()).hexdigest()
+        from dataset_builder.manifest import without_checksums
+
+        return hashlib.sha256(without_checksums(manifest.read_bytes())).hexdigest()
     names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) if folder.is_dir() else []
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
 def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
     """The docs of each chosen subset (a seeded sample of --max-docs of each)."""
+    from dataset_builder.manifest import check_files
+
     task = config.family
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} runs `evaluate` its own way, not through the general path")
+    check_files(config.data)  # every file the build wrote, before any is read: none missing or replaced
     return {
         subset: list(
             task.load_docs(config.data, subset, config.split, max_docs=config.max_docs, seed=config.seed)
@@ -523,6 +528,7 @@ class TaskScoreConfig:
 
     def __post_init__(self) -> None:
         check_task(self.task)
+        check_seed(self.seed)
         external = self.data is not None or self.predictions is not None
         if self.run_dir is not None and external:
             raise ConfigError("give a run folder, or --data and --predictions, not both")
@@ -661,6 +667,9 @@ def read_external(
     """
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} scores its own runs only: it reads no predictions file")
+    from dataset_builder.manifest import check_files
+
+    check_files(data)  # the build the predictions are scored against, as `evaluate` checks it
     lines = _prediction_lines(path)
     if subsets is not None:
         lines = [line for line in lines if line[1] in subsets]

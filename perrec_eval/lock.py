@@ -85,6 +85,29 @@ def file_lock(path: str | os.PathLike[str]) -> Iterator[None]:
         yield
 
 
+def holder(folder: str | os.PathLike[str]) -> str | None:
+    """The pid of the other process that holds `folder`'s lock, or None (no lock, or a stale one); the
+    lock file is only read, never made.
+
+    >>> holder("/nonexistent-folder") is None
+    True
+    """
+    path = Path(folder) / LOCK_FILE
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed below, after the probe
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "another process"
+        except OSError:
+            return None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
+
+
 @contextmanager
 def _locked(lock_path: Path, what: Path) -> Iterator[None]:
     try:  # the first write of every command: where an output that cannot be written shows

@@ -12,6 +12,9 @@ behind, not even a lock file:
   not inside one and does not hold one.
 - :func:`refuse_foreign`: an existing folder holds only files this command writes (each command says
   which): a folder of something else is refused, never mixed with new files nor deleted.
+- :func:`file_target`: the same rule for an output that is one file (``profiles --out``, ``score
+  --per-query``): named, not a folder, not an input, and an existing file only if it is one the command
+  wrote (each command says how it knows its own).
 - :func:`replaced`: a folder written whole is written into a temp sibling and swapped in when complete
   (`fileio.swap_in`): a kill leaves the old folder or the new one.
 """
@@ -216,6 +219,47 @@ def refuse_foreign(
             f"{flag} {out} holds {shown}, which `perrecbench {command}` did not write: it refuses a folder "
             f"of something else (nothing there would be safe); choose a new or empty {flag}"
         )
+
+
+def file_target(
+    out: str | os.PathLike[str],
+    *,
+    inputs: Mapping[str, str | os.PathLike[str] | None],
+    owned: Callable[[Path], bool],
+    command: str,
+    flag: str = "--out",
+) -> Path:
+    """Check an output that is one file and return it resolved: `target`, `refuse_overlap`, and no
+    existing file the command did not write (it is replaced whole: nothing of it would be kept).
+
+    Args:
+        out: the output file as the user gave it.
+        inputs: the command's input files and folders, ``{flag: path}``.
+        owned: whether an existing file at the (resolved) path is one the command wrote (an empty file
+            holds nothing to lose and is taken too).
+        command: the command, as the user types it after ``perrecbench``.
+        flag: the output's option, for the messages.
+
+    Raises:
+        ConfigError: `out` is empty, too long a name, or an input.
+        DataError: `out` is a folder, or a file of something else.
+    """
+    path = target(out, flag=flag, folder=False)
+    if path.is_dir():
+        raise DataError(
+            f"{flag} {out} is a folder: `perrecbench {command}` writes a file there; name a new file"
+        )
+    refuse_overlap(path, inputs, flag=flag)
+    try:
+        mine = not path.exists() or path.stat().st_size == 0 or owned(path)
+    except (OSError, UnicodeDecodeError, ValueError):
+        mine = False
+    if not mine:
+        raise DataError(
+            f"{flag} {out} is a file `perrecbench {command}` did not write: it refuses to replace it "
+            f"(nothing of it would be kept); name a new file for {flag}"
+        )
+    return path
 
 
 @contextmanager

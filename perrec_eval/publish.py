@@ -25,7 +25,6 @@ a benchmark whose fingerprint it recorded.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -71,11 +70,18 @@ _SECRETS = [
     # the password may hold @, quotes or single spaces (as `secrets.redact_text` reads it)
     (re.compile(rb"://[^/\s:@\"]+:[^/\s\"]+(?: [^/\s\"]+)*@[\w\[]"), "a password inside a URL"),
     (re.compile(rb"\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}"), "an HTTP Basic credential"),
-    (re.compile(rb"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}"), "an HTTP Bearer token"),
+    (re.compile(rb"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}"), "a Bearer-token header"),
+    (re.compile(rb"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "a Slack token"),
+    # NAME: VALUE, "NAME": "VALUE" and NAME=VALUE alike (YAML, JSON, flags), for any name that says it holds
+    # a secret (api_key, x-api-key, token, client_secret, private_key, ...; not max_tokens, eos_token_id);
+    # a value of 8 or more characters with a letter, and a digit unless it is long: a word, a number, a
+    # placeholder (<redacted>, ..., null) or a tokenizer's special token (<pad>, [SEP]) is no secret
     (
         re.compile(
-            rb"(?i)\b(?:api[_-]?key|hub_token|access_token|auth_token|secret|password)\b[\"']?\s*[:=]\s*"
-            rb"[\"']?(?!null\b|none\b|false\b|true\b)[A-Za-z0-9_\-./+=]{12,}"
+            rb"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_-]*?(?:api[_-]?key|apikey|token|secret|password|passwd"
+            rb"|private[_-]?key|access[_-]?key)(?![A-Za-z0-9])[\"']?\s*[:=]\s*[\"']?"
+            rb"(?!null\b|none\b|false\b|true\b)(?=[A-Za-z0-9_\-./+=]*[A-Za-z])"
+            rb"(?:(?=[A-Za-z0-9_\-./+=]*[0-9])[A-Za-z0-9_\-./+=]{8,}|[A-Za-z0-9_\-./+=]{20,})"
         ),
         "a key or token assignment",
     ),
@@ -87,6 +93,7 @@ _ROOTS = rb"home|root|tmp|Users|mnt|media|work|workspace|scratch|private|data|nf
 # Where any byte pair occurs (parquet, weights): the usual roots of local folders only.
 _ABSOLUTE_BINARY = re.compile(
     rb"(?<![\w.:/~-])(?:/(?:" + _ROOTS + rb")/|[A-Za-z]:\\\\?(?:Users|home|data)\\)" + _PATH_TAIL
+    + rb"|\bfile://(?:localhost)?/" + _PATH_TAIL  # any absolute path inside a file:// URL
 )
 # In text, also any other absolute path three folders deep (/cluster/ann/x; a tokenizer's vocabulary holds
 # pieces such as /api/v, hardly ever three), and any Windows drive path (D:\data, C:/x).
@@ -420,6 +427,11 @@ def leaderboard_upload(report: str | os.PathLike, repo: str, *, title: str | Non
     """A report folder (`perrecbench report`) as a static Space: its files, with a Space card titled
     `title` (default: the report page's own title, which names its family)."""
     folder = Path(report)
+    if not (folder / "index.html").is_file() and (folder / "leaderboard.json").is_file():
+        raise DataError(
+            f"{folder} is a report without a page (index.html): its family's report writes leaderboard.md "
+            "and .json only, and a Space shows index.html; publish the leaderboard.md table another way"
+        )
     if not (folder / "index.html").is_file():
         raise DataError(
             f"{folder} has no index.html: write a report first "
@@ -508,41 +520,19 @@ def _family_of_build(folder: Path, manifest: Mapping[str, Any]) -> Task:
 
 
 def check_build_files(folder: Path, manifest: Mapping[str, Any]) -> None:
-    """Every data file `manifest` lists is in `folder`, readable and holds what the build wrote.
-
-    The checks `evaluate` makes of the files it reads (`context.check_data_files`), made of all of them, and
-    of the interactions files by their recorded sha256.
+    """Every data file `manifest` lists is in `folder`, readable and holds what the build wrote: the check
+    `evaluate` makes of a build (`dataset_builder.manifest.check_files`), for every family.
 
     Raises:
-        DataError: a file is missing, unreadable or changed since the build (one line naming the fix).
+        DataError: no file listed, or a file missing, unreadable or changed since the build (one line naming
+            the fix).
     """
-    from perrec_eval.tasks.perrecbench.context import check_data_files
+    from dataset_builder.manifest import check_files
 
     outputs = manifest.get("outputs")
     if not isinstance(outputs, dict) or not outputs:
         raise DataError(f"{folder}/manifest.json lists no data files: rebuild it with `perrecbench build`")
-    try:
-        for level, splits in outputs.items():
-            for split in splits:
-                check_data_files(folder, level, split)
-        for domain, entry in (manifest.get("interactions") or {}).items():
-            path = folder / entry["path"]
-            if not path.is_file() or _sha256(path) != entry["sha256"]:
-                raise DataError(
-                    f"{path} is missing or changed since the build ({domain}'s interactions): rebuild the "
-                    "benchmark with `perrecbench build --overwrite`, or copy the whole folder again"
-                )
-    except OSError as err:
-        raise DataError(f"{folder}: cannot read {err.filename} ({err.strerror}): check permissions") from err
-    except (KeyError, TypeError, AttributeError) as err:  # a manifest.json of another shape
-        raise DataError(
-            f"{folder}/manifest.json is not what `perrecbench build` writes ({err!r}): rebuild the benchmark"
-        ) from err
-
-
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    check_files(folder)
 
 
 def benchmark_upload(bench: str | os.PathLike, repo: str) -> Upload:
@@ -617,6 +607,13 @@ def check_run_of_model(
         raise DataError(f"{run_dir} is the no-LLM baseline {engine.get('model')!r}, not a run of a model")
     if engine.get("name") == "fake":
         raise DataError(f"{run_dir} is a run of the scripted fake engine, not of a model")
+    from perrec_eval.evaluation import PREDICTIONS_ENGINE
+
+    if engine.get("name") == PREDICTIONS_ENGINE:
+        raise DataError(
+            f"{run_dir} was scored from the predictions file {engine.get('file')!r} (`perrecbench score "
+            "--predictions`), not run with a model: push results publishes `perrecbench evaluate` runs"
+        )
     if not info.complete:  # None: a run from before completeness was recorded
         raise DataError(f"{run_dir} is incomplete (engine errors): finish it (run the same evaluate again)")
     if not info.dataset_fingerprint:

@@ -28,6 +28,7 @@ from perrec_eval import fileio
 from perrec_eval.cache import adapter_fingerprint, forget_unproven  # noqa: F401 (adapter_fingerprint: re-exported)
 from perrec_eval.errors import DataError
 from perrec_eval.results import RunInfo, read_run_info
+from perrec_eval.secrets import redact
 
 
 class Record(Protocol):
@@ -87,7 +88,7 @@ def write_run(
     fileio.write_json(out / "scores.json", scores.to_json())
     if report is not None:
         fileio.write_text(out / "report.md", report())
-    fileio.write_json(out / "run.json", run_info.to_json())
+    fileio.write_json(out / "run.json", redact(run_info.to_json()))  # every part that records options
 
 
 # Config fields that do not change a run's results (a finished run may be resumed with other values).
@@ -161,6 +162,12 @@ def run_folders(path: str | os.PathLike) -> list[Path]:
         sorted(child for child in path.iterdir() if (child / "run.json").is_file()) if path.is_dir() else []
     )
     if not children:
+        from perrec_eval.lock import holder
+
+        if path.is_dir() and (pid := holder(path)) is not None:  # a run being written (evaluate --overwrite)
+            raise DataError(
+                f"{path} is being written by another perrecbench process (pid {pid}): wait for it to finish"
+            )
         raise DataError(f"{path} is not a run folder: run `perrecbench evaluate --out {path}` first")
     return children
 

@@ -7,7 +7,8 @@ server that echoes what it was sent, in any field, or as the HTTP Basic header m
 engine registers every such value (:func:`register`, :func:`register_url`, :func:`register_fields`), so it is
 hidden wherever it shows up, whatever its shape. Everything written to ``run.json``, ``sft_train.json``, a
 cache, a sample or the log goes through :func:`redact` / :func:`redact_text`, the
-CLI's log handlers format through :class:`RedactingFormatter`, and the tracebacks and warnings Python prints
+CLI's log handlers format through :class:`RedactingFormatter` (and every log record's message is redacted
+when it is made, whatever handler prints it), and the tracebacks and warnings Python prints
 itself (``--debug``, an unexpected error, a thread's error) through :func:`redact_tracebacks`.
 """
 
@@ -220,11 +221,27 @@ class RedactingFormatter(logging.Formatter):
 
 
 def redact_logs() -> None:
-    """Make every handler of the root logger format through :class:`RedactingFormatter`."""
+    """Make every handler of the root logger format through :class:`RedactingFormatter`, and every log
+    record's message redacted wherever it goes (a handler a library adds to its own logger later, in any
+    format, as httpx's request lines with the URL's userinfo)."""
     for handler in logging.getLogger().handlers:
         formatter = handler.formatter or logging.Formatter()
         redacting = RedactingFormatter(formatter._fmt, formatter.datefmt)
         handler.setFormatter(redacting)
+    factory = logging.getLogRecordFactory()
+    if getattr(factory, "redacting", False):
+        return
+
+    def redacting_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        message = record.getMessage()  # made only for records a logger handles (after its level check)
+        redacted = redact_text(message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return record
+
+    redacting_factory.redacting = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(redacting_factory)
 
 
 def redact_tracebacks() -> None:

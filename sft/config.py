@@ -119,10 +119,14 @@ class MergeConfig:
 
         >>> MergeConfig(adapters=("a", "b"), out="o", weights=(1.0, 3.0)).normalized_weights()
         [0.25, 0.75]
+        >>> MergeConfig(adapters=("a", "b"), out="o", weights=(1e308, 1e308)).normalized_weights()
+        [0.5, 0.5]
         """
         weights = self.weights or (1.0,) * len(self.adapters)
-        total = sum(weights)
-        return [weight / total for weight in weights]
+        top = max(weights)  # divided by first: a sum of huge weights (1e308, 1e308) would overflow to inf
+        scaled = [weight / top for weight in weights]
+        total = sum(scaled)
+        return [weight / total for weight in scaled]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -115,6 +115,9 @@ def write_command(config: FamilyDataConfig) -> int:
     cells = set(task.cells())
     subsets = [s for s in config.subsets or task.subsets if any(Cell(s, p) in cells for p in protocols)]
     out = check_out(config.out, {"--data": config.data})  # resolved: a symlinked --out is written through
+    from dataset_builder.manifest import check_files
+
+    check_files(config.data)  # as `evaluate` checks the build: no file missing or replaced
     with folder_lock(out):
         docs = {
             subset: list(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -277,3 +277,205 @@ def test_cli_fuzz_engine_option_takes_or_refuses_hostile_values_in_one_line(engi
             parse_options(engine, [f"{key}={value}"])
         except PerrecbenchError as err:
             assert str(err).strip(), (key, value)
+
+
+# ---------------------------------------------------------------------------- the new surfaces (issue 38)
+# The options `score` takes for RecBench+'s released files, every field of a released query file given a
+# value of another type, every file of a family build removed or replaced, and `sft merge --weights`.
+
+RELEASED = REPO / "tests" / "data" / "recbench_plus_released"
+
+
+def _family_parser(task: str) -> argparse.ArgumentParser:
+    """The parser as `--task TASK` makes it (a family may give a command its own options)."""
+    from perrec_eval import cliconfig
+
+    cliconfig.select_task(["--task", task])
+    try:
+        return build_parser()
+    finally:
+        cliconfig.select_task([])
+
+
+RECBENCH_PLUS_PARSER = _family_parser("recbench-plus")
+RELEASED_SCORE = {command.words: command for command in _commands(RECBENCH_PLUS_PARSER)}[("score",)]
+
+
+def _released_base(folder: Path) -> list[tuple[str | None, list[str]]]:
+    return [
+        ("--task", ["recbench-plus"]),
+        ("--released-queries", [str(folder / "DemographicsBasedQuery.json")]),
+        ("--responses", [str(folder / "responses.jsonl")]),
+        ("--catalogue", [str(folder / "movies.dat")]),
+        ("--users", [str(folder / "users.dat")]),
+        ("--per-query", [str(folder / "per_query.jsonl")]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "dest", [a.dest for a in RELEASED_SCORE.actions() if a.dest not in ("task", "config_file", "overwrite")]
+)
+def test_cli_fuzz_released_scoring_option_refuses_hostile_values_in_one_line(
+    dest, tmp_path, monkeypatch, capsys
+):
+    action = next(a for a in RELEASED_SCORE.actions() if a.dest == dest)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "build_parser", lambda: RECBENCH_PLUS_PARSER)
+    problems = []
+    values = [None] if action.nargs == 0 else HOSTILE
+    for number, value in enumerate(values):
+        case = tmp_path / f"case{number}"
+        shutil.copytree(RELEASED, case)
+        before = {path.name: path.read_bytes() for path in case.iterdir()}
+        argv = _argv(RELEASED_SCORE, _released_base(case), action, value)
+        if value is None and action.nargs == 0:
+            argv.append(_flag(action))
+        problem = _check(argv, capsys)
+        if problem:
+            problems.append(f"{value!r}: {problem}")
+        changed = [name for name, data in before.items() if (case / name).read_bytes() != data]
+        if changed:
+            problems.append(f"{value!r}: overwrote {changed}")
+    assert not problems, "\n".join(problems)
+
+
+_WRONG_TYPES = (None, 1, 1.5, True, "x", "", [], [None], [1, "x"], {}, {"a": 1})
+
+
+def _mutations(record: dict, path: tuple = ()) -> Iterator[tuple]:
+    """Every key path of a JSON record (into the first element of lists)."""
+    for key, value in record.items():
+        yield (*path, key)
+        if isinstance(value, dict):
+            yield from _mutations(value, (*path, key))
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            yield from _mutations(value[0], (*path, key, 0))
+
+
+def _set_path(record, path: tuple, value) -> None:
+    for step in path[:-1]:
+        record = record[step]
+    record[path[-1]] = value
+
+
+@pytest.mark.parametrize("name", ["DemographicsBasedQuery.json", "ExplicitQuery.json"])
+def test_cli_fuzz_released_query_fields_of_any_type_score_or_refuse_in_one_line(
+    name, tmp_path, monkeypatch, capsys
+):
+    import copy
+    import json
+
+    monkeypatch.setattr(cli, "build_parser", lambda: RECBENCH_PLUS_PARSER)
+    original = json.loads((RELEASED / name).read_text(encoding="utf-8"))
+    base = ["score", "--task", "recbench-plus", "--catalogue", str(RELEASED / "movies.dat")]
+    base += ["--responses", str(RELEASED / "responses.jsonl")]
+    problems = []
+    for path in _mutations(original[0]):
+        for value in _WRONG_TYPES:
+            queries = copy.deepcopy(original)
+            _set_path(queries[0], path, value)
+            file = tmp_path / name
+            file.write_text(json.dumps(queries), encoding="utf-8")
+            for compat in ([], ["--compat", "released"]):
+                problem = _check([*base, "--released-queries", str(file), *compat], capsys)
+                if problem:
+                    problems.append(f"{path}={value!r} {compat}: {problem}")
+    assert not problems, "\n".join(problems[:20])
+
+
+@pytest.fixture(scope="module")
+def family_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from tests.dataset_builder.llmrec.fixture import synth_build
+    from tests.dataset_builder.recbench_plus import fixture
+
+    root = tmp_path_factory.mktemp("fuzz_families")
+    return {
+        "llmrec": synth_build(root / "llmrec"),
+        "recbench-plus": fixture.build(root / "rbp", fixture.synth(root / "raw")),
+    }
+
+
+def _damages(folder: Path) -> Iterator[tuple[str, Callable[[Path], None]]]:
+    """(what, how) for each data file of a build: removed, cut in half, replaced by another of its files
+    and by bytes that are no parquet; and for its manifest: cut, emptied of checksums, made a list."""
+    import json
+
+    from dataset_builder.manifest import data_files
+
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    files = data_files(manifest)
+    for number, name in enumerate(files):  # one damage each, in turn (the check reads every file alike)
+        # another file of other content (LLMRec's sequential and direct test files hold the same rows)
+        other = next(o for o in files[number + 1 :] + files if Path(o).name != Path(name).name)
+        damages = [
+            ("removed", lambda copy, name=name: (copy / name).unlink()),
+            ("cut", lambda copy, name=name: (copy / name).write_bytes((copy / name).read_bytes()[:99])),
+            (f"= {other}", lambda copy, name=name, other=other: shutil.copyfile(copy / other, copy / name)),
+            ("garbage", lambda copy, name=name: (copy / name).write_bytes(b"PAR1 not parquet")),
+        ]
+        what, damage = damages[number % len(damages)]
+        yield f"{name} {what}", damage
+    manifest_path = "manifest.json"
+    yield "manifest cut", lambda copy: (copy / manifest_path).write_bytes(b'{"outputs": {')
+    yield "manifest a list", lambda copy: (copy / manifest_path).write_text("[1, 2]", encoding="utf-8")
+    yield (
+        "checksums wrong",
+        lambda copy: (copy / manifest_path).write_text(
+            json.dumps({**manifest, "checksums": {name: "0" * 64 for name in files}}), encoding="utf-8"
+        ),
+    )
+
+
+@pytest.mark.parametrize("task", ["llmrec", "recbench-plus"])
+def test_cli_fuzz_family_build_with_a_missing_or_replaced_file_is_refused_in_one_line(
+    task, family_builds, tmp_path, monkeypatch, capsys
+):
+    from perrec_eval import cliconfig
+
+    build = family_builds[task]
+    monkeypatch.chdir(tmp_path)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text('{"config": "x", "id": "1", "prediction": null}\n', encoding="utf-8")
+    problems = []
+    for number, (what, damage) in enumerate(_damages(build)):
+        copy = tmp_path / f"b{number}"
+        shutil.copytree(build, copy)
+        damage(copy)
+        for argv in (
+            ["evaluate", "--task", task, "--data", str(copy), "--engine", "fake", "--model", "constant"]
+            + ["--out", str(tmp_path / f"r{number}"), "--no-progress"],
+            ["score", "--task", task, "--data", str(copy), "--predictions", str(predictions)],
+        ):
+            try:
+                code = main(argv)
+            except BaseException as err:  # noqa: BLE001 - any escaping exception is the finding
+                problems.append(f"{what} {argv[0]}: {type(err).__name__}: {err}")
+                continue
+            finally:
+                cliconfig.select_task([])
+            err = capsys.readouterr().err
+            errors = [line for line in err.splitlines() if "error:" in line]
+            if code != 2 or len(errors) != 1 or "Traceback" in err:
+                problems.append(f"{what} {argv[0]}: exit {code}: {err[-300:]}")
+        shutil.rmtree(copy)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    "weights",
+    ["1e308,1e308", "1e-320,1", "0,1", "-1,2", "nan,1", "1,inf", "1", "1,2,3", "", ",", "1,,2", "x,1"],
+)
+def test_cli_fuzz_sft_merge_weights_refused_in_one_line_or_normalized(weights, tmp_path, monkeypatch, capsys):
+    from sft.config import MergeConfig
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "build_parser", lambda: PARSER)
+    argv = ["sft", "merge", str(tmp_path / "a1"), str(tmp_path / "a2"), "--out", str(tmp_path / "m")]
+    problem = _check([*argv, f"--weights={weights}"], capsys)
+    assert problem is None, problem
+    try:
+        config = MergeConfig(adapters=("a1", "a2"), out="m", weights=tuple(map(float, weights.split(","))))
+    except (ValueError, Exception):  # noqa: B014 - refused: nothing to normalize
+        return
+    normalized = config.normalized_weights()
+    assert all(0 < w <= 1 for w in normalized) and abs(sum(normalized) - 1) < 1e-9, normalized

@@ -131,6 +131,11 @@ def _stage(cfg: BuildConfig) -> StageSpec:
 
 def _plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> list[str]:
     domains = [d for d in cfg.domains if results[d]["users"]]
+    if not domains and not any(results[d]["funnel"].get("titled") for d in cfg.domains):
+        raise BuildError(
+            f"no review of {', '.join(cfg.domains)} is of an item with a title in its metadata "
+            '(meta_<Category>.jsonl\'s "title"): LLMRec names items by title; pass metadata files with titles'
+        )
     if not domains:
         raise BuildError(f"the {cfg.kcore}-core leaves no user in {', '.join(cfg.domains)}; lower --kcore")
     for domain in domains:

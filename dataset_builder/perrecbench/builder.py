@@ -100,6 +100,13 @@ def plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> Plan:
     funnel = {d: r["funnel"] for d, r in results.items()}
     with timed("split"):
         index = group_index(results, cfg.domains)
+        titled = [f.get("active_reviews_with_metadata") for f in funnel.values()]
+        if not index.num_rows and any(f.get("active_reviews") for f in funnel.values()) and not any(titled):
+            raise BuildError(
+                "no active review is of an item with a title in its metadata (meta_<Category>.jsonl's "
+                '"title"): the prompts name items by title; pass metadata files with titles. Candidates kept '
+                "by each criterion:\n" + stats_mod.funnel_message(funnel)
+            )
         if not index.num_rows:
             raise BuildError(
                 "no valid group found. Candidates kept by each criterion:\n"

@@ -29,6 +29,7 @@ import copy
 import importlib.metadata
 import logging
 import secrets
+import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,9 +134,14 @@ def convert_gguf(path: str, out: str) -> str:
     location, gguf = gguf_location(path)
     if not gguf or not Path(path).is_file():
         raise ConfigError(f"{path} is not a .gguf file")
-    with _loading(path, "convert-gguf"):
-        tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
-        lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
+    try:
+        with _loading(path, "convert-gguf"):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(location, **gguf)
+            lm = transformers.AutoModelForCausalLM.from_pretrained(location, **gguf)
+    except (struct.error, EOFError) as err:  # the gguf reader unpacks past the end of a cut file
+        raise DataError(
+            f"{path} is cut short ({err}): not a complete GGUF file; download or convert it again"
+        ) from err
     lm.hf_quantizer = None
     if hasattr(lm.config, "quantization_config"):
         del lm.config.quantization_config

@@ -43,6 +43,7 @@ def digest(folder: Path) -> dict[str, str]:
             ]
     out["stats.json"] = hashlib.sha256((folder / "stats.json").read_bytes()).hexdigest()[:16]
     manifest.pop("versions")
+    manifest.pop("checksums")  # the shared build's sha256 of the files above (issue 38), bytes not rows
     out["manifest.json"] = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:16]
     return out
 

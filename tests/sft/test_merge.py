@@ -164,3 +164,13 @@ def test_merge_refuses_a_folder_it_did_not_write(random_adapters, tmp_path):
     with pytest.raises(ConfigError, match="did not write"):
         run(random_adapters[:2], tmp_path)
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_merge_normalizes_huge_weights_without_overflow(random_adapters, tmp_path):
+    # 1e308 + 1e308 is inf: the weights were once normalized to 0, 0 and the merged adapter did nothing
+    huge = run(random_adapters[:2], tmp_path / "huge", weights=(1e308, 1e308))
+    equal = run(random_adapters[:2], tmp_path / "equal")
+    assert huge["weights"] == equal["weights"] == [0.5, 0.5]
+    for module, update in updates(tmp_path / "huge").items():
+        assert update.abs().max() > 0
+        torch.testing.assert_close(update, updates(tmp_path / "equal")[module])

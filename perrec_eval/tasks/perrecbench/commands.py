@@ -133,10 +133,23 @@ def profiles(config: ProfilesConfig) -> int:
     from perrec_eval import outputs
     from perrec_eval.lock import file_lock
 
-    out = outputs.target(config.out, folder=False)  # the real file: a symlink to it shares its lock
-    outputs.refuse_overlap(out, {"--data": config.data})  # before the lock: nothing left in the benchmark
+    # the real file (a symlink to it shares its lock), checked before the lock: nothing left behind
+    out = outputs.file_target(
+        config.out, inputs={"--data": config.data}, owned=_is_profiles_file, command="profiles"
+    )
     with file_lock(out):
         return _profiles(replace(config, out=str(out)))
+
+
+def _is_profiles_file(path: Path) -> bool:
+    """Whether `path` starts with a profile record (an earlier `profiles --out`, which it extends)."""
+    with path.open("rb") as handle:
+        first = handle.readline(1 << 20)
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and {"group_id", "user_id", "profile"} <= record.keys()
 
 
 def _profiles(config: ProfilesConfig) -> int:

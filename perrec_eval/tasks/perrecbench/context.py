@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perrec_eval.errors import DataError
+from perrec_eval.tasks import DEFAULT_TASK
 from perrec_eval.tasks.perrecbench.records import Group, UserKey, UserView
 from perrec_eval.tasks.perrecbench.retrieval import Retrieved
 
@@ -354,63 +354,33 @@ def check_data(data: str | os.PathLike) -> None:
     )
 
 
-# Data files are named by their content (`<split>-<first 12 hex of sha256>.parquet`, PITFALLS 1).
-_HASHED_NAME = re.compile(r"^[a-z]+-([0-9a-f]{12})\.parquet$")
-_checked_files: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) → sha256, once per process
-
-
 def check_data_files(data: str | os.PathLike, level: str, split: str) -> None:
-    """Fail when a local benchmark's data files of (level, split) are not the ones the build wrote.
-
-    The build names each file by the start of its sha256 and lists it in ``manifest.json``: a file copied
-    over another (one level's rows scored as another's), edited or damaged after the build no longer
-    matches. Each file is hashed once per process (sha256, about 0.6 GB/s here); a folder without a
-    manifest (not written by `perrecbench build`) and a Hub id are taken as they are.
+    """Fail when a local benchmark's data files of (level, split) are not the ones the build wrote
+    (`dataset_builder.manifest.check_files`, for the file this level and split read), or the folder is
+    another family's build.
 
     Raises:
-        DataError: a file the manifest lists is missing, or a file's content does not match its name.
+        DataError: the file is missing or changed since the build, or the build is another family's.
     """
+    from dataset_builder.manifest import check_files
+
     folder = Path(data)
-    if not folder.is_dir():
-        return
     manifest = folder / "manifest.json"
-    listed = None
-    if manifest.is_file():
-        try:
-            outputs = json.loads(manifest.read_text(encoding="utf-8")).get("outputs", {})
-            listed = outputs.get(level, {}).get(split)
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
-            raise DataError(
-                f"{manifest} is not the JSON object the build writes ({err}): rebuild the benchmark with "
-                "`perrecbench build --overwrite`"
-            ) from err
-    if listed is not None and not (folder / listed).is_file():
-        raise DataError(
-            f"{folder / listed} is missing (manifest.json lists it): rebuild the benchmark with "
-            "`perrecbench build --overwrite`, or copy the whole folder again"
-        )
-    if listed is None:  # not a build's folder (a hand-made or older one): nothing to check against
+    if not folder.is_dir() or not manifest.is_file():
         return
-    path = folder / listed
-    named = _HASHED_NAME.match(path.name)
-    if named and not _file_sha256(path).startswith(named.group(1)):
+    try:
+        recorded = json.loads(manifest.read_text(encoding="utf-8"))
+        family = recorded.get("task", DEFAULT_TASK)
+        listed = recorded.get("outputs", {}).get(level, {}).get(split)
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
         raise DataError(
-            f"{path} does not hold the rows the build wrote under that name (its sha256 does not start "
-            f"with {named.group(1)}): it was replaced, edited or damaged; rebuild the benchmark with "
-            "`perrecbench build --overwrite`, or copy the whole folder again"
-        )
-
-
-def _file_sha256(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _checked_files:
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        _checked_files[key] = digest.hexdigest()
-    return _checked_files[key]
+            f"{manifest} is not the JSON object the build writes ({err}): rebuild the benchmark with "
+            "`perrecbench build --overwrite`"
+        ) from err
+    if family != DEFAULT_TASK:
+        raise DataError(f"{data} is a {family} build: pass --task {family}")
+    if isinstance(listed, str):
+        check_files(folder, [listed])
 
 
 def sample_groups(groups: Sequence[Group], n: int, seed: int) -> list[Group]:
@@ -451,7 +421,9 @@ def dataset_fingerprint(data: str | os.PathLike) -> str:
     folder = Path(data)
     manifest = folder / "manifest.json"
     if manifest.is_file():
-        text = manifest.read_bytes()
+        from dataset_builder.manifest import without_checksums
+
+        text = without_checksums(manifest.read_bytes())
         content = json.loads(text)
         if "interactions" in content:
             content.pop("interactions")

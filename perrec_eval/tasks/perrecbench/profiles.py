@@ -24,6 +24,7 @@ from perrec_eval import fileio
 from perrec_eval.engines import base as engine_base
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import DataError
+from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import prompts
 from perrec_eval.tasks.perrecbench.records import Group, HistoryItem, UserKey
 from perrec_eval.types import ChatRequest, GenParams
@@ -236,7 +237,7 @@ def save_profiles(
                 "group_id": group_id,
                 "user_id": user_id,
                 "profile": text,
-                **provenance,
+                **redact(dict(provenance)),
                 **({"flags": list(flags[key])} if flags.get(key) else {}),
             }
             for key, text in sorted(profiles.items())
@@ -363,8 +364,8 @@ def writer_provenance(
         provenance["adapter"] = name
         if (digest := adapter_fingerprint(path)) is not None:
             provenance["adapter_sha256"] = digest
-    if options:
-        provenance["options"] = dict(options)
+    if options:  # as every record of engine options is written: secrets (an extra_body's api_key) hidden
+        provenance["options"] = redact(dict(options))
     if budget is not None:
         provenance.update(max_items=budget.max_items, max_chars=budget.max_chars)
     if max_tokens != PROFILE_PARAMS.max_tokens:

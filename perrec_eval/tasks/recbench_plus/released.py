@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from perrec_eval.cliconfig import option
+from perrec_eval.cliconfig import check_seed, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.evaluation import CONFIDENCE_LEVEL, N_RESAMPLES, TaskScoreConfig
 from perrec_eval.evaluation import score_command as general_score_command
@@ -106,31 +106,65 @@ def _subset_key(record: Mapping[str, Any]) -> str | None:
 
 def _profile_queries(group: int, record: Mapping[str, Any]) -> list[ReleasedQuery]:
     kind = "demographics" if "group_type" in record else "interest"
-    entries = [entry for entry in record["query & ground true"] if entry != {}]
+    listed = record["query & ground true"]
+    if not isinstance(listed, list):
+        raise DataError(
+            f'group {group}: "query & ground true" is not a list of queries: not a released query file'
+        )
+    entries = [entry for entry in listed if entry != {}]
     queries = []
     for n, entry in enumerate(entries):
-        subset = entry.get("movie subset", entry.get("book subset"))
+        subset = entry.get("movie subset", entry.get("book subset")) if isinstance(entry, dict) else None
         if not isinstance(subset, list) or not isinstance(entry.get("query"), str):
             raise DataError(f'query {group}-{n} has no "query" and "movie subset": not a released query file')
         queries.append(
-            ReleasedQuery(f"{group}-{n}", kind, entry["query"], tuple(subset), None, (), str(group))
+            ReleasedQuery(
+                f"{group}-{n}", kind, entry["query"], _titles(f"{group}-{n}", subset), None, (), str(group)
+            )
         )
     return queries
+
+
+def _titles(query: str, subset: Any) -> tuple[str, ...]:
+    """A query's ground-truth titles, checked: a non-empty list of titles.
+
+    Raises:
+        DataError: anything else, naming the query.
+    """
+    if not isinstance(subset, list) or not all(isinstance(title, str) and title.strip() for title in subset):
+        raise DataError(f"query {query}: its ground truth is not a list of titles: not a released query file")
+    if not subset:
+        raise DataError(
+            f"query {query} has no ground truth (an empty list of titles): not a released query file"
+        )
+    return tuple(subset)
 
 
 def _condition_query(record: Mapping[str, Any]) -> ReleasedQuery:
     kind = (
         "misinformed" if "misinformed" in record else "implicit" if "multihop_info" in record else "explicit"
     )
+    key = str(record["data_idx"])
     text = record.get("query") or record.get("situational_description_query") or ""
     ids = record.get("movieSubsetId", record.get("bookSubsetId"))
+    if ids is not None and (
+        not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    ):
+        raise DataError(
+            f"query {key}: its ground-truth ids are not a list of numbers: not a released query file"
+        )
+    shared = record.get("sharedRelationships", ())
+    if not isinstance(shared, list | tuple) or not all(isinstance(p, list) and len(p) == 2 for p in shared):
+        raise DataError(f"query {key}: sharedRelationships is not a list of pairs: not a released query file")
+    if not isinstance(text, str):
+        raise DataError(f"query {key}: its query is not a text: not a released query file")
     return ReleasedQuery(
-        str(record["data_idx"]),
+        key,
         kind,
         text,
-        tuple(record[_subset_key(record)]),
+        _titles(key, record[_subset_key(record)]),
         tuple(ids) if ids is not None else None,
-        tuple((str(r), str(v)) for r, v in record.get("sharedRelationships", ())),
+        tuple((str(r), str(v)) for r, v in shared),
         str(record.get("source_user", record["data_idx"])),
     )
 
@@ -151,7 +185,12 @@ def read_responses(path: str) -> dict[str, str | None]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except ValueError as err:
+            if line.startswith("\ufeff"):
+                raise DataError(
+                    f"{path} line {number} is not JSON ({err}): save the file as UTF-8 without a byte order "
+                    "mark"
+                ) from None
             record = None
         found = _response(record) if isinstance(record, dict) else None
         if found is None:
@@ -412,6 +451,7 @@ class ReleasedScoreConfig(TaskScoreConfig):
             raise ConfigError(
                 "--released-queries scores released files: leave out the run, --data, --predictions"
             )
+        check_seed(self.seed)
         if self.k is not None and self.k < 1:
             raise ConfigError(f"--k must be >= 1, got {self.k}")
 
@@ -497,12 +537,44 @@ def _finite(value: float) -> float | None:
 def score_command(config: ReleasedScoreConfig) -> int:
     """`perrecbench score --task recbench-plus`: the released files (``--released-queries``) or the
     general path's `score` (a run, or a predictions file)."""
+    from perrec_eval import outputs
+    from perrec_eval.lock import file_lock
+
+    if config.released_queries is None:
+        return general_score_command(config)
+    if config.per_query is None:
+        return _score_released_files(config, None)
+    inputs = {
+        "--released-queries": config.released_queries,
+        "--responses": config.responses,
+        "--catalogue": config.catalogue,
+        "--users": config.users,
+    }
+    out = outputs.file_target(
+        config.per_query, inputs=inputs, owned=is_per_query_file, command="score", flag="--per-query"
+    )
+    with file_lock(out):  # checked before the lock, so a refusal leaves no lock file behind
+        return _score_released_files(config, out)
+
+
+def is_per_query_file(path: Path) -> bool:
+    """Whether `path` is a ``--per-query`` file (its first line a query's record), the one file
+    ``--per-query`` may replace."""
+    with path.open("rb") as handle:
+        first = handle.readline(1 << 20)
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and {"id", "query_type", "answered", "recall"} <= record.keys()
+
+
+def _score_released_files(config: ReleasedScoreConfig, per_query: Path | None) -> int:
     import sys
 
     from perrec_eval import fileio
 
-    if config.released_queries is None:
-        return general_score_command(config)
+    assert config.released_queries is not None
     assert config.responses is not None and config.catalogue is not None
     queries = read_queries(config.released_queries)
     responses = read_responses(config.responses)
@@ -525,7 +597,7 @@ def score_command(config: ReleasedScoreConfig) -> int:
     }
     json.dump(result, sys.stdout, indent=2)
     print()
-    if config.per_query is not None:
-        fileio.write_jsonl(Path(config.per_query), records)
+    if per_query is not None:
+        fileio.write_jsonl(per_query, records)
         print(f"written to {config.per_query} (one line per query)", file=sys.stderr)
     return 0
