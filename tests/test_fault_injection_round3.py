@@ -240,9 +240,12 @@ def test_evaluate_and_score_of_an_intact_family_build_run(rbp_build, tmp_path, c
 
 
 def test_perrecbench_evaluate_on_another_familys_build_names_its_task(llmrec_build, tmp_path, capsys):
-    args = ["--no-progress", "evaluate", "--data", str(llmrec_build), "--engine", "fake"]
+    # without --task the build's family is taken (test_family_report); a contradicting one is refused
+    args = ["--no-progress", "evaluate", "--task", "perrecbench", "--data", str(llmrec_build)]
+    args += ["--engine", "fake"]
     refused(capsys, [*args, "--model", "constant", "--out", str(tmp_path / "r")], "pass --task llmrec")
-    sft = ["--no-progress", "sft", "data", "--data", str(llmrec_build), "--format", "pairwise"]
+    sft = ["--no-progress", "sft", "data", "--task", "perrecbench", "--data", str(llmrec_build)]
+    sft += ["--format", "pairwise"]
     sft += ["--no-profile", "--out", str(tmp_path / "s")]
     refused(capsys, sft, "pass --task llmrec")
 
