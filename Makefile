@@ -46,7 +46,7 @@ LLM_ARGS ?= --levels easy,medium --max-groups $(LLM_GROUPS) --structured-outputs
 	--max-new-tokens pointwise=16,pairwise=8,listwise=32,profile=128
 demo-llm: $(VENV)/.full
 	test -d $(DEMO)/perrecbench || $(MAKE) demo
-	$(PY) -m tests.real_model $(LLM_DIR)
+	$(PY) -m perrec_eval.demo_model $(LLM_DIR)
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all \
 		--levels easy,medium --max-groups $(LLM_GROUPS) --out $(DEMO)/runs/llm-baselines --overwrite
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine hf \

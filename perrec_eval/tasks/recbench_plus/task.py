@@ -210,7 +210,8 @@ class Recommend:
         """One request per query; the prediction is the answer matched to the catalogue (None: failed)."""
         keep = doc.truth["k"] if self.fixed_k else None
         return OneShot(
-            SLOT, finish=lambda titles: doc.catalogue.match(titles[:keep], doc.truth) if titles else None
+            SLOT,
+            finish=lambda titles: None if titles is None else doc.catalogue.match(titles[:keep], doc.truth),
         )
 
     def render(self, doc: QueryDoc, slot: Any, *, variant: str | None = None) -> list[dict[str, str]]:
@@ -248,14 +249,14 @@ def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
 
 def prediction_from(doc: QueryDoc, protocol: str, value: Any) -> list[dict] | None:
     """Another system's answer to a query (`perrecbench score --predictions`): its titles, best first,
-    matched to the catalogue as a model's are (an empty list is a failed query; a fixed-K cell reads the
-    first K)."""
+    matched to the catalogue as a model's are (an empty list declines the query, as a model's refusal
+    does; a fixed-K cell reads the first K)."""
     if not isinstance(value, list) or not all(isinstance(title, str) for title in value):
         raise ValueError("a query takes a list of titles, best first, or the raw answer text")
     titles = [title.strip() for title in value if title.strip()]
     if protocol == FIXED_K:
         titles = titles[: doc.truth["k"]]
-    return doc.catalogue.match(titles, doc.truth) if titles else None
+    return doc.catalogue.match(titles, doc.truth)
 
 
 def _ranked(doc: QueryDoc, scores: Any = None, keep: Any = None) -> list[dict]:
@@ -311,9 +312,11 @@ _STRING = r'"([^"\\]|\\.)*"'
 
 
 def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
-    """A JSON list of titles (the parser reads it as well as the [SEP] list the prompt asks for)."""
-    regex = rf"\[\s*{_STRING}(\s*,\s*{_STRING})*\s*\]"
-    return regex, {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    """A JSON list of titles (the parser reads it as well as the [SEP] list the prompt asks for); the empty
+    list is allowed: it is how a constrained answer declines (no item fits, or the query's premise is
+    false)."""
+    regex = rf"\[\s*(?:{_STRING}(\s*,\s*{_STRING})*)?\s*\]"
+    return regex, {"type": "array", "items": {"type": "string"}}
 
 
 def constant_answer(request: Any) -> str | None:
