@@ -15,7 +15,7 @@ PY=${PY:-python}
 DOCS=${DOCS:-40}             # test users per task
 TRAIN_DOCS=${TRAIN_DOCS:-60}  # train users per task (one example each)
 STEPS=${STEPS:-30}
-CAPS=${CAPS:-rating=32,direct=160}
+CAPS=${CAPS:-}                # --max-new-tokens; empty: each protocol's default budget
 mkdir -p "$WORK"
 cli() { "$PY" -m perrec_eval "$@" --no-progress; }
 
@@ -34,6 +34,6 @@ for run in base sft; do
   adapter=(); [ "$run" = sft ] && adapter=(--adapter "$WORK/adapter")
   cli evaluate --task llmrec --data "$WORK/llmrec" --engine hf --model "$WORK/smollm2" "${adapter[@]}" \
     --label "smollm2-135m-$run" --subsets rating,direct --max-docs "$DOCS" --prompts default \
-    --max-new-tokens "$CAPS" --temperature 0 --out "$WORK/runs/$run"
+    ${CAPS:+--max-new-tokens "$CAPS"} --temperature 0 --out "$WORK/runs/$run"
 done
 cli report "$WORK/runs/base" "$WORK/runs/sft" --out "$WORK/report"

@@ -561,6 +561,11 @@ def select_task(argv: Sequence[str]) -> None:
         tasks.check_name(_selected_task)
 
 
+def selected_task() -> str | None:
+    """The family `select_task` remembered (None: the command line names none)."""
+    return _selected_task
+
+
 def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
     """The config class and handler of `command` for the family on the command line.
 
