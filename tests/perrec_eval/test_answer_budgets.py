@@ -41,8 +41,9 @@ def _run(build: Path, out: Path, finish: str) -> None:
         return Completion(texts=(text,), extra={"finish_reasons": [finish]})
 
     config = TaskEvalConfig(
-        task="llmrec", data=str(build), engine="fake", model="m", out=str(out), subsets=("rating",), max_docs=4
-    )
+        task="llmrec", data=str(build), engine="fake", model="m", out=str(out), subsets=("rating",),
+        max_docs=4,
+    )  # fmt: skip
     evaluate(config, engine=FakeEngine(respond, model="m"))
 
 
