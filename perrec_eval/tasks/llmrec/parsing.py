@@ -5,7 +5,8 @@ tried in order on the answer with its reasoning removed and the item's title, qu
 brackets and counts masked (so "Coneheads (1993)" never gives 1993): a JSON field first, then a labelled
 number ("Rating: 4", "the predicted rating for X is 4"), a fraction of 5 ("4/5", "4 out of 5"), stars
 ("4 stars"), bold ("**4**"), a verb's object ("I would rate it 4"), and last the one number left. The
-last rule fails as ``ambiguous`` when different numbers are left; a rating outside 1..5 fails
+first rule that finds a number decides: it fails as ``ambiguous`` when it finds different numbers (an
+answer that echoes the history's "X: 4 stars" lines); a rating outside 1..5 fails
 (``out_of_range``), never clipped; an answer that declines and names no number fails as ``refused``
 (`perrec_eval.answers.is_refusal`).
 
@@ -103,9 +104,9 @@ def read_rating(text: str | None, title: str | None = None) -> tuple[str | None,
         values = [match.group(1) for match in rule.finditer(masked)]
         if not values:
             continue
-        if name == "number" and len({float(value) for value in values}) > 1:
+        if len({float(value) for value in values}) > 1:  # e.g. the history's ratings echoed back
             return None, "ambiguous"
-        return values[-1], name  # "3 stars... no, 4 stars": the last of its kind stands
+        return values[-1], name
     return None, "refused" if is_refusal(answer) else "no_number"
 
 
