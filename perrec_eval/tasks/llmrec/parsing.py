@@ -49,7 +49,8 @@ RATING_RULES: tuple[tuple[str, str], ...] = (
     ("number", rf"(?<![\w.]){_NUM}(?![\w]|\.\d)"),
 )
 _RULES = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in RATING_RULES)
-_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|«[^»\n]*»')
+_QUOTED = re.compile(r'"[^"\n]*(?:"|$)|“[^”\n]*(?:”|$)|«[^»\n]*(?:»|$)', re.MULTILINE)  # or cut off
+_MARKER = re.compile(r"^\s*\d{1,3}[.)]\s", re.MULTILINE)  # "1. " of a listed line: no rating
 _YEAR = re.compile(r"[(\[]\s*(?:1[6-9]|20)\d\d\s*[)\]]")
 _COUNT = re.compile(
     r"\b\d+(?:\.\d+)?\s*(?:%|percent|users?|reviews?|ratings|people|items|products|times|years?)(?!\w)", re.I
@@ -61,10 +62,11 @@ P5_RANGE = (1.0, 4.9)
 
 
 def _mask(text: str, title: str | None) -> str:
-    """The answer with the item's title, quoted spans, bracketed years and counts blanked out."""
+    """The answer with the item's title, quoted spans (one cut at the budget too), bracketed years, counts
+    and list markers blanked out."""
     if title and title.strip():
         text = re.sub(re.escape(title.strip()), " ", text, flags=re.IGNORECASE)
-    for pattern in (_QUOTED, _YEAR, _COUNT):
+    for pattern in (_QUOTED, _YEAR, _COUNT, _MARKER):
         text = pattern.sub(" ", text)
     return text
 
