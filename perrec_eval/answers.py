@@ -75,16 +75,22 @@ def strip_think(text: str | None) -> str:
 
 
 def is_prose(line: str) -> bool:
-    """Whether a line is chat prose around a list: a lead-in ("Sure! Here are…", a line ending in ":") or a
-    closing ("Happy watching!", "I hope you enjoy these").
+    """Whether a line is chat prose around a list: a line ending in ":", or a lead-in ("Sure! Here are…")
+    or a closing ("Happy watching!", "I hope you enjoy these.") that reads as a sentence (it ends in
+    punctuation or runs to 5 words), so a title such as "I Am Legend" stays a title.
 
     >>> is_prose("Sure! Here are some you might like:"), is_prose("Happy watching!"), is_prose("Heat")
     (True, True, False)
+    >>> is_prose("I Have a Dream"), is_prose("I hope you enjoy these movies")
+    (False, True)
     """
     stripped = line.strip().strip("*_ ")
     if not stripped:
         return False
-    return stripped.endswith(":") or bool(_LEAD.match(stripped) or _CLOSE.match(stripped))
+    if stripped.endswith(":"):
+        return True
+    sentence = stripped[-1] in ".!?" or len(stripped.split()) >= 5
+    return sentence and bool(_LEAD.match(stripped) or _CLOSE.match(stripped))
 
 
 def is_refusal(text: str) -> bool:

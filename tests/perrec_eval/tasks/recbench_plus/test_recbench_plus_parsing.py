@@ -48,6 +48,8 @@ def test_recbench_plus_split_answer_without_a_title_fails_as_data(text):
         ("<think>The user wants crime films. Heat? Alien is sci-fi.</think>\nHeat [SEP] Casablanca",
          ["Heat", "Casablanca"]),
         ("Okay</think>Heat [SEP] Alien", ["Heat", "Alien"]),  # a template that opened the block itself
+        ("I Have a Dream [SEP] I Am Legend", ["I Have a Dream", "I Am Legend"]),  # titles, not a lead-in
+        ("I Am Legend\nHeat\nHere Comes the Boom", ["I Am Legend", "Heat", "Here Comes the Boom"]),
     ],
 )  # fmt: skip
 def test_recbench_plus_split_answer_drops_chat_prose_around_the_list(text, titles):
