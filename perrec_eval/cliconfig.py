@@ -625,6 +625,11 @@ def folder_task(path: str) -> str | None:
     return None
 
 
+def selected_task() -> str | None:
+    """The family `select_task` remembered (None: the command line names none)."""
+    return _selected_task
+
+
 def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
     """The config class and handler of `command` for the family on the command line.
 

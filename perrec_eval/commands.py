@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from perrec_eval.cliconfig import add_command, for_task
+from perrec_eval.cliconfig import add_command, for_task, selected_task
 from perrec_eval.config import ConvertGGUFConfig, TasksConfig
 from perrec_eval.tasks import default_command
 
@@ -26,13 +26,25 @@ def engine_options_help() -> str:
     return "\n".join(parts)
 
 
+def budgets_help(task_name: str | None) -> str:
+    """The default answer budget of each request protocol of a family (the default family when None)."""
+    from perrec_eval import tasks
+
+    name = task_name or tasks.DEFAULT_TASK
+    if name not in tasks.evaluable():
+        return ""
+    task = tasks.get(name)
+    budgets = ", ".join(f"{name}={protocol.max_tokens}" for name, protocol in task.protocols.items())
+    return f"default answer budgets of {task.name} (tokens; --max-new-tokens NAME=N sets one): {budgets}"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     epilog = engine_options_help()
     add_command(
         subparsers,
         "evaluate",
         *for_task("evaluate", *default_command("evaluate")),
-        epilog=epilog,
+        epilog="\n\n".join(filter(None, (budgets_help(selected_task()), epilog))),
         help="rank the benchmark's groups with a model (or a no-LLM baseline) and score PTC",
         description="Evaluate a model on a built benchmark; writes run.json, samples.jsonl, "
         "predictions.jsonl, "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,6 +37,8 @@ from perrec_eval.secrets import redact
 from perrec_eval.stats import resampled_docs
 from perrec_eval.tasks import Cell, Doc, Task, get
 from perrec_eval.types import ChatRequest, Completion, GenParams
+
+logger = logging.getLogger(__name__)
 
 CONFIDENCE_LEVEL = 0.95
 N_RESAMPLES = 10_000
@@ -319,6 +322,19 @@ def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
     }
 
 
+def warn_cut(cell: Cell, samples: Sequence[DocSample], budget: int) -> int:
+    """Say in one line how many of a cell's answers stopped at the token budget (the engine's finish reason
+    ``length``); returns that number."""
+    cut = sum("length" in (sample.finish_reasons or ()) for sample in samples)
+    if cut:
+        logger.warning(
+            "%s: %d of %d answers stopped at the %d-token budget (cut before they ended); "
+            "--max-new-tokens %s=N raises it",
+            cell, cut, len(samples), budget, cell.protocol,
+        )  # fmt: skip
+    return cut
+
+
 def run_record(config: Any) -> dict[str, Any]:
     """The config as run.json records it (secrets redacted; how a command prints is no setting of a run)."""
     record = redact(dataclasses.asdict(config))
@@ -348,7 +364,9 @@ def evaluate(config: TaskEvalConfig, engine: Engine | None = None) -> FamilyScor
         task = config.family
 
         def answer(cell: Cell, docs: Sequence[Doc]) -> tuple[list[DocPrediction], list[DocSample]]:
-            return run_cell(task, cell, docs, cached, config)
+            predictions, samples = run_cell(task, cell, docs, cached, config)
+            warn_cut(cell, samples, config.token_budgets()[cell.protocol])
+            return predictions, samples
 
         def model_fields(scores: FamilyScores, samples: Sequence[DocSample]) -> dict[str, Any]:
             return {

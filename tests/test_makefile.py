@@ -37,12 +37,47 @@ def perrecbench_commands(lines: list[str], subcommand: str) -> list[list[str]]:
 def test_make_demo_llm_runs_again_with_other_llm_groups(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_tiny_benchmark(tmp_path / "demo_out" / "perrecbench")
+    _other_builds(tmp_path)
     for groups in ("2", "3"):  # the README invites changing LLM_GROUPS
         lines = recipe("demo-llm", tmp_path, LLM_GROUPS=groups)
-        (baselines,) = [argv for argv in perrecbench_commands(lines, "evaluate") if "baseline" in argv]
+        evaluations = perrecbench_commands(lines, "evaluate")
+        (baselines,) = [argv for argv in evaluations if "baseline" in argv and "--task" not in argv]
         assert main([*baselines, "--model", "random", "--no-progress"]) == 0, capsys.readouterr().err
 
     assert all("--overwrite" in argv for argv in perrecbench_commands(lines, "evaluate"))
+
+
+def test_make_demo_llm_runs_the_model_and_the_baselines_of_every_family_into_one_report(tmp_path):
+    from perrec_eval import tasks
+
+    (tmp_path / "demo_out" / "perrecbench").mkdir(parents=True)
+    _other_builds(tmp_path)
+    lines = recipe("demo-llm", tmp_path)
+    evaluations = perrecbench_commands(lines, "evaluate")
+    family = {name: [argv for argv in evaluations if _task(argv) == name] for name in tasks.evaluable()}
+    for name, runs in family.items():  # the model and the baselines, on the same docs
+        engines = sorted(argv[argv.index("--engine") + 1] for argv in runs)
+        assert engines == ["baseline", "hf"], name
+        assert _docs(runs[0]) == _docs(runs[1]), name
+    (report,) = perrecbench_commands(lines, "report")
+    outs = [argv[argv.index("--out") + 1] for argv in evaluations]
+    assert sorted(report[1 : report.index("--out")]) == sorted(outs)
+    assert not any("tests." in line or "tests/" in line for line in lines)  # no user path needs the tests
+
+
+def _other_builds(root: Path) -> None:
+    """The demo's other builds, as folders (`make -n` runs the line that makes the demo when one lacks)."""
+    for name in ("llmrec", "recbench-plus"):
+        (root / "demo_out" / name).mkdir(parents=True, exist_ok=True)
+
+
+def _task(argv: list[str]) -> str:
+    return argv[argv.index("--task") + 1] if "--task" in argv else "perrecbench"
+
+
+def _docs(argv: list[str]) -> list[str]:
+    flags = ("--subsets", "--protocols", "--max-docs", "--levels", "--max-groups")
+    return [f"{flag}={argv[argv.index(flag) + 1]}" for flag in flags if flag in argv]
 
 
 def _written(page: str) -> set[str]:

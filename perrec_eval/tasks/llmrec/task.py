@@ -37,7 +37,7 @@ from perrec_eval.tasks.llmrec import baselines, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import report as report_hooks
 from perrec_eval.tasks.llmrec import text as text_tasks
-from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating
+from perrec_eval.tasks.llmrec.parsing import TitleIndex, parse_ranking, parse_rating, resolve
 
 KINDS = prompts.KINDS
 RANKING = ("sequential", "direct")
@@ -54,6 +54,7 @@ class Ask:
     kind: str
     index: TitleIndex | None = None
     catalogue: TitleIndex | None = None  # direct: tells titles outside the candidates from hallucinations
+    title: str | None = None  # rating: the item's title, masked in the answer (its year is no rating)
 
     def to_json(self) -> dict[str, str]:
         return {"kind": self.kind}
@@ -73,7 +74,7 @@ class Protocol:
 
     def _slot(self, doc: build.RecDoc) -> Ask:
         if self.name == "rating":
-            return Ask("rating")
+            return Ask("rating", title=doc.title)
         if self.name in CANDIDATE_PROTOCOLS:
             titles = _titles(doc)
             candidates = TitleIndex((asin, titles[asin]) for asin in doc.candidates)
@@ -85,7 +86,9 @@ class Protocol:
         slot = self._slot(doc)
         if slot.kind == "rating":
             return OneShot(slot)
-        return OneShot(slot, finish=lambda answer: None if answer is None else answer["items"])
+        return OneShot(
+            slot, finish=lambda answer: None if answer is None else resolve(answer["items"], doc.truth)
+        )
 
     def render(self, doc: Doc, slot: Any, *, variant: str = "default") -> list[dict[str, str]]:
         """The request in prompt variant `variant` (`prompts.VARIANTS`: LLMRec's, or P5's templates)."""
@@ -107,7 +110,7 @@ class Protocol:
     def parse(self, text: str | None, slot: Any, *, policy: str = "strict") -> Parsed:
         """The answer read back; `policy` (``strict`` or ``p5``, `--invalid-policy`) for a rating."""
         if slot.kind == "rating":
-            return parse_rating(text, policy)
+            return parse_rating(text, policy, title=slot.title)
         return parse_ranking(text, slot.index, slot.catalogue)
 
     def combine(self, values: Sequence[Any]) -> Any:
@@ -126,11 +129,16 @@ class Protocol:
         return self.name
 
 
+# Default answer budgets (tokens), from what a correct answer needs: a rating is 1-3 tokens ("4", "3.5"; 8
+# leaves room for "Rating: 4.5"); a list of 10 titles as a Python list is 83 tokens on average on the demo's
+# titles (99 at most, SmolLM2's tokenizer) and real catalogue titles run longer: 99% of the 257,619
+# released RecBench+ title lists (about 10 titles each) fit in 227 tokens. Text budgets: the text module's.
+RATING_BUDGET, LIST_BUDGET = 8, 256
 PROTOCOLS = {
-    "rating": Protocol("rating", 16),
-    "sequential": Protocol("sequential", 400),
-    "direct": Protocol("direct", 400),
-    "sequential-candidates": Protocol("sequential-candidates", 400),
+    "rating": Protocol("rating", RATING_BUDGET),
+    "sequential": Protocol("sequential", LIST_BUDGET),
+    "direct": Protocol("direct", LIST_BUDGET),
+    "sequential-candidates": Protocol("sequential-candidates", LIST_BUDGET),
     **text_tasks.PROTOCOLS,
 }
 
@@ -191,11 +199,16 @@ _TITLE_REGEX = r'"(?:[^"\\\n]|\\.){1,300}"'  # a JSON string, escaped quotes inc
 _LIST_REGEX = rf"\[ ?{_TITLE_REGEX}(, ?{_TITLE_REGEX}){{0,9}} ?\]"
 
 
+RATING_REGEX = r"([1-4](\.[0-9])?|5(\.0)?)"  # 1 to 5, one decimal at most
+RATING_SCHEMA = {"type": "number", "minimum": 1, "maximum": 5}
+
+
 def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
-    """The structured-output format of a protocol's answers: a rating 1..5 (one decimal at most), or a
-    JSON list of at most 10 titles; no JSON schema fits either (neither is an object)."""
+    """The structured-output format of a protocol's answers: a rating in 1..5 (one decimal at most; its
+    JSON schema: a number in range), a JSON list of at most 10 titles, or one line of text (no schema fits
+    a list or a line the way the regex does)."""
     if spec.partition(":")[0] == "rating":
-        return r"[1-5](\.[0-9])?", None
+        return RATING_REGEX, RATING_SCHEMA
     if spec.partition(":")[0] in text_tasks.TEXT_KINDS:
         return text_tasks.ANSWER_REGEX, None
     return _LIST_REGEX, None

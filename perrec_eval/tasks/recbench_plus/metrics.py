@@ -2,7 +2,9 @@
 
 A prediction is the list of recommended titles in order, each ``{"title", "parent_asin", "satisfies"}``
 (``parent_asin`` None: not in the catalogue; ``satisfies``: the item holds every true condition), with
-repeats of one item (or of one unmatched title) kept once; None is a failed query (no title at all).
+repeats of one item (or of one unmatched title) kept once; an empty list is an answer that **declined**
+(a refusal, "no such items", or ``[]``); None is a failed query (nothing could be read: an empty or
+cut-off answer, an engine error).
 
 - ``recall``: ground-truth items recommended / ground-truth items;
 - ``precision``: ground-truth items recommended / titles recommended;
@@ -10,11 +12,14 @@ repeats of one item (or of one unmatched title) kept once; None is a failed quer
 - ``condition_match``: recommended catalogue items satisfying every true condition / recommended catalogue
   items (0 when there is none: the released code left such queries out of its mean);
 - ``hallucination``: recommended titles not in the catalogue / titles recommended (0 for a failed query);
-- ``ftr``: 1 for a failed query (no title at all; a one-item answer is not a failure), else 0;
-- ``rejection``: the FTR of misinformed queries read the paper's reverse way (higher is better: the model
-  declined a query built on a false claim); defined on misinformed queries only.
+- ``ftr``: 1 for a query that recommends nothing (declined or failed; a one-item answer is not a
+  failure), else 0;
+- ``rejection``: 1 for a query that declined, else 0 (higher is better: the model turned down a query
+  built on a false claim, the paper's reading of FTR on misinformed queries); defined on misinformed
+  queries only. An answer that could not be read is no rejection: it counts in FTR only.
 
-Recall, precision and NDCG score a failed query 0. `defined` says which metrics a query type has: an
+Recall, precision and NDCG score a declined or failed query 0; so do condition match and hallucination
+(it named nothing). `defined` says which metrics a query type has: an
 interest query names no condition, so it has no condition match.
 
 >>> truth = {"ground_truth": [{"parent_asin": "a"}, {"parent_asin": "b"}]}
@@ -24,6 +29,8 @@ interest query names no condition, so it has no condition match.
 [0.5, 0.5, 1.0, 0.5, 0.0]
 >>> round(value("ndcg", prediction, truth), 4)  # 1 / (1 + 1/log2(3))
 0.6131
+>>> [value(m, [], truth) for m in ("ftr", "rejection")], [value(m, None, truth) for m in ("ftr", "rejection")]
+([1.0, 1.0], [1.0, 0.0])
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ def defined(metric: str, query_type: str) -> bool:
 
 def value(metric: str, prediction: Sequence[Mapping[str, Any]] | None, truth: Mapping[str, Any]) -> float:
     """One query's value of `metric` (see the module docstring)."""
+    if prediction is None:
+        return 1.0 if metric == "ftr" else 0.0
     if not prediction:
         return 1.0 if metric in ("ftr", "rejection") else 0.0
     relevant = {item["parent_asin"] for item in truth["ground_truth"]}

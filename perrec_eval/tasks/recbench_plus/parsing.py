@@ -1,26 +1,32 @@
 """Reading a RecBench+ answer: a list of titles, then each title matched to a catalogue item.
 
-`split_answer` reads ``[SEP]``-separated, numbered, bulleted, one-per-line and JSON lists (think blocks
-removed; a single title is a one-item list, not a failure). `normalize_title` is applied to both sides:
-case, Unicode, quotes and punctuation, a trailing year ("Title (1994)", "Title, 1994") and edition notes in
-brackets ("(Paperback)", "[2nd Edition]", "(Kindle Edition)"). `Matcher` then takes the exact normalized
-title, or else the closest catalogue title whose rapidfuzz `fuzz.ratio` is at least `FUZZY_THRESHOLD`. The
-same matcher serves every metric (the released code took the best of two matchers per metric).
+`split_answer` reads ``[SEP]``-separated, numbered, bulleted, one-per-line and JSON lists with
+`perrec_eval.answers.entries` (reasoning removed; chat prose before and after the list dropped; a leading
+number is a list marker only where the entries are numbered 1, 2, 3, ..., so "2001: A Space Odyssey"
+keeps its first word; a single title is a one-item list, not a failure). An answer that lists nothing
+and declines ("I'm sorry, but X is not in the category Y, so I cannot recommend...", "There are no such
+movies"), or an empty JSON list, is an answer with **no items** (`DECLINED`): the query failed to
+recommend, and on a misinformed query it rejected the false premise. `normalize_title` is applied to both
+sides: case, Unicode, quotes and punctuation, a trailing year ("Title (1994)", "Title, 1994") and edition
+notes in brackets ("(Paperback)", "[2nd Edition]", "(Kindle Edition)"). `Matcher` then takes the exact
+normalized title, or else the closest catalogue title whose rapidfuzz `fuzz.ratio` is at least
+`FUZZY_THRESHOLD`. The same matcher serves every metric (the released code took the best of two matchers
+per metric).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from perrec_eval.answers import entries, is_refusal, strip_think
 from perrec_eval.tasks import Parsed
+from perrec_eval.tasks.recbench_plus.prompts import SEPARATOR
 
 FUZZY_THRESHOLD = 90.0  # rapidfuzz fuzz.ratio (0-100) on normalized titles
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
-_MARKER = re.compile(r"^\s*(?:\d+\s*[.):]|[-*•]|\(\d+\))\s*")
+DECLINED = "declined"  # the detail of an answer read as having no items
 _YEAR = re.compile(r"(?:\s*[(\[]\s*(?:1[89]|20)\d\d\s*[)\]]|,\s*(?:1[89]|20)\d\d)\s*$")
 _EDITION = re.compile(
     r"\s*[(\[][^()\[\]]*\b(?:edition|paperback|hardcover|kindle|audiobook|audio cd|unabridged|abridged|"
@@ -30,28 +36,9 @@ _EDITION = re.compile(
 _QUOTES = "\"'“”‘’`«»"
 
 
-def _clean_piece(piece: str) -> str:
-    piece = _MARKER.sub("", piece.strip()).strip()
-    piece = re.sub(r"^\*\*(.*)\*\*$", r"\1", piece)  # markdown bold around a whole title
-    return piece.strip().strip(_QUOTES).strip()
-
-
-def _json_titles(text: str) -> list[str] | None:
-    start, end = text.find("["), text.rfind("]")
-    if start < 0 or end <= start:
-        return None
-    try:
-        data = json.loads(text[start : end + 1])
-    except ValueError:
-        return None
-    if not isinstance(data, list):
-        return None
-    titles = [entry.get("title") if isinstance(entry, dict) else entry for entry in data]
-    return [t for t in titles if isinstance(t, str)] if all(isinstance(t, str) for t in titles) else None
-
-
 def split_answer(text: str | None) -> Parsed:
-    """The titles of an answer, in order (empty pieces dropped); a failure when there is none.
+    """The titles of an answer, in order (empty pieces dropped); no titles (detail ``declined``) for an
+    answer that declines; a failure (``no_items``) when there is nothing else.
 
     >>> split_answer("A [SEP] B [SEP] ").value
     ['A', 'B']
@@ -59,19 +46,20 @@ def split_answer(text: str | None) -> Parsed:
     ['A', 'B', 'C']
     >>> split_answer('["A", "B"]').value, split_answer("Only One (1994)").value
     (['A', 'B'], ['Only One (1994)'])
+    >>> split_answer("I'm sorry, but no movie meets all of these conditions.").value
+    []
     >>> split_answer("<think>hmm</think>  ").reason
     'no_items'
     """
-    body = _THINK.sub("", text or "").strip()
-    titles = _json_titles(body) if body.startswith(("[", "`", "{")) or body.endswith("]") else None
-    if titles is None:
-        if "[SEP]" in body.upper():
-            pieces = re.split(r"\[SEP\]", body, flags=re.IGNORECASE)
-        else:
-            pieces = [line for line in body.splitlines() if not line.rstrip().endswith(":")]
-        titles = [_clean_piece(piece) for piece in pieces]
-    titles = [t for t in (title.strip() for title in titles) if t]
-    return Parsed(True, titles) if titles else Parsed(False, reason="no_items", detail=(text or "")[:200])
+    titles = entries(text, SEPARATOR)
+    answer = strip_think(text)
+    if titles == [] or (titles is not None and len(titles) == 1 and is_refusal(answer)):
+        return Parsed(True, [], detail=DECLINED)
+    if titles:
+        return Parsed(True, titles)
+    if answer and is_refusal(answer):
+        return Parsed(True, [], detail=DECLINED)
+    return Parsed(False, reason="no_items", detail=(text or "")[:200])
 
 
 def normalize_title(title: str) -> str:

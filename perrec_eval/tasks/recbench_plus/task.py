@@ -251,7 +251,10 @@ class Recommend:
     default prompt); a build with ``--dedupe-queries`` keeps one query per text instead."""
 
     name: str = "recommend"
-    max_tokens: int = 512
+    # 99% of the 257,619 released answers of the non-reasoning models (RecAssistBench llm_results, [SEP]
+    # lists of about 10 titles) fit in 227 tokens (SmolLM2's tokenizer; median 62); the released runs
+    # allowed 2000, which a small model fills with repeats. Reasoning models need --max-new-tokens.
+    max_tokens: int = 256
     variant: str = "history"
     fixed_k: bool = False
 
@@ -263,7 +266,8 @@ class Recommend:
         if doc.truth.get("compat") == "released":
             return OneShot(RELEASED_SLOT, finish=lambda text: released_prediction(doc, text, keep))
         return OneShot(
-            SLOT, finish=lambda titles: doc.catalogue.match(titles[:keep], doc.truth) if titles else None
+            SLOT,
+            finish=lambda titles: None if titles is None else doc.catalogue.match(titles[:keep], doc.truth),
         )
 
     def render(self, doc: QueryDoc, slot: Any, *, variant: str | None = None) -> list[dict[str, str]]:
@@ -332,14 +336,14 @@ def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
 
 def prediction_from(doc: QueryDoc, protocol: str, value: Any) -> list[dict] | None:
     """Another system's answer to a query (`perrecbench score --predictions`): its titles, best first,
-    matched to the catalogue as a model's are (an empty list is a failed query; a fixed-K cell reads the
-    first K)."""
+    matched to the catalogue as a model's are (an empty list declines the query, as a model's refusal
+    does; a fixed-K cell reads the first K)."""
     if not isinstance(value, list) or not all(isinstance(title, str) for title in value):
         raise ValueError("a query takes a list of titles, best first, or the raw answer text")
     titles = [title.strip() for title in value if title.strip()]
     if protocol == FIXED_K:
         titles = titles[: doc.truth["k"]]
-    return doc.catalogue.match(titles, doc.truth) if titles else None
+    return doc.catalogue.match(titles, doc.truth)
 
 
 def _ranked(doc: QueryDoc, scores: Any = None, keep: Any = None) -> list[dict]:
@@ -395,9 +399,11 @@ _STRING = r'"([^"\\]|\\.)*"'
 
 
 def answer_formats(spec: str) -> tuple[str, dict[str, Any] | None]:
-    """A JSON list of titles (the parser reads it as well as the [SEP] list the prompt asks for)."""
-    regex = rf"\[\s*{_STRING}(\s*,\s*{_STRING})*\s*\]"
-    return regex, {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    """A JSON list of titles (the parser reads it as well as the [SEP] list the prompt asks for); the empty
+    list is allowed: it is how a constrained answer declines (no item fits, or the query's premise is
+    false)."""
+    regex = rf"\[\s*(?:{_STRING}(\s*,\s*{_STRING})*)?\s*\]"
+    return regex, {"type": "array", "items": {"type": "string"}}
 
 
 def constant_answer(request: Any) -> str | None:
@@ -418,7 +424,7 @@ TASK = Task(
     subset_axis="query type",
     protocol_axis="protocol",
     subsets=SUBSETS,
-    protocols={"recommend": Recommend(), FIXED_K: Recommend(name=FIXED_K, fixed_k=True)},
+    protocols={"recommend": Recommend(), FIXED_K: Recommend(name=FIXED_K, max_tokens=128, fixed_k=True)},
     metrics=(
         MetricSpec("recall"),
         MetricSpec("precision"),

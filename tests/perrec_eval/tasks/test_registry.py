@@ -29,7 +29,8 @@ def test_registry_unknown_task_is_one_line_naming_the_known_ones():
 def test_registry_answer_formats_resolve_through_the_family():
     assert tasks.answer_regex("pairwise") == r"\[User [AB]\]"
     assert tasks.json_schema("listwise:3")["properties"]["predicted_ranking"]["maxItems"] == 3
-    assert tasks.answer_regex("rating") == r"[1-5](\.[0-9])?"  # LLMRec's
+    assert tasks.answer_regex("rating") == r"([1-4](\.[0-9])?|5(\.0)?)"  # LLMRec's: 1 to 5
+    assert tasks.json_schema("rating") == {"type": "number", "minimum": 1, "maximum": 5}
     with pytest.raises(ValueError, match="names no protocol"):
         tasks.answer_regex("nope")
 

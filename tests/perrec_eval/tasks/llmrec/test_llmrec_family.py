@@ -100,9 +100,10 @@ def test_llmrec_family_answer_formats_accept_the_true_answers(build) -> None:
     (slot,) = protocol.runner(doc).pending()
     answer = protocol.format_answer(protocol.true_answer(doc, slot), slot)
     assert re.fullmatch(TASK.answer_regex("direct"), answer)
-    assert re.fullmatch(TASK.answer_regex("rating"), "4") and not re.fullmatch(
-        TASK.answer_regex("rating"), "6"
-    )
+    rating = TASK.answer_regex("rating")
+    assert all(re.fullmatch(rating, text) for text in ("4", "1.5", "5", "5.0"))
+    assert not any(re.fullmatch(rating, text) for text in ("6", "5.5", "0.5", "1993", "4 stars"))
+    assert TASK.json_schema("rating") == {"type": "number", "minimum": 1, "maximum": 5}
 
 
 def test_llmrec_family_seen_before_is_every_earlier_item_and_never_the_target(build) -> None:

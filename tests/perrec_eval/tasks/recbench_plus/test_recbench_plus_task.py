@@ -89,10 +89,19 @@ def test_recbench_plus_ground_truth_titles_score_one_and_never_fail(bench, tmp_p
     assert all(cell.num_clusters is not None and cell.num_clusters < cell.num_docs for cell in whole)
 
 
-def test_recbench_plus_empty_answer_fails_to_recommend(bench, tmp_path):
-    scores = _run(bench, tmp_path / "r", lambda titles: "I cannot help with that:", max_docs=5)
+def test_recbench_plus_refusal_declines_rejects_a_false_premise_and_is_no_hallucination(bench, tmp_path):
+    refusal = "I'm sorry, but none of these movies is in the category you name, so I cannot recommend any."
+    scores = _run(bench, tmp_path / "r", lambda titles: refusal, max_docs=5)
     assert set(_metric(scores, "ftr")) == {1.0} and set(_metric(scores, "recall")) == {0.0}
+    assert set(_metric(scores, "hallucination")) == {0.0}  # it named no title
     assert _by_type(scores, "rejection")["misinformed"] == {1.0}  # the paper's reverse reading
+    assert all(cell.num_failed == 0 for cell in scores.cells)  # a refusal is an answer
+
+
+def test_recbench_plus_empty_answer_fails_to_recommend_and_rejects_nothing(bench, tmp_path):
+    scores = _run(bench, tmp_path / "r", lambda titles: "", max_docs=5)
+    assert set(_metric(scores, "ftr")) == {1.0} and set(_metric(scores, "recall")) == {0.0}
+    assert _by_type(scores, "rejection")["misinformed"] == {0.0}
     assert all(cell.num_failed == cell.num_docs for cell in scores.cells)
 
 
@@ -138,9 +147,9 @@ def test_recbench_plus_metrics_match_hand_computed_values():
     for name, value in expected.items():
         assert metrics.value(name, prediction, truth) == pytest.approx(value)
     assert metrics.value("ftr", None, truth) == 1.0 and metrics.value("recall", None, truth) == 0.0
-    assert (
-        metrics.value("rejection", None, truth) == 1.0 and metrics.value("rejection", prediction, truth) == 0
-    )
+    assert metrics.value("rejection", prediction, truth) == 0 and metrics.value("rejection", None, truth) == 0
+    assert metrics.value("rejection", [], truth) == 1.0 and metrics.value("ftr", [], truth) == 1.0
+    assert metrics.value("hallucination", [], truth) == 0.0
 
 
 def test_recbench_plus_true_answer_reads_back_through_the_parser(bench):
@@ -150,14 +159,16 @@ def test_recbench_plus_true_answer_reads_back_through_the_parser(bench):
         assert protocol.parse(text, "recommend").value == protocol.true_answer(doc, "recommend")
 
 
-def test_recbench_plus_answer_format_is_a_non_empty_json_list_the_parser_reads():
+def test_recbench_plus_answer_format_is_a_json_list_that_can_be_empty_and_the_parser_reads():
     import re
 
     regex, schema = TASK.answer_formats("recommend")
     answer = json.dumps(["Dune", 'The "Hobbit"'])
-    assert re.fullmatch(regex, answer) and not re.fullmatch(regex, "[]")
-    assert schema["minItems"] == 1
+    assert re.fullmatch(regex, answer) and re.fullmatch(regex, "[]") and not re.fullmatch(regex, "Dune")
+    assert "minItems" not in schema  # a constrained answer can decline
     assert TASK.protocols["recommend"].parse(answer, "recommend").value == ["Dune", 'The "Hobbit"']
+    declined = TASK.protocols["recommend"].parse("[]", "recommend")
+    assert declined.ok and declined.value == []
 
 
 def test_recbench_plus_prompt_variants_render_the_released_shapes(bench):

