@@ -12,7 +12,10 @@ from typing import Any
 import yaml
 
 DATA = Path(__file__).with_name("published.yaml")
-HEADING = "published rows (released files, corrected scoring; not comparable with a synthetic build)"
+HEADING = (
+    "published rows (the released queries and answers, corrected scoring: comparable with a run on those "
+    "queries, `evaluate --released-queries`, not with a rebuilt benchmark)"
+)
 
 
 def load() -> dict[str, Any]:

@@ -69,8 +69,8 @@ def test_report_shows_published_rows_apart_for_demographics_only():
     section = _section(["explicit/free-length", "demographics/free-length"])
     assert [row["label"] for row in section["rows"]] == ["popularity", "bm25"]  # never ranked with runs
     text = family.markdown(section)
-    runs, published = text.split("### published rows (released files, corrected scoring;", 1)
+    runs, published = text.split("### published rows (the released queries and answers, corrected scoring", 1)
     assert "DeepSeek-R1" not in runs and "popularity" not in published
     assert "| DeepSeek-R1 | 0.198 [0.170, 0.227] | 0.044 [0.037, 0.050] | 0.140 [0.119, 0.162] |" in published
     assert "**" not in published and "†" not in published
-    assert "not comparable with a synthetic build" in text
+    assert "not with a rebuilt benchmark" in text
