@@ -114,11 +114,15 @@ def cell_bars(data: Mapping, out: Path, prefix: str) -> list[Plot]:
         for i in keep:
             row = data["rows"][i]
             values = [_value(row["cells"].get(cell), metric) for cell in cells]
+            if not any(values):  # a run that answers none of these cells gets no bar slot nor legend entry
+                continue
             series[row["label"]] = [v["value"] if v else None for v in values]
             errors[row["label"]] = (
                 [v["ci_low"] if v else None for v in values],
                 [v["ci_high"] if v else None for v in values],
             )
+        if not series:
+            continue
         fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(cells) * max(1, len(series)) / 3 + 3), 4.2))
         bars(ax, cells, series, errors)
         direction = "higher" if higher else "lower"
