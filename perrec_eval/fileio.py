@@ -178,6 +178,18 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[Mapping[str, Any
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def starts_with_record(path: str | os.PathLike[str], keys: Iterable[str]) -> bool:
+    """Whether the first line of `path` is a JSON object holding every one of `keys`: a JSONL file of the
+    kind a command writes (and so may replace or extend), told apart from any other file."""
+    with Path(path).open("rb") as handle:
+        first = handle.readline(1 << 20)
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and set(keys) <= record.keys()
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file.
 

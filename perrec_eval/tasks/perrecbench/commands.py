@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from perrec_eval import fileio
 from perrec_eval.config import BASELINE_ENGINE
 from perrec_eval.results import read_run_info
 from perrec_eval.tasks.perrecbench.config import EvalConfig, ProfilesConfig, ScoreConfig
@@ -143,13 +144,7 @@ def profiles(config: ProfilesConfig) -> int:
 
 def _is_profiles_file(path: Path) -> bool:
     """Whether `path` starts with a profile record (an earlier `profiles --out`, which it extends)."""
-    with path.open("rb") as handle:
-        first = handle.readline(1 << 20)
-    try:
-        record = json.loads(first)
-    except ValueError:
-        return False
-    return isinstance(record, dict) and {"group_id", "user_id", "profile"} <= record.keys()
+    return fileio.starts_with_record(path, ("group_id", "user_id", "profile"))
 
 
 def _profiles(config: ProfilesConfig) -> int:

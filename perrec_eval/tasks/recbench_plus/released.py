@@ -560,13 +560,9 @@ def score_command(config: ReleasedScoreConfig) -> int:
 def is_per_query_file(path: Path) -> bool:
     """Whether `path` is a ``--per-query`` file (its first line a query's record), the one file
     ``--per-query`` may replace."""
-    with path.open("rb") as handle:
-        first = handle.readline(1 << 20)
-    try:
-        record = json.loads(first)
-    except ValueError:
-        return False
-    return isinstance(record, dict) and {"id", "query_type", "answered", "recall"} <= record.keys()
+    from perrec_eval import fileio
+
+    return fileio.starts_with_record(path, ("id", "query_type", "answered", "recall"))
 
 
 def _score_released_files(config: ReleasedScoreConfig, per_query: Path | None) -> int:
