@@ -205,25 +205,28 @@ def _candidates(
     width = cfg.negatives + 1
     out = np.empty((len(rows), width), dtype=np.int64)
     at = np.empty(len(rows), dtype=np.int64)
-    current, excluded, shift, p = -1, None, None, None
+    listed = np.empty(width, dtype=np.int64)  # the drawn negatives, then the target
+    current, pool_size, shift, p = -1, 0, np.empty(0, dtype=np.int64), None
     for k, row in enumerate(rows.tolist()):
         if chunk.user[row] != current:
             current = chunk.user[row]
             first = chunk.start[row]
             excluded = np.sort(item[first : first + chunk.size[row]])
             shift = excluded - np.arange(len(excluded))
+            pool_size = len(cat.asins) - len(excluded)
             if cat.weights is not None:
                 keep = np.ones(len(cat.weights), dtype=bool)
                 keep[excluded] = False
                 pool = cat.weights[keep]
                 p = pool / pool.sum()
         rng = row_rng(cfg.seed, ids[k])
-        pool_size = len(cat.asins) - len(excluded)
         drawn = rng.choice(pool_size, size=cfg.negatives, replace=False, p=p)
-        drawn = drawn + np.searchsorted(shift, drawn, side="right")
+        listed[: cfg.negatives] = drawn
+        listed[: cfg.negatives] += shift.searchsorted(drawn, side="right")
+        listed[cfg.negatives] = item[row]
         order = rng.permutation(width)
-        out[k] = np.append(drawn, item[row])[order]
-        at[k] = int(np.flatnonzero(order == cfg.negatives)[0])
+        out[k] = listed[order]
+        at[k] = (order == cfg.negatives).argmax()
     return out, at
 
 
