@@ -11,8 +11,9 @@ protocol asks for: each row's own generator of candidates (`splits.row_rng`, the
 the text tasks' extraction (`text.review_targets`).
 
 Files: the rows and their order are those of the whole-table writer this replaces; a file of at most
-`ROW_GROUP` rows is byte for byte the same (one row group), a larger one holds the same rows in row groups of
-`ROW_GROUP` rows (the whole-table writer cut them at 1,048,576).
+`ROW_GROUP` rows and `ROW_GROUP_BYTES` (in Arrow) is byte for byte the same (one row group), a larger one
+holds the same rows in row groups of at most `ROW_GROUP` rows (the whole-table writer cut them at
+1,048,576).
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from dataset_builder.llmrec.config import BuildConfig
 from dataset_builder.llmrec.splits import SPLITS, row_rng
 from dataset_builder.llmrec.text import TEXT_CONFIGS, document_frequency, ranked_vocabulary, review_targets
 
-CHUNK = 32_768  # interactions read at a time (whole users: a longer user's chunk grows to hold them)
+CHUNK = 4096  # interactions read at a time (whole users: a longer user's chunk grows to hold them)
 ROW_GROUP = 32_768  # rows per parquet row group; a file with fewer is one row group, as before
+ROW_GROUP_BYTES = 24 * 2**20  # or fewer rows, once those waiting hold this much (long histories, texts)
 
 _TEST, _VALIDATION, _TRAIN, _NONE = 2, 1, 0, -1
 SPLIT_CODES = {"train": _TRAIN, "validation": _VALIDATION, "test": _TEST}
@@ -230,9 +232,12 @@ def _candidates(
     return out, at
 
 
-def _candidate_array(cat: Catalogue, drawn: np.ndarray) -> pa.Array:
-    offsets = np.arange(0, drawn.size + 1, drawn.shape[1] if drawn.size else 1, dtype=np.int32)
-    return pa.ListArray.from_arrays(pa.array(offsets), cat.asins.take(pa.array(drawn.ravel())))
+def _candidate_array(drawn: np.ndarray, offset: int) -> pa.Array:
+    """Each row's candidates as indices into every domain's catalogues (`Sinks.catalogue`): 4 bytes each
+    while they wait to be written, the ids only in the row group being written."""
+    width = drawn.shape[1]
+    offsets = np.arange(0, drawn.size + 1, width, dtype=np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(drawn.ravel() + offset, pa.int32()))
 
 
 @dataclass(slots=True)
@@ -249,6 +254,7 @@ def write_domain(
     """Every config's rows of one domain, handed to `sinks` a chunk at a time (configs as in
     `builder.SCHEMAS`; sequential and direct share their rows, written once and copied)."""
     cat = catalogue(cfg, interactions, items, texts)
+    offset = sinks.catalogue(cat.asins)
     item_table = pq.read_table(items)
     sinks.add("items", "train", pa.table(
         {"domain": pa.array([domain] * item_table.num_rows, pa.string()),
@@ -261,12 +267,18 @@ def write_domain(
         chunk, ties = ordered(table, cfg)
         counts.ties.update(ties)
         if chunk is not None:
-            _chunk_rows(cfg, domain, chunk, cat, sinks, counts)
+            _chunk_rows(cfg, domain, chunk, cat, offset, sinks, counts)
     return counts
 
 
 def _chunk_rows(
-    cfg: BuildConfig, domain: str, chunk: Chunk, cat: Catalogue, sinks: Sinks, counts: DomainCounts
+    cfg: BuildConfig,
+    domain: str,
+    chunk: Chunk,
+    cat: Catalogue,
+    offset: int,
+    sinks: Sinks,
+    counts: DomainCounts,
 ) -> None:
     table = chunk.table
     n = table.num_rows
@@ -305,7 +317,10 @@ def _chunk_rows(
         rated = rating.take(picked)
         sinks.add("rating", split, pa.table({**common, "rating": rated}))
         drawn, at = _candidates(chunk, rows, ids, cat, cfg)
-        candidates = {"candidates": _candidate_array(cat, drawn), "target_position": pa.array(at, pa.int64())}
+        candidates = {
+            "candidates": _candidate_array(drawn, offset),
+            "target_position": pa.array(at, pa.int64()),
+        }
         sinks.add("sequential", split, pa.table({**common, **candidates}))
         if cat.vocabulary is not None:
             reviews = (review_title, review_text)
@@ -365,22 +380,30 @@ def _text_rows(
 class Sink:
     """One config's split as a parquet file written a row group at a time, named by its content when done."""
 
-    def __init__(self, folder: Path, config: str, split: str, schema: pa.Schema) -> None:
+    def __init__(
+        self, folder: Path, config: str, split: str, schema: pa.Schema, names: pa.ChunkedArray | None = None
+    ) -> None:
         self.folder, self.config, self.split, self.schema = folder, config, split, schema
+        self.names = names  # the ids candidates index (`Sinks.catalogue`), or None: no candidates
         self.path = folder / config / f".{split}.partial.parquet"
         self.waiting: list[pa.Table] = []
-        self.pending = 0
+        self.pending = 0  # rows waiting
+        self.size = 0  # their bytes
         self.rows = 0
         self.writer: pq.ParquetWriter | None = None
 
     def add(self, table: pa.Table) -> None:
         if not table.num_rows:
             return
-        self.waiting.append(table.select(self.schema.names).cast(self.schema))
+        table = table.select(self.schema.names)
+        self.waiting.append(table if self.names is not None else table.cast(self.schema))
         self.pending += table.num_rows
+        self.size += table.nbytes
         self.rows += table.num_rows
         while self.pending >= ROW_GROUP:
             self._flush(ROW_GROUP)
+        if self.size >= ROW_GROUP_BYTES:
+            self._flush(self.pending)
 
     def _flush(self, n: int) -> None:
         table = pa.concat_tables(self.waiting)
@@ -388,9 +411,23 @@ class Sink:
             self.path.parent.mkdir(exist_ok=True)
             self.writer = pq.ParquetWriter(self.path, self.schema)
         # one chunk per column, as a table made at once: the same pages, so the same bytes
-        self.writer.write_table(table.slice(0, n).combine_chunks(), row_group_size=n)
+        head = table.slice(0, n).combine_chunks()
+        if self.names is not None:
+            head = self._named(head)
+        self.writer.write_table(head, row_group_size=n)
         rest = table.slice(n)
-        self.waiting, self.pending = ([rest] if rest.num_rows else []), rest.num_rows
+        self.waiting, self.pending, self.size = ([rest] if rest.num_rows else []), rest.num_rows, rest.nbytes
+
+    def _named(self, table: pa.Table) -> pa.Table:
+        """The table with its candidates' indices replaced by their ids."""
+        assert self.names is not None
+        lists = table["candidates"].combine_chunks()
+        values = self.names.take(lists.flatten()).combine_chunks()
+        offsets = np.concatenate([[0], np.cumsum(lists.value_lengths().to_numpy())]).astype(np.int32)
+        named = pa.ListArray.from_arrays(pa.array(offsets), values)
+        return table.set_column(table.schema.get_field_index("candidates"), "candidates", named).cast(
+            self.schema
+        )
 
     def finish(self) -> str | None:
         """Write what waits, close and name the file ``<config>/<split>-<sha12>.parquet``; None if empty."""
@@ -414,11 +451,24 @@ class Sinks:
     def __init__(self, folder: Path, schemas: dict[str, pa.Schema], copies: dict[str, str]) -> None:
         self.folder, self.schemas, self.copies = folder, schemas, copies
         self.sinks: dict[tuple[str, str], Sink] = {}
+        self.catalogues: list[pa.Array] = []
+        self.names: pa.ChunkedArray | None = None
+
+    def catalogue(self, asins: pa.Array) -> int:
+        """Add a domain's catalogue to the ids candidates index; its first index."""
+        offset = sum(len(c) for c in self.catalogues)
+        self.catalogues.append(asins)
+        self.names = pa.chunked_array(self.catalogues, pa.string())
+        for sink in self.sinks.values():
+            if sink.names is not None:
+                sink.names = self.names
+        return offset
 
     def add(self, config: str, split: str, table: pa.Table) -> None:
         key = (config, split)
         if key not in self.sinks:
-            self.sinks[key] = Sink(self.folder, config, split, self.schemas[config])
+            names = self.names if "candidates" in self.schemas[config].names else None
+            self.sinks[key] = Sink(self.folder, config, split, self.schemas[config], names)
         self.sinks[key].add(table)
 
     def finish(self, order: tuple[str, ...]) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, int]]]:
