@@ -311,7 +311,7 @@ def table(total: int, threads: int, runs: dict[str, dict[str, list[dict]]], flat
     lines = [
         f"`benchmarks/family_build_bench.py --total {total} --repeat {rounds} --threads {threads} "
         f"--families {','.join(families)}"
-        + (f" --flat {flat[0]['times']}`" if flat else "`")
+        + (f" --flat {flat[0]['total']}`" if flat else "`")
         + f" ({platform.python_version()}, {platform.machine()}; 2 CPU cores shared with other work: ranges "
         "over the rounds, build and naive pass alternating in each round under the same load; fresh builds, "
         "no stage files; peak RSS of the whole process tree). Synthetic data: four domains of "
@@ -334,9 +334,14 @@ def table(total: int, threads: int, runs: dict[str, dict[str, list[dict]]], flat
         wall = _range([b["wall"] / n["wall"] for b, n in pairs], "{:.2f}")
         peak = _range([b["peak_rss"] / n["peak_rss"] for b, n in pairs], "{:.2f}")
         lines.append(f"- {family}: build / naive pass in each round: wall {wall}×, peak RSS {peak}×.")
+    for family in families:
+        rs = runs[family]["build"]
+        if family == "llmrec" and rs:
+            rows = sum(n for splits in rs[0]["manifest"]["counts"].values() for n in splits.values())
+            lines.append(f"- llmrec on {total:,} reviews: {rows:,} rows written.")
     for run in flat:
         lines.append(
-            f"- llmrec at {run['times']}× the data ({run['total']:,} reviews, one build): "
+            f"- llmrec on {run['total']:,} reviews ({run['total'] / total:.2g}× the data, one build): "
             f"{run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU, peak RSS {run['peak_rss'] / 2**20:,.0f} MB; "
             f"{run['rows']:,} rows written."
         )
@@ -369,7 +374,7 @@ def main() -> None:
     parser.add_argument("--raw", type=Path, help="existing synth output to reuse (not deleted)")
     parser.add_argument("--families", default=",".join(FAMILIES), help="the families to measure")
     parser.add_argument(
-        "--flat", type=int, default=0, help="then build LLMRec once at this many times --total (memory flat?)"
+        "--flat", type=int, default=0, help="then build LLMRec once on this many reviews (memory flat?)"
     )
     parser.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in RESULTS.md")
     args = parser.parse_args()
@@ -404,16 +409,18 @@ def main() -> None:
         flat = []
         if args.flat:
             shutil.rmtree(raw if args.raw is None else work / "none", ignore_errors=True)
-            big = work / "raw-flat"
+            other = work / "raw-flat"
             subprocess.run(
-                [sys.executable, "-m", "perrec_eval.cli", "synth", "--out", str(big), "--no-progress",
-                 "--reviews-per-domain", str(args.total * args.flat // 4)],
+                [sys.executable, "-m", "perrec_eval.cli", "synth", "--out", str(other), "--no-progress",
+                 "--reviews-per-domain", str(args.flat // 4)],
                 check=True, capture_output=True, cwd=REPO,
             )  # fmt: skip
-            run = build_run("llmrec", big, work / "out-flat", args.threads)
+            run = build_run("llmrec", other, work / "out-flat", args.threads)
             rows = sum(n for splits in run["manifest"]["counts"].values() for n in splits.values())
-            flat.append({**run, "times": args.flat, "total": args.total * args.flat, "rows": rows})
-            logger.info("llmrec at %dx: %.1f s, %.0f MB", args.flat, run["wall"], run["peak_rss"] / 2**20)
+            flat.append({**run, "total": args.flat, "rows": rows})
+            logger.info(
+                "llmrec on %d reviews: %.1f s, %.0f MB", args.flat, run["wall"], run["peak_rss"] / 2**20
+            )
         body = table(args.total, args.threads, runs, flat)
         print(body)
         if args.write:
