@@ -190,17 +190,18 @@ def fresh_build(raw: Path, code: Path, threads: int, memory_limit: str) -> dict:
     }
 
 
-def naive_reviews(source: Path, domain: str):
+def naive_reviews(source: Path, domain: str, texts: bool = False):
     """A domain's reviews read whole with pandas, one per (user, item): the earliest, ties by rating then
-    asin (the builder's rule), for the naive passes the builders are measured against."""
+    asin (the builder's rule), for the naive passes the builders are measured against (with `texts`, each
+    review's ``title`` and ``text`` too)."""
     import pandas as pd
 
     reviews = pd.read_json(
         source / f"{domain}.jsonl",
         lines=True,
-        dtype={"user_id": str, "parent_asin": str, "asin": str},
+        dtype={"user_id": str, "parent_asin": str, "asin": str, "title": str, "text": str},
         convert_dates=False,
-    )[["user_id", "parent_asin", "asin", "rating", "timestamp"]]
+    )[["user_id", "parent_asin", "asin", "rating", "timestamp", *(["title", "text"] if texts else [])]]
     reviews = reviews.sort_values(["user_id", "parent_asin", "timestamp", "rating", "asin"])
     return reviews.drop_duplicates(["user_id", "parent_asin"], keep="first")
 

@@ -9,8 +9,6 @@ interaction, what the baselines are fitted on). Data files are named by content 
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import logging
 from collections import Counter
@@ -18,24 +16,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dataset_builder import raw
 from dataset_builder.config import BuildError
+from dataset_builder.llmrec import stream
 from dataset_builder.llmrec.config import BuildConfig
 from dataset_builder.llmrec.selection import kcore, titled_interactions, write_sorted
-from dataset_builder.llmrec.splits import (
-    SPLITS,
-    Cuts,
-    Interaction,
-    candidates,
-    row_rng,
-    train_items,
-    user_rows,
-)
-from dataset_builder.llmrec.text import TEXT_CONFIGS, text_rows
+from dataset_builder.llmrec.text import TEXT_CONFIGS
 from dataset_builder.manifest import manifest
 from dataset_builder.sources import Source
 from dataset_builder.stages import DomainInputs, StageOutput, StageSpec, Tick
@@ -45,6 +33,7 @@ from perrec_eval.fileio import write_json, write_text
 logger = logging.getLogger(__name__)
 
 TASK_CONFIGS = ("rating", "sequential", "direct")
+TIE_WARNING = 0.05  # the share of tied test targets above which the build warns
 _HISTORY = pa.list_(
     pa.struct(
         [
@@ -99,32 +88,20 @@ def _select(
         tick("k-core")
         titled = titled_interactions(con)
         rounds = kcore(con, cfg.kcore)
-        kept = write_sorted(con, files["interactions_path"])
-        kept["review_texts"] = _write_texts(con, files["texts_path"])
+        kept = write_sorted(con, files["interactions_path"], files["items_path"])
     finally:
         con.close()
     selection = {**funnel, **counts, "titled": titled, "kcore": kept["interactions"]}
     return StageOutput(selection, bad + meta_bad, {**kept, "kcore_rounds": rounds})
 
 
-def _write_texts(con, path: Path) -> int:
-    """Each kept review's title and text to parquet; the number with a non-empty text."""
-    con.sql(f"""
-        COPY (SELECT user_id, parent_asin, rev.title AS review_title, rev.text AS review_text
-              FROM inter JOIN rev USING (user_id, parent_asin) ORDER BY user_id, parent_asin)
-        TO '{path}' (FORMAT parquet)""")
-    return con.sql("""
-        SELECT count(*) FROM inter JOIN rev USING (user_id, parent_asin)
-        WHERE trim(coalesce(rev.text, '')) <> ''""").fetchall()[0][0]
-
-
 def _stage(cfg: BuildConfig) -> StageSpec:
     return StageSpec(
-        version=2,
+        version=3,
         params={"kcore": cfg.kcore},
         flags={},
         steps=("read reviews", "deduplicate", "read metadata", "k-core"),
-        files={"interactions_path": "interactions.parquet", "texts_path": "texts.parquet"},
+        files={"interactions_path": "interactions.parquet", "items_path": "items.parquet"},
         select=partial(_select, cfg),
     )
 
@@ -148,95 +125,78 @@ def _plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> list[str]:
     return domains
 
 
-def domain_rows(cfg: BuildConfig, domain: str, path: Path) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Every config's rows of one domain: ``{config: {split: rows}}``.
-
-    Sequential and direct rows carry the same candidates (the target and ``cfg.negatives`` items the user
-    never reviewed, drawn per row id) and the target's position among them.
-    """
-    table = pq.read_table(path).to_pylist()
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {
-        name: {split: [] for split in SPLITS} for name in TASK_CONFIGS
-    }
-    catalogue = sorted({(r["parent_asin"], r["title"]) for r in table})
-    out["items"] = {"train": [{"domain": domain, "parent_asin": a, "title": t} for a, t in catalogue]}
-    out["interactions"] = {"train": []}
-    items = np.array([asin for asin, _ in catalogue])
-    # the same ids as Python objects: a row's drawn candidates are references to them, not new strings (a
-    # row holds `negatives` + 1 ids, so fresh strings made the rows of a paper-size domain many GB)
-    shared = np.array([asin for asin, _ in catalogue], dtype=object)
-    cuts = Cuts(cfg.valid_from, cfg.test_from) if cfg.split == "timestamp" else None
-    sequences: dict[str, list[Interaction]] = {}
-    for r in table:  # already in each user's chronological order
-        sequences.setdefault(r["user_id"], []).append(
-            Interaction(r["parent_asin"], r["title"], float(r["rating"]), int(r["ts"]))
-        )
-    for user, sequence in sequences.items():
-        for item in train_items(sequence, cuts):
-            out["interactions"]["train"].append(
-                {"domain": domain, "user_id": user, "parent_asin": item.parent_asin, "rating": item.rating,
-                 "timestamp": item.timestamp}
-            )  # fmt: skip
-    weights = None
-    if cfg.negative_sampling == "popularity":  # 1 + train interactions: every item can be drawn
-        counts = Counter(row["parent_asin"] for row in out["interactions"]["train"])
-        weights = np.array([1.0 + counts[asin] for asin in items])
-    for user, sequence in sequences.items():
-        keep = ~np.isin(items, [i.parent_asin for i in sequence])
-        pool, pool_weights = shared[keep], None if weights is None else weights[keep]
-        for split, row in user_rows(domain, user, sequence, cfg.history_length, cuts):
-            rating = row.pop("rating")
-            out["rating"][split].append({**row, "rating": rating})
-            listed, at = candidates(
-                row["parent_asin"], pool, cfg.negatives, row_rng(cfg.seed, row["id"]), pool_weights
-            )
-            out["sequential"][split].append({**row, "candidates": listed, "target_position": at})
-            out["direct"][split].append({**row, "candidates": listed, "target_position": at})
-    return out
-
-
-def write_split(folder: Path, config: str, split: str, rows: list[dict[str, Any]]) -> str:
-    """One config's split as ``<config>/<split>-<sha12>.parquet`` (named by content); its relative path."""
-    sink = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS[config]), sink)
-    data = sink.getvalue()
-    name = f"{config}/{split}-{hashlib.sha256(data).hexdigest()[:12]}.parquet"
-    (folder / config).mkdir(exist_ok=True)
-    (folder / name).write_bytes(data)
-    return name
-
-
 def _write(
     folder: Path, cfg: BuildConfig, results: dict[str, dict[str, Any]], plan: list[str], provenance: dict
 ) -> None:
+    """Every domain's rows through the sinks (`stream.write_domain`), then the manifest and the card."""
     from dataset_builder.llmrec.card import build_card
 
-    rows: dict[str, dict[str, list[dict[str, Any]]]] = {}
     text: dict[str, Any] = {"funnel": {}, "skipped": []}
+    ties: dict[str, dict[str, int]] = {}
+    sinks = stream.Sinks(folder, SCHEMAS, copies={"direct": "sequential"})
     for domain in plan:
-        made = domain_rows(cfg, domain, Path(results[domain]["interactions_path"]))
-        if results[domain]["review_texts"]:
-            texts, text["funnel"][domain] = domain_text_rows(Path(results[domain]["texts_path"]), made)
-            made.update(texts)
+        texts = bool(results[domain]["review_texts"])
+        made = stream.write_domain(
+            cfg, domain, Path(results[domain]["interactions_path"]), Path(results[domain]["items_path"]),
+            texts, sinks,
+        )  # fmt: skip
+        ties[domain] = tie_counts(made.ties)
+        if texts:
+            text["funnel"][domain] = {name: dict(sorted(c.items())) for name, c in made.text.items()}
         else:
             text["skipped"].append(domain)
-        for name, splits in made.items():
-            for split, split_rows in splits.items():
-                rows.setdefault(name, {}).setdefault(split, []).extend(split_rows)
-    files: dict[str, dict[str, str]] = {}
-    counts: dict[str, dict[str, int]] = {}
-    for name, splits in rows.items():
-        for split, split_rows in splits.items():
-            if split_rows:  # an empty split does not load (PITFALLS 2): left out
-                files.setdefault(name, {})[split] = write_split(folder, name, split, split_rows)
-                counts.setdefault(name, {})[split] = len(split_rows)
+    files, counts = sinks.finish((*TASK_CONFIGS, "items", "interactions", *TEXT_CONFIGS))
     if text["skipped"]:
         text["skipped_because"] = text_skipped(text["skipped"])
         logger.warning(text["skipped_because"])
-    outputs = {"outputs": files, "counts": counts, "text": text}
+    tied = {"rule": cfg.ties, "domains": ties, **tie_totals(ties)}
+    warning = tie_warning(tied)
+    if warning:
+        logger.warning(warning)
+    outputs = {"outputs": files, "counts": counts, "text": text, "ties": tied}
     recorded = manifest(cfg.as_manifest(), results, provenance, outputs, task=cfg.task)
     write_json(folder / "manifest.json", recorded)
-    write_text(folder / "README.md", build_card(cfg, files, counts, results, plan, provenance, text=text))
+    card = build_card(cfg, files, counts, results, plan, provenance, text=text, ties=tied)
+    write_text(folder / "README.md", card)
+
+
+def tie_counts(counted: dict[str, int]) -> dict[str, int]:
+    """One domain's tie counts in a fixed order."""
+    names = ("test_targets", "test_tied", "validation_targets", "validation_tied", "dropped_users")
+    return {name: int(counted.get(name, 0)) for name in names}
+
+
+def tie_totals(domains: dict[str, dict[str, int]]) -> dict[str, int]:
+    """The tie counts summed over domains.
+
+    >>> tie_totals({"A": {"test_targets": 4, "test_tied": 1}, "B": {"test_targets": 6, "test_tied": 0}})
+    {'test_targets': 10, 'test_tied': 1}
+    """
+    total: Counter = Counter()
+    for counted in domains.values():
+        total.update(counted)
+    return {name: total[name] for name in next(iter(domains.values()), {})}
+
+
+def tie_share(tied: dict[str, Any], split: str = "test") -> float:
+    """The share of `split`'s targets with the time of a history item.
+
+    >>> tie_share({"test_targets": 8, "test_tied": 2})
+    0.25
+    """
+    return tied[f"{split}_tied"] / tied[f"{split}_targets"] if tied[f"{split}_targets"] else 0.0
+
+
+def tie_warning(tied: dict[str, Any]) -> str | None:
+    """The warning when more than `TIE_WARNING` of the test targets tie in time with a history item."""
+    share = tie_share(tied)
+    if share <= TIE_WARNING:
+        return None
+    return (
+        f"{tied['test_tied']:,} of {tied['test_targets']:,} test targets ({share:.1%}) have the time of a "
+        f"history item: --ties {tied['rule']} decides their order (asin: parent_asin order, as P5; drop: "
+        "leave those users out; random: a seeded draw); see docs/llmrec.md"
+    )
 
 
 def text_skipped(domains: list[str]) -> str:
@@ -247,23 +207,19 @@ def text_skipped(domains: list[str]) -> str:
     )
 
 
-def domain_text_rows(
-    texts_path: Path, made: dict[str, dict[str, list[dict[str, Any]]]]
-) -> tuple[dict[str, dict[str, list[dict[str, Any]]]], dict[str, dict[str, int]]]:
-    """One domain's explanation and summarization rows (`text.text_rows`) beside its other configs' rows."""
-    reviews = {
-        (r["user_id"], r["parent_asin"]): (r["review_title"], r["review_text"])
-        for r in pq.read_table(texts_path).to_pylist()
-    }
-    train = [(r["user_id"], r["parent_asin"], r["timestamp"]) for r in made["interactions"]["train"]]
-    return text_rows(made["rating"], train, reviews)
-
-
 def _summary(out: Path) -> str:
-    counts = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["counts"]
+    recorded = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    counts = recorded["counts"]
     test = counts.get("sequential", {}).get("test", 0)
     built = [name for name in (*TASK_CONFIGS, *TEXT_CONFIGS) if name in counts]
-    return f"llmrec built in {out}: {test:,} test rows; configs {', '.join(built)}"
+    tied = recorded["ties"]
+    ties = (
+        f"test targets tied in time with a history item: {tied['test_tied']:,} of {tied['test_targets']:,} "
+        f"({tie_share(tied):.1%}), validation {tied['validation_tied']:,} of {tied['validation_targets']:,} "
+        f"(--ties {tied['rule']}"
+        + (f": {tied['dropped_users']:,} users left out)" if tied["rule"] == "drop" else ")")
+    )
+    return f"llmrec built in {out}: {test:,} test rows; configs {', '.join(built)}; {ties}"
 
 
 BUILDER = Builder(stage=_stage, plan=_plan, write=_write, summary=_summary)

@@ -22,6 +22,7 @@ def build_card(
     provenance: dict[str, Any],
     *,
     text: dict[str, Any] | None = None,
+    ties: dict[str, Any] | None = None,
 ) -> str:
     """The README.md of an LLMRec build (``hub_cards/llmrec_dataset_card.md``)."""
     header = {
@@ -62,6 +63,7 @@ def build_card(
         "config_rows": rows,
         "funnel_rows": funnel,
         **text_values(text or {"funnel": {}, "skipped": []}),
+        **tie_values(ties),
     }
     return fill_card(header, "llmrec_dataset_card.md", values)
 
@@ -88,3 +90,28 @@ def text_values(text: dict[str, Any]) -> dict[str, Any]:
         "min_words": extraction.MIN_WORDS,
         "max_words": extraction.MAX_WORDS,
     }
+
+
+_TIE_RULES = {
+    "asin": "equal timestamps are ordered by `parent_asin` (`--ties asin`, P5's order)",
+    "drop": "a user whose last item has the time of the item before it is left out of every config "
+    "(`--ties drop`; the k-core is not recomputed); other equal timestamps are ordered by `parent_asin`",
+    "random": "equal timestamps are ordered by a hash of the seed, the user and the item (`--ties random`)",
+}
+
+
+def tie_values(ties: dict[str, Any] | None) -> dict[str, Any]:
+    """The card's ties part: the rule, and per domain the validation and test targets that have the time of a
+    history item (their order against it was decided by the rule, not by time)."""
+    if ties is None:
+        return {"ties_text": _TIE_RULES["asin"], "tie_rows": ""}
+
+    def share(tied: int, targets: int) -> str:
+        return f"{tied:,} of {targets:,} ({tied / targets:.1%})" if targets else "0 of 0"
+
+    rows = "\n".join(
+        f"| {domain} | {share(c['validation_tied'], c['validation_targets'])} | "
+        f"{share(c['test_tied'], c['test_targets'])} | {c['dropped_users']:,} |"
+        for domain, c in ties["domains"].items()
+    )
+    return {"ties_text": _TIE_RULES[ties["rule"]], "tie_rows": rows}

@@ -16,6 +16,7 @@ VALID_FROM = 1_628_643_414_042
 TEST_FROM = 1_658_002_729_837
 Split = Literal["last_out", "timestamp"]
 Sampling = Literal["uniform", "popularity"]
+Ties = Literal["asin", "drop", "random"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,12 @@ class BuildConfig(BuildSpec):
         default=TEST_FROM,
     )
     seed: int = option("seed of the negatives and of the candidates' order (P5's 2022)", default=P5_SEED)
+    ties: Ties = option(
+        "a user's items with equal timestamps: asin orders them by parent_asin (P5's order; the default), "
+        "drop leaves out every user whose last item has the time of the one before it, random orders them "
+        "by a draw from --seed; the build counts the targets that tie either way",
+        default="asin",
+    )
 
     def __post_init__(self) -> None:
         BuildSpec.__post_init__(self)
@@ -74,6 +81,8 @@ class BuildConfig(BuildSpec):
             raise BuildConfigError(
                 f"--negative-sampling must be uniform or popularity, got {self.negative_sampling!r}"
             )
+        if self.ties not in ("asin", "drop", "random"):
+            raise BuildConfigError(f"--ties must be asin, drop or random, got {self.ties!r}")
         if self.split not in ("last_out", "timestamp"):
             raise BuildConfigError(f"--split must be last_out or timestamp, got {self.split!r}")
         if not 0 <= self.valid_from < self.test_from:
@@ -85,7 +94,10 @@ class BuildConfig(BuildSpec):
     def as_manifest(self) -> dict[str, Any]:
         """The settings that decide the output, JSON-ready (no local paths)."""
         every = asdict(self)
-        names = ("kcore", "history_length", "negatives", "negative_sampling", "split", "seed", "on_bad_line")
+        names = (
+            "kcore", "history_length", "negatives", "negative_sampling", "split", "ties", "seed",
+            "on_bad_line",
+        )  # fmt: skip
         timed = self.split == "timestamp"
         cuts = {"valid_from": self.valid_from, "test_from": self.test_from} if timed else {}
         return {

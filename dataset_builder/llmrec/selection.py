@@ -45,12 +45,31 @@ def kcore(con: duckdb.DuckDBPyConnection, k: int) -> int:
         """)
 
 
-def write_sorted(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, int]:
-    """``inter`` to parquet in each user's chronological order (ties by `parent_asin`); its counts."""
-    con.sql(f"COPY (SELECT * FROM inter ORDER BY user_id, ts, parent_asin) TO '{path}' (FORMAT parquet)")
-    users, items, interactions, longest = con.sql(
+def write_sorted(con: duckdb.DuckDBPyConnection, path: Path, items: Path) -> dict[str, int]:
+    """``inter`` to parquet in each user's order (time, ties by `parent_asin`), each row with its item's
+    index in the catalogue and its review's title and text; the catalogue (``parent_asin`` order, its
+    titles) to `items`. Returns the counts, and ``review_texts``: the reviews with a non-empty text."""
+    con.sql("""
+        CREATE OR REPLACE TEMP TABLE catalogue AS
+        SELECT parent_asin, min(title) AS title,
+               CAST(row_number() OVER (ORDER BY parent_asin) - 1 AS INTEGER) AS item
+        FROM inter GROUP BY parent_asin""")
+    con.sql(f"COPY (SELECT parent_asin, title FROM catalogue ORDER BY item) TO '{items}' (FORMAT parquet)")
+    con.sql(f"""
+        COPY (SELECT inter.user_id, inter.parent_asin, inter.ts, inter.rating, inter.title, catalogue.item,
+                     rev.title AS review_title, rev.text AS review_text
+              FROM inter JOIN catalogue USING (parent_asin) JOIN rev USING (user_id, parent_asin)
+              ORDER BY inter.user_id, inter.ts, inter.parent_asin)
+        TO '{path}' (FORMAT parquet)""")
+    users, items_, interactions, longest = con.sql(
         "SELECT count(DISTINCT user_id), count(DISTINCT parent_asin), count(*), "
         "coalesce(max(n), 0) FROM inter, (SELECT max(c) AS n FROM (SELECT count(*) AS c FROM inter "
         "GROUP BY user_id))"
     ).fetchall()[0]
-    return {"users": users, "items": items, "interactions": interactions, "longest_user": longest}
+    texts = con.sql("""
+        SELECT count(*) FROM inter JOIN rev USING (user_id, parent_asin)
+        WHERE trim(coalesce(rev.text, '')) <> ''""").fetchall()[0][0]
+    return {
+        "users": users, "items": items_, "interactions": interactions, "longest_user": longest,
+        "review_texts": texts,
+    }  # fmt: skip

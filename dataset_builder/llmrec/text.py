@@ -91,7 +91,27 @@ def feature_vocabulary(texts: Iterable[str], size: int = VOCABULARY_SIZE) -> dic
     >>> feature_vocabulary(["soap scent", "soap bottle", "scent soap", "bottle"], size=2)
     {'soap': 0, 'bottle': 1}
     """
-    frequency = Counter(term for text in texts for term in set(terms(text)))
+    return ranked_vocabulary(document_frequency(texts), size)
+
+
+def document_frequency(texts: Iterable[str], into: Counter | None = None) -> Counter:
+    """In how many of `texts` each term occurs (added to `into` if given: a domain counted a chunk at a time).
+
+    >>> sorted(document_frequency(["soap scent soap", "soap"]).items())
+    [('scent', 1), ('soap', 2)]
+    """
+    frequency = Counter() if into is None else into
+    for text in texts:
+        frequency.update(set(terms(text)))
+    return frequency
+
+
+def ranked_vocabulary(frequency: Mapping[str, int], size: int = VOCABULARY_SIZE) -> dict[str, int]:
+    """The `size` terms of `frequency` found in the most texts (at least 2), by rank (ties by term).
+
+    >>> ranked_vocabulary({"soap": 3, "bottle": 2, "scent": 2, "cap": 1}, size=2)
+    {'soap': 0, 'bottle': 1}
+    """
     ranked = sorted((term for term, n in frequency.items() if n >= 2), key=lambda t: (-frequency[t], t))
     return {term: rank for rank, term in enumerate(ranked[:size])}
 
@@ -188,40 +208,64 @@ def text_rows(
         for row in split_rows:
             user = row["user_id"]
             title, text = reviews[(user, row["parent_asin"])]
-            made = {
-                "explanation": _explanation_row(row, text, vocabulary),
-                "summarization": _summary_row(row, title, text),
-            }
-            earlier: list[str] = []
+            earlier: list[str] | None = None
             if split != "train":  # the build's order: time, then parent_asin
                 before = [a for ts, a in by_user[user] if (ts, a) < (row["timestamp"], row["parent_asin"])]
                 earlier = [part for asin in before for part in reviews[(user, asin)] if part]
             history = [item["title"] for item in row["history"]]
-            for name, result in made.items():
+            for name, result in review_targets(title, text, vocabulary, earlier, history).items():
                 if isinstance(result, str):
                     counts[name][result] += 1
-                elif split != "train" and repeats(result[TARGETS[name]], earlier, history):
-                    counts[name]["repeated_target"] += 1
-                else:
-                    out[name].setdefault(split, []).append(result)
-                    counts[name][f"kept_{split}"] += 1
+                    continue
+                kept = {k: v for k, v in row.items() if k != "rating"} if name == "summarization" else row
+                out[name].setdefault(split, []).append({**kept, **result})
+                counts[name][f"kept_{split}"] += 1
     return out, {name: dict(sorted(c.items())) for name, c in counts.items()}
 
 
-def _explanation_row(row: dict[str, Any], text: str | None, vocabulary: Mapping[str, int]) -> dict | str:
+def review_targets(
+    title: str | None,
+    text: str | None,
+    vocabulary: Mapping[str, int],
+    earlier: Sequence[str] | None,
+    history_titles: Sequence[str],
+) -> dict[str, dict[str, str] | str]:
+    """Each text config's target columns for one review, or the reason it has none.
+
+    Args:
+        title, text: the review's title and text.
+        vocabulary: the domain's feature vocabulary (`feature_vocabulary`).
+        earlier: the titles and texts of the user's earlier reviews for a validation or test row (checked
+            for a repeated target), None for a train row (kept as it is).
+        history_titles: the titles of the row's history items.
+
+    >>> review_targets("Fresh", "The soap smells so fresh.", {"soap": 0}, None, [])["explanation"]
+    {'explanation': 'The soap smells so fresh.', 'feature': 'soap'}
+    >>> review_targets("Fresh", "The soap smells so fresh.", {"soap": 0}, ["fresh!"], [])["summarization"]
+    'repeated_target'
+    """
+    made = {"explanation": _explanation(text, vocabulary), "summarization": _summary(title, text)}
+    for name, result in made.items():
+        if earlier is not None and not isinstance(result, str):
+            if repeats(result[TARGETS[name]], earlier, history_titles):
+                made[name] = "repeated_target"
+    return made
+
+
+def _explanation(text: str | None, vocabulary: Mapping[str, int]) -> dict[str, str] | str:
     if not text or not text.strip():
         return "no_text"
     found = explanation(text, vocabulary)
     if found is None:
         return "no_sentence"
-    return {**row, "explanation": found[0], "feature": found[1]}
+    return {"explanation": found[0], "feature": found[1]}
 
 
-def _summary_row(row: dict[str, Any], title: str | None, text: str | None) -> dict | str:
+def _summary(title: str | None, text: str | None) -> dict[str, str] | str:
     if not text or not text.strip():
         return "no_text"
     problem = summary_problem(title)
     if problem is not None:
         return problem
     assert title is not None
-    return {**{k: v for k, v in row.items() if k != "rating"}, "review_text": text, "summary": title.strip()}
+    return {"review_text": text, "summary": title.strip()}

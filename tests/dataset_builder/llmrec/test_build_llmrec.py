@@ -141,21 +141,3 @@ def test_build_llmrec_bad_settings_end_in_one_line(tmp_path, capsys, args, messa
     assert build(source, tmp_path / "out", "--domains", "Books", *args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
-
-
-def test_build_llmrec_rows_hold_references_to_the_catalogues_ids_not_copies(synth) -> None:
-    """A paper-size domain has ~100 candidates in each of a million rows: fresh id strings per row made
-    the write step hold many GB (benchmarks/RESULTS.md, "Family builders")."""
-    from dataset_builder.llmrec.builder import domain_rows
-    from dataset_builder.llmrec.config import BuildConfig
-
-    (path,) = (synth.parent / "llmrec.stages" / "Books").glob("*.interactions.parquet")
-    made = domain_rows(BuildConfig(source="unused", out=synth, negatives=19), "Books", path)
-    rows = [row for split in made["direct"].values() for row in split]
-    first: dict[str, str] = {}
-    for row in rows:
-        for at, asin in enumerate(row["candidates"]):
-            if at != row["target_position"]:  # a negative: one object per id across every row
-                assert first.setdefault(asin, asin) is asin
-    assert len(rows) > 100 and len(first) > 50
-    assert min(map(len, first)) > 1  # not CPython's cached one-character strings
