@@ -236,6 +236,17 @@ def test_evaluate_infers_the_family_from_the_benchmark_folder(llmrec, tmp_path, 
     assert "--task llmrec" in capsys.readouterr().err
 
 
+def test_report_refuses_a_task_the_runs_are_not_of(llmrec_runs, tmp_path, capsys) -> None:
+    out = tmp_path / "report"
+    for task in ("perrecbench", "recbench-plus"):
+        assert main(["--no-progress", "report", str(llmrec_runs), "--task", task, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "pass --task llmrec" in err
+        assert not out.exists()  # nothing written under the wrong family's name
+    assert main(["--no-progress", "report", str(llmrec_runs), "--task", "llmrec", "--out", str(out)]) == 0
+    assert (out / "leaderboard.md").read_text().startswith("# LLMRec")
+
+
 def _direct_predictions(llmrec: Path, path: Path, rows: int | None = None) -> Path:
     docs = llmrec_data.load_docs(str(llmrec), "direct", "test")[:rows]
     lines = [{"config": "direct", "id": doc.id, "prediction": list(doc.candidates)} for doc in docs]
