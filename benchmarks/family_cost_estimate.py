@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 SECTION = "## Family evaluation cost"
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4  # tokens a chat template adds per message
-# LLMRec's paper data (P5's Amazon Beauty 2014 5-core, /work/shared/TASKS.md): its users are its test rows.
+# LLMRec's paper data (P5's Amazon Beauty 2014 5-core, as P5 released it): its users are its test rows.
 BEAUTY_2014_USERS = 22_363
 
 
