@@ -11,10 +11,7 @@ libraries reserve (thread stacks, allocator arenas), which differs by hundreds o
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,22 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import perrec_eval
 from dataset_builder.build import build
 from dataset_builder.perrecbench.config import BuildConfig
 from dataset_builder.synth import write_synthetic
+from tests.peak_memory import cli_peak_mb
 
 INFLATE = 400  # each history repeated this many times
 MARGIN_MB = 250  # what the inflated build may cost beyond the original one's peak
-
-_CHILD = """
-import json, resource, sys
-from perrec_eval.cli import main
-code = main(sys.argv[2:])
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-json.dump({"code": code, "peak_kb": peak}, open(sys.argv[1], "w"))
-"""
-
 
 def _inflated_users(users: pa.ChunkedArray, times: int) -> tuple[pa.Array, int]:
     """The users column with every user's history repeated `times` times (Arrow only: no Python rows),
@@ -97,13 +85,7 @@ def _peak_mb(data: Path, out: Path) -> float:
     report = out.with_suffix(".json")
     argv = ["evaluate", "--data", str(data), "--engine", "baseline", "--model", "constant"]
     argv += ["--levels", "easy,medium,hard", "--out", str(out), "--no-progress"]
-    code = str(Path(perrec_eval.__file__).resolve().parents[1])  # the checkout under test
-    env = {**os.environ, "PYTHONPATH": code, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    child = subprocess.run([sys.executable, "-c", _CHILD, str(report), *argv], env=env, capture_output=True)
-    assert child.returncode == 0 and report.is_file(), child.stderr.decode()[-2000:]
-    result = json.loads(report.read_text())
-    assert result["code"] == 0, child.stderr.decode()[-2000:]
-    return result["peak_kb"] / 1024
+    return cli_peak_mb(argv, report)
 
 
 @pytest.mark.slow

@@ -13,24 +13,14 @@ source in the same environment (see `tests/perrec_eval/test_memory_cap.py` for w
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import perrec_eval
 from dataset_builder.synth import write_synthetic
+from tests.peak_memory import cli_peak_mb
 
 MARGIN_MB = 250  # what the large source may cost beyond the small one's peak
-_CHILD = """
-import json, resource, sys
-from perrec_eval.cli import main
-code = main(sys.argv[2:])
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-json.dump({"code": code, "peak_kb": peak}, open(sys.argv[1], "w"))
-"""
 
 
 def _peak_mb(source: Path, out: Path) -> tuple[float, dict]:
@@ -39,13 +29,7 @@ def _peak_mb(source: Path, out: Path) -> tuple[float, dict]:
     argv = ["build", "--task", "llmrec", "--source", str(source), "--out", str(out), "--domains", "Books"]
     argv += ["--history-length", "100", "--negatives", "49", "--memory-limit", "256MB", "--threads", "1"]
     argv.append("--no-progress")
-    code = str(Path(perrec_eval.__file__).resolve().parents[1])  # the checkout under test
-    env = {**os.environ, "PYTHONPATH": code, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    child = subprocess.run([sys.executable, "-c", _CHILD, str(report), *argv], env=env, capture_output=True)
-    assert child.returncode == 0 and report.is_file(), child.stderr.decode()[-2000:]
-    result = json.loads(report.read_text())
-    assert result["code"] == 0, child.stderr.decode()[-2000:]
-    return result["peak_kb"] / 1024, json.loads((out / "manifest.json").read_text())
+    return cli_peak_mb(argv, report), json.loads((out / "manifest.json").read_text())
 
 
 @pytest.mark.slow
