@@ -161,14 +161,28 @@ def read_reviews(
     counts["bad_lines"] = bad.count if bad else 0
 
     tick("deduplicate")
-    kept = ", k.title AS title, k.text AS text" if text else ""
     key = ", 'title': title, 'text': text" if text else ""
+    # In place: only the (user, item) pairs reviewed more than once are looked at (found by a 64-bit hash
+    # of the pair, so no table of every pair is made), and of each such pair every review but the earliest
+    # (ties by rating, asin, then the texts) is deleted with the bad lines. The reviews' texts are never
+    # copied, hashed or compared: at a real category's size that copy was most of the step.
+    con.sql("""
+        CREATE OR REPLACE TEMP TABLE repeated AS
+        SELECT h FROM (SELECT hash(user_id, parent_asin) AS h FROM raw WHERE ok)
+        GROUP BY h HAVING count(*) > 1""")
     con.sql(f"""
-        CREATE OR REPLACE TABLE rev AS
-        SELECT user_id, parent_asin, k.ts AS ts, k.rating AS rating{kept}
-        FROM (SELECT user_id, parent_asin, min({{'ts': ts, 'rating': rating, 'asin': asin{key}}}) AS k
-              FROM raw WHERE ok GROUP BY user_id, parent_asin)""")
-    con.sql("DROP TABLE raw")
+        CREATE OR REPLACE TEMP TABLE losers AS
+        SELECT rowid AS id FROM raw WHERE ok AND hash(user_id, parent_asin) IN (SELECT h FROM repeated)
+        EXCEPT
+        SELECT arg_min(rowid, {{'ts': ts, 'rating': rating, 'asin': asin{key}}}) FROM raw
+        WHERE ok AND hash(user_id, parent_asin) IN (SELECT h FROM repeated) GROUP BY user_id, parent_asin""")
+    con.sql("DELETE FROM raw WHERE NOT ok OR rowid IN (SELECT id FROM losers)")
+    for table in ("repeated", "losers"):
+        con.sql(f"DROP TABLE {table}")
+    con.sql("ALTER TABLE raw DROP COLUMN ok")
+    con.sql("ALTER TABLE raw DROP COLUMN asin")
+    con.sql("DROP TABLE IF EXISTS rev")
+    con.sql("ALTER TABLE raw RENAME TO rev")
     counts["reviews"], counts["users"], counts["items"], max_ts = con.sql(
         "SELECT count(*), count(DISTINCT user_id), count(DISTINCT parent_asin), max(ts) FROM rev"
     ).fetchall()[0]

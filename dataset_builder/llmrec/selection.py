@@ -8,16 +8,18 @@ import duckdb
 
 
 def titled_interactions(con: duckdb.DuckDBPyConnection) -> int:
-    """Table ``inter``: the deduplicated reviews (`rev`) of items whose metadata has a non-empty title.
+    """Table ``inter``: the deduplicated reviews (`rev`, renamed: its reviews' ``title`` and ``text`` stay
+    where they are, never copied) of items whose metadata has a non-empty title.
 
     An untitled item cannot be named in a prompt or matched from a generated title, so it is left out
     before the k-core (and counted by the caller). Returns the number of interactions kept.
     """
     con.sql("""
-        CREATE OR REPLACE TABLE inter AS
-        SELECT rev.user_id, rev.parent_asin, rev.ts, rev.rating, trim(meta.title) AS title
-        FROM rev JOIN meta USING (parent_asin)
-        WHERE meta.title IS NOT NULL AND trim(meta.title) <> ''""")
+        CREATE OR REPLACE TEMP TABLE titled AS
+        SELECT parent_asin, trim(title) AS title FROM meta WHERE title IS NOT NULL AND trim(title) <> ''""")
+    con.sql("DELETE FROM rev WHERE parent_asin NOT IN (SELECT parent_asin FROM titled)")
+    con.sql("DROP TABLE IF EXISTS inter")
+    con.sql("ALTER TABLE rev RENAME TO inter")
     return con.sql("SELECT count(*) FROM inter").fetchall()[0][0]
 
 
@@ -47,18 +49,17 @@ def kcore(con: duckdb.DuckDBPyConnection, k: int) -> int:
 
 def write_sorted(con: duckdb.DuckDBPyConnection, path: Path, items: Path) -> dict[str, int]:
     """``inter`` to parquet in each user's order (time, ties by `parent_asin`), each row with its item's
-    index in the catalogue and its review's title and text; the catalogue (``parent_asin`` order, its
-    titles) to `items`. Returns the counts, and ``review_texts``: the reviews with a non-empty text."""
+    title and index in the catalogue and its review's title and text; the catalogue (``parent_asin`` order,
+    its titles) to `items`. Returns the counts, and ``review_texts``: the reviews with a non-empty text."""
     con.sql("""
         CREATE OR REPLACE TEMP TABLE catalogue AS
-        SELECT parent_asin, min(title) AS title,
-               CAST(row_number() OVER (ORDER BY parent_asin) - 1 AS INTEGER) AS item
-        FROM inter GROUP BY parent_asin""")
+        SELECT parent_asin, title, CAST(row_number() OVER (ORDER BY parent_asin) - 1 AS INTEGER) AS item
+        FROM titled WHERE parent_asin IN (SELECT DISTINCT parent_asin FROM inter)""")
     con.sql(f"COPY (SELECT parent_asin, title FROM catalogue ORDER BY item) TO '{items}' (FORMAT parquet)")
     con.sql(f"""
-        COPY (SELECT inter.user_id, inter.parent_asin, inter.ts, inter.rating, inter.title, catalogue.item,
-                     rev.title AS review_title, rev.text AS review_text
-              FROM inter JOIN catalogue USING (parent_asin) JOIN rev USING (user_id, parent_asin)
+        COPY (SELECT inter.user_id, inter.parent_asin, inter.ts, inter.rating, catalogue.title,
+                     catalogue.item, inter.title AS review_title, inter.text AS review_text
+              FROM inter JOIN catalogue USING (parent_asin)
               ORDER BY inter.user_id, inter.ts, inter.parent_asin)
         TO '{path}' (FORMAT parquet)""")
     users, items_, interactions, longest = con.sql(
@@ -66,9 +67,7 @@ def write_sorted(con: duckdb.DuckDBPyConnection, path: Path, items: Path) -> dic
         "coalesce(max(n), 0) FROM inter, (SELECT max(c) AS n FROM (SELECT count(*) AS c FROM inter "
         "GROUP BY user_id))"
     ).fetchall()[0]
-    texts = con.sql("""
-        SELECT count(*) FROM inter JOIN rev USING (user_id, parent_asin)
-        WHERE trim(coalesce(rev.text, '')) <> ''""").fetchall()[0][0]
+    texts = con.sql("SELECT count(*) FROM inter WHERE trim(coalesce(text, '')) <> ''").fetchall()[0][0]
     return {
         "users": users, "items": items_, "interactions": interactions, "longest_user": longest,
         "review_texts": texts,
