@@ -26,25 +26,40 @@ def titled_interactions(con: duckdb.DuckDBPyConnection) -> int:
 def kcore(con: duckdb.DuckDBPyConnection, k: int) -> int:
     """Drop users and items with fewer than `k` interactions from ``inter`` until none is left to drop.
 
+    The rounds run on integer codes of the users and items (a narrow table, no text key compared), then
+    ``inter`` loses the rows of every user or item dropped, at once.
+
     Returns:
         The number of rounds (the last one dropped nothing): each round removes every user and every
         item below `k` at once, so the result is the unique largest k-core.
     """
+    con.sql("CREATE OR REPLACE TEMP TABLE users AS SELECT user_id, row_number() OVER () AS u FROM "
+            "(SELECT DISTINCT user_id FROM inter)")  # fmt: skip
+    con.sql("CREATE OR REPLACE TEMP TABLE things AS SELECT parent_asin, row_number() OVER () AS i FROM "
+            "(SELECT DISTINCT parent_asin FROM inter)")  # fmt: skip
+    con.sql("""
+        CREATE OR REPLACE TEMP TABLE core AS
+        SELECT u, i FROM inter JOIN users USING (user_id) JOIN things USING (parent_asin)""")
+    size = con.sql("SELECT count(*) FROM core").fetchall()[0][0]
     rounds = 0
     while True:
         rounds += 1
-        dropped = con.sql(f"""
-            SELECT count(*) FROM inter
-            WHERE user_id IN (SELECT user_id FROM inter GROUP BY user_id HAVING count(*) < {k})
-               OR parent_asin IN (SELECT parent_asin FROM inter GROUP BY parent_asin HAVING count(*) < {k})
-        """).fetchall()[0][0]
-        if not dropped:
-            return rounds
         con.sql(f"""
-            DELETE FROM inter
-            WHERE user_id IN (SELECT user_id FROM inter GROUP BY user_id HAVING count(*) < {k})
-               OR parent_asin IN (SELECT parent_asin FROM inter GROUP BY parent_asin HAVING count(*) < {k})
-        """)
+            CREATE OR REPLACE TEMP TABLE core AS
+            SELECT u, i FROM core
+            WHERE u IN (SELECT u FROM core GROUP BY u HAVING count(*) >= {k})
+              AND i IN (SELECT i FROM core GROUP BY i HAVING count(*) >= {k})""")
+        kept = con.sql("SELECT count(*) FROM core").fetchall()[0][0]
+        if kept == size:
+            break
+        size = kept
+    con.sql("""
+        DELETE FROM inter
+        WHERE user_id NOT IN (SELECT user_id FROM users WHERE u IN (SELECT DISTINCT u FROM core))
+           OR parent_asin NOT IN (SELECT parent_asin FROM things WHERE i IN (SELECT DISTINCT i FROM core))""")
+    for table in ("users", "things", "core"):
+        con.sql(f"DROP TABLE {table}")
+    return rounds
 
 
 def write_sorted(con: duckdb.DuckDBPyConnection, path: Path, items: Path) -> dict[str, int]:
