@@ -8,8 +8,8 @@ import duckdb
 
 
 def titled_interactions(con: duckdb.DuckDBPyConnection) -> int:
-    """Table ``inter``: the deduplicated reviews (`rev`, renamed: its reviews' ``title`` and ``text`` stay
-    where they are, never copied) of items whose metadata has a non-empty title.
+    """Table ``inter``: the deduplicated reviews (`rev`, renamed after the others are deleted: nothing is
+    copied) of items whose metadata has a non-empty title.
 
     An untitled item cannot be named in a prompt or matched from a generated title, so it is left out
     before the k-core (and counted by the caller). Returns the number of interactions kept.
@@ -64,7 +64,8 @@ def kcore(con: duckdb.DuckDBPyConnection, k: int) -> int:
 
 def write_sorted(con: duckdb.DuckDBPyConnection, path: Path, items: Path) -> dict[str, int]:
     """``inter`` to parquet in each user's order (time, ties by `parent_asin`), each row with its item's
-    title and index in the catalogue and its review's title and text; the catalogue (``parent_asin`` order,
+    title and index in the catalogue and its review's title and text (table ``texts``,
+    `dataset_builder.raw.review_texts`); the catalogue (``parent_asin`` order,
     its titles) to `items`. Returns the counts, and ``review_texts``: the reviews with a non-empty text."""
     con.sql("""
         CREATE OR REPLACE TEMP TABLE catalogue AS
@@ -73,8 +74,8 @@ def write_sorted(con: duckdb.DuckDBPyConnection, path: Path, items: Path) -> dic
     con.sql(f"COPY (SELECT parent_asin, title FROM catalogue ORDER BY item) TO '{items}' (FORMAT parquet)")
     con.sql(f"""
         COPY (SELECT inter.user_id, inter.parent_asin, inter.ts, inter.rating, catalogue.title,
-                     catalogue.item, inter.title AS review_title, inter.text AS review_text
-              FROM inter JOIN catalogue USING (parent_asin)
+                     catalogue.item, texts.title AS review_title, texts.text AS review_text
+              FROM inter JOIN catalogue USING (parent_asin) JOIN texts USING (user_id, parent_asin)
               ORDER BY inter.user_id, inter.ts, inter.parent_asin)
         TO '{path}' (FORMAT parquet)""")
     users, items_, interactions, longest = con.sql(
@@ -82,7 +83,9 @@ def write_sorted(con: duckdb.DuckDBPyConnection, path: Path, items: Path) -> dic
         "coalesce(max(n), 0) FROM inter, (SELECT max(c) AS n FROM (SELECT count(*) AS c FROM inter "
         "GROUP BY user_id))"
     ).fetchall()[0]
-    texts = con.sql("SELECT count(*) FROM inter WHERE trim(coalesce(text, '')) <> ''").fetchall()[0][0]
+    texts = con.sql("""
+        SELECT count(*) FROM inter JOIN texts USING (user_id, parent_asin)
+        WHERE trim(coalesce(texts.text, '')) <> ''""").fetchall()[0][0]
     return {
         "users": users, "items": items_, "interactions": interactions, "longest_user": longest,
         "review_texts": texts,

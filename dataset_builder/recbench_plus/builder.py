@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import random
+import shutil
 from collections import Counter
 from functools import partial
 from pathlib import Path
@@ -171,7 +173,7 @@ def _fact_rows(cfg: BuildConfig, domain: str, items: pa.Table, items_path: Path)
         genres, titles = items["genres"].to_pylist(), items["title"].to_pylist()
         rows.add_facts(range(n), [movielens.movie_facts(g, t) for g, t in zip(genres, titles, strict=True)])
     else:
-        con = duckdb.connect(":memory:", config=duckdb_settings(cfg.memory_limit, cfg.threads, None))
+        con = _connect(cfg)
         try:
             source = f"read_parquet('{_sql_text(str(items_path))}', file_row_number = true)"
             parts = [("author", "author"), ("store", "store")]
@@ -191,6 +193,7 @@ def _fact_rows(cfg: BuildConfig, domain: str, items: pa.Table, items_path: Path)
                     WHERE json_type(json_extract(details, '{pointer}')) = 'VARCHAR'""")  # fmt: skip
         finally:
             con.close()
+            shutil.rmtree(_spill(cfg), ignore_errors=True)
     if cfg.item_attributes is not None:
         ids, facts = [], []
         for item_id, fact in movielens.read_item_attributes(cfg.item_attributes):
@@ -200,6 +203,16 @@ def _fact_rows(cfg: BuildConfig, domain: str, items: pa.Table, items_path: Path)
         known = [(i, [f]) for i, f in zip(where, facts, strict=True) if i is not None]
         rows.add_facts([i for i, _ in known], [f for _, f in known])
     return rows
+
+
+def _connect(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection of the plan: the build's memory limit and threads, spilling beside the stages
+    (DuckDB's default is a ``.tmp`` folder in the current directory)."""
+    return duckdb.connect(":memory:", config=duckdb_settings(cfg.memory_limit, cfg.threads, _spill(cfg)))
+
+
+def _spill(cfg: BuildConfig) -> Path:
+    return cfg.stage_root / f"plan-spill-{os.getpid()}"
 
 
 def _sql_text(text: str) -> str:
@@ -228,7 +241,7 @@ class _Histories:
     Python objects)."""
 
     def __init__(self, cfg: BuildConfig, path: Path) -> None:
-        self.con = duckdb.connect(":memory:", config=duckdb_settings(cfg.memory_limit, cfg.threads, None))
+        self.con = _connect(cfg)
         self.source = f"read_parquet('{_sql_text(str(path))}')"
 
     def close(self) -> None:
@@ -312,6 +325,7 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
                 out[DEMOGRAPHICS]["test"] = _demographics(cfg, domain, people, histories, catalogue, counts)
     finally:
         histories.close()
+        shutil.rmtree(_spill(cfg), ignore_errors=True)
     for config in CONFIGS[:3]:  # queries by condition count, both splits
         for group in metrics.CONDITION_GROUPS:
             rows_n = [
