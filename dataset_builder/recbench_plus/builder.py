@@ -60,12 +60,15 @@ def _select(
             con, source, item.meta, cfg.on_bad_line, items="SELECT parent_asin FROM rev", details=True
         )
         # the catalogue: reviewed items with a title; popularity = their reviews in this source
+        # popularity counted on the reviews alone (narrow), then joined to the one metadata row per item
         con.sql(f"""
             COPY (SELECT m.parent_asin, trim(m.title) AS title, m.author, m.store, m.categories, m.details,
-                         count(*) AS popularity
-                  FROM meta m JOIN rev r USING (parent_asin)
+                         p.popularity
+                  FROM meta m
+                  JOIN (SELECT parent_asin, count(*) AS popularity FROM rev GROUP BY parent_asin) p
+                  USING (parent_asin)
                   WHERE trim(coalesce(m.title, '')) <> ''
-                  GROUP BY ALL ORDER BY m.parent_asin) TO '{files["items_path"]}' (FORMAT parquet)""")
+                  ORDER BY m.parent_asin) TO '{files["items_path"]}' (FORMAT parquet)""")
         # each review's item by its place in the catalogue (the items file's row), so the plan needs no ids
         con.sql(f"""
             CREATE OR REPLACE TEMP TABLE catalogue AS

@@ -98,3 +98,15 @@ def test_plan_logs_each_step_with_its_time(movielens_source, tmp_path, caplog):
     steps = [r.getMessage() for r in caplog.records if " took " in r.getMessage()]
     for step in ("knowledge graph", "eligible users", "queries", "demographics", "catalogue rows"):
         assert any(f"MovieLens-1M: {step} took" in line for line in steps), steps
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from([*"aZ09 ;()-.'é\t", "Visit the ", " Store", " (Author)", " (2019)"]), max_size=30
+    ).map("".join),
+    relation=st.sampled_from(["author", "details.Publisher"]),
+)
+def test_normalize_value_shortcut_changes_nothing(text, relation):
+    """A value with nothing to normalize skips the regexes; padded, the same value cannot skip them."""
+    assert kg.normalize_value(text, relation) == kg.normalize_value(f" {text} ", relation)
