@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import threading
 import time
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_bench import run_measured, stage_seconds  # noqa: E402
@@ -42,15 +45,27 @@ def folder_bytes(path: Path) -> int:
 
 
 class DiskSampler:
-    """The largest total size of some folders while a command runs (sampled every second)."""
+    """The total size of some folders and the resident memory of this process's children, every second
+    while a command runs: ``samples`` of (time, disk bytes, RSS bytes)."""
 
     def __init__(self, *folders: Path) -> None:
-        self.folders, self.peak, self._done = folders, 0, threading.Event()
+        self.folders, self.samples, self._done = folders, [], threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    @property
+    def peak(self) -> int:
+        return max((disk for _, disk, _ in self.samples), default=0)
+
     def _run(self) -> None:
+        me = psutil.Process()
         while not self._done.wait(1.0):
-            self.peak = max(self.peak, sum(folder_bytes(f) for f in self.folders))
+            rss = 0
+            for child in me.children(recursive=True):
+                try:
+                    rss += child.memory_info().rss
+                except psutil.NoSuchProcess:
+                    continue
+            self.samples.append((time.time(), sum(folder_bytes(f) for f in self.folders), rss))
 
     def __enter__(self) -> DiskSampler:
         self._thread.start()
@@ -59,6 +74,25 @@ class DiskSampler:
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
+
+
+_LINE = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO dataset_builder\.[\w.]+: (?:[\w]+: )?(.+?) took ([\d.]+) s"
+)
+
+
+def per_stage(log: str, samples: list[tuple[float, int, int]]) -> dict[str, dict[str, float]]:
+    """Each logged stage's peak disk (GB) and resident memory (MB) among the samples taken while it ran
+    (a stage's line, logged when it ends, says how long it took)."""
+    out: dict[str, dict[str, float]] = {}
+    for stamp, stage, seconds in _LINE.findall(log):
+        end = time.mktime(time.strptime(stamp.split(",")[0], "%Y-%m-%d %H:%M:%S")) + int(stamp[-3:]) / 1000
+        inside = [(d, r) for t, d, r in samples if end - float(seconds) - 1 <= t <= end + 1]
+        if inside:
+            seen = out.setdefault(stage, {"disk_gb": 0.0, "rss_mb": 0.0})
+            seen["disk_gb"] = round(max(seen["disk_gb"], max(d for d, _ in inside) / 1e9), 2)
+            seen["rss_mb"] = round(max(seen["rss_mb"], max(r for _, r in inside) / 2**20))
+    return out
 
 
 def run(family: str, raw: Path, work: Path, threads: int, memory_limit: str, domain: str) -> dict:
@@ -81,6 +115,7 @@ def run(family: str, raw: Path, work: Path, threads: int, memory_limit: str, dom
         "peak_disk_gb": round(disk.peak / 1e9, 2),  # stages (spill included) and the work folder
         "output_gb": round(folder_bytes(out) / 1e9, 3),
         "stages": stage_seconds(log),
+        "stage_peaks": per_stage(log, disk.samples),
         "load": [round(x, 1) for x in (*load_before, *os.getloadavg())],
         "manifest": json.loads((out / "manifest.json").read_text()),
     }
