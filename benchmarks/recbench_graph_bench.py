@@ -37,8 +37,8 @@ def build(code: Path, source: Path, out: Path, attributes: Path | None, extra: l
     env = {**os.environ, "PYTHONPATH": str(code)}
     wall, peak, _, log, cpu = run_measured(command, cwd=code, env=env)
     outputs = json.loads((out / "manifest.json").read_text())["outputs"]
-    return {"wall": round(wall, 1), "cpu": round(cpu, 1), "peak_rss_mb": round(peak / 2**20),
-            "stages": stage_seconds(log), "outputs": outputs, "load": round(os.getloadavg()[0], 1)}  # fmt: skip
+    row = {"wall": round(wall, 1), "cpu": round(cpu, 1), "peak_rss_mb": round(peak / 2**20)}
+    return {**row, "stages": stage_seconds(log), "outputs": outputs, "load": round(os.getloadavg()[0], 1)}
 
 
 def main() -> None:
