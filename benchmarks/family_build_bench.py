@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_bench import naive_reviews, run_measured, stage_seconds  # noqa: E402
+from build_bench import naive_reviews, run_measured, stage_seconds, with_moments  # noqa: E402
 from metric_bench import write_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -241,12 +241,7 @@ def naive_perrecbench(source: Path, out: Path, domains: tuple[str, ...] = DOMAIN
     rows: list[dict] = []
     found: dict[str, int] = {}
     for domain in domains:
-        reviews = naive_reviews(source, domain)
-        moments = reviews.groupby(["user_id", "timestamp"]).rating.agg(["count", "sum"]).reset_index()
-        per_user = moments.groupby("user_id", sort=False)
-        moments["n_before"] = per_user["count"].cumsum() - moments["count"]
-        moments["s_before"] = per_user["sum"].cumsum() - moments["sum"]
-        reviews = reviews.merge(moments.drop(columns=["count", "sum"]), on=["user_id", "timestamp"])
+        reviews = with_moments(naive_reviews(source, domain))
         meta = _meta(source, domain)
         meta["author_name"] = meta["author"].map(lambda a: a.get("name") if isinstance(a, dict) else a) if (
             "author" in meta) else None  # fmt: skip

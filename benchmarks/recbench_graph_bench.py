@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from build_bench import run_measured, stage_seconds  # noqa: E402
-from recbench_movie import film_graph, synthetic_ratings  # noqa: E402
+from recbench_movie import film_graph, movielens_folder  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,14 +48,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", type=Path, help="another checkout's packages, for a before/after")
     args = parser.parse_args()
-    shutil.rmtree(args.work, ignore_errors=True)
-    source = args.work / "ml-1m"
-    source.mkdir(parents=True)
-    for name in ("movies.dat", "users.dat", "ratings.dat"):
-        if (args.movielens / name).is_file():
-            shutil.copy(args.movielens / name, source / name)
-    if not (source / "ratings.dat").is_file():
-        synthetic_ratings(source, 190, 0)
+    source, _ = movielens_folder(args.movielens, args.work, 190, 0)
     graphs = {}
     for films in (1596, 3883):
         graphs[films] = args.work / f"graph-{films}.csv"

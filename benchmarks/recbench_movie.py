@@ -98,6 +98,20 @@ def film_graph(folder: Path, films: int, seed: int) -> int:
     return len(rows) - 1
 
 
+def movielens_folder(movielens: Path, work: Path, per_user: int, seed: int) -> tuple[Path, str]:
+    """``work/ml-1m`` (`work` replaced) with the three files of `movielens`, its ratings written by
+    `synthetic_ratings` when it has none; and which ratings it holds ("real" or "N synthetic")."""
+    shutil.rmtree(work, ignore_errors=True)
+    source = work / "ml-1m"
+    source.mkdir(parents=True)
+    for name in ("movies.dat", "users.dat", "ratings.dat"):
+        if (movielens / name).is_file():
+            shutil.copy(movielens / name, source / name)
+    if (source / "ratings.dat").is_file():
+        return source, "real"
+    return source, f"{synthetic_ratings(source, per_user, seed):,} synthetic"
+
+
 def _utf8(raw: bytes) -> bool:
     try:
         raw.decode("utf-8")
@@ -122,15 +136,7 @@ def main() -> None:
     parser.add_argument("--per-user", type=int, default=165)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    shutil.rmtree(args.work, ignore_errors=True)
-    source = args.work / "ml-1m"
-    source.mkdir(parents=True)
-    for name in ("movies.dat", "users.dat", "ratings.dat"):
-        if (args.movielens / name).is_file():
-            shutil.copy(args.movielens / name, source / name)
-    ratings = "real"
-    if not (source / "ratings.dat").is_file():
-        ratings = f"{synthetic_ratings(source, args.per_user, args.seed):,} synthetic"
+    source, ratings = movielens_folder(args.movielens, args.work, args.per_user, args.seed)
     build = ["build", "--task", "recbench-plus", "--source", str(source), "--out", str(args.work / "bench")]
     wall, peak, printed = _cli(*build, "--users", "500", "--train-users", "500", "--max-share", "0.5")
     print(f"ratings: {ratings}; build: {wall:.1f} s wall, peak RSS {peak:,} MB")
