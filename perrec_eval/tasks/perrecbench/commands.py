@@ -108,6 +108,10 @@ def score(config: ScoreConfig) -> int:
     from perrec_eval.tasks.perrecbench import report
     from perrec_eval.tasks.perrecbench import rundir as run_files
 
+    if config.run_dir is None:  # a harness's answers (`perrecbench export`)
+        from perrec_eval.tasks.perrecbench.harness import score_command
+
+        return score_command(config)
     run_dir = rundir.one_run_folder(config.run_dir)
     scores = run_files.rescore(run_dir, variant=config.variant, invalid=config.invalid)
     rescored = [report.rescored(run_dir, scores)]

@@ -337,9 +337,14 @@ class ProfilesConfig(_Budgets, EngineSpec, DataSpec):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScoreConfig:
-    """Settings of `perrecbench score`: re-score a finished run from its saved predictions."""
+    """Settings of `perrecbench score`: re-score a finished run from its saved predictions, or score a
+    harness's answers to exported tasks (``--data DIR --predictions SAMPLES``)."""
 
-    run_dir: str = option("run folder written by `perrecbench evaluate`", positional=True)
+    run_dir: str | None = option(
+        "run folder written by `perrecbench evaluate` (or give --data and --predictions)",
+        positional=True,
+        default=None,
+    )
     task: str = option(
         "task family (`perrecbench tasks` lists them)", default="perrecbench"
     )
@@ -351,6 +356,33 @@ class ScoreConfig:
     )
     write: bool = option("rewrite scores.json and report.md with the new scores", default=False)
     json: bool = option("print the scores as JSON instead of the table", default=False)
+    data: str | None = option("benchmark folder the --predictions answer", default=None)
+    predictions: str | None = option(
+        "a harness's answers to `perrecbench export` tasks: lm-eval's samples (--log_samples) or lighteval's "
+        "details (--save-details), a file or a run's output folder",
+        default=None,
+    )
+    out: str | None = option(
+        "with --predictions: also write a run folder that `perrecbench report` compares with other runs",
+        default=None,
+    )
+    label: str | None = option(
+        "with --predictions: the system's name in reports (default: the file's or folder's name)",
+        default=None,
+    )
+    overwrite: bool = option("with --out: replace a finished run of other settings there", default=False)
 
     def __post_init__(self) -> None:
         check_task(self.task)
+        external = self.data is not None or self.predictions is not None
+        if self.run_dir is not None and external:
+            raise ConfigError("give a run folder, or --data and --predictions, not both")
+        if self.run_dir is None and (self.data is None or self.predictions is None):
+            raise ConfigError(
+                "give a run folder to score again, or --data DIR --predictions SAMPLES to score a harness's "
+                "answers"
+            )
+        if not external and (self.out is not None or self.label is not None):
+            raise ConfigError("--out and --label go with --predictions (a run folder keeps its own)")
+        if external and self.write:
+            raise ConfigError("--write rewrites a run folder's scores: with --predictions, use --out")
