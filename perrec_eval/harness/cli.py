@@ -71,7 +71,7 @@ def rows_folder(out: str | Path) -> Path:
 
 
 def _inputs(config: ExportConfig) -> dict[str, str]:
-    inputs = {f"BUILD {source}": source for source in config.builds}
+    inputs = {"BUILD" if i == 0 else f"BUILD {i + 1}": source for i, source in enumerate(config.builds)}
     return inputs | ({"--profiles": config.profiles} if config.profiles else {})
 
 
