@@ -534,7 +534,9 @@ class TaskScoreConfig:
     write: bool = option("rewrite scores.json with the new scores", default=False)
     data: str | None = option("benchmark folder the --predictions answer (its --split rows)", default=None)
     predictions: str | None = option(
-        'JSONL of another system, one line per row: {"config": C, "id": ROW_ID, "prediction": VALUE}',
+        'JSONL of another system, one line per row: {"config": C, "id": ROW_ID, "prediction": VALUE}; or a '
+        "harness's answers to `perrecbench export` tasks (lm-eval's samples, lighteval's details, or the "
+        "run's output folder)",
         default=None,
     )
     split: str = option("dataset split the --predictions answer", default="test")

@@ -34,8 +34,8 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     raw = root / "raw"
     _run("synth", "--out", str(raw), "--reviews-per-domain", "6000", "--seed", "0")
     _run("build", "--source", str(raw), "--out", str(root / "perrecbench"), "--test-groups", "20")
-    _run("build", "--task", "llmrec", "--source", str(raw), "--out", str(root / "llmrec"), "--domains", "Books",
-         "--negatives", "19")  # fmt: skip
+    _run("build", "--task", "llmrec", "--source", str(raw), "--out", str(root / "llmrec"),
+         "--domains", "Books", "--negatives", "19")  # fmt: skip
     _run("build", "--task", "recbench-plus", "--source", str(raw), "--out", str(root / "recbench-plus"),
          "--domains", "Books", "--users", "20", "--train-users", "0")  # fmt: skip
     return {name: root / name for name in ("perrecbench", "llmrec", "recbench-plus")}

@@ -35,7 +35,9 @@ def write_lm_eval_samples(
             result = lmeval_tasks.process_results(row, [text])
             for metric, item in result.items():
                 items.setdefault(metric, []).append(item)
-            arguments = {"gen_args_0": {"arg_0": "<prompt>", "arg_1": {"max_gen_toks": cell["max_new_tokens"]}}}
+            arguments = {
+                "gen_args_0": {"arg_0": "<prompt>", "arg_1": {"max_gen_toks": cell["max_new_tokens"]}}
+            }
             lines.append(
                 {"doc_id": number, "doc": row, "target": "", "arguments": arguments, "resps": [[text]],
                  "filtered_resps": [text], "filter": "none", "metrics": list(result), **result}
@@ -52,7 +54,11 @@ def lm_eval_results(out: Path) -> dict[str, dict[str, float]]:
     (path,) = out.rglob("results_*.json")
     results = json.loads(path.read_text())["results"]
     return {
-        task: {key.split(",")[0]: value for key, value in metrics.items() if key.endswith(",none") and "_stderr" not in key}
+        task: {
+            key.split(",")[0]: value
+            for key, value in metrics.items()
+            if key.endswith(",none") and "_stderr" not in key
+        }
         for task, metrics in results.items()
     }
 

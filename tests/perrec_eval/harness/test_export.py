@@ -47,7 +47,10 @@ def test_export_lm_eval_writes_a_task_per_cell_a_group_per_family_and_the_suite(
         task = _yaml(exported / cell["group"] / f"{cell['name']}.yaml")
         assert (task["description"], task["doc_to_text"], task["doc_to_target"]) == ("system", "prompt", "")
         assert task["process_results"] == ("function", "utils.process_results")
-        assert task["generation_kwargs"]["max_gen_toks"] == get(cell["task"]).protocol(cell["cell"].split("/")[1]).max_tokens
+        assert (
+            task["generation_kwargs"]["max_gen_toks"]
+            == get(cell["task"]).protocol(cell["cell"].split("/")[1]).max_tokens
+        )
         family = {m.name: m for m in get(cell["task"]).metrics}
         for metric in task["metric_list"]:
             assert metric["higher_is_better"] is family[metric["metric"]].higher_is_better
@@ -97,7 +100,9 @@ def _sent(task: str, build: Path, tmp: Path) -> set[str]:
     else:
         from perrec_eval.evaluation import TaskEvalConfig, evaluate
 
-        config = TaskEvalConfig(task=task, data=str(build), engine="fake", model="recorder", out=str(tmp), max_docs=3)
+        config = TaskEvalConfig(
+            task=task, data=str(build), engine="fake", model="recorder", out=str(tmp), max_docs=3
+        )
     evaluate(config, engine=engine)
     return sent
 
@@ -175,7 +180,9 @@ def test_export_lighteval_writes_its_tasks_file_beside_its_rows(builds, tmp_path
     assert "name the custom tasks file" in capsys.readouterr().err
     out = tmp_path / "llmrec_tasks.py"
     assert main(["--no-progress", "export", "lighteval", str(builds["llmrec"]), "--out", str(out)]) == 0
-    assert "llmrec_tasks_rows" in out.read_text() and (tmp_path / "llmrec_tasks_rows" / "export.json").is_file()
+    assert (
+        "llmrec_tasks_rows" in out.read_text() and (tmp_path / "llmrec_tasks_rows" / "export.json").is_file()
+    )
     card = (tmp_path / "llmrec_tasks_rows" / "README.md").read_text()
     assert "config_name: llmrec_rating" in card  # what lighteval's load_dataset reads
     (tmp_path / "other.py").write_text("print('mine')\n")

@@ -37,7 +37,12 @@ FAMILIES = ("perrecbench", "llmrec", "recbench-plus")
 def exported(builds, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("export_scores") / "tasks"
     argv = ["export", "lm-eval", *(str(builds[f]) for f in FAMILIES), "--out", str(out), "--max-docs", "6"]
-    assert main(["--no-progress", *argv, "--subsets", "easy,hard,rating,direct,explanation,explicit,misinformed"]) == 0
+    assert (
+        main(
+            ["--no-progress", *argv, "--subsets", "easy,hard,rating,direct,explanation,explicit,misinformed"]
+        )
+        == 0
+    )
     return out
 
 
@@ -81,7 +86,9 @@ def _details(export: Path, out: Path, task: str) -> dict[str, dict[str, float]]:
             details.append({"doc": {"specific": row, "generation_size": cell["max_new_tokens"]},
                             "model_response": {"text": [text]}})  # fmt: skip
         short = cell["name"][len(cell["group"]) + 1 :]
-        pq.write_table(pa.Table.from_pylist(details), folder / f"details_{cell['group']}:{short}|0_{DATE}.parquet")
+        pq.write_table(
+            pa.Table.from_pylist(details), folder / f"details_{cell['group']}:{short}|0_{DATE}.parquet"
+        )
         values[cell["name"]] = {}
         for metric, metric_items in items.items():
             value = Aggregate(task, metric)(metric_items)
@@ -104,7 +111,9 @@ def test_scores_run_folder_sits_beside_the_baselines_in_a_report(exported, build
                  "--label", "tiny-lm-eval"]) == 0  # fmt: skip
     assert main(["evaluate", *common, "--engine", "baseline", "--model", "constant", "--levels", "easy,hard",
                  "--max-groups", "6", "--out", str(runs / "b")]) == 0  # fmt: skip
-    assert main(["--no-progress", "report", str(runs / "h"), str(runs / "b"), "--out", str(tmp_path / "r")]) == 0
+    assert (
+        main(["--no-progress", "report", str(runs / "h"), str(runs / "b"), "--out", str(tmp_path / "r")]) == 0
+    )
     board = (tmp_path / "r" / "leaderboard.md").read_text()
     table = board[board.index("## Table 1") :].split("\n## ")[0]
     assert "| tiny-lm-eval |" in table and "| constant |" in table  # one table: the same groups and build
@@ -119,12 +128,16 @@ def test_scores_general_run_folder_sits_beside_the_baselines(exported, builds, t
                  str(runs / "h"), "--label", "tiny-lm-eval"]) == 0  # fmt: skip
     assert main(["--no-progress", "evaluate", *data, "--engine", "baseline", "--model", "popularity",
                  "--subsets", "direct", "--max-docs", "6", "--out", str(runs / "b")]) == 0  # fmt: skip
-    assert main(["--no-progress", "report", str(runs / "h"), str(runs / "b"), "--out", str(tmp_path / "r")]) == 0
+    assert (
+        main(["--no-progress", "report", str(runs / "h"), str(runs / "b"), "--out", str(tmp_path / "r")]) == 0
+    )
     board = (tmp_path / "r" / "leaderboard.md").read_text()
     assert "| tiny-lm-eval |" in board and "| popularity |" in board
 
 
-def test_scores_refuse_answers_of_another_build_or_with_a_selection_of_their_own(exported, builds, tmp_path, capsys):
+def test_scores_refuse_answers_of_another_build_or_with_a_selection_of_their_own(
+    exported, builds, tmp_path, capsys
+):
     write_lm_eval_samples(exported, tmp_path / "out", scripted.answer)
     argv = ["score", "--task", "llmrec", "--predictions", str(tmp_path / "out")]
     assert main([*argv, "--data", str(builds["llmrec"]), "--max-docs", "2"]) == 2
@@ -144,7 +157,9 @@ def test_scores_refuse_answers_of_another_build_or_with_a_selection_of_their_own
 def test_scores_refuse_a_few_shot_run_and_a_folder_of_two_runs(exported, builds, tmp_path, capsys):
     out = tmp_path / "out"
     write_lm_eval_samples(exported, out, scripted.answer)
-    (out / f"results_{DATE}.json").write_text(json.dumps({"n-shot": {"llmrec_rating": 2}, "chat_template": "x"}))
+    (out / f"results_{DATE}.json").write_text(
+        json.dumps({"n-shot": {"llmrec_rating": 2}, "chat_template": "x"})
+    )
     argv = ["score", "--task", "llmrec", "--data", str(builds["llmrec"]), "--predictions", str(out)]
     assert main(argv) == 2
     assert "the exported tasks are zero-shot" in capsys.readouterr().err
