@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from perrec_eval.harness.export import SUITE_GROUP, read_export, rows_of
+from perrec_eval.harness.export import SUITE_GROUP, rows_of
 from perrec_eval.harness.families import adapter
 from perrec_eval.harness.requests import SCHEMA, Selection
 from perrec_eval.tasks import Cell, get
@@ -171,8 +171,3 @@ def owned(path: Any) -> bool:
         or (len(parts) == 2 and (path.suffix == ".yaml" or path.name == UTILS))
         or (len(parts) >= 2 and "__pycache__" in parts)
     )
-
-
-def load_check(folder: str | Path) -> None:
-    """Refuse a stale export before lm-eval reads its rows (`export.check_export`)."""
-    read_export(folder)

@@ -188,3 +188,38 @@ def test_export_lighteval_writes_its_tasks_file_beside_its_rows(builds, tmp_path
     (tmp_path / "other.py").write_text("print('mine')\n")
     assert main(["export", "lighteval", str(builds["llmrec"]), "--out", str(tmp_path / "other.py")]) == 2
     assert "did not write" in capsys.readouterr().err
+
+
+def test_export_reads_a_hub_build_through_its_snapshot(builds, tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    snapshot = tmp_path / "hub" / "0123abcd"
+    shutil.copytree(builds["llmrec"], snapshot)
+    asked = []
+
+    def download(repo_id, repo_type):
+        asked.append((repo_id, repo_type))
+        return str(snapshot)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    out = tmp_path / "tasks"
+    assert (
+        main(["--no-progress", "export", "lm-eval", "org/llmrec-demo", "--out", str(out), "--max-docs", "2"])
+        == 0
+    )
+    assert asked == [("org/llmrec-demo", "dataset")]
+    (selection,) = {json.dumps(cell["selection"]) for cell in read_export(out)["cells"]}
+    assert (
+        json.loads(selection)["source"] == "org/llmrec-demo"
+        and json.loads(selection)["revision"] == "0123abcd"
+    )
+
+    def offline(repo_id, repo_type):
+        raise LocalEntryNotFoundError("not in the cache")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    assert main(["export", "lm-eval", "org/other", "--out", str(tmp_path / "t2")]) == 2
+    assert "the Hub dataset could not be read" in capsys.readouterr().err
+    assert main(["export", "lm-eval", "no/such/folder", "--out", str(tmp_path / "t2")]) == 2
+    assert "no such folder" in capsys.readouterr().err
