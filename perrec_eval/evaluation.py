@@ -24,7 +24,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.cache import CachedEngine
-from perrec_eval.cliconfig import check_seed, check_task, option
+from perrec_eval.cliconfig import check_score_input, check_seed, check_task, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.engines.base import Engine
@@ -574,13 +574,7 @@ class TaskScoreConfig:
     def __post_init__(self) -> None:
         check_task(self.task)
         check_seed(self.seed)
-        external = self.data is not None or self.predictions is not None
-        if self.run_dir is not None and external:
-            raise ConfigError("give a run folder, or --data and --predictions, not both")
-        if self.run_dir is None and (self.data is None or self.predictions is None):
-            raise ConfigError(
-                "give a run folder to score again, or --data DIR --predictions FILE.jsonl to score a file"
-            )
+        external = check_score_input(self)
         selection = (self.out, self.label, self.protocols, self.subsets, self.max_docs)
         if not external and any(value is not None for value in selection):
             raise ConfigError(

@@ -19,6 +19,7 @@ from perrec_eval.cliconfig import (
     check_choices,
     check_hub_id,
     check_once,
+    check_score_input,
     check_seed,
     check_task,
     check_text,
@@ -374,14 +375,7 @@ class ScoreConfig:
 
     def __post_init__(self) -> None:
         check_task(self.task)
-        external = self.data is not None or self.predictions is not None
-        if self.run_dir is not None and external:
-            raise ConfigError("give a run folder, or --data and --predictions, not both")
-        if self.run_dir is None and (self.data is None or self.predictions is None):
-            raise ConfigError(
-                "give a run folder to score again, or --data DIR --predictions SAMPLES to score a harness's "
-                "answers"
-            )
+        external = check_score_input(self, "SAMPLES")  # a harness's answers
         if not external and (self.out is not None or self.label is not None):
             raise ConfigError("--out and --label go with --predictions (a run folder keeps its own)")
         if external and self.write:
