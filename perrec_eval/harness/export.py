@@ -92,7 +92,6 @@ class ExportConfig:
     shots: int = option(
         "PerRecBench: few-shot demonstrations (0 only: a harness draws its own few-shot examples)", default=0
     )
-    overwrite: bool = option("replace an earlier export at --out", default=False)
 
     def __post_init__(self) -> None:
         check_seed(self.seed)
@@ -246,6 +245,12 @@ def plan(config: ExportConfig) -> tuple[list[tuple[Build, Cell, Selection]], lis
             raise ConfigError(
                 f"--{name} {unknown[0]!r} names none of these builds': {', '.join(sorted(known))}"
             )
+    variants = sorted({variant for task in families for variant in task.prompt_variants})
+    if config.prompts is not None and config.prompts not in variants:
+        theirs = ", ".join(variants) or "none"
+        raise ConfigError(
+            f"--prompts {config.prompts!r} is no prompt variant of these builds' (theirs: {theirs})"
+        )
     chosen, skipped = [], []
     for build, task in zip(builds, families, strict=True):
         family = adapter(task.name)

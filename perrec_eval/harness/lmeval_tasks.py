@@ -91,7 +91,6 @@ def write(folder: Path, record: Mapping[str, Any]) -> list[str]:
 def _task(cell: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "task": cell["name"],
-        "tag": [f"{cell['group']}_tasks"],
         "custom_dataset": _Function("utils.dataset"),
         "dataset_kwargs": {"perrecbench_cell": cell["name"]},
         "test_split": "test",

@@ -153,6 +153,7 @@ def test_export_refuses_rows_of_a_changed_build(builds, tmp_path):
         (["--pairwise-strategy", "heapsort"], "heapsort pairwise chooses each comparison"),
         (["--shots", "2"], "--shots: the exported tasks are zero-shot"),
         (["--subsets", "nosuch"], "--subsets 'nosuch' names none of these builds'"),
+        (["--prompts", "p5"], "--prompts 'p5' is no prompt variant of these builds' (theirs: none)"),
     ],
 )
 def test_export_refuses_what_one_round_cannot_ask_in_one_line(builds, tmp_path, capsys, extra, message):
