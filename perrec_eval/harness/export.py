@@ -20,11 +20,11 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from perrec_eval.cliconfig import check_seed, option
+from perrec_eval.cliconfig import check_choices, check_seed, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.harness.families import adapter
 from perrec_eval.harness.requests import SCHEMA, NotOneRound, Selection
-from perrec_eval.tasks import Cell, get
+from perrec_eval.tasks import DEFAULT_TASK, Cell, get
 from perrec_eval.tasks.perrecbench.retrieval import DEFAULT_K
 
 EXPORT_FILE = "export.json"
@@ -94,7 +94,14 @@ class ExportConfig:
     )
 
     def __post_init__(self) -> None:
+        check_choices(self)
         check_seed(self.seed)
+        if not self.builds:
+            raise ConfigError("give one or more BUILD folders (or Hub dataset ids) to export")
+        if self.profiles is not None and not Path(self.profiles).is_file():
+            raise ConfigError(
+                f"--profiles {self.profiles}: no such file: write one with `perrecbench profiles --out FILE`"
+            )
         for name in ("subsets", "protocols"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -153,7 +160,9 @@ def resolve_build(source: str) -> Build:
     if not folder.is_dir():
         folder, revision = _snapshot(source)
     task = folder_task(str(folder))
-    if task is None or not (folder / "manifest.json").is_file():
+    if task is None and (folder / "README.md").is_file():  # a PerRecBench folder without a manifest
+        task = DEFAULT_TASK
+    if task is None:
         raise ConfigError(
             f"{source} is not a benchmark folder (no manifest.json): build one with `perrecbench build`"
         )

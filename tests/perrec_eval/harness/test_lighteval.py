@@ -24,9 +24,15 @@ TASKS = "perrecbench|0,llmrec|0,recbench_plus|0"
 
 @pytest.fixture
 def lighteval(monkeypatch):
+    """lighteval, its custom tasks loaded alone; torch's autograd on again afterwards (lighteval's
+    transformers model turns it off for the whole process when imported, and again when it loads a model)."""
+    import torch
+
     module = harness("lighteval")
     _custom_tasks_only(monkeypatch)
-    return module
+    enabled = torch.is_grad_enabled()
+    yield module
+    torch.set_grad_enabled(enabled)
 
 
 def _custom_tasks_only(monkeypatch) -> None:
