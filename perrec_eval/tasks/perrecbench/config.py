@@ -91,6 +91,18 @@ def token_budgets(spec: tuple[str, ...] | str, *, methods: bool = True) -> dict[
     return budgets
 
 
+def prompt_variant(*, cot: bool, profile: bool) -> str:
+    """The prompt variant (`prompts.VARIANTS`) of prompts with or without chain of thought and profiles.
+
+    >>> prompt_variant(cot=False, profile=True), prompt_variant(cot=True, profile=False)
+    ('default', 'cot_no_profile')
+    """
+    base = "cot" if cot else "default"
+    if profile:
+        return base
+    return "no_profile" if base == "default" else "cot_no_profile"
+
+
 @dataclass(frozen=True, kw_only=True)  # no slots: a config may combine it with EngineSpec's
 class DataSpec:
     """The benchmark data: which folder, which levels and which groups of them."""
@@ -272,10 +284,7 @@ class EvalConfig(_Budgets, EngineSpec, PromptSpec):
 
     @property
     def variant(self) -> str:
-        base = "cot" if self.cot else "default"
-        if self.no_profile:
-            return "no_profile" if base == "default" else "cot_no_profile"
-        return base
+        return prompt_variant(cot=self.cot, profile=not self.no_profile)
 
     @property
     def metric_variant(self) -> str:

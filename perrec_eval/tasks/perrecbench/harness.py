@@ -106,11 +106,10 @@ class PerRecBenchAdapter:
 
 
 def _variant(options: Mapping[str, Any]) -> str:
-    """The prompt variant of the options (`EvalConfig.variant`'s rule)."""
-    base = "cot" if options.get("cot") else "default"
-    if options.get("profiles"):
-        return base
-    return "no_profile" if base == "default" else "cot_no_profile"
+    """The prompt variant of an export's options."""
+    from perrec_eval.tasks.perrecbench.config import prompt_variant
+
+    return prompt_variant(cot=bool(options.get("cot")), profile=bool(options.get("profiles")))
 
 
 def parse(cell: Cell, slot: Any, text: str | None, n_users: int) -> Any:
@@ -121,7 +120,12 @@ def parse(cell: Cell, slot: Any, text: str | None, n_users: int) -> Any:
 
 def group_sizes(selection: Selection, level: str) -> dict[str, int]:
     """Each group's number of users (a listwise answer is read against it)."""
-    return {group.group_id: len(group.users) for group in _groups(selection.key(), level)}
+    return _sizes(selection.key(), level)
+
+
+@functools.cache
+def _sizes(selection_key: str, level: str) -> dict[str, int]:
+    return {group.group_id: len(group.users) for group in _groups(selection_key, level)}
 
 
 @functools.cache
