@@ -58,17 +58,27 @@ def prompt(line: Mapping[str, Any], task_name: str | None = None) -> Any:
     return Doc(query=query, choices=[""], gold_index=0, specific=row, task_name=task_name or "")
 
 
+def stored(task_name: str, items: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's items as lighteval's details store them (a parquet column each): a per-doc mean's value as it
+    is, any other item as JSON (BLEU's hold integers wider than 64 bits; PerRecBench's name their group)."""
+    return {
+        metric: item if _per_doc_mean(task_name, metric) else json.dumps(item)
+        for metric, item in items.items()
+    }
+
+
 class Aggregate:
-    """A cell's corpus-level value of one metric by its family's scorer (picklable: lighteval's bootstrap
-    runs it in worker processes)."""
+    """A cell's corpus-level value of one metric by its family's scorer, from the rows' `stored` items
+    (picklable: lighteval's bootstrap runs it in worker processes)."""
 
     def __init__(self, task_name: str, metric: str) -> None:
         self.task_name, self.metric = task_name, metric
+        self.mean = _per_doc_mean(task_name, metric)
         # lighteval takes a standard error of the mean for a function named so (per-doc values)
-        kind = "mean" if _per_doc_mean(task_name, metric) else "corpus"
-        self.__name__ = f"perrecbench_{kind}_{metric}"
+        self.__name__ = f"perrecbench_{'mean' if self.mean else 'corpus'}_{metric}"
 
     def __call__(self, items: Sequence[Any]) -> float | dict[str, float]:
+        items = items if self.mean else [json.loads(item) for item in items]
         value = adapter(self.task_name).aggregate(self.metric, items)
         return {self.metric: value} if self.task_name == PER_ROW else value
 
@@ -96,8 +106,10 @@ def _grouping(cell: Mapping[str, Any]) -> Any:
             task_name, subset, protocol = row["cell"].split("/")
             text = model_response.text[0] if model_response.text else None
             selection = Selection.from_key(row["selection"])
-            cell_ = Cell(subset, protocol)
-            return adapter(task_name).read(selection, cell_, row["doc_id"], json.loads(row["slot"]), text)
+            items = adapter(task_name).read(
+                selection, Cell(subset, protocol), row["doc_id"], json.loads(row["slot"]), text
+            )
+            return stored(task_name, items)
 
     names = [metric["name"] for metric in cell["metrics"]]
     kind = CorpusLevelMetricGrouping if cell["task"] == PER_ROW else SampleLevelMetricGrouping

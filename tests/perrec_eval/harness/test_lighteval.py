@@ -46,12 +46,8 @@ def _custom_tasks_only(monkeypatch) -> None:
 def exported(builds, tmp_path_factory):
     out = tmp_path_factory.mktemp("export_lighteval") / "perrec_tasks.py"
     argv = ["export", "lighteval", *(str(builds[f]) for f in FAMILIES), "--out", str(out), "--max-docs", "2"]
-    assert (
-        main(
-            ["--no-progress", *argv, "--max-new-tokens", "8", "--subsets", "easy,hard,rating,direct,explicit"]
-        )
-        == 0
-    )
+    subsets = "easy,hard,rating,direct,explanation,explicit"
+    assert main(["--no-progress", *argv, "--max-new-tokens", "8", "--subsets", subsets]) == 0
     return out
 
 

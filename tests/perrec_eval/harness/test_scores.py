@@ -18,7 +18,7 @@ import pytest
 from perrec_eval.cli import main
 from perrec_eval.harness.export import read_export, rows_of
 from perrec_eval.harness.families import adapter
-from perrec_eval.harness.lighteval_tasks import Aggregate
+from perrec_eval.harness.lighteval_tasks import Aggregate, stored
 from perrec_eval.harness.requests import Selection
 from perrec_eval.tasks import Cell
 from tests.perrec_eval.harness import scripted
@@ -67,7 +67,8 @@ def test_scores_a_limited_run_scores_the_rows_it_answered(exported, builds, tmp_
 
 def _details(export: Path, out: Path, task: str) -> dict[str, dict[str, float]]:
     """lighteval's ``--save-details`` files of `task`'s cells answered by `scripted.answer`, and the numbers
-    its metric groupings report (`Adapter.read` per row, `Aggregate` per metric)."""
+    its metric groupings report (`Adapter.read` per row, stored as lighteval's details can hold them,
+    `Aggregate` per metric)."""
     folder = out / "details" / "model" / DATE
     folder.mkdir(parents=True)
     values = {}
@@ -81,10 +82,11 @@ def _details(export: Path, out: Path, task: str) -> dict[str, dict[str, float]]:
             text = scripted.answer(row)
             result = adapter(task).read(Selection.from_key(row["selection"]), Cell(subset, protocol),
                                         row["doc_id"], json.loads(row["slot"]), text)  # fmt: skip
+            result = stored(task, result)
             for metric, item in result.items():
                 items.setdefault(metric, []).append(item)
             details.append({"doc": {"specific": row, "generation_size": cell["max_new_tokens"]},
-                            "model_response": {"text": [text]}})  # fmt: skip
+                            "model_response": {"text": [text]}, "metric": result})  # fmt: skip
         short = cell["name"][len(cell["group"]) + 1 :]
         pq.write_table(
             pa.Table.from_pylist(details), folder / f"details_{cell['group']}:{short}|0_{DATE}.parquet"
@@ -96,7 +98,7 @@ def _details(export: Path, out: Path, task: str) -> dict[str, dict[str, float]]:
     return values
 
 
-@pytest.mark.parametrize("task", ["perrecbench", "recbench-plus"])
+@pytest.mark.parametrize("task", FAMILIES)
 def test_scores_lighteval_details_give_the_harness_numbers(exported, builds, tmp_path, task):
     harness = _details(exported, tmp_path / "out", task)
     cells = cell_metrics(exported, task)
