@@ -274,30 +274,36 @@ def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: boo
 
 
 def stage_files(upload: Upload, folder: str | os.PathLike) -> Path:
-    """Write the files of `upload` into a new `folder`, as the repository would hold them (to read them).
+    """Write the files of `upload` into a new `folder`, as the repository would hold them (to read them);
+    return it resolved. The files go into a temp sibling first (`outputs.replaced`): a kill leaves no
+    half-staged folder.
 
     Raises:
-        ConfigError: `folder` exists already (nothing is overwritten).
+        ConfigError, DataError: `folder` exists already (nothing is overwritten), is inside a folder being
+            pushed, or breaks the output rule (`outputs.target`).
     """
     import shutil
 
-    folder = Path(folder)
-    if folder.exists():
+    from perrec_eval import outputs
+
+    target = outputs.target(folder, flag="--stage")
+    if target.exists() or target.is_symlink():
         raise ConfigError(f"--stage {folder} exists: name a new folder")
     inside = [path for path in upload.files.values() if isinstance(path, Path)]
-    if any(folder.resolve().is_relative_to(path.resolve().parent) for path in inside):
+    if any(target.is_relative_to(path.resolve().parent) for path in inside):
         raise ConfigError(
             f"--stage {folder} is inside the folder being pushed (the next push would send the copy): "
             "name a folder outside it"
         )
-    for name, content in sorted(upload.files.items()):
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            target.write_bytes(content)
-        else:
-            shutil.copyfile(content, target)
-    return folder
+    with outputs.replaced(target) as tmp:
+        for name, content in sorted(upload.files.items()):
+            path = tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                shutil.copyfile(content, path)
+    return target
 
 
 def folder_files(folder: Path, *, skip: tuple[str, ...] = ()) -> dict[str, Path]:

@@ -148,3 +148,33 @@ def test_publish_scan_passes_hashes_numbers_and_special_tokens(text):
     from perrec_eval.publish import scan
 
     assert scan("a.json", text.encode(), []) is None
+
+
+# ------------------------------------------------------------------------ --stage writes and stops
+
+
+def test_push_stage_writes_the_files_and_sends_nothing(tmp_path, capsys, monkeypatch):
+    import huggingface_hub
+
+    class NoHub:
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("--stage reached the Hub")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", NoHub)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert main(["push", "metric", "--repo", "org/ptc", "--stage", str(tmp_path / "staged")]) == 0
+    out = capsys.readouterr().out
+    assert "nothing was sent" in out and "uploaded" not in out
+    assert (tmp_path / "staged" / "ptc.py").is_file()
+
+
+def test_push_stage_refuses_a_secret_before_writing_it(report, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "c"
+    shutil.copytree(report, copy)
+    with (copy / "leaderboard.md").open("a", encoding="utf-8") as handle:
+        handle.write("glpat-abcdefghij1234567890\n")
+    argv = ["push", "leaderboard", str(copy), "--repo", "org/x", "--stage", str(tmp_path / "staged")]
+    refused(capsys, argv, "GitLab token")
+    assert not (tmp_path / "staged").exists()
