@@ -41,6 +41,9 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         raise ValueError(f"atomic_open writes whole files: mode must be 'w' or 'wb', got {mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    kind = special_kind(path)
+    if kind is not None:  # a rename over it would replace the device itself (`outputs.refuse_special`)
+        raise DataError(f"{path} is {kind}, not a regular file: choose another path")
     remove_stale(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
@@ -52,6 +55,30 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """What `path` is when it exists and is neither a regular file, a folder nor a symlink to one: ``"a
+    FIFO"``, ``"a character device"``, ``"a block device"``, ``"a socket"``; None otherwise.
+
+    >>> special_kind("/dev/null"), special_kind("/nonexistent")
+    ('a character device', None)
+    """
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing, or a dangling link: written as a new file
+        return None
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return None
 
 
 def remove_stale(path: str | os.PathLike[str]) -> list[Path]:
@@ -137,6 +164,8 @@ def swap_in(tmp: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
     sibling, which :func:`remove_stale` puts back or clears).
     """
     tmp, out = Path(tmp), Path(out)
+    if out.exists() and not out.is_dir():  # never set a user's file aside (the next writer would remove it)
+        raise DataError(f"{out} is a file where a folder is written: move it away or choose another path")
     if out.exists():
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
         out.rename(old)

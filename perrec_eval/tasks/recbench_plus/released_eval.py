@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from perrec_eval.cliconfig import option
-from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.errors import ConfigError, DataError, PerrecbenchError
 from perrec_eval.evaluation import TaskEvalConfig
 from perrec_eval.evaluation import evaluate_command as general_evaluate_command
 from perrec_eval.tasks.recbench_plus import released
@@ -106,20 +107,72 @@ class ReleasedEvalConfig(TaskEvalConfig):
 
 def evaluate_command(config: ReleasedEvalConfig) -> int:
     """`perrecbench evaluate --task recbench-plus`: a build, or a released query file written as one first;
-    ``--engine fake --model oracle`` answers every query with its ground truth (`oracle_engine`)."""
-    if config.released_queries is not None:
-        assert config.data is not None
+    ``--engine fake --model oracle`` answers every query with its ground truth (`oracle_engine`).
+
+    The released folder follows the output rule (`data_folder`), and the run holds its lock and the
+    ``--out`` lock from before it is written until the run ends: a second command on either is refused
+    before it writes anything, and the run's docs and fingerprint are those of the folder it wrote.
+    """
+    if config.released_queries is None:
+        return _evaluate(config)
+    from perrec_eval import outputs
+    from perrec_eval.lock import file_lock, folder_lock
+
+    assert config.data is not None
+    try:
+        folder = data_folder(config.data)
+        others = {"--out": config.out, "--released-queries": config.released_queries}
+        others |= {"--catalogue": config.catalogue, "--ratings": config.ratings}
+        outputs.refuse_overlap(folder, others, flag="--released-data", existing=False)
+    except PerrecbenchError as err:
+        if config.released_data is not None:
+            raise
+        raise type(err)(f"{err} (without --released-data it is {config.data}, beside --out)") from err
+    with file_lock(folder), folder_lock(config.out):
         types = write_folder(
-            config.released_queries, config.catalogue, config.ratings, Path(config.data), compat=config.compat
+            config.released_queries, config.catalogue, config.ratings, folder, compat=config.compat
         )
         if config.subsets is None:  # every subset the file answers
             from perrec_eval.tasks import get
 
             chosen = tuple(s for s in get(config.task).subsets if s.partition("-")[0] in types)
             config = dataclasses.replace(config, subsets=chosen)
+        return _evaluate(config)
+
+
+def _evaluate(config: ReleasedEvalConfig) -> int:
     general = config.general()
     oracle = general.engine == "fake" and general.model == ORACLE
     return general_evaluate_command(general, oracle_engine(general) if oracle else None)
+
+
+def data_folder(path: str | os.PathLike[str], *, flag: str = "--released-data") -> Path:
+    """The folder a released file is written into, checked by the output rule every output follows, and
+    resolved: named, not the current, home or root folder (`outputs.target`), not a file ("is a file":
+    a user's file is never moved aside), and, when it exists and holds anything, a folder this command
+    wrote (its manifest.json says ``source_kind: released``) holding only the files that manifest names
+    (`outputs.refuse_foreign`): it is replaced whole.
+
+    Raises:
+        ConfigError, DataError: the reason and the fix.
+    """
+    from dataset_builder.manifest import data_files
+    from perrec_eval import fileio, outputs
+
+    folder = outputs.target(path, flag=flag)
+    if folder.exists() and not folder.is_dir():
+        raise DataError(
+            f"{flag} {path} is a file: the released queries are written as a folder; choose a new folder"
+        )
+    try:
+        recorded = fileio.read_json(folder / "manifest.json")
+    except (OSError, ValueError):
+        recorded = None
+    released = isinstance(recorded, dict) and recorded.get("source_kind") == "released"
+    own = {"manifest.json", *data_files(recorded)} if released else set()
+    outputs.refuse_foreign(folder, lambda name: str(name) in own, command="evaluate --released-queries",
+                           flag=flag)  # fmt: skip
+    return folder
 
 
 def oracle_engine(config: TaskEvalConfig) -> Any:
@@ -315,7 +368,7 @@ def write_folder(
     Raises:
         DataError, ConfigError: a file that cannot be read, or a movie file without --catalogue.
     """
-    from perrec_eval import outputs
+    from perrec_eval import fileio, outputs
     from perrec_eval.fileio import write_json
 
     queries = released.read_queries(queries_path)
@@ -333,15 +386,10 @@ def write_folder(
         "ratings": _identity(ratings),
         "compat": compat,
     }
-    manifest_path = folder / "manifest.json"
-    recorded = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    folder = data_folder(folder)  # (again: a caller that holds its lock checked it before taking it)
+    recorded = fileio.read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
     if recorded.get("released") == inputs:
         return list(recorded["queries"])
-    if folder.is_dir() and any(folder.iterdir()) and recorded.get("source_kind") != "released":
-        raise DataError(
-            f"{folder} holds other files than released queries written by this command: pass a new folder "
-            "with --released-data (or another --out)"
-        )
     movies = released.read_movies(catalogue) if catalogue is not None else None
     histories, popularity = ratings_of(ratings) if ratings is not None else (None, None)
     rows, items = folder_rows(
