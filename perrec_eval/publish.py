@@ -415,6 +415,16 @@ def leaderboard_upload(report: str | os.PathLike, repo: str, *, title: str | Non
             "and .json only, and a Space shows index.html; publish the leaderboard.md table another way"
         )
     if not (folder / "index.html").is_file():
+        from perrec_eval.leaderboard.folder import own_files
+
+        families = sorted(
+            child.name for child in folder.iterdir() if child.is_dir() and own_files(child) is not None
+        ) if folder.is_dir() else []  # fmt: skip
+        if families:  # a report of several families: one report folder each
+            raise DataError(
+                f"{folder} holds one report per family ({', '.join(f'{n}/' for n in families)}): push each "
+                f"as its own Space, e.g. `perrecbench push leaderboard {folder / families[0]} --repo ...`"
+            )
         raise DataError(
             f"{folder} has no index.html: write a report first "
             f"(`perrecbench report RUN_DIR ... --out {folder}`)"
