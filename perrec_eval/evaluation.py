@@ -13,7 +13,6 @@ baselines scored like models. The files:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import math
 import time
@@ -295,15 +294,10 @@ def _number(value: float) -> float | None:
 
 
 def fingerprint(data: str) -> str:
-    """sha256 of the build's manifest (or of its parquet files' names, which are content hashes)."""
-    folder = Path(data)
-    manifest = folder / "manifest.json"
-    if manifest.is_file():
-        from dataset_builder.manifest import without_checksums
+    """The build's fingerprint, computed from its files (`dataset_builder.manifest.fingerprint`)."""
+    from dataset_builder import manifest
 
-        return hashlib.sha256(without_checksums(manifest.read_bytes())).hexdigest()
-    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) if folder.is_dir() else []
-    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+    return manifest.fingerprint(data)
 
 
 def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import datasets
 
+from dataset_builder.manifest import record_checksums
 from dataset_builder.perrecbench.schema import CONFIGS, FEATURES
 
 TOPICS = ("garden", "kitchen", "camera", "novel", "boots", "laptop")
@@ -93,6 +94,7 @@ def write_tiny_benchmark(
             user["user_id"] = "TRAIN-" + user["user_id"]
     yaml_lines = ["---", "configs:"]
     rng = random.Random(seed)
+    outputs: dict[str, dict[str, str]] = {}
     for config, size in CONFIGS.items():
         yaml_lines += [f"- config_name: {config}", "  data_files:"]
         for split, rows in splits.items():
@@ -109,8 +111,13 @@ def write_tiny_benchmark(
             name = f"{split}-{digest}.parquet"
             tmp.replace(folder / config / name)
             yaml_lines += [f"  - split: {split}", f"    path: {config}/{name}"]
+            outputs.setdefault(config, {})[split] = f"{config}/{name}"
     yaml_lines.append("---")
     (folder / "README.md").write_text("\n".join(yaml_lines) + "\n# tiny PerRecBench\n", encoding="utf-8")
+    # as a build's: its files named, their sha256 recorded (a benchmark folder without one is refused)
+    manifest = {"source_kind": "synthetic", "parameters": {"seed": seed}, "outputs": outputs, "versions": {}}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    record_checksums(folder)
     return folder
 
 
