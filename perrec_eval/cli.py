@@ -52,7 +52,8 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        argv = cliconfig.select_task(argv)  # a family's own options; a run or benchmark folder's --task
+        # a family's own options; a run or benchmark folder's --task
+        argv = cliconfig.select_task(argv, build_parser)
     except PerrecbenchError as err:
         print(f"perrecbench: error: {err}", file=sys.stderr)
         return 2

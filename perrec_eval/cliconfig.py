@@ -544,10 +544,14 @@ def check_choices(config: Any) -> None:
 _selected_task: str | None = None
 
 
-def select_task(argv: Sequence[str]) -> list[str]:
+def select_task(
+    argv: Sequence[str], parser: Callable[[], argparse.ArgumentParser] | None = None
+) -> list[str]:
     """Remember the family that ``--task NAME`` (or ``--task=NAME``) of `argv` names, before parsing; return
     `argv`, with ``--task NAME`` added where it names none and a folder it passes does (a run folder's
-    run.json, a benchmark folder's manifest.json: `folder_task`).
+    run.json, a benchmark folder's manifest.json: `folder_task`). Only ``--data`` and the command's
+    positional arguments are read as folders, never another option's value (`parser` makes the command
+    line's parser, whose switches take none).
 
     Raises:
         ConfigError: an unknown family, or a --task that the folder contradicts.
@@ -569,7 +573,7 @@ def select_task(argv: Sequence[str]) -> list[str]:
     inferring = ("evaluate", "score", "profiles", "sft", "push")
     if command not in inferring or (subcommand and rest[:1] != subcommand):
         return list(argv)
-    found = _folder_task(rest)
+    found = _folder_task(rest[len(subcommand or ()) :], switches(parser()) if parser else frozenset())
     if found is None:
         return list(argv)
     folder, task = found
@@ -583,27 +587,49 @@ def select_task(argv: Sequence[str]) -> list[str]:
     return list(argv)
 
 
-def _folder_task(args: Sequence[str]) -> tuple[str, str] | None:
-    """The first folder among `args` that names its family: (the folder, its family)."""
+def _folder_task(args: Sequence[str], switches: frozenset[str]) -> tuple[str, str] | None:
+    """The first folder among `args` (a command's arguments) that names its family: (the folder, its family).
+
+    Read: the value of ``--data`` and the positional arguments (a run folder); not the value of any other
+    option (``--label NAME``, ``--per-query ''``), which an option that is not one of `switches` takes.
+
+    >>> _folder_task(["--label", "/", "--out", "/", "x"], frozenset()) is None
+    True
+    """
     for i, arg in enumerate(args):
-        value = arg.partition("=")[2] if arg.startswith("--data=") else arg
-        if value.startswith("-") or (i and args[i - 1] in _NOT_FOLDERS):
+        before = args[i - 1] if i else ""
+        if arg.startswith("--data="):
+            value = arg.partition("=")[2]
+        elif before == "--data" or not (
+            arg.startswith("-") or (before.startswith("-") and "=" not in before and before not in switches)
+        ):
+            value = arg
+        else:
             continue
-        task = folder_task(value)
+        task = folder_task(value) if value else None
         if task is not None:
             return value, task
     return None
 
 
-_NOT_FOLDERS = ("--out", "--model", "--predictions", "--profiles")  # options whose folder names no family
+def switches(parser: argparse.ArgumentParser) -> frozenset[str]:
+    """Every option of `parser` and its subcommands' that takes no value (``--overwrite``, ``-v``)."""
+    found: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= switches(sub)
+        elif action.option_strings and action.nargs == 0:
+            found |= set(action.option_strings)
+    return frozenset(found)
 
 
 def folder_task(path: str) -> str | None:
     """The family of a run folder (its run.json, or the one run in a folder of runs) or a benchmark folder
     (its manifest.json); None for anything else or a file that cannot be read (its command says why)."""
-    import json
     from pathlib import Path
 
+    from perrec_eval.fileio import loads
     from perrec_eval.tasks import DEFAULT_TASK
 
     folder = Path(path)
