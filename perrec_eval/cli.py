@@ -88,6 +88,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.debug("details", exc_info=True)
         print(f"perrecbench {args.command}: error: {redact_text(problem)}", file=sys.stderr)
         return 2
+    except RecursionError:
+        # every reader names its file (`fileio.loads`); one that does not still ends in one line
+        if debug:
+            raise
+        logger.debug("details", exc_info=True)
+        print(
+            f"perrecbench {args.command}: error: an input is nested too deeply to be read (such as JSON "
+            "of thousands of nested brackets): check the files the command reads (--debug shows where)",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         return _interrupted()
     except Exception as err:

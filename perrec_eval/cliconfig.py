@@ -641,11 +641,11 @@ def folder_task(path: str) -> str | None:
         )
         if runs:
             tasks_of = {
-                json.loads((run / "run.json").read_text())["config"].get("task", DEFAULT_TASK) for run in runs
+                loads((run / "run.json").read_text())["config"].get("task", DEFAULT_TASK) for run in runs
             }
             return tasks_of.pop() if len(tasks_of) == 1 else None
         if (folder / "manifest.json").is_file():
-            return json.loads((folder / "manifest.json").read_text()).get("task", DEFAULT_TASK)
+            return loads((folder / "manifest.json").read_text()).get("task", DEFAULT_TASK)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return None

@@ -777,6 +777,8 @@ def _prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
             ) from None
         except ValueError as err:
             raise DataError(f"{where} is not JSON ({err}): write one JSON object per line") from None
+        except RecursionError:
+            raise DataError(f"{where} is nested too deeply to read: write one JSON object per line") from None
         if not isinstance(record, dict) or set(record) != {"config", "id", "prediction"}:
             raise DataError(f'{where}: each line must be {{"config": C, "id": ROW_ID, "prediction": VALUE}}')
         if not isinstance(record["config"], str) or not isinstance(record["id"], str | int):

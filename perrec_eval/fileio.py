@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -213,10 +214,29 @@ def starts_with_record(path: str | os.PathLike[str], keys: Iterable[str]) -> boo
     with Path(path).open("rb") as handle:
         first = handle.readline(1 << 20)
     try:
-        record = json.loads(first)
+        record = loads(first)
     except ValueError:
         return False
     return isinstance(record, dict) and set(keys) <= record.keys()
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads` that reads any input without a traceback: JSON nested deeper than Python's recursion
+    allows (``[[[[...]]]]``) is a ValueError as other invalid JSON is, so every reader that names the file
+    of a ValueError names this one too.
+
+    >>> loads('{"a": [1]}')
+    {'a': [1]}
+    >>> loads("[" * 100_000 + "]" * 100_000)
+    Traceback (most recent call last):
+    ...
+    ValueError: nested too deeply to be read (more than ... levels)
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        levels = sys.getrecursionlimit()
+        raise ValueError(f"nested too deeply to be read (more than {levels} levels)") from None
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
@@ -227,8 +247,8 @@ def read_json(path: str | os.PathLike[str]) -> Any:
             has many).
     """
     try:
-        return json.loads(_read(path))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        return loads(_read(path))
+    except (ValueError, UnicodeDecodeError) as err:
         raise DataError(f"{path} is not valid JSON ({err}): {_REWRITE}") from err
 
 
@@ -247,8 +267,8 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
+            record = loads(line)
+        except ValueError as err:
             raise DataError(f"{path} line {number} is not valid JSON ({err}): {_REWRITE}") from err
         if not isinstance(record, dict):
             raise DataError(f"{path} line {number} is not a JSON object: {_REWRITE}")

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from perrec_eval import fileio
 from perrec_eval.cliconfig import check_seed, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.evaluation import CONFIDENCE_LEVEL, N_RESAMPLES, TaskScoreConfig
@@ -184,7 +185,7 @@ def read_responses(path: str) -> dict[str, str | None]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = fileio.loads(line)
         except ValueError as err:
             if line.startswith("\ufeff"):
                 raise DataError(

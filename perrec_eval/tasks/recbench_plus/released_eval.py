@@ -425,7 +425,7 @@ def write_folder(
 
 
 def _is_book(path: str) -> bool:
-    records = json.loads(Path(path).read_text(encoding="utf-8"))
+    records = released._read_json(path)
     first = records[0] if isinstance(records, list) and records else {}
     subset = (first.get("query & ground true") or [{}])[0] if "query & ground true" in first else first
     return any(key in subset for key in ("bookSubset", "book subset"))
