@@ -456,7 +456,7 @@ def _run_info(
 
 def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:
     """The scores of a finished general-path run, computed again from its predictions and samples."""
-    return score(task, read_predictions(run_dir), read_samples(run_dir), seed=seed)
+    return score(task, read_predictions(run_dir, task), read_samples(run_dir), seed=seed)
 
 
 def evaluate_command(config: TaskEvalConfig, engine: Engine | None = None) -> int:

@@ -93,7 +93,7 @@ def load(folder: str | os.PathLike) -> FamilyRun:
     info = read_run_info(path)
     label = info.label or info.engine.get("model") or path.name
     scores = read_family_scores(path / "scores.json")
-    return FamilyRun(path, str(label), info, scores, tuple(read_predictions(path)))
+    return FamilyRun(path, str(label), info, scores, tuple(read_predictions(path, get(info.task))))
 
 
 def task_of(folder: str | os.PathLike) -> str:

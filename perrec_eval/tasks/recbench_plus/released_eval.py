@@ -234,15 +234,25 @@ def ratings_of(path: str) -> tuple[dict[str, list[str]], dict[str, int]]:
 
 def _raw_groups(path: str) -> dict[str, dict[str, Any]]:
     """A profile file's group index -> its group (``group_type``, ``group`` as a mapping); {} otherwise."""
-    records = json.loads(Path(path).read_text(encoding="utf-8"))
+    records = released._read_json(path)
     out = {}
     for i, record in enumerate(records):
         if isinstance(record, dict) and "group_type" in record:
-            names = str(record["group_type"]).split("_")
-            words = record["group"] if isinstance(record["group"], list) else [record["group"]]
+            kind, words = record["group_type"], record.get("group")
+            names = kind.split("_") if isinstance(kind, str) else []
+            words = words if isinstance(words, list) else [words] if isinstance(words, str | int) else None
+            if not names or set(names) - {"age", "gender", "occupation"} or words is None or (
+                len(words) != len(names) or not all(isinstance(w, str | int) for w in words)
+            ):
+                shown = f"group_type {str(kind)[:40]!r} and group {str(record.get('group'))[:60]!r}"
+                raise DataError(
+                    f"{path}: group {i} has {shown}: a group names one value of each of age, gender, "
+                    'occupation in group_type (e.g. "age_gender" and ["25-34", "Female"]): not a released '
+                    "query file"
+                )
             given = dict(zip(names, map(str, words), strict=True))
             group = {name: given.get(name) for name in ("age", "gender", "occupation")}  # as a build's rows
-            out[str(i)] = {"group_type": record["group_type"], "group": group}
+            out[str(i)] = {"group_type": kind, "group": group}
     return out
 
 
