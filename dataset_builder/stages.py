@@ -115,7 +115,7 @@ def _select(
     """Run the domain's selection into a work folder and save it as a stage; return the stage's key."""
     for stale in stage_dir.glob("work-*"):  # the work folders of builds that were killed
         pid = stale.name.removeprefix("work-")
-        if pid.isdigit() and not pid_alive(int(pid)):
+        if pid.isascii() and pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     work = stage_dir / f"work-{os.getpid()}"
     bar = progress.bar(total=len(spec.steps), desc=item.domain, unit="stage")

@@ -134,7 +134,8 @@ class TaskEvalConfig(EngineSpec):
             for entry in (e.strip() for e in part.split(",") if e.strip()):
                 name, sep, value = entry.rpartition("=")
                 targets = [name] if sep else list(budgets)
-                if not value.isdigit() or int(value) < 1 or any(t not in budgets for t in targets):
+                number = value.isascii() and value.isdigit()  # not "²", which int() refuses
+                if not number or int(value) < 1 or any(t not in budgets for t in targets):
                     raise ConfigError(
                         f"--max-new-tokens {entry!r}: one number, or NAME=N with NAME one of "
                         f"{', '.join(budgets)}"

@@ -103,7 +103,7 @@ def remove_stale(path: str | os.PathLike[str]) -> list[Path]:
     for kind in ("tmp", "old"):
         for stale in sorted(path.parent.glob(f".{glob_escape(path.name)}.{kind}-*")):
             pid = stale.name.rpartition("-")[2]
-            if not pid.isdigit() or pid_alive(int(pid)):
+            if not (pid.isascii() and pid.isdigit()) or pid_alive(int(pid)):
                 continue
             if kind == "old" and not path.exists() and not path.is_symlink():
                 stale.rename(path)

@@ -270,7 +270,7 @@ def read_movies(path: str) -> list[Movie]:
         parts = line.split("::")
         if not line.strip():
             continue
-        if len(parts) != 3 or not parts[0].strip().isdigit() or not parts[1].strip():
+        if len(parts) != 3 or not _number(parts[0]) or not parts[1].strip():
             raise DataError(
                 f"{path} line {number} has no movie id and title: pass MovieLens-1M's movies.dat "
                 "(MovieID::Title (Year)::Genres) with --catalogue"
@@ -279,6 +279,16 @@ def read_movies(path: str) -> list[Movie]:
     if not movies:
         raise DataError(f"{path} holds no movie: pass MovieLens-1M's movies.dat with --catalogue")
     return movies
+
+
+def _number(text: str) -> bool:
+    """Whether `text` is a whole number in ASCII digits (``"¹"`` passes ``isdigit`` but is none).
+
+    >>> _number(" 12 "), _number("¹"), _number("1²")
+    (True, False, False)
+    """
+    text = text.strip()
+    return text.isascii() and text.isdigit()
 
 
 def check_users(path: str) -> int:

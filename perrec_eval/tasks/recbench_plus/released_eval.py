@@ -221,10 +221,10 @@ def ratings_of(path: str) -> tuple[dict[str, list[str]], dict[str, int]]:
         if not line.strip():
             continue
         parts = line.split("::")
-        if len(parts) != 4 or not all(part.strip().isdigit() for part in parts):
+        if len(parts) != 4 or not all(released._number(part) for part in parts) or int(parts[3]) >= 2**63:
             raise DataError(
-                f"{path} line {number} is not UserID::MovieID::Rating::Timestamp: pass MovieLens-1M's "
-                "ratings.dat with --ratings"
+                f"{path} line {number} is not UserID::MovieID::Rating::Timestamp (whole numbers, a timestamp "
+                "in seconds): pass MovieLens-1M's ratings.dat with --ratings"
             )
         user, movie, _, ts = (part.strip() for part in parts)
         rated.setdefault(user, []).append((int(ts), int(movie)))
@@ -450,6 +450,6 @@ def _genres(path: str) -> dict[int, str]:
     out = {}
     for line in text.splitlines():
         parts = line.split("::")
-        if len(parts) == 3 and parts[0].strip().isdigit():
+        if len(parts) == 3 and released._number(parts[0]):
             out[int(parts[0])] = parts[2].strip()
     return out

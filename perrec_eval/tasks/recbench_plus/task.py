@@ -320,7 +320,7 @@ def _movies(catalogue: Catalogue, domain: str) -> list[Any]:
     """A catalogue's MovieLens movies in the released evaluator's terms (its id reading of titles)."""
     from perrec_eval.tasks.recbench_plus.released import Movie
 
-    asins = sorted((a for a in catalogue.by_domain[domain] if a.isdigit()), key=int)
+    asins = sorted((a for a in catalogue.by_domain[domain] if a.isascii() and a.isdigit()), key=int)
     return [Movie(int(a), catalogue.titles[a]) for a in asins]
 
 
