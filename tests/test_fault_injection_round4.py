@@ -360,5 +360,302 @@ def test_report_of_one_family_into_a_folder_of_several_names_the_cause(two_famil
     assert (Path("both") / "toy" / "index.html").is_file() and (Path("both") / "perrecbench").is_dir()
     line = refused(capsys, ["--no-progress", "report", "toy-run", "--out", "both"], "several families")
     assert "did not write" not in line
-    line = refused(capsys, ["push", "leaderboard", "both", "--repo", "org/x", "--dry-run"], "both/perrecbench")
+    push = ["push", "leaderboard", "both", "--repo", "org/x", "--dry-run"]
+    line = refused(capsys, push, "both/perrecbench")
     assert "write a report first" not in line
+
+
+# ----------------------------------------------------------- H8: integrity that cannot be edited around
+
+
+@pytest.fixture(scope="module")
+def rbp_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.dataset_builder.recbench_plus import fixture
+
+    root = tmp_path_factory.mktemp("round4_rbp")
+    return fixture.build(root / "rbp", fixture.synth(root / "raw"))
+
+
+def _tampered(build: Path, tmp_path: Path) -> Path:
+    """A copy of `build` whose explicit test file names other ground truths, its checksum edited to match."""
+    import hashlib
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "t"
+    shutil.copytree(build, copy)
+    manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
+    test = copy / manifest["outputs"]["explicit"]["test"]
+    item = pq.read_table(copy / manifest["outputs"]["catalogue"]["items"]).to_pylist()[0]
+    rows = pq.read_table(test).to_pylist()
+    for row in rows:
+        truth = {**row["ground_truth"][0], "parent_asin": item["parent_asin"], "title": item["title"]}
+        row["ground_truth"] = [truth]
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(test)), test)
+    name = manifest["outputs"]["explicit"]["test"]
+    manifest["checksums"][name] = hashlib.sha256(test.read_bytes()).hexdigest()
+    (copy / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return copy
+
+
+def test_evaluate_refuses_a_file_edited_with_its_checksum(rbp_build, tmp_path, capsys):
+    data = _tampered(rbp_build, tmp_path)
+    argv = ["--no-progress", "evaluate", "--task", "recbench-plus", "--data", str(data)]
+    argv += ["--engine", "baseline", "--model", "popularity", "--out", str(tmp_path / "run")]
+    refused(capsys, argv, "does not hold the rows")
+    assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_fingerprint_is_computed_from_the_files(rbp_build, tmp_path):
+    # the tampered copy never gets the genuine build's fingerprint: refused (its name holds the build's hash)
+    from dataset_builder.manifest import fingerprint
+    from perrec_eval.errors import DataError
+
+    genuine = fingerprint(rbp_build)
+    with pytest.raises(DataError, match="does not hold the rows"):
+        fingerprint(_tampered(rbp_build, tmp_path))
+    assert fingerprint(rbp_build) == genuine  # unchanged files: unchanged fingerprint
+
+
+def test_fingerprint_of_a_build_with_plain_names_holds_each_files_sha256(tmp_path):
+    # a family naming its files without a hash: an edit with its checksum changes the fingerprint
+    import hashlib
+
+    from dataset_builder.manifest import fingerprint, record_checksums
+
+    (tmp_path / "a.jsonl").write_text('{"id": 1}\n', encoding="utf-8")
+    manifest = {"task": "toy", "parameters": {}, "outputs": {"a": {"test": "a.jsonl"}}, "versions": {}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    record_checksums(tmp_path)
+    before = fingerprint(tmp_path)
+    (tmp_path / "a.jsonl").write_text('{"id": 2}\n', encoding="utf-8")
+    recorded = json.loads((tmp_path / "manifest.json").read_text(encoding="utf-8"))
+    recorded["checksums"]["a.jsonl"] = hashlib.sha256((tmp_path / "a.jsonl").read_bytes()).hexdigest()
+    (tmp_path / "manifest.json").write_text(json.dumps(recorded), encoding="utf-8")
+    assert fingerprint(tmp_path) != before
+
+
+def test_evaluate_refuses_a_perrecbench_build_without_its_manifest(bench, tmp_path, capsys):
+    import shutil
+
+    data = tmp_path / "pb"
+    shutil.copytree(bench, data)
+    (data / "manifest.json").unlink()
+    (train,) = (data / "easy").glob("train-*.parquet")
+    (test,) = (data / "easy").glob("test-*.parquet")
+    shutil.copyfile(train, test)  # train rows scored as test, unnoticed without the manifest
+    argv = ["--no-progress", "evaluate", "--data", str(data), "--engine", "fake", "--model", "constant"]
+    refused(capsys, [*argv, "--levels", "easy", "--out", str(tmp_path / "run")], "has no manifest.json")
+
+
+# ---------------------------------------------------------------- H19: family inference reads folders only
+
+
+def test_score_per_query_empty_is_named_in_a_folder_of_perrecbench_runs(baseline_run, capsys):
+    # '' was read as the current folder, a folder of PerRecBench runs: "is perrecbench's (--task ... given)"
+    import shutil
+
+    for name in ("DemographicsBasedQuery.json", "responses.jsonl", "movies.dat"):
+        shutil.copy(RELEASED / name, name)
+    refused(capsys, _score_released(""), "--per-query is empty")
+
+
+def test_evaluate_reads_no_family_from_an_option_value(bench, rbp_build, tmp_path, capsys):
+    # --label naming another family's build switched the command to that family's options
+    argv = ["--no-progress", "evaluate", "--label", str(rbp_build), "--data", str(bench), "--engine", "fake"]
+    argv += ["--model", "constant", "--levels", "easy", "--max-groups", "2", "--out", str(tmp_path / "run")]
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["config"].get("task", "perrecbench") == (
+        "perrecbench"
+    )
+
+
+# ------------------------------------------------------- H13, H14, H16: one line instead of a traceback
+
+
+def _queries(change, name: str = "DemographicsBasedQuery.json") -> str:
+    records = json.loads(Path(name).read_text(encoding="utf-8"))
+    change(records)
+    Path("q.json").write_text(json.dumps(records), encoding="utf-8")
+    return "q.json"
+
+
+def _set_group(**fields):
+    def change(records):
+        records[0].update(fields)
+        for name in [key for key, value in fields.items() if value is None]:
+            records[0].pop(name)
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _set_group(group_type="age_gender"),  # two names, one value: zip() ... is shorter
+        _set_group(group=None),  # KeyError: 'group'
+        _set_group(group_type=["age"]),  # ArrowInvalid
+    ],
+)
+def test_released_evaluate_names_a_group_of_the_wrong_shape(released, capsys, change):
+    refused(capsys, _released_evaluate(_queries(change), "e"), "group 0", "not a released query file")
+
+
+def test_released_query_ids_beyond_int64_are_refused(released, capsys):
+    def change(records):
+        records[0]["movieSubsetId"] = [10**30, 1]  # OverflowError in the parquet writer
+
+    queries = _queries(change, "ExplicitQuery.json")
+    refused(capsys, _released_evaluate(queries, "e"), "is not a movie id")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"choices": "nope"}, {"choices": [None]}, "str", {"choices": [{"message": "hi"}]}],
+)
+def test_released_batch_output_of_another_shape_is_named_by_its_line(released, capsys, body):
+    Path("b.jsonl").write_text(json.dumps({"custom_id": "3", "response": {"body": body}}) + "\n")
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", "ExplicitQuery.json"]
+    refused(capsys, [*args, "--responses", "b.jsonl", "--catalogue", "movies.dat"], "b.jsonl line 1")
+
+
+def test_score_and_report_of_a_run_whose_run_json_names_another_family(released, capsys):
+    # an LLMRec-shaped run recorded as RecBench+'s: the rows were scored by the wrong family's rules
+    assert main(_released_evaluate("ExplicitQuery.json", "x")) == 0
+    lines = Path("x/predictions.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [{**json.loads(line), "subset": "rating", "protocol": "rating", "truth": 4.0} for line in lines]
+    Path("x/predictions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    refused(capsys, ["--no-progress", "score", "x"], "rating/rating", "run.json names another task")
+    refused(capsys, ["--no-progress", "report", "x", "--no-plots"], "rating/rating")
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_deeply_nested_json_inputs_end_in_one_line(released, capsys):
+    # H14: RecursionError tracebacks from a query file, a responses line, run.json and manifest.json
+    Path("deep.json").write_text(DEEP, encoding="utf-8")
+    Path("deep.jsonl").write_text('{"id": "3", "response": ' + DEEP + "}\n", encoding="utf-8")
+    score = ["--no-progress", "score", "--task", "recbench-plus", "--catalogue", "movies.dat", "--responses"]
+    refused(capsys, [*score, "responses.jsonl", "--released-queries", "deep.json"], "deep.json")
+    refused(capsys, [*score, "deep.jsonl", "--released-queries", "ExplicitQuery.json"], "line 1")
+    Path("run").mkdir()
+    Path("run/run.json").write_text(DEEP, encoding="utf-8")
+    refused(capsys, ["--no-progress", "score", "run"], "run.json", "nested too deeply")
+    refused(capsys, ["--no-progress", "report", "run"], "run.json", "nested too deeply")
+    Path("b").mkdir()
+    Path("b/README.md").write_text("", encoding="utf-8")
+    Path("b/manifest.json").write_text(DEEP, encoding="utf-8")
+    argv = ["--no-progress", "evaluate", "--data", "b", "--engine", "fake", "--model", "constant"]
+    refused(capsys, [*argv, "--out", "o"], "manifest.json")
+
+
+def test_fileio_loads_reads_deep_nesting_as_invalid_json():
+    from perrec_eval import fileio
+
+    with pytest.raises(ValueError, match="nested too deeply"):
+        fileio.loads(DEEP)
+
+
+@pytest.fixture
+def movielens(tmp_path: Path) -> Path:
+    from tests.dataset_builder.recbench_plus.movielens_fixture import write
+
+    return write(tmp_path / "ml-1m")
+
+
+def _movielens_build(source: Path, out: Path) -> list[str]:
+    args = ["--no-progress", "build", "--task", "recbench-plus", "--source", str(source), "--out", str(out)]
+    return [*args, "--users", "20", "--train-users", "0", "--max-share", "0.5", "--threads", "1"]
+
+
+def _edit_line(path: Path, number: int, edit) -> None:
+    lines = path.read_bytes().decode("latin-1").split("\n")
+    lines[number - 1] = edit(lines[number - 1])
+    path.write_bytes("\n".join(lines).encode("latin-1"))
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "says"),
+    [
+        ("users.dat", lambda line: line.replace("::18::", "::1²::"), "users.dat:"),  # age "1²"
+        ("ratings.dat", lambda line: line + "²", "ratings.dat:4"),  # ValueError in int()
+        ("ratings.dat", lambda line: line.rpartition("::")[0] + "::" + "9" * 23, "ratings.dat:4"),  # Overflow
+    ],
+)
+def test_movielens_numbers_int_refuses_are_bad_lines(movielens, tmp_path, capsys, name, edit, says):
+    number = 4 if name == "ratings.dat" else next(
+        i for i, line in enumerate((movielens / name).read_text(encoding="latin-1").split("\n"), 1)
+        if "::18::" in line
+    )  # fmt: skip
+    _edit_line(movielens / name, number, edit)
+    refused(capsys, _movielens_build(movielens, tmp_path / "o"), says, "--on-bad-line skip")
+
+
+def test_released_catalogue_with_a_superscript_id_is_refused_by_line(released, capsys):
+    with Path("movies.dat").open("ab") as handle:
+        handle.write("¹::Superscript (1995)::Drama\n".encode("latin-1"))  # byte 0xB9 is "¹" in Latin-1
+    Path("r.jsonl").write_text('{"id": "3", "response": "Heat"}\n', encoding="utf-8")
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", "ExplicitQuery.json"]
+    refused(capsys, [*args, "--responses", "r.jsonl", "--catalogue", "movies.dat"], "movies.dat line")
+
+
+# --------------------------------------------------------- H23, H24, H25: MovieLens and released files
+
+
+def test_movielens_repeated_movie_id_is_a_bad_line(movielens, tmp_path, capsys):
+    # the last title won: every rating of movie 1 became "Not Toy Story (1999)"
+    with (movielens / "movies.dat").open("ab") as handle:
+        handle.write(b"1::Not Toy Story (1999)::Drama\n")
+    refused(capsys, _movielens_build(movielens, tmp_path / "o"), "movies.dat:41", "id 1 is on line 1 too")
+
+
+def test_movielens_repeated_user_with_other_attributes_is_a_bad_line(movielens, tmp_path, capsys):
+    with (movielens / "users.dat").open("ab") as handle:
+        handle.write(b"1::F::56::20::99999\n")
+    refused(capsys, _movielens_build(movielens, tmp_path / "o"), "users.dat:61", "id 1 is on line 1 too")
+
+
+def test_movielens_utf8_file_with_a_stray_byte_keeps_its_titles(movielens, tmp_path):
+    import pyarrow.parquet as pq
+
+    text = (movielens / "movies.dat").read_bytes().decode("latin-1")
+    data = text.encode("utf-8") + b"41::Caf\xe9 (1990)::Drama\n"  # UTF-8, and one Latin-1 line
+    (movielens / "movies.dat").write_bytes(data)
+    out = tmp_path / "o"
+    assert main([*_movielens_build(movielens, out), "--on-bad-line", "skip"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    items = pq.read_table(out / manifest["outputs"]["catalogue"]["items"]).to_pylist()
+    titles = [row["title"] for row in items]
+    assert any(title.startswith("Amélie") for title in titles) and not any("Ã" in title for title in titles)
+    assert "not UTF-8" in json.dumps(manifest["bad_lines"])
+
+
+def test_movielens_users_file_with_a_byte_order_mark_builds(movielens, tmp_path):
+    (movielens / "users.dat").write_bytes(b"\xef\xbb\xbf" + (movielens / "users.dat").read_bytes())
+    assert main(_movielens_build(movielens, tmp_path / "o")) == 0
+
+
+@pytest.mark.parametrize("name", ["ratings.dat", "movies.dat"])
+def test_movielens_empty_file_is_named(movielens, tmp_path, capsys, name):
+    (movielens / name).write_bytes(b"")
+    line = refused(capsys, _movielens_build(movielens, tmp_path / "o"), name, "holds no line")
+    assert "title" not in line
+
+
+@pytest.mark.parametrize(
+    ("index", "says"), [(None, "data_idx"), ([1, 2], "data_idx"), ("same", "names two queries")]
+)
+def test_released_condition_file_with_a_bad_data_idx_is_refused(released, capsys, index, says):
+    def change(records):
+        if index == "same":
+            records.append(dict(records[0]))  # one response would be scored for both
+        else:
+            records[0]["data_idx"] = index
+
+    queries = _queries(change, "ExplicitQuery.json")
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", queries]
+    refused(capsys, [*args, "--responses", "responses.jsonl", "--catalogue", "movies.dat"], says)
+    refused(capsys, _released_evaluate(queries, "e"), says)
