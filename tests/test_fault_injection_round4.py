@@ -659,3 +659,17 @@ def test_released_condition_file_with_a_bad_data_idx_is_refused(released, capsys
     args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", queries]
     refused(capsys, [*args, "--responses", "responses.jsonl", "--catalogue", "movies.dat"], says)
     refused(capsys, _released_evaluate(queries, "e"), says)
+
+
+# ------------------------------------------------------------------- H18: --memory-limit too small
+
+
+@pytest.mark.parametrize("task", ["llmrec", "recbench-plus"])
+def test_build_with_too_small_a_memory_limit_says_raise_it(tmp_path, capsys, task):
+    # LLMRec's builder printed DuckDB's OutOfMemoryException with its traceback; every family's selection
+    # now goes through the shared conversion (PerRecBench's had its own)
+    from tests.dataset_builder.recbench_plus import fixture
+
+    raw = fixture.synth(tmp_path / "raw")
+    args = ["--no-progress", "build", "--task", task, "--source", str(raw), "--domains", "Books"]
+    refused(capsys, [*args, "--memory-limit", "1MB", "--out", str(tmp_path / "b")], "raise --memory-limit")
