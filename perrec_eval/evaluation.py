@@ -12,6 +12,7 @@ baselines scored like models. The files:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -587,13 +588,15 @@ def score_command(config: TaskScoreConfig) -> int:
     if info.task != config.task:
         raise ConfigError(f"{run_dir} is a run of task {info.task}: pass --task {info.task} (or no --task)")
     task = get(config.task)
-    scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
     from perrec_eval.leaderboard import family
 
-    loaded = family.load(run_dir)
-    _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
+    with folder_lock(run_dir) if config.write else contextlib.nullcontext():  # no writer of it meanwhile
+        scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
+        loaded = family.load(run_dir)
+        _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
+        if config.write:
+            fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
     if config.write:
-        fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
         print(f"written to {run_dir}/scores.json", file=sys.stderr)
     else:
         print(f"not saved: add --write to rewrite {run_dir}/scores.json", file=sys.stderr)

@@ -673,3 +673,18 @@ def test_build_with_too_small_a_memory_limit_says_raise_it(tmp_path, capsys, tas
     raw = fixture.synth(tmp_path / "raw")
     args = ["--no-progress", "build", "--task", task, "--source", str(raw), "--domains", "Books"]
     refused(capsys, [*args, "--memory-limit", "1MB", "--out", str(tmp_path / "b")], "raise --memory-limit")
+
+
+# --------------------------------------------------------- H20: score --write waits for no one's lock
+
+
+def test_score_write_of_a_finished_run_refuses_a_run_another_process_holds(baseline_run, released, capsys):
+    from tests.lock_holder import held_by_another_process
+
+    assert main(_released_evaluate("ExplicitQuery.json", "family-run")) == 0
+    for run in (Path("family-run"), Path("../") / baseline_run):  # the general path's and PerRecBench's
+        before = (run / "scores.json").read_bytes()
+        with held_by_another_process(run) as pid:
+            refused(capsys, ["--no-progress", "score", str(run), "--write"], f"pid {pid}")
+            assert main(["--no-progress", "score", str(run)]) == 0  # reading alone is fine
+        assert (run / "scores.json").read_bytes() == before
