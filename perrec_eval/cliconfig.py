@@ -139,8 +139,9 @@ class _Unfit(ValueError):
 
 
 def _text(value: str) -> str:
-    """`value`, unless it holds a control character (a line break splits a report's row, a log line) or
-    bytes that are not UTF-8 (a shell passes them as lone surrogates, which no file can hold).
+    """`value`, unless it holds a control character (a line break splits a report's row, a log line), a
+    bidirectional control, or bytes that are not UTF-8 (a shell passes them as lone surrogates, which no
+    file can hold).
 
     >>> _text("smollm2 135m")
     'smollm2 135m'
@@ -154,7 +155,17 @@ def _text(value: str) -> str:
             raise _Unfit(f"it holds a control character (U+{ord(char):04X}): write it on one line")
         if 0xD800 <= ord(char) <= 0xDFFF:
             raise _Unfit("it is not UTF-8 text: write it in UTF-8")
+        if char in _BIDI_CONTROLS:
+            raise _Unfit(
+                f"it holds a bidirectional control character (U+{ord(char):04X}), which shows the text "
+                "around it reversed in every table: leave it out"
+            )
     return value
+
+
+# Embeddings, overrides and isolates: they reorder the text that follows them, in a report's tables as in
+# a terminal ("gpt\u202eevil" shows as "gptlive"); the marks (U+200E, U+200F) move nothing.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def _coerce(tp: Any, value: Any) -> Any:

@@ -688,3 +688,31 @@ def test_score_write_of_a_finished_run_refuses_a_run_another_process_holds(basel
             refused(capsys, ["--no-progress", "score", str(run), "--write"], f"pid {pid}")
             assert main(["--no-progress", "score", str(run)]) == 0  # reading alone is fine
         assert (run / "scores.json").read_bytes() == before
+
+
+# ---------------------------------------------------------------------------- H22: labels
+
+
+def test_label_with_a_bidirectional_override_is_refused(bench, tmp_path, capsys):
+    argv = ["--no-progress", "evaluate", "--data", str(bench), "--engine", "fake", "--model", "constant"]
+    refused(capsys, [*argv, "--label", "gpt\u202eevil", "--out", str(tmp_path / "r")], "U+202E")
+    assert not (tmp_path / "r").exists()
+
+
+def test_latex_escape_writes_a_backslash_once():
+    # the braces of \textbackslash{} were escaped again: LaTeX printed "\{}"
+    from perrec_eval.leaderboard.family import latex_escape
+
+    assert latex_escape("a\\b{c}") == "a\\textbackslash{}b\\{c\\}"
+
+
+def test_plot_label_starting_with_an_underscore_has_its_legend_entry():
+    pytest.importorskip("matplotlib")
+    from perrec_eval.leaderboard import plots
+
+    plt = plots.pyplot()
+    fig, ax = plt.subplots()
+    plots.bars(ax, ["a", "b"], {"_mine": [0.1, 0.2], "gpt": [0.3, 0.4]})
+    plots.legend(ax, 2)
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == [" _mine", "gpt"]
+    plt.close(fig)
