@@ -141,7 +141,7 @@ _RULES = (
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[A-Za-z-]++: [^\n]*+\n)*+[A-Za-z0-9+/=\s]*+",
     ),
     _rule("an OpenAI project key (sk-proj-...)", r"sk-(?<![\w-]sk-)(?:proj|svcacct|admin)-[\w-]{8,}+"),
-    _rule("an API key (sk-...)", r"sk-(?<![\w-]sk-)(?:(?:proj|svcacct|admin)-)?[\w-]{16,}+"),
+    _rule("an API key (sk-...)", r"sk-(?<![\w-]sk-)[\w-]{16,}+"),
     _rule("a Hugging Face token", r"hf_(?<![\w-]hf_)[A-Za-z0-9]{20,}+"),
     _rule("a GitHub token", r"g(?<![\w-]g)(?:h[pousr]_[A-Za-z0-9]{20,}+|ithub_pat_\w{20,}+)"),
     _rule("a GitLab token", r"glpat-(?<![\w-]glpat-)[\w-]{20,}+"),

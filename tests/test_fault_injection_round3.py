@@ -161,14 +161,6 @@ def llmrec_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return synth_build(tmp_path_factory.mktemp("round3_llmrec"))
 
 
-@pytest.fixture(scope="module")
-def rbp_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.dataset_builder.recbench_plus import fixture
-
-    root = tmp_path_factory.mktemp("round3_rbp")
-    return fixture.build(root / "rbp", fixture.synth(root / "raw"))
-
-
 def _copy(build: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "copy"
     shutil.copytree(build, copy)

@@ -368,14 +368,6 @@ def test_report_of_one_family_into_a_folder_of_several_names_the_cause(two_famil
 # ----------------------------------------------------------- H8: integrity that cannot be edited around
 
 
-@pytest.fixture(scope="module")
-def rbp_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.dataset_builder.recbench_plus import fixture
-
-    root = tmp_path_factory.mktemp("round4_rbp")
-    return fixture.build(root / "rbp", fixture.synth(root / "raw"))
-
-
 def _tampered(build: Path, tmp_path: Path) -> Path:
     """A copy of `build` whose explicit test file names other ground truths, its checksum edited to match."""
     import hashlib
