@@ -11,21 +11,9 @@ import pytest
 
 from perrec_eval.cli import main
 from tests.lock_holder import held_by_another_process
+from tests.refusals import refused
 
 RELEASED = Path(__file__).resolve().parent / "data" / "recbench_plus_released"
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
-    """Run the CLI, expect exit 2 with one error line holding every needle; return that line."""
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert len(lines) == 1, lines
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 # ------------------------------------------------------------------- G1: --per-query follows the output rule

@@ -12,21 +12,9 @@ import pytest
 from perrec_eval.cli import main
 from tests.benchmark_fixture import write_tiny_benchmark
 from tests.perrec_eval.openai_stub import StubServer
+from tests.refusals import refused
 
 RELEASED = Path(__file__).resolve().parent / "data" / "recbench_plus_released"
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
-    """Run the CLI, expect exit 2 with one error line holding every needle; return that line."""
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert len(lines) == 1, lines
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def _written(folder: Path) -> str:
