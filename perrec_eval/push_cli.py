@@ -157,8 +157,8 @@ def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr
     else:
         url = push(upload, dry_run=dry_run, private=private, create_pr=create_pr)
     kind = upload.repo_type + (f", sdk {upload.space_sdk}" if upload.space_sdk else "")
-    sent = not (dry_run or stage)
-    verb = "pull request with" if create_pr and sent else "uploaded" if sent else "dry run: would upload"
+    verb = "dry run: would upload" if dry_run else "staged, would upload" if stage else "uploaded"
+    verb = "pull request with" if create_pr and verb == "uploaded" else verb
     count = len(upload.files)
     print(f"{verb} {count} file{'' if count == 1 else 's'} to {url or upload.url} ({kind}):")
     for line in upload.describe():
