@@ -272,8 +272,8 @@ def read_movies(path: str) -> list[Movie]:
             continue
         if len(parts) != 3 or not _number(parts[0]) or not parts[1].strip():
             raise DataError(
-                f"{path} line {number} has no movie id and title: pass MovieLens-1M's movies.dat "
-                "(MovieID::Title (Year)::Genres) with --catalogue"
+                f"{path} line {number} has no movie id and title (MovieID::Title (Year)::Genres, the id in "
+                "digits 0-9): pass MovieLens-1M's movies.dat with --catalogue"
             )
         movies.append(Movie(int(parts[0]), parts[1].strip()))
     if not movies:
