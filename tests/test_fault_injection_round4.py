@@ -696,3 +696,15 @@ def test_plot_label_starting_with_an_underscore_has_its_legend_entry():
     plots.legend(ax, 2)
     assert [text.get_text() for text in ax.get_legend().get_texts()] == [" _mine", "gpt"]
     plt.close(fig)
+
+
+def test_report_of_several_families_removes_the_reports_of_families_it_no_longer_holds(two_families):
+    import shutil
+
+    argv = ["--no-progress", "report", *two_families, "--out", "both", "--no-plots"]
+    assert main(argv) == 0
+    shutil.copytree(Path("both") / "toy", Path("both") / "gone")  # as an earlier report of a third family
+    assert main(argv) == 0
+    assert sorted(path.name for path in Path("both").iterdir()) == ["perrecbench", "toy"]
+    (Path("both") / "toy" / "mine.txt").write_text("notes\n", encoding="utf-8")
+    assert main(argv) == 2 and (Path("both") / "toy" / "mine.txt").is_file()  # a user's file: refused
