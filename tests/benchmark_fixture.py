@@ -94,7 +94,6 @@ def write_tiny_benchmark(
             user["user_id"] = "TRAIN-" + user["user_id"]
     yaml_lines = ["---", "configs:"]
     rng = random.Random(seed)
-    outputs: dict[str, dict[str, str]] = {}
     for config, size in CONFIGS.items():
         yaml_lines += [f"- config_name: {config}", "  data_files:"]
         for split, rows in splits.items():
@@ -111,11 +110,24 @@ def write_tiny_benchmark(
             name = f"{split}-{digest}.parquet"
             tmp.replace(folder / config / name)
             yaml_lines += [f"  - split: {split}", f"    path: {config}/{name}"]
-            outputs.setdefault(config, {})[split] = f"{config}/{name}"
     yaml_lines.append("---")
     (folder / "README.md").write_text("\n".join(yaml_lines) + "\n# tiny PerRecBench\n", encoding="utf-8")
-    # as a build's: its files named, their sha256 recorded (a benchmark folder without one is refused)
-    manifest = {"source_kind": "synthetic", "parameters": {"seed": seed}, "outputs": outputs, "versions": {}}
+    return write_manifest(folder)
+
+
+def write_manifest(folder: Path) -> Path:
+    """Give a hand-made benchmark folder a build's ``manifest.json``: the data files its card's ``configs:``
+    name, under ``outputs``, and their sha256 (a local folder without one is refused by every command, and
+    one whose files changed since: call this again after editing them). Returns the folder.
+    """
+    import yaml
+
+    card = (folder / "README.md").read_text(encoding="utf-8").split("---")[1]
+    outputs = {
+        config["config_name"]: {entry["split"]: entry["path"] for entry in config["data_files"]}
+        for config in yaml.safe_load(card)["configs"]
+    }
+    manifest = {"source_kind": "synthetic", "parameters": {}, "outputs": outputs, "versions": {}}
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     record_checksums(folder)
     return folder
