@@ -139,8 +139,9 @@ class _Unfit(ValueError):
 
 
 def _text(value: str) -> str:
-    """`value`, unless it holds a control character (a line break splits a report's row, a log line) or
-    bytes that are not UTF-8 (a shell passes them as lone surrogates, which no file can hold).
+    """`value`, unless it holds a control character (a line break splits a report's row, a log line), a
+    bidirectional control, or bytes that are not UTF-8 (a shell passes them as lone surrogates, which no
+    file can hold).
 
     >>> _text("smollm2 135m")
     'smollm2 135m'
@@ -154,7 +155,17 @@ def _text(value: str) -> str:
             raise _Unfit(f"it holds a control character (U+{ord(char):04X}): write it on one line")
         if 0xD800 <= ord(char) <= 0xDFFF:
             raise _Unfit("it is not UTF-8 text: write it in UTF-8")
+        if char in _BIDI_CONTROLS:
+            raise _Unfit(
+                f"it holds a bidirectional control character (U+{ord(char):04X}), which shows the text "
+                "around it reversed in every table: leave it out"
+            )
     return value
+
+
+# Embeddings, overrides and isolates: they reorder the text that follows them, in a report's tables as in
+# a terminal ("gpt\u202eevil" shows as "gptlive"); the marks (U+200E, U+200F) move nothing.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def _coerce(tp: Any, value: Any) -> Any:
@@ -544,10 +555,14 @@ def check_choices(config: Any) -> None:
 _selected_task: str | None = None
 
 
-def select_task(argv: Sequence[str]) -> list[str]:
+def select_task(
+    argv: Sequence[str], parser: Callable[[], argparse.ArgumentParser] | None = None
+) -> list[str]:
     """Remember the family that ``--task NAME`` (or ``--task=NAME``) of `argv` names, before parsing; return
     `argv`, with ``--task NAME`` added where it names none and a folder it passes does (a run folder's
-    run.json, a benchmark folder's manifest.json: `folder_task`).
+    run.json, a benchmark folder's manifest.json: `folder_task`). Only ``--data`` and the command's
+    positional arguments are read as folders, never another option's value (`parser` makes the command
+    line's parser, whose switches take none).
 
     Raises:
         ConfigError: an unknown family, or a --task that the folder contradicts.
@@ -569,7 +584,7 @@ def select_task(argv: Sequence[str]) -> list[str]:
     inferring = ("evaluate", "score", "profiles", "sft", "push")
     if command not in inferring or (subcommand and rest[:1] != subcommand):
         return list(argv)
-    found = _folder_task(rest)
+    found = _folder_task(rest[len(subcommand or ()) :], switches(parser()) if parser else frozenset())
     if found is None:
         return list(argv)
     folder, task = found
@@ -583,27 +598,49 @@ def select_task(argv: Sequence[str]) -> list[str]:
     return list(argv)
 
 
-def _folder_task(args: Sequence[str]) -> tuple[str, str] | None:
-    """The first folder among `args` that names its family: (the folder, its family)."""
+def _folder_task(args: Sequence[str], switches: frozenset[str]) -> tuple[str, str] | None:
+    """The first folder among `args` (a command's arguments) that names its family: (the folder, its family).
+
+    Read: the value of ``--data`` and the positional arguments (a run folder); not the value of any other
+    option (``--label NAME``, ``--per-query ''``), which an option that is not one of `switches` takes.
+
+    >>> _folder_task(["--label", "/", "--out", "/", "x"], frozenset()) is None
+    True
+    """
     for i, arg in enumerate(args):
-        value = arg.partition("=")[2] if arg.startswith("--data=") else arg
-        if value.startswith("-") or (i and args[i - 1] in _NOT_FOLDERS):
+        before = args[i - 1] if i else ""
+        if arg.startswith("--data="):
+            value = arg.partition("=")[2]
+        elif before == "--data" or not (
+            arg.startswith("-") or (before.startswith("-") and "=" not in before and before not in switches)
+        ):
+            value = arg
+        else:
             continue
-        task = folder_task(value)
+        task = folder_task(value) if value else None
         if task is not None:
             return value, task
     return None
 
 
-_NOT_FOLDERS = ("--out", "--model", "--predictions", "--profiles")  # options whose folder names no family
+def switches(parser: argparse.ArgumentParser) -> frozenset[str]:
+    """Every option of `parser` and its subcommands' that takes no value (``--overwrite``, ``-v``)."""
+    found: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= switches(sub)
+        elif action.option_strings and action.nargs == 0:
+            found |= set(action.option_strings)
+    return frozenset(found)
 
 
 def folder_task(path: str) -> str | None:
     """The family of a run folder (its run.json, or the one run in a folder of runs) or a benchmark folder
     (its manifest.json); None for anything else or a file that cannot be read (its command says why)."""
-    import json
     from pathlib import Path
 
+    from perrec_eval.fileio import loads
     from perrec_eval.tasks import DEFAULT_TASK
 
     folder = Path(path)
@@ -615,11 +652,11 @@ def folder_task(path: str) -> str | None:
         )
         if runs:
             tasks_of = {
-                json.loads((run / "run.json").read_text())["config"].get("task", DEFAULT_TASK) for run in runs
+                loads((run / "run.json").read_text())["config"].get("task", DEFAULT_TASK) for run in runs
             }
             return tasks_of.pop() if len(tasks_of) == 1 else None
         if (folder / "manifest.json").is_file():
-            return json.loads((folder / "manifest.json").read_text()).get("task", DEFAULT_TASK)
+            return loads((folder / "manifest.json").read_text()).get("task", DEFAULT_TASK)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return None

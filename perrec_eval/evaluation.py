@@ -12,8 +12,8 @@ baselines scored like models. The files:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import hashlib
 import logging
 import math
 import time
@@ -135,7 +135,8 @@ class TaskEvalConfig(EngineSpec):
             for entry in (e.strip() for e in part.split(",") if e.strip()):
                 name, sep, value = entry.rpartition("=")
                 targets = [name] if sep else list(budgets)
-                if not value.isdigit() or int(value) < 1 or any(t not in budgets for t in targets):
+                number = value.isascii() and value.isdigit()  # not "²", which int() refuses
+                if not number or int(value) < 1 or any(t not in budgets for t in targets):
                     raise ConfigError(
                         f"--max-new-tokens {entry!r}: one number, or NAME=N with NAME one of "
                         f"{', '.join(budgets)}"
@@ -295,15 +296,10 @@ def _number(value: float) -> float | None:
 
 
 def fingerprint(data: str) -> str:
-    """sha256 of the build's manifest (or of its parquet files' names, which are content hashes)."""
-    folder = Path(data)
-    manifest = folder / "manifest.json"
-    if manifest.is_file():
-        from dataset_builder.manifest import without_checksums
+    """The build's fingerprint, computed from its files (`dataset_builder.manifest.fingerprint`)."""
+    from dataset_builder import manifest
 
-        return hashlib.sha256(without_checksums(manifest.read_bytes())).hexdigest()
-    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) if folder.is_dir() else []
-    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+    return manifest.fingerprint(data)
 
 
 def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
@@ -462,7 +458,7 @@ def _run_info(
 
 def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:
     """The scores of a finished general-path run, computed again from its predictions and samples."""
-    return score(task, read_predictions(run_dir), read_samples(run_dir), seed=seed)
+    return score(task, read_predictions(run_dir, task), read_samples(run_dir), seed=seed)
 
 
 def evaluate_command(config: TaskEvalConfig, engine: Engine | None = None) -> int:
@@ -592,13 +588,15 @@ def score_command(config: TaskScoreConfig) -> int:
     if info.task != config.task:
         raise ConfigError(f"{run_dir} is a run of task {info.task}: pass --task {info.task} (or no --task)")
     task = get(config.task)
-    scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
     from perrec_eval.leaderboard import family
 
-    loaded = family.load(run_dir)
-    _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
+    with folder_lock(run_dir) if config.write else contextlib.nullcontext():  # no writer of it meanwhile
+        scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
+        loaded = family.load(run_dir)
+        _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
+        if config.write:
+            fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
     if config.write:
-        fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
         print(f"written to {run_dir}/scores.json", file=sys.stderr)
     else:
         print(f"not saved: add --write to rewrite {run_dir}/scores.json", file=sys.stderr)
@@ -783,6 +781,8 @@ def _prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
             ) from None
         except ValueError as err:
             raise DataError(f"{where} is not JSON ({err}): write one JSON object per line") from None
+        except RecursionError:
+            raise DataError(f"{where} is nested too deeply to read: write one JSON object per line") from None
         if not isinstance(record, dict) or set(record) != {"config", "id", "prediction"}:
             raise DataError(f'{where}: each line must be {{"config": C, "id": ROW_ID, "prediction": VALUE}}')
         if not isinstance(record["config"], str) or not isinstance(record["id"], str | int):

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import yaml
 
-from perrec_eval import fileio, tasks
+from perrec_eval import fileio, secrets, tasks
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.results import (
     FamilyMetric,
@@ -61,31 +61,6 @@ EVAL_RESULTS_FOLDER = ".eval_results"
 SCAN_CHUNK = 16 * 2**20
 _OVERLAP = 4096
 
-_SECRETS = [
-    (re.compile(rb"hf_[A-Za-z0-9]{30,}"), "a Hugging Face token"),
-    (re.compile(rb"sk-[A-Za-z0-9_\-]{20,}"), "an API key (sk-...)"),
-    (re.compile(rb"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{8,}"), "an OpenAI project key (sk-proj-...)"),
-    (re.compile(rb"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), "a GitHub token"),
-    (re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key"),
-    # the password may hold @, quotes or single spaces (as `secrets.redact_text` reads it)
-    (re.compile(rb"://[^/\s:@\"]+:[^/\s\"]+(?: [^/\s\"]+)*@[\w\[]"), "a password inside a URL"),
-    (re.compile(rb"\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}"), "an HTTP Basic credential"),
-    (re.compile(rb"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}"), "a Bearer-token header"),
-    (re.compile(rb"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "a Slack token"),
-    # NAME: VALUE, "NAME": "VALUE" and NAME=VALUE alike (YAML, JSON, flags), for any name that says it holds
-    # a secret (api_key, x-api-key, token, client_secret, private_key, ...; not max_tokens, eos_token_id);
-    # a value of 8 or more characters with a letter, and a digit unless it is long: a word, a number, a
-    # placeholder (<redacted>, ..., null) or a tokenizer's special token (<pad>, [SEP]) is no secret
-    (
-        re.compile(
-            rb"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_-]*?(?:api[_-]?key|apikey|token|secret|password|passwd"
-            rb"|private[_-]?key|access[_-]?key)(?![A-Za-z0-9])[\"']?\s*[:=]\s*[\"']?"
-            rb"(?!null\b|none\b|false\b|true\b)(?=[A-Za-z0-9_\-./+=]*[A-Za-z])"
-            rb"(?:(?=[A-Za-z0-9_\-./+=]*[0-9])[A-Za-z0-9_\-./+=]{8,}|[A-Za-z0-9_\-./+=]{20,})"
-        ),
-        "a key or token assignment",
-    ),
-]
 # The rest of a path: up to a space, a quote, a bracket or a byte that is not printable ASCII.
 _PATH_TAIL = rb"[^\s\"'<>)\]\x00-\x1f\x7f-\xff]*"
 _SEGMENT = rb"[A-Za-z0-9._~+@%$-]+"
@@ -185,11 +160,12 @@ def scan(
     >>> scan("b.txt", b"api_key = abcdefghijklmnop1234", [])
     'b.txt holds a key or token assignment'
     """
-    for pattern, what in _SECRETS:
-        if pattern.search(data):
-            return f"{name} holds {what}"
+    what = secrets.find(data.decode("latin-1"))  # the shapes redaction knows (`perrec_eval.secrets`)
+    if what is not None:
+        return f"{name} holds {what}"
     for marker, what in markers if markers is not None else _local_markers():
-        found = re.search(rb"(?i)(?<![\w-])" + re.escape(marker) + rb"(?![\w-])" + _PATH_TAIL, data)
+        literal = re.escape(marker)  # first, so that the engine searches for it fast
+        found = re.search(rb"(?i)" + literal + rb"(?<![\w-]" + literal + rb")(?![\w-])" + _PATH_TAIL, data)
         if found:
             shown = found.group().decode(errors="replace")[:80] if what.endswith("path") else ""
             return f"{name} holds {what}" + (f" ({shown})" if shown else "")
@@ -298,30 +274,36 @@ def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: boo
 
 
 def stage_files(upload: Upload, folder: str | os.PathLike) -> Path:
-    """Write the files of `upload` into a new `folder`, as the repository would hold them (to read them).
+    """Write the files of `upload` into a new `folder`, as the repository would hold them (to read them);
+    return it resolved. The files go into a temp sibling first (`outputs.replaced`): a kill leaves no
+    half-staged folder.
 
     Raises:
-        ConfigError: `folder` exists already (nothing is overwritten).
+        ConfigError, DataError: `folder` exists already (nothing is overwritten), is inside a folder being
+            pushed, or breaks the output rule (`outputs.target`).
     """
     import shutil
 
-    folder = Path(folder)
-    if folder.exists():
+    from perrec_eval import outputs
+
+    target = outputs.target(folder, flag="--stage")
+    if target.exists() or target.is_symlink():
         raise ConfigError(f"--stage {folder} exists: name a new folder")
     inside = [path for path in upload.files.values() if isinstance(path, Path)]
-    if any(folder.resolve().is_relative_to(path.resolve().parent) for path in inside):
+    if any(target.is_relative_to(path.resolve().parent) for path in inside):
         raise ConfigError(
             f"--stage {folder} is inside the folder being pushed (the next push would send the copy): "
             "name a folder outside it"
         )
-    for name, content in sorted(upload.files.items()):
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            target.write_bytes(content)
-        else:
-            shutil.copyfile(content, target)
-    return folder
+    with outputs.replaced(target) as tmp:
+        for name, content in sorted(upload.files.items()):
+            path = tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                shutil.copyfile(content, path)
+    return target
 
 
 def folder_files(folder: Path, *, skip: tuple[str, ...] = ()) -> dict[str, Path]:
@@ -433,6 +415,16 @@ def leaderboard_upload(report: str | os.PathLike, repo: str, *, title: str | Non
             "and .json only, and a Space shows index.html; publish the leaderboard.md table another way"
         )
     if not (folder / "index.html").is_file():
+        from perrec_eval.leaderboard.folder import own_files
+
+        families = sorted(
+            child.name for child in folder.iterdir() if child.is_dir() and own_files(child) is not None
+        ) if folder.is_dir() else []  # fmt: skip
+        if families:  # a report of several families: one report folder each
+            raise DataError(
+                f"{folder} holds one report per family ({', '.join(f'{n}/' for n in families)}): push each "
+                f"as its own Space, e.g. `perrecbench push leaderboard {folder / families[0]} --repo ...`"
+            )
         raise DataError(
             f"{folder} has no index.html: write a report first "
             f"(`perrecbench report RUN_DIR ... --out {folder}`)"

@@ -2,7 +2,8 @@
 
 Every push builds its files offline (`perrec_eval.publish`), refuses secrets, absolute local paths and the
 machine's name in them, and sends them in one commit. ``--dry-run`` lists every file and the repository it
-would go to and sends nothing; ``--stage DIR`` writes those exact files into DIR to read them first.
+would go to and sends nothing; ``--stage DIR`` writes those exact files into DIR to read them first, and
+stops there: it creates no repository and sends nothing.
 `push adapter` is the command for adapters; `perrecbench sft push` is an alias of it (the same flags).
 """
 
@@ -42,7 +43,8 @@ def _dry_run() -> bool:
 
 def _stage() -> str | None:
     return option(
-        "write the files that would be uploaded into this folder, to read them (it must not exist yet)",
+        "write the files that would be uploaded into this folder, to read them, and stop: nothing is sent "
+        "(the folder must not exist yet)",
         default=None,
         metavar="DIR",
     )
@@ -144,20 +146,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr: bool = False) -> int:
-    """Stage, send (or not) and print what went where."""
-    from perrec_eval.publish import push, stage_files
+    """Send `upload` (or, with `dry_run` or `stage`, only check it: `stage` writes its files and stops) and
+    print what went where."""
+    from perrec_eval.publish import check_publishable, push, stage_files
 
-    if stage:
-        stage_files(upload, stage)
-    url = push(upload, dry_run=dry_run, private=private, create_pr=create_pr)
+    if stage:  # checked first, as a push is: no secret reaches the staged copy either
+        check_publishable(upload)
+        staged = stage_files(upload, stage)
+        url = None
+    else:
+        url = push(upload, dry_run=dry_run, private=private, create_pr=create_pr)
     kind = upload.repo_type + (f", sdk {upload.space_sdk}" if upload.space_sdk else "")
-    verb = "dry run: would upload" if dry_run else "pull request with" if create_pr else "uploaded"
+    verb = "dry run: would upload" if dry_run else "staged, would upload" if stage else "uploaded"
+    verb = "pull request with" if create_pr and verb == "uploaded" else verb
     count = len(upload.files)
     print(f"{verb} {count} file{'' if count == 1 else 's'} to {url or upload.url} ({kind}):")
     for line in upload.describe():
         print(f"  {line}")
     if stage:
-        print(f"staged in {stage}")
+        print(f"staged in {staged}; nothing was sent: read them, then push again without --stage")
     return 0
 
 

@@ -354,9 +354,10 @@ def load_tokenizer(model: Any, trust_remote_code: bool) -> Any:
 def last_checkpoint(out: Path) -> Path | None:
     """The ``checkpoint-N`` of `out` with the highest N that was saved whole (it has its trainer state)."""
     steps = [
-        (int(path.name.split("-", 1)[1]), path)
+        (int(step), path)
         for path in out.glob("checkpoint-*")
-        if path.name.split("-", 1)[1].isdigit() and (path / "trainer_state.json").is_file()
+        if (step := path.name.split("-", 1)[1]).isascii() and step.isdigit()
+        and (path / "trainer_state.json").is_file()
     ]
     return max(steps)[1] if steps else None
 

@@ -20,7 +20,7 @@ from perrec_eval.engines.openai import OpenAIOptions
 from perrec_eval.engines.vllm import VLLMOptions
 from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, GenParams
-from tests.benchmark_fixture import write_tiny_benchmark, write_truth_profiles
+from tests.benchmark_fixture import write_manifest, write_tiny_benchmark, write_truth_profiles
 from tests.perrec_eval.openai_stub import KEY_ENV, PARAMS, SECRET, StubServer, make_engine, make_request
 
 
@@ -412,6 +412,7 @@ def test_cli_evaluate_of_a_corrupted_parquet_page_is_one_line(bench, tmp_path, c
     (data / "easy" / "test-damaged.parquet").write_bytes(bytes(damaged))
     card = (data / "README.md").read_text()
     (data / "README.md").write_text(card.replace(f"easy/{easy.name}", "easy/test-damaged.parquet"))
+    write_manifest(data)  # the damage recorded as the build's: what is refused is the parquet itself
     argv = ["evaluate", "--data", str(data), "--engine", "baseline", "--model", "random", "--levels", "easy"]
     _one_line_error(capsys, [*argv, "--out", str(tmp_path / "run")], "a data file is damaged")
 

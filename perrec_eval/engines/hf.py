@@ -295,7 +295,7 @@ class HFEngine:
         if not self._torch.cuda.is_available():
             raise ConfigError(f"device={self.device} but this torch sees no CUDA GPU: {fix}")
         count = self._torch.cuda.device_count()
-        if index and (not index.isdigit() or int(index) >= count):
+        if index and (not (index.isascii() and index.isdigit()) or int(index) >= count):
             raise ConfigError(f"device={self.device} but this machine has {count} CUDA GPU(s): {fix}")
 
     def _neutralize_generation_config(self) -> dict[str, Any]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
@@ -128,6 +130,8 @@ def report(config: ReportConfig) -> int:
             _report_perrecbench(dataclasses.replace(config, run_dirs=tuple(map(str, members)), out=out))
         else:
             _report_family(members, out, config)
+    if several and config.out is not None:
+        _remove_other_families(Path(config.out), tuple(by_task))
     return 0
 
 
@@ -146,14 +150,47 @@ def _report_family(folders: list[Path], out: str | None, config: ReportConfig) -
 
 
 def _check_families_out(out: str, tasks: tuple[str, ...]) -> None:
-    """A report of several families writes ``OUT/<task>/`` folders: OUT may hold nothing else."""
+    """A report of several families writes ``OUT/<task>/`` folders: OUT may hold nothing else than the
+    report folders of families (this report's, and those of an earlier report, which it removes)."""
     from perrec_eval import outputs
+
+    folder = outputs.target(out)
+    outputs.refuse_foreign(folder, _family_reports(folder), command="report")
+
+
+def _family_reports(out: Path) -> Callable[[PurePosixPath], bool]:
+    """Whether a path in `out` is a file of the report in one of its subfolders (`reports.own_files`)."""
     from perrec_eval.leaderboard import folder as reports
 
-    def owned(path: PurePosixPath) -> bool:
-        return path.parts[0] in tasks and reports.is_report_file(PurePosixPath(*path.parts[1:]))
+    owners: dict[str, Callable[[PurePosixPath], bool] | None] = {}
 
-    outputs.refuse_foreign(outputs.target(out), owned, command="report")
+    def owned(path: PurePosixPath) -> bool:
+        if len(path.parts) < 2:
+            return False
+        if path.parts[0] not in owners:
+            owners[path.parts[0]] = reports.own_files(out / path.parts[0])
+        own = owners[path.parts[0]]
+        return own is not None and own(PurePosixPath(*path.parts[1:]))
+
+    return owned
+
+
+def _remove_other_families(out: Path, tasks: tuple[str, ...]) -> None:
+    """Remove the report folders of families this report of several families does not hold (an earlier
+    report's): `out` then holds exactly the report just written. Only a folder holding nothing but its
+    report's own files goes."""
+    from perrec_eval import outputs
+    from perrec_eval.leaderboard import folder as reports
+    from perrec_eval.lock import folder_lock
+
+    for child in sorted(out.iterdir()):
+        if child.name in tasks or not child.is_dir() or reports.own_files(child) is None:
+            continue
+        with folder_lock(child):
+            owned = reports.own_files(child)
+            if owned is None or outputs.foreign_files(child, owned, limit=1):
+                continue
+            shutil.rmtree(child)
 
 
 def _report_perrecbench(config: ReportConfig) -> int:

@@ -47,6 +47,7 @@ from perrec_eval.leaderboard.document import (
     Strong,
     Text,
     from_markdown,
+    latex_escape,
     markdown_text,
 )
 from perrec_eval.results import FamilyScores, RunInfo, read_family_scores, read_run_info
@@ -93,7 +94,7 @@ def load(folder: str | os.PathLike) -> FamilyRun:
     info = read_run_info(path)
     label = info.label or info.engine.get("model") or path.name
     scores = read_family_scores(path / "scores.json")
-    return FamilyRun(path, str(label), info, scores, tuple(read_predictions(path)))
+    return FamilyRun(path, str(label), info, scores, tuple(read_predictions(path, get(info.task))))
 
 
 def task_of(folder: str | os.PathLike) -> str:
@@ -645,18 +646,6 @@ def csv_text(sections: Sequence[Mapping[str, Any]]) -> str:
                         "p_vs_best": test.get("p_value"),
                     })  # fmt: skip
     return buffer.getvalue()
-
-
-def latex_escape(text: str) -> str:
-    """`text` safe in LaTeX.
-
-    >>> latex_escape("a_b & 50%")
-    'a\\\\_b \\\\& 50\\\\%'
-    """
-    out = text
-    for char in "\\&%$#_{}":
-        out = out.replace(char, "\\" + char if char != "\\" else "\\textbackslash{}")
-    return out.replace("~", "\\textasciitilde{}").replace("^", "\\textasciicircum{}")
 
 
 def latex(sections: Sequence[Mapping[str, Any]]) -> str:

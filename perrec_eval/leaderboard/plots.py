@@ -74,13 +74,23 @@ def bars(ax, groups: Sequence[str], series: Mapping[str, Sequence[float | None]]
                 [math.nan if v is None or lo is None else v - lo for v, lo in zip(values, low, strict=True)],
                 [math.nan if v is None or hi is None else hi - v for v, hi in zip(values, high, strict=True)],
             ]
-        ax.bar(xs, heights, width=width, label=name, yerr=yerr, capsize=2 if yerr else 0)
+        ax.bar(xs, heights, width=width, label=legend_label(name), yerr=yerr, capsize=2 if yerr else 0)
     # Long labels side by side overlap: slant them.
     crowded = any(len(line) > 12 for group in groups for line in group.split("\n"))
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, rotation=30 if crowded else 0, ha="right" if crowded else "center")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.grid(axis="y", alpha=0.3)
+
+
+def legend_label(name: str) -> str:
+    """`name` as an artist's label: matplotlib leaves out of the legend every label that starts with
+    ``_``, so such a run's label gets a leading space (its bar would stand there without a name).
+
+    >>> legend_label("_mine"), legend_label("gpt-4o")
+    (' _mine', 'gpt-4o')
+    """
+    return f" {name}" if name.startswith("_") else name
 
 
 def legend(ax, count: int) -> None:
@@ -149,7 +159,8 @@ def lines(ax, xs: Sequence[Any], series: Mapping[str, Sequence[Mapping | None]])
         ys = [math.nan if p is None else p["value"] for p in points]
         low = [0 if p is None else p["value"] - p["ci_low"] for p in points]
         high = [0 if p is None else p["ci_high"] - p["value"] for p in points]
-        ax.errorbar(list(range(len(xs))), ys, yerr=[low, high], marker="o", capsize=2, label=name)
+        label = legend_label(name)
+        ax.errorbar(list(range(len(xs))), ys, yerr=[low, high], marker="o", capsize=2, label=label)
     ax.set_xticks(range(len(xs)))
     ax.set_xticklabels([str(x) for x in xs])
     ax.grid(alpha=0.3)

@@ -6,12 +6,14 @@ The general command line (`perrec_eval.commands`) registers them for the default
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
 
 from perrec_eval import fileio
 from perrec_eval.config import BASELINE_ENGINE
+from perrec_eval.lock import folder_lock
 from perrec_eval.results import read_run_info
 from perrec_eval.tasks.perrecbench.config import EvalConfig, ProfilesConfig, ScoreConfig
 from perrec_eval.tasks.perrecbench.results import Scores
@@ -109,10 +111,11 @@ def score(config: ScoreConfig) -> int:
     from perrec_eval.tasks.perrecbench import rundir as run_files
 
     run_dir = rundir.one_run_folder(config.run_dir)
-    scores = run_files.rescore(run_dir, variant=config.variant, invalid=config.invalid)
-    rescored = [report.rescored(run_dir, scores)]
-    if config.write:
-        run_files.update_metric(run_dir, scores, report.render_report(rescored))
+    with folder_lock(run_dir) if config.write else contextlib.nullcontext():  # no writer of it meanwhile
+        scores = run_files.rescore(run_dir, variant=config.variant, invalid=config.invalid)
+        rescored = [report.rescored(run_dir, scores)]
+        if config.write:
+            run_files.update_metric(run_dir, scores, report.render_report(rescored))
     # stdout holds the table `evaluate` prints, as every family's `score` does; --json: the scores instead
     # (for `> file` or `| jq`)
     if config.json:

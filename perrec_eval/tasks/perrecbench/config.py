@@ -81,7 +81,8 @@ def token_budgets(spec: tuple[str, ...] | str, *, methods: bool = True) -> dict[
     for part in parts:
         name, sep, value = part.rpartition("=")
         targets = [name.strip()] if sep else list(names)
-        if not value.strip().isdigit() or int(value) < 1 or any(t not in names for t in targets):
+        number = value.isascii() and value.strip().isdigit()  # not "²", which int() refuses
+        if not number or int(value) < 1 or any(t not in names for t in targets):
             raise ConfigError(
                 f"--max-new-tokens {part!r}: write one number (e.g. 64) or NAME=N with NAME one of "
                 f"{', '.join(names)}, comma-separated (e.g. pointwise=16,listwise=64)"

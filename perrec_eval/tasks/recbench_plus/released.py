@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from perrec_eval import fileio
 from perrec_eval.cliconfig import check_seed, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.evaluation import CONFIDENCE_LEVEL, N_RESAMPLES, TaskScoreConfig
@@ -85,13 +86,22 @@ def read_queries(path: str) -> list[ReleasedQuery]:
     if all("query & ground true" in r for r in records):
         return [q for i, record in enumerate(records) for q in _profile_queries(i, record)]
     if all("data_idx" in r and _subset_key(r) for r in records):
-        return [_condition_query(record) for record in records]
+        queries = [_condition_query(record) for record in records]
+        seen: set[str] = set()
+        for query in queries:
+            if query.id in seen:  # one response would be scored for both
+                raise DataError(
+                    f"{path}: data_idx {query.id} names two queries: not a released query file (each "
+                    "query's data_idx is its own)"
+                )
+            seen.add(query.id)
+        return queries
     raise DataError(shapes)
 
 
 def _read_json(path: str) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return fileio.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataError(
             f"{path}: no such file: fetch the released files (docs/reproducing-recbench-plus.md)"
@@ -144,7 +154,12 @@ def _condition_query(record: Mapping[str, Any]) -> ReleasedQuery:
     kind = (
         "misinformed" if "misinformed" in record else "implicit" if "multihop_info" in record else "explicit"
     )
-    key = str(record["data_idx"])
+    index = record["data_idx"]
+    if isinstance(index, bool) or not (isinstance(index, int) or (isinstance(index, str) and index.strip())):
+        raise DataError(
+            f"a query's data_idx is {str(index)[:40]!r}, not a number or a name: not a released query file"
+        )
+    key = str(index)
     text = record.get("query") or record.get("situational_description_query") or ""
     ids = record.get("movieSubsetId", record.get("bookSubsetId"))
     if ids is not None and (
@@ -152,6 +167,10 @@ def _condition_query(record: Mapping[str, Any]) -> ReleasedQuery:
     ):
         raise DataError(
             f"query {key}: its ground-truth ids are not a list of numbers: not a released query file"
+        )
+    if ids is not None and not all(0 <= i < 2**63 for i in ids):
+        raise DataError(
+            f"query {key}: a ground-truth id is not a movie id (0 to 2^63 - 1): not a released query file"
         )
     shared = record.get("sharedRelationships", ())
     if not isinstance(shared, list | tuple) or not all(isinstance(p, list) and len(p) == 2 for p in shared):
@@ -184,7 +203,7 @@ def read_responses(path: str) -> dict[str, str | None]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = fileio.loads(line)
         except ValueError as err:
             if line.startswith("\ufeff"):
                 raise DataError(
@@ -213,8 +232,13 @@ def _response(record: Mapping[str, Any]) -> tuple[str, str | None] | None:
     if isinstance(response, str):
         return str(key), response
     if isinstance(response, dict):  # OpenAI batch output; a failed request has no choices
-        choices = (response.get("body") or {}).get("choices") or [{}]
-        content = (choices[0].get("message") or {}).get("content")
+        body = response.get("body") or {}
+        choices = (body.get("choices") or [{}]) if isinstance(body, dict) else None
+        first = choices[0] if isinstance(choices, list) else None
+        message = (first.get("message") or {}) if isinstance(first, dict) else None
+        if not isinstance(message, dict):
+            return None  # another shape: the caller names the line
+        content = message.get("content")
         return str(key), content if isinstance(content, str) else None
     if response is None and record.get("error") is not None:
         return str(key), None
@@ -246,15 +270,25 @@ def read_movies(path: str) -> list[Movie]:
         parts = line.split("::")
         if not line.strip():
             continue
-        if len(parts) != 3 or not parts[0].strip().isdigit() or not parts[1].strip():
+        if len(parts) != 3 or not _number(parts[0]) or not parts[1].strip():
             raise DataError(
-                f"{path} line {number} has no movie id and title: pass MovieLens-1M's movies.dat "
-                "(MovieID::Title (Year)::Genres) with --catalogue"
+                f"{path} line {number} has no movie id and title (MovieID::Title (Year)::Genres, the id in "
+                "digits 0-9): pass MovieLens-1M's movies.dat with --catalogue"
             )
         movies.append(Movie(int(parts[0]), parts[1].strip()))
     if not movies:
         raise DataError(f"{path} holds no movie: pass MovieLens-1M's movies.dat with --catalogue")
     return movies
+
+
+def _number(text: str) -> bool:
+    """Whether `text` is a whole number in ASCII digits (``"¹"`` passes ``isdigit`` but is none).
+
+    >>> _number(" 12 "), _number("¹"), _number("1²")
+    (True, False, False)
+    """
+    text = text.strip()
+    return text.isascii() and text.isdigit()
 
 
 def check_users(path: str) -> int:

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from perrec_eval import fileio
 from perrec_eval.errors import DataError
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec
@@ -183,7 +184,7 @@ class QueryDoc(Doc):
 def _manifest(data: str) -> dict[str, Any]:
     path = Path(data) / "manifest.json"
     try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
+        recorded = fileio.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise DataError(
             f"{path}: {err}; pass a folder written by `perrecbench build --task recbench-plus`"
@@ -319,7 +320,7 @@ def _movies(catalogue: Catalogue, domain: str) -> list[Any]:
     """A catalogue's MovieLens movies in the released evaluator's terms (its id reading of titles)."""
     from perrec_eval.tasks.recbench_plus.released import Movie
 
-    asins = sorted((a for a in catalogue.by_domain[domain] if a.isdigit()), key=int)
+    asins = sorted((a for a in catalogue.by_domain[domain] if a.isascii() and a.isdigit()), key=int)
     return [Movie(int(a), catalogue.titles[a]) for a in asins]
 
 

@@ -62,7 +62,7 @@ def by_group_size(data: Mapping[str, Any], out: Path, prefix: str) -> Plot:
             row = data["rows"][i]
             values = [row["ptc"][method][lv] for lv in data["levels"]]
             ys = [math.nan if v is None else v for v in values]
-            ax.plot(data["sizes"], ys, marker="o", label=row["label"])
+            ax.plot(data["sizes"], ys, marker="o", label=shared.legend_label(row["label"]))
         ax.set_title(method)
         ax.set_xticks(data["sizes"])
         ax.set_xlabel("users per group (easy / medium / hard)")
@@ -157,7 +157,8 @@ def rating_errors(data: Mapping[str, Any], out: Path, prefix: str) -> Plot | Non
     for ax, metric in zip(axes[1:], ("mae", "rmse"), strict=True):
         for label in labels:
             points = [p for p in data["points"] if p["label"] == label]
-            ax.scatter([p[metric] for p in points], [p["ptc"] for p in points], label=label, s=25)
+            xs, ys = [p[metric] for p in points], [p["ptc"] for p in points]
+            ax.scatter(xs, ys, label=shared.legend_label(label), s=25)
         r = data[f"ptc_vs_{metric}"]
         shown = "n/a" if r["r"] is None else f"{r['r']:.2f}"
         ax.set_title(f"PTC vs {metric.upper()} (Fig. 3): Pearson r = {shown}, n = {r['n']}")

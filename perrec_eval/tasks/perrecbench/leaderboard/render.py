@@ -24,6 +24,7 @@ from perrec_eval.leaderboard.document import (  # noqa: F401 (re-exported: the b
     Para,
     Strong,
     Text,
+    latex_escape,
     markdown,
     markdown_block,
     markdown_text,
@@ -793,29 +794,6 @@ def _csv_entry(entry: Entry) -> dict[str, Any]:
 
 def _csv_test(test: Mapping[str, Any] | None) -> dict[str, Any]:
     return {name: (test or {}).get(key) for name, key in _CSV_TEST.items()}
-
-
-_LATEX_SPECIAL = {
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "\\": r"\textbackslash{}",
-}
-
-
-def latex_escape(text: str) -> str:
-    r"""Text safe inside a LaTeX table.
-
-    >>> latex_escape("k=4, 50% of a_b")
-    'k=4, 50\\% of a\\_b'
-    """
-    return "".join(_LATEX_SPECIAL.get(char, char) for char in text)
 
 
 def _latex_value(
