@@ -63,7 +63,7 @@ def reproduce(root: Path, queries, movies) -> list[tuple[str, int, int]]:
     """(model, queries equal, queries in the released results) per model."""
     rows = []
     for model, responses in MODELS.items():
-        answers = released.read_responses(str(root / "llm_results" / responses))
+        answers = released.read_responses(str(root / "llm_results" / responses)).answers
         ours = {r["id"]: r for r in released.score_released(queries, answers, movies, compat="released")}
         theirs = json.loads(results_path(root, responses).read_text(encoding="utf-8"))
         equal = sum(
@@ -79,7 +79,7 @@ def corrected(root: Path, queries, movies) -> dict[str, list[dict]]:
     """Each model's per-query records under the corrected scoring, in the query file's order."""
     return {
         model: released.score_released(
-            queries, released.read_responses(str(root / "llm_results" / responses)), movies
+            queries, released.read_responses(str(root / "llm_results" / responses)).answers, movies
         )
         for model, responses in MODELS.items()
     }

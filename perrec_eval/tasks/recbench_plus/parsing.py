@@ -21,9 +21,9 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from perrec_eval.answers import entries, is_refusal, strip_think
+from perrec_eval.answers import MAX_ANSWER_CHARS, TOO_LONG, entries, is_refusal, strip_think, too_long
 from perrec_eval.tasks import Parsed
-from perrec_eval.tasks.recbench_plus.prompts import SEPARATOR
+from perrec_eval.tasks.recbench_plus.prompts import SEPARATOR, answer_header
 
 FUZZY_THRESHOLD = 90.0  # rapidfuzz fuzz.ratio (0-100) on normalized titles
 DECLINED = "declined"  # the detail of an answer read as having no items
@@ -38,7 +38,8 @@ _QUOTES = "\"'“”‘’`«»"
 
 def split_answer(text: str | None) -> Parsed:
     """The titles of an answer, in order (empty pieces dropped); no titles (detail ``declined``) for an
-    answer that declines; a failure (``no_items``) when there is nothing else.
+    answer that declines and lists nothing; a failure: ``no_items`` when there is nothing else, ``too_long``
+    for an answer over `perrec_eval.answers.MAX_ANSWER_CHARS` characters.
 
     >>> split_answer("A [SEP] B [SEP] ").value
     ['A', 'B']
@@ -48,15 +49,19 @@ def split_answer(text: str | None) -> Parsed:
     (['A', 'B'], ['Only One (1994)'])
     >>> split_answer("I'm sorry, but no movie meets all of these conditions.").value
     []
+    >>> split_answer("Recommended books (separated by [SEP]): Emma [SEP]: Dune").value
+    ['Emma', 'Dune']
     >>> split_answer("<think>hmm</think>  ").reason
     'no_items'
     """
-    titles = entries(text, SEPARATOR)
-    answer = strip_think(text)
-    if titles == [] or (titles is not None and len(titles) == 1 and is_refusal(answer)):
+    if too_long(text):
+        return Parsed(False, reason=TOO_LONG, detail=f"over {MAX_ANSWER_CHARS:,} characters")
+    titles = entries(text, SEPARATOR, header=answer_header())
+    if titles == []:
         return Parsed(True, [], detail=DECLINED)
     if titles:
         return Parsed(True, titles)
+    answer = strip_think(text)
     if answer and is_refusal(answer):
         return Parsed(True, [], detail=DECLINED)
     return Parsed(False, reason="no_items", detail=(text or "")[:200])

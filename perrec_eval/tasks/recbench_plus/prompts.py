@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from dataclasses import dataclass
 from functools import cache
@@ -79,3 +80,23 @@ def messages(
         {"role": "system", "content": chosen["system"].format(**values)},
         {"role": "user", "content": chosen["user"].format(**values)},
     ]
+
+
+@cache
+def answer_header() -> re.Pattern[str]:
+    """The prompts' own answer header ("Recommended books (separated by [SEP]):", the last line of each user
+    message), as a pattern that finds it wherever a model echoes it (any item noun, any case, its colon
+    optional): the reader removes it.
+
+    >>> answer_header().sub("|", "Recommended books (separated by [SEP]): Emma [SEP] Dune")
+    '| Emma [SEP] Dune'
+    """
+    headers = set()
+    for variant in templates().variants.values():
+        line = variant["user"].rsplit("\n", 1)[-1].strip().rstrip(":")
+        parts = [
+            re.escape(literal) + ("\\w++" if name else "")
+            for literal, name, _, _ in string.Formatter().parse(line)
+        ]
+        headers.add("".join(parts).replace("\\ ", "\\s++"))
+    return re.compile("(?:" + "|".join(sorted(headers)) + ")\\s*+:?", re.IGNORECASE)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
@@ -169,17 +169,30 @@ def _condition_query(record: Mapping[str, Any]) -> ReleasedQuery:
     )
 
 
-def read_responses(path: str) -> dict[str, str | None]:
-    """Each query id's raw answer (None: the request failed), from either released shape.
+@dataclass(frozen=True, slots=True)
+class Responses:
+    """A responses file read: each query id's raw answer (None: the request failed), and how many lines
+    answered an id a line before them had answered (`REPEATS`)."""
+
+    answers: dict[str, str | None]
+    repeats: int
+
+
+# A query answered on several lines (DeepSeek-R1's fixed-K movie files answer some ids twice) is scored by its
+# first answer; the others are counted, never scored and never a reason to refuse the file.
+REPEATS = "the first answer of a query answered more than once is scored; the later ones are counted"
+
+
+def response_lines(path: str) -> Iterator[tuple[str, str | None]]:
+    """Every answer line of a released responses file, in order: (query id, raw answer or None).
 
     Raises:
-        DataError: a line of an unknown shape, or an id answered twice; the message names the line.
+        DataError: no such file, or a line of an unknown shape (the message names the line).
     """
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise DataError(f"{path}: no such file: pass a released llm_results/ responses JSONL") from None
-    answers: dict[str, str | None] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -198,11 +211,23 @@ def read_responses(path: str) -> dict[str, str | None]:
                 f'{path} line {number}: not a released response: lines are {{"id", "response"}} or OpenAI '
                 'batch output ({"custom_id", "response": {"body": {"choices": ...}}})'
             )
-        key, text = found
+        yield found
+
+
+def read_responses(path: str) -> Responses:
+    """Each query id's raw answer, the first where a query is answered more than once (`REPEATS`).
+
+    Raises:
+        DataError: a line of an unknown shape; the message names the line.
+    """
+    answers: dict[str, str | None] = {}
+    repeats = 0
+    for key, text in response_lines(path):
         if key in answers:
-            raise DataError(f"{path} line {number}: query {key!r} is answered twice: keep one line per query")
-        answers[key] = text
-    return answers
+            repeats += 1
+        else:
+            answers[key] = text
+    return Responses(answers, repeats)
 
 
 def _response(record: Mapping[str, Any]) -> tuple[str, str | None] | None:
@@ -573,7 +598,8 @@ def _score_released_files(config: ReleasedScoreConfig, per_query: Path | None) -
     assert config.released_queries is not None
     assert config.responses is not None and config.catalogue is not None
     queries = read_queries(config.released_queries)
-    responses = read_responses(config.responses)
+    read = read_responses(config.responses)
+    responses = read.answers
     movies = read_movies(config.catalogue)
     users = check_users(config.users) if config.users is not None else None
     records = score_released(queries, responses, movies, compat=config.compat, k=config.k)
@@ -584,6 +610,8 @@ def _score_released_files(config: ReleasedScoreConfig, per_query: Path | None) -
         "responses": config.responses,
         "num_queries": len(queries),
         "num_responses": len(responses),
+        "num_repeated_answers": read.repeats,
+        "repeated_answers": REPEATS,
         "num_catalogue_items": len(movies),
         "num_users": users,
         "k": config.k,

@@ -19,7 +19,7 @@ MOVIES = str(DATA / "movies.dat")
 
 
 def _score(*, compat: str | None = None, responses: str = "responses.jsonl", queries: str = QUERIES):
-    answers = released.read_responses(str(DATA / responses))
+    answers = released.read_responses(str(DATA / responses)).answers
     records = released.score_released(
         released.read_queries(queries), answers, released.read_movies(MOVIES), compat=compat
     )
@@ -34,8 +34,8 @@ def test_recbench_plus_released_profile_ids_count_the_non_empty_queries_of_a_gro
 
 
 def test_recbench_plus_released_both_response_shapes_read_alike():
-    plain = released.read_responses(str(DATA / "responses.jsonl"))
-    batch = released.read_responses(str(DATA / "batch_output.jsonl"))
+    plain = released.read_responses(str(DATA / "responses.jsonl")).answers
+    batch = released.read_responses(str(DATA / "batch_output.jsonl")).answers
     assert {k: v for k, v in batch.items() if k != "1-1"} == {k: v for k, v in plain.items() if k != "1-1"}
     assert batch["1-1"] is None  # a failed batch request: no answer
 
