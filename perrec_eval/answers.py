@@ -66,7 +66,7 @@ _NAMED = re.compile(
     r"((?:[A-Z0-9][\w'’-]*+\s*+)++)$"
 )
 _AFTER_YEAR = re.compile(r"(?<=\((?:1[89]|20)\d\d\)),\s++(?=\S)")
-_QUOTED_NAME = re.compile(r'^[\s*•·-]{0,3}+(?:"[^"\n]++"|“[^”\n]++”)')  # a line that starts with a quoted name
+_QUOTED_NAME = re.compile(r'^[\s*•·-]{0,3}+(?:"[^"\n]++"|“[^”\n]++”)')  # a line opening with a quoted name
 _KEPT_TAIL = re.compile(r"\s*+(?:\(\s*+(?:1[89]|20)\d\d\s*+\)|by\s++[^,;()\n]++)")  # "(1995)", "by Author"
 _APOLOGY = re.compile(  # a line that opens by declining
     r"\W*+(?:sorry|unfortunately|apologies|i apologi[sz]e|regrettably|i(?: was|'m| am)? (?:can ?not|can't|"

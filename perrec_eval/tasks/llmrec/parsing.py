@@ -25,18 +25,15 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from rapidfuzz import fuzz, process
-
 from perrec_eval.answers import entries, is_refusal, strip_think
 from perrec_eval.tasks.base import Parsed
+from perrec_eval.titles import FUZZY_THRESHOLD, TitleMatcher, normalize_title
 
 __all__ = [
-    "RATING_RULES", "TitleIndex", "normalize", "parse_ranking", "parse_rating", "resolve", "strip_think"
+    "FUZZY_THRESHOLD", "RATING_RULES", "TitleIndex", "normalize_title", "parse_ranking", "parse_rating",
+    "resolve", "strip_think",
 ]  # fmt: skip
 
-# rapidfuzz's normalized Indel similarity (0..100) of two normalized titles: 90 accepts a dropped article
-# or a typo in a title of some length, and rejects two titles that share only a series name.
-FUZZY_THRESHOLD = 90.0
 _NUM = r"([-+]?\d+(?:\.\d+)?)"
 # The rules that read a rating, tried in order: (name, pattern whose group 1 is the rating).
 RATING_RULES: tuple[tuple[str, str], ...] = (
@@ -134,41 +131,17 @@ def parse_rating(text: str | None, policy: str = "strict", title: str | None = N
     return Parsed(True, value)
 
 
-def normalize(title: str) -> str:
-    """A title as titles are compared: NFKC, case-folded, quotes and edge punctuation gone, spaces collapsed.
+class TitleIndex(TitleMatcher):
+    """Items by title, for mapping generated titles back: the one title matcher of every family
+    (`perrec_eval.titles.TitleMatcher`), hashed by identity (a slot holds it). A title several items share
+    names all of them, in the order they were given.
 
-    >>> normalize('  "The  Hobbit!" ')
-    'the hobbit'
-    """
-    text = unicodedata.normalize("NFKC", title).casefold()
-    text = re.sub(r"\s+", " ", text)
-    return text.strip(" \t\"'`“”‘’.,;:!?")
-
-
-class TitleIndex:
-    """Items by normalized title, for mapping generated titles back (hashed by identity: a slot holds it).
-
-    A title several items share names all of them, in the order they were given.
+    >>> index = TitleIndex([("M1", "Usual Suspects, The (1995)"), ("M2", "Heat (1995)"), ("M3", "Best Men (1997)")])
+    >>> index.find("The Usual Suspects (1995)"), index.find("Heat"), index.find("The Best Men (1997)")
+    ((('M1',), False), (('M2',), False), (('M3',), False))
     """
 
-    __slots__ = ("_by_title", "_titles")
-
-    def __init__(self, items: Iterable[tuple[str, str]]) -> None:
-        by_title: dict[str, list[str]] = {}
-        for asin, title in items:
-            named = by_title.setdefault(normalize(title), [])
-            if asin not in named:
-                named.append(asin)
-        self._by_title = {title: tuple(asins) for title, asins in by_title.items()}
-        self._titles = list(self._by_title)
-
-    def find(self, title: str) -> tuple[tuple[str, ...], bool]:
-        """The items a title names and whether it took the fuzzy match; ((), False) when none is close."""
-        key = normalize(title)
-        if key in self._by_title:
-            return self._by_title[key], False
-        best = process.extractOne(key, self._titles, scorer=fuzz.ratio, score_cutoff=FUZZY_THRESHOLD)
-        return (self._by_title[best[0]], True) if best else ((), False)
+    __hash__ = object.__hash__
 
 
 def resolve(items: Sequence[str | Sequence[str]], wanted: str) -> list[str]:

@@ -44,7 +44,6 @@ TYPES = ("explicit", "implicit", "misinformed", "interest", "demographics")
 # each condition type, then its condition-count groups; a query is scored in both
 SUBSETS = (*(s for t in TYPES[:3] for s in (t, *(f"{t}-{g}" for g in metrics.CONDITION_GROUPS))), *TYPES[3:])
 OPTIONAL = ("demographics",)  # configs a build may lack (Amazon Reviews 2023 has no user attributes)
-MOVIELENS = "MovieLens-1M"  # the movie domain: its titles are matched in MovieLens's forms too
 SLOT = "recommend"
 RELEASED_SLOT = "recommend:released"  # a released query scored by the released evaluator's rules
 RELEASED_METRICS = ("recall", "precision", "ndcg", "ftr")
@@ -136,32 +135,9 @@ def catalogue_of(rows: Sequence[Mapping[str, Any]]) -> Catalogue:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _MovieLensMatcher:
-    """MovieLens titles ("Breakfast Club, The (1985)", "Boat, The (Das Boot) (1981)") under every form an
-    answer writes them in (`released.title_variants`), on both sides: an answer's "The Boat (Das Boot)"
-    is read as "The Boat" and "Das Boot" too when the whole title names nothing."""
-
-    matcher: parsing.Matcher
-
-    def match(self, title: str) -> tuple[str, ...]:
-        from perrec_eval.tasks.recbench_plus.released import title_variants
-
-        for name in (title, *title_variants(title)):
-            found = self.matcher.match(name)
-            if found:
-                return found
-        return ()
-
-
-def _matcher(domain: str, items: Sequence[tuple[str, str, int]]) -> Any:
-    """A domain's title matcher (`parsing.Matcher`; MovieLens-1M's reads its title forms too)."""
-    if domain != MOVIELENS:
-        return parsing.Matcher(items)
-    from perrec_eval.tasks.recbench_plus.released import title_variants
-
-    variants = [(asin, name, n) for asin, title, n in items for name in title_variants(title)]
-    return _MovieLensMatcher(parsing.Matcher([*items, *variants]))
+def _matcher(domain: str, items: Sequence[tuple[str, str, int]]) -> parsing.Matcher:
+    """A domain's title matcher (`parsing.Matcher`: MovieLens-1M's title forms are read in every domain)."""
+    return parsing.Matcher(items)
 
 
 def _holders(asins: Sequence[str], facts: Mapping[str, frozenset[tuple[str, str]]]) -> dict:
@@ -315,12 +291,12 @@ def released_prediction(doc: QueryDoc, text: str | None, k: int | None) -> dict[
 
 
 @cache
-def _movies(catalogue: Catalogue, domain: str) -> list[Any]:
+def _movies(catalogue: Catalogue, domain: str) -> Any:
     """A catalogue's MovieLens movies in the released evaluator's terms (its id reading of titles)."""
-    from perrec_eval.tasks.recbench_plus.released import Movie
+    from perrec_eval.tasks.recbench_plus.released import Movie, MovieIds
 
     asins = sorted((a for a in catalogue.by_domain[domain] if a.isdigit()), key=int)
-    return [Movie(int(a), catalogue.titles[a]) for a in asins]
+    return MovieIds([Movie(int(a), catalogue.titles[a]) for a in asins])
 
 
 def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
