@@ -74,7 +74,7 @@ _APOLOGY = re.compile(  # a line that opens by declining
     r"such |further )?(?:\w+ )?(?:movies|films|books|titles|matches|results|recommendations)\b)",
     re.IGNORECASE,
 )
-_NOTE = re.compile(r"\W*+(?:notes?|n\.b\.|p\.s\.|disclaimer|explanation|reasoning|caveat)\s*+:", re.IGNORECASE)
+_NOTE = re.compile(r"\W*+(?:notes?|n\.b\.|p\.s\.|disclaimer|explanation|reasoning|caveat)\s*+:", re.I)
 _ITALIC = re.compile(r"(?<![\w*])[*_]([^*_\n]++)[*_](?![\w*])")
 _DASH = re.compile(r" [-\u2013\u2014] ")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*+")
@@ -256,9 +256,9 @@ def _names_in_prose(line: str, *, lead_in: bool = True) -> list[str]:
 
     - the quoted names of its last sentence that holds quotes, where that sentence recommends ("you might
       explore: "A", "B" and "C"", "such as "The Prince"") rather than declines or mentions the query's items;
-    - else the names after the first colon (outside quotes) whose lead-in is prose and not a refusal ("Sorry, X
-      did not star in Y. However, here are some films: Mad Max: Fury Road"; "…, including Political Pilgrims:
-      Travels of …" keeps "Political Pilgrims: Travels of …").
+    - else the names after the first colon (outside quotes) whose lead-in is prose and not a refusal
+      ("Sorry, X did not star in Y. However, here are some films: Mad Max: Fury Road"; "…, including
+      Political Pilgrims: Travels of …" keeps "Political Pilgrims: Travels of …").
     """
     if '"' in line or "“" in line:
         ends = [match.end() for match in _SENTENCE_BREAK.finditer(line)]
@@ -364,8 +364,8 @@ def clean_entry(piece: str, *, numbered: bool) -> str:
 
     >>> clean_entry("3. **Heat** (1995) - a crime epic", numbered=True)
     'Heat'
-    >>> clean_entry("2001: A Space Odyssey", numbered=False), clean_entry('"Casablanca" (1942)', numbered=False)
-    ('2001: A Space Odyssey', 'Casablanca (1942)')
+    >>> clean_entry("2001: A Space Odyssey", numbered=False), clean_entry('"Heat" (1995)', numbered=False)
+    ('2001: A Space Odyssey', 'Heat (1995)')
     >>> clean_entry("The Graduate (1967) - Her iconic role as Mrs. Robinson", numbered=False)
     'The Graduate (1967)'
     """

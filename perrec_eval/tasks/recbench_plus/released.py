@@ -358,9 +358,9 @@ def released_titles(response: str) -> list[str]:
 
 
 class MovieIds:
-    """The released evaluator's reading of a title as a catalogue id, precomputed once per catalogue: the first
-    movie whose title without its year equals the title without its year (double quotes as single ones),
-    else the first whose title contains it; movies.dat stands in for the release's graph."""
+    """The released evaluator's reading of a title as a catalogue id, precomputed once per catalogue: the
+    first movie whose title without its year equals the title without its year (double quotes as single
+    ones), else the first whose title contains it; movies.dat stands in for the release's graph."""
 
     def __init__(self, movies: Sequence[Movie]) -> None:
         bare = [(movie.id, _RELEASED_YEAR.sub("", movie.title)) for movie in movies]
@@ -369,7 +369,7 @@ class MovieIds:
             self._exact.setdefault(title, movie_id)
         self._ids = [movie_id for movie_id, _ in bare]
         self._starts = list(itertools.accumulate((len(title) + 1 for _, title in bare), initial=0))
-        self._joined = "\n".join(title for _, title in bare)  # one search finds the first title holding a name
+        self._joined = "\n".join(title for _, title in bare)  # one search: the first title holding a name
 
     def __bool__(self) -> bool:
         return bool(self._ids)
@@ -472,7 +472,7 @@ class ReleasedScoreConfig(TaskScoreConfig):
             )
         check_seed(self.seed)
         if self.k is not None and not 1 <= self.k <= MAX_K:
-            raise ConfigError(f"--k must be between 1 and {MAX_K:,} (the titles an answer lists), got {self.k}")
+            raise ConfigError(f"--k must be between 1 and {MAX_K:,} (titles an answer lists), got {self.k}")
 
 
 def score_released(
