@@ -70,7 +70,8 @@ _PROSE_START = re.compile(
     r"^(?:sorry|however|unfortunately|note:|please|based on|it seems|here (?:are|is) (?:some|a|the|my|more)|"
     r"if you(?:'re| are| enjoy| like| want)|i (?:hope|recommend|suggest|can|cannot|can't|couldn't|don't|"
     r"do not|would|'d|'m|am|think|found)\b|you (?:might|may|could|can|will|would) (?:also )?"
-    r"(?:enjoy|like|want|consider|find)|these (?:are|books|movies|films|titles|authors|recommendations|works|novels)\b)",
+    r"(?:enjoy|like|want|consider|find)|"
+    r"these (?:are|books|movies|films|titles|authors|recommendations|works|novels)\b)",
     re.IGNORECASE,
 )
 _SENTENCE_BREAK = re.compile(r"\b[^\W\d_]{3,}[.!?]\s+[A-Z]")
