@@ -142,6 +142,16 @@ _CLOSE = re.compile(r"^(?:" + "|".join(CLOSINGS) + ")", re.IGNORECASE)
 _REFUSE = re.compile("|".join(REFUSALS), re.IGNORECASE | re.MULTILINE)
 
 
+def opens_like_chat(line: str) -> bool:
+    """Whether a line starts like chat before an answer (`LEAD_INS`: "Sure", "Here's", "Based on …")."""
+    return bool(_LEAD.match(line.strip()))
+
+
+def closes_like_chat(line: str) -> bool:
+    """Whether a line starts like chat after an answer (`CLOSINGS`: "Enjoy", "Let me know", "I hope …")."""
+    return bool(_CLOSE.match(line.strip()))
+
+
 def too_long(text: str | None) -> bool:
     """Whether an answer is over `MAX_ANSWER_CHARS` once its reasoning is removed (a family fails it with
     reason `TOO_LONG` instead of reading it)."""

@@ -55,6 +55,7 @@ class Ask:
     index: TitleIndex | None = None
     catalogue: TitleIndex | None = None  # direct: tells titles outside the candidates from hallucinations
     title: str | None = None  # rating: the item's title, masked in the answer (its year is no rating)
+    user: str | None = None  # rating: the user's id, masked too ("user MLU196 will rate it 4")
 
     def to_json(self) -> dict[str, str]:
         return {"kind": self.kind}
@@ -74,7 +75,7 @@ class Protocol:
 
     def _slot(self, doc: build.RecDoc) -> Ask:
         if self.name == "rating":
-            return Ask("rating", title=doc.title)
+            return Ask("rating", title=doc.title, user=doc.user_id)
         if self.name in CANDIDATE_PROTOCOLS:
             titles = _titles(doc)
             candidates = TitleIndex((asin, titles[asin]) for asin in doc.candidates)
@@ -110,7 +111,7 @@ class Protocol:
     def parse(self, text: str | None, slot: Any, *, policy: str = "strict") -> Parsed:
         """The answer read back; `policy` (``strict`` or ``p5``, `--invalid-policy`) for a rating."""
         if slot.kind == "rating":
-            return parse_rating(text, policy, title=slot.title)
+            return parse_rating(text, policy, title=slot.title, user=slot.user)
         return parse_ranking(text, slot.index, slot.catalogue)
 
     def combine(self, values: Sequence[Any]) -> Any:

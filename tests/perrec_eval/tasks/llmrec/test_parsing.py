@@ -104,7 +104,7 @@ def test_parse_rating_never_reads_a_year_even_without_the_title() -> None:
     [
         ("I'm sorry, but I cannot predict how this user will rate the product.", "refused"),
         ("It could be 2 or 4.", "ambiguous"),
-        ('1. "A Tale of Pastry": 4 stars\n2. "Sword and Dragon": 2 stars', "ambiguous"),  # the history echoed
+        ('1. "A Tale of Pastry": 4 stars\n2. "Sword and Dragon": 2 stars', "no_number"),  # the history echoed
         ('1. "A Tale of Pastry', "no_number"),  # an echoed history line, cut by the budget: "1." is no rating
         ("I would rate it 7 stars.", "out_of_range"),
         ("<think>It is probably a 4, but", "no_number"),  # cut inside its reasoning
