@@ -94,7 +94,7 @@ LEAD_INS = (
     r"i (?:would|'d|recommend|suggest|think|believe|have|can|found|hope|see|understand|'ll|will|'m|am)\b",
     r"(?:these|the following|below|my|some|this|that) (?:are|is|was|were|recommendations?|suggestions?|"
     r"picks?|list|titles?|movies?|films?|books?|options?|authors?|novels?|works?)\b",
-    r"(?:recommended|recommendations?|suggestions?|answer|output|result)s?\s*+[:(]",
+    r"(?:recommended|recommendations?|suggestions?|answer|output|result)s?(?: [a-z]++){0,2}\s*+[:(]",
     r"(?:if you|you (?:might|may|could|can|will|would|should)|for (?:fans|readers|viewers) of)\b",
     r"(?:it seems|it appears|it looks like|there (?:are|is|seems|appears))\b",
 )
@@ -184,6 +184,11 @@ def _lower_share(words: Sequence[str]) -> float:
     return sum(w[0].islower() for w in content) / len(content) if len(content) >= 3 else 0.0
 
 
+def _titled(words: Sequence[str]) -> bool:
+    """Whether words are in title case: every word after the first that is not a small word capitalised."""
+    return len(words) > 1 and all(w[0].isupper() for w in words[1:] if w.casefold() not in _SMALL)
+
+
 def _sentences(text: str) -> int:
     """How many sentence breaks a line holds ("… films. However, …"), abbreviations ("Mr. Smith") not
     counted."""
@@ -223,7 +228,7 @@ def is_prose(line: str) -> bool:
         return True  # plainly a sentence ("Spartan Fit!: 30 Days. Transform Your Mind." is a title)
     if len(words) >= 8 and lower >= 0.3 and _CLOSE.match(text):
         return True  # "These movies star Steven Seagal, who also starred in …"
-    titled = len(words) > 1 and all(w[0].isupper() for w in words[1:] if w.casefold() not in _SMALL)
+    titled = _titled(words)
     ends = text.rstrip(_QUOTES + ")").endswith((".", "!", "?")) and not titled  # "Hello, Dolly!" is a title
     if not (ends or lower >= 0.5 or (breaks > 0 and not titled)):
         return False  # not a sentence (a title in title case)
@@ -261,6 +266,13 @@ def _serial(rest: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
+def _lead_in(head: str) -> bool:
+    """Whether the text before a colon opens like chat, not like a title ("Recommended movies", "Here are
+    some books by Jane Roe"; not "Absolutely Fabulous", "If You Want to Write")."""
+    text = _plain(head)
+    return bool(_LEAD.match(text + ":")) and not _titled(_WORD.findall(text))
+
+
 def _names_in_prose(line: str, *, lead_in: bool = True) -> list[str]:
     """The names a line of prose recommends after its lead-in, or [] when it recommends none:
 
@@ -292,7 +304,7 @@ def _names_in_prose(line: str, *, lead_in: bool = True) -> list[str]:
             head.count('"') % 2 == 0
             and head[:1] not in _QUOTES
             and rest
-            and (bool(_LEAD.match(_plain(head) + ":")) or (lead_in and is_prose(head)))
+            and (_lead_in(head) or (lead_in and is_prose(head)))
             and not is_refusal(lead)
             and not is_prose(rest)
         ):
