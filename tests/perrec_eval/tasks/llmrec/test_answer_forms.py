@@ -46,7 +46,7 @@ def test_rating_counts_star_glyphs(text, value) -> None:
 
 
 def test_rating_never_reads_a_list_marker_the_budget_cut() -> None:
-    text = 'Based on the history:\n1. "Jaws (1975)"\n2. "Alien (1979)"\n3. "Raiders of the Lost Ark (1981)"\n4'
+    text = 'Based on the history:\n1. "Jaws (1975)"\n2. "Alien (1979)"\n3. "Raiders of the Lost Ark"\n4'
     parsed = parse_rating(text, title=TOY_STORY)
     assert not parsed.ok and parsed.reason == "no_number"
 
@@ -94,7 +94,7 @@ def test_ranking_maps_movielens_title_forms(title, item) -> None:
         "| Rank | Title |\n|---|---|\n| 1 | Heat (1995) |\n| 2 | Se7en |\n| 3 | The Usual Suspects |",
         "Heat (1995), Se7en, The Usual Suspects",
         "['Heat (1995)', 'Se7en', 'The Usual Suspects']",
-        '["Heat (1995)", "Se7en", "The Usual Suspects"]\n\n(These are crime films the user is likely to enjoy.)',
+        '["Heat (1995)", "Se7en", "The Usual Suspects"]\n\n(These are crime films the user will enjoy.)',
         "Sure! Here's the list:\n['Heat (1995)', 'Se7en', 'The Usual Suspects']",
     ],
 )

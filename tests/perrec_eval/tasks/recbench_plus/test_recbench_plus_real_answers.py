@@ -20,7 +20,7 @@ from perrec_eval.tasks.recbench_plus.parsing import split_answer
         "No recommendations available, as Jane Roe did not write The Quiet Shore.",
         "There are currently no other travel books by Jane Roe.",
         "I’m sorry, but I couldn’t find any other films shot by that cinematographer.",  # curly apostrophes
-        "Recommended books (separated by [SEP]): Unfortunately, there are no more books by Jane Roe to recommend.",
+        "Recommended books (separated by [SEP]): Unfortunately, there are no more books by Jane Roe.",
         "Jane Roe is not the author of The Quiet Shore. The actual author is John Doe.",
     ],
 )
@@ -36,13 +36,14 @@ def test_a_refusal_is_read_as_no_items_not_one_title(text) -> None:
          "and memorable villains.", ["Heat", "Alien", "Fargo"]),
         ("Heat [SEP] Alien [SEP] Fargo [SEP] These films all share a dark tone and are well worth watching.",
          ["Heat", "Alien", "Fargo"]),
-        ("Sorry, Jane Roe didn't work on Heat. However, here are some other films she shot: Mad Max: Fury Road "
-         "[SEP] Alien", ["Mad Max: Fury Road", "Alien"]),
+        ("Sorry, Jane Roe didn't work on Heat. However, here are some other films she shot: "
+         "Mad Max: Fury Road [SEP] Alien", ["Mad Max: Fury Road", "Alien"]),
         ("Unfortunately, I couldn't find other books by Jane Roe. However, I can suggest some similar books "
          "that might interest you [SEP] Emma [SEP] Dune", ["Emma", "Dune"]),
         ("Jane Roe did not write Emma. However, you might enjoy: \"Dune\", \"Ulysses\" and \"Persuasion\".",
          ["Dune", "Ulysses", "Persuasion"]),
-        ("Heat (1995) - a tense crime epic [SEP] Alien (1979) - horror in space", ["Heat (1995)", "Alien (1979)"]),
+        ("Heat (1995) - a tense crime epic [SEP] Alien (1979) - horror in space",
+         ["Heat (1995)", "Alien (1979)"]),
     ],
 )  # fmt: skip
 def test_prose_is_dropped_wherever_it_sits(text, titles) -> None:
@@ -54,7 +55,8 @@ def test_prose_is_dropped_wherever_it_sits(text, titles) -> None:
     [
         ('Recommended books (separated by [SEP]): "Emma" by Jane Austen [SEP] "Dune" by Frank Herbert',
          ["Emma by Jane Austen", "Dune by Frank Herbert"]),
-        ("Recommended books (separated by [SEP]): Emma [SEP]: Dune [SEP]: Ulysses", ["Emma", "Dune", "Ulysses"]),
+        ("Recommended books (separated by [SEP]): Emma [SEP]: Dune [SEP]: Ulysses",
+         ["Emma", "Dune", "Ulysses"]),
         ("Recommended movies (separated by [SEP]):\nHeat [SEP] Alien", ["Heat", "Alien"]),
         ("Recommended movies: Heat [SEP] Alien", ["Heat", "Alien"]),
     ],
