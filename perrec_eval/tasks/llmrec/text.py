@@ -39,7 +39,7 @@ FIRST_WORDS = 4
 BASELINES = ("first-words", "common-sentence")
 CONSTANT = {"explanation": "This product is good.", "summarization": "Good product"}
 _LABEL = re.compile(
-    r"(?:(?:a |the |my |\d+-word |short |one-sentence )*+"
+    r"^(?:(?:a |the |my |\d++-word |short |one-sentence )*+"
     r"(?:explanation|summary|sentence|answer|review summary))\s*+:\s*+",
     re.IGNORECASE,
 )

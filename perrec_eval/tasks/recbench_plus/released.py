@@ -370,6 +370,7 @@ class MovieIds:
         self._ids = [movie_id for movie_id, _ in bare]
         self._starts = list(itertools.accumulate((len(title) + 1 for _, title in bare), initial=0))
         self._joined = "\n".join(title for _, title in bare)  # one search: the first title holding a name
+        self._found: dict[str, int | None] = {}
 
     def __bool__(self) -> bool:
         return bool(self._ids)
@@ -378,8 +379,12 @@ class MovieIds:
         name = _RELEASED_YEAR.sub("", title).strip().replace('"', "'")
         if name in self._exact:
             return self._exact[name]
-        at = -1 if "\n" in name else self._joined.find(name)
-        return None if at < 0 else self._ids[bisect.bisect_right(self._starts, at) - 1]
+        if name not in self._found:
+            if len(self._found) > 100_000:
+                self._found.clear()
+            at = -1 if "\n" in name else self._joined.find(name)
+            self._found[name] = None if at < 0 else self._ids[bisect.bisect_right(self._starts, at) - 1]
+        return self._found[name]
 
 
 def released_scores(
