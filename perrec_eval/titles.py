@@ -7,7 +7,8 @@ other forms (`alternatives`): MovieLens's moved article ("Usual Suspects, The" i
 Leon: The Professional)"), the title without its leading article and without its subtitle. An answer's title
 is tried as written, then without a trailing author ("The Night Circus by Erin Morgenstern", "Piranesi —
 Susanna Clarke", "The Hobbit (J.R.R. Tolkien)": so "Stand by Me" still matches first as itself), without a
-trailing bracketed note, without its leading article, and without its subtitle (`answer_forms`).
+trailing bracketed note, and, where its year agrees with the catalogue title's, without its leading article
+or its subtitle (`answer_forms`).
 
 `TitleMatcher.find` takes, in order: a catalogue title in its own form, then in one of its other forms, and
 last the closest title (rapidfuzz ``fuzz.ratio`` of the normalized forms at least `FUZZY_THRESHOLD`). Where
@@ -136,31 +137,33 @@ def _author_free(title: str) -> str | None:
 
 
 def answer_forms(title: str) -> list[tuple[str, bool]]:
-    """An answer's title as it may name a catalogue title: (form, whether it may match a catalogue title's
-    other forms too), most literal first (module docstring).
+    """An answer's title as it may name a catalogue title: (form, whether the form is relaxed), most literal
+    first (module docstring). A relaxed form (without the answer's leading article or subtitle) names an
+    item only where both carry a year and the years agree: "Mad Max: Fury Road" is not "Mad Max (1979)", and
+    "The Heat" is not "Heat (1995)", but "The Best Men (1997)" is "Best Men (1997)".
 
     >>> [form for form, _ in answer_forms("The Night Circus by Erin Morgenstern")]
     ['The Night Circus by Erin Morgenstern', 'The Night Circus', 'Night Circus']
-    >>> [form for form, _ in answer_forms("Mad Max: Fury Road (action, post-apocalyptic)")]
-    ['Mad Max: Fury Road (action, post-apocalyptic)', 'Mad Max: Fury Road', 'Mad Max']
+    >>> answer_forms("Mad Max: Fury Road (action, post-apocalyptic)")[1:]
+    [('Mad Max: Fury Road', False), ('Mad Max', True)]
     """
     text = unicodedata.normalize("NFKC", title).strip().strip("\"'“”‘’`«» ")
-    forms = [(text, True)]
+    forms = [(text, False)]
     moved = _moved(_strip_tail(text)[0])
     if len(moved) > 1:
-        forms.append((moved[0], True))  # "Boat, The" as "The Boat"
+        forms.append((moved[0], False))  # "Boat, The" as "The Boat"
     bare = _author_free(text)
     if bare:
-        forms.append((bare, True))
+        forms.append((bare, False))
     base = _strip_tail(bare or text)[0]
     if base.endswith(")") and (start := base.rfind("(")) > 0:
-        forms.append((base[:start].rstrip(), True))
+        forms.append((base[:start].rstrip(), False))
     last = forms[-1][0]
     if (articleless := _LEADING.sub("", last)) != last:
-        forms.append((articleless, True))  # "The Best Men (1997)" for "Best Men (1997)"
+        forms.append((articleless, True))
     head = _SUBTITLE.split(last, maxsplit=1)[0]
     if head != last and head.strip():
-        forms.append((head, False))  # "The Hobbit: There and Back Again" names "The Hobbit", not its variants
+        forms.append((head, True))
     return forms
 
 
@@ -173,7 +176,9 @@ class TitleMatcher:
     """The items of one catalogue by title (module docstring); a title several items share names all of them,
     in the order they were given (the preferred first).
 
-    >>> m = TitleMatcher([("a", "Usual Suspects, The (1995)"), ("b", "Heat (1995)"), ("c", "Night Circus")])
+    >>> m = TitleMatcher([
+    ...     ("a", "Usual Suspects, The (1995)"), ("b", "Heat (1995)"), ("c", "The Night Circus")
+    ... ])
     >>> m.match("The Usual Suspects"), m.match("Heat"), m.match("The Night Circus by Erin Morgenstern")
     (('a',), ('b',), ('c',))
     >>> m.match("Heat (1986)"), m.find("The Nigth Circus")
@@ -222,21 +227,26 @@ class TitleMatcher:
             found = self._cache[title] = self._find(title)
         return found
 
-    def _named(self, items: Iterable[int], year: int | None) -> tuple[str, ...]:
+    def _named(self, items: Iterable[int], year: int | None, *, dated: bool = False) -> tuple[str, ...]:
+        """The ids of `items` whose year agrees with `year` (where both have one; `dated`: both must)."""
         years = self._years
-        kept = (i for i in items if year is None or years[i] is None or abs(years[i] - year) <= 1)
+        kept = (
+            i for i in items
+            if (year is None or years[i] is None) and not dated or year is not None and years[i] is not None
+            and abs(years[i] - year) <= 1
+        )  # fmt: skip
         return tuple(dict.fromkeys(self._ids[i] for i in kept))
 
     def _find(self, title: str) -> tuple[tuple[str, ...], bool]:
         year = _year(title)
-        forms = [(normalize_title(form), other) for form, other in answer_forms(title)]
-        forms = [(key, other) for key, other in forms if key]
-        for tier, table in enumerate(self._tiers):
-            for key, other in forms:
-                if (tier == 0 or other) and key in table and (named := self._named(table[key], year)):
+        forms = [(normalize_title(form), relaxed) for form, relaxed in answer_forms(title)]
+        forms = [(key, relaxed) for key, relaxed in forms if key and not (relaxed and year is None)]
+        for table in self._tiers:
+            for key, relaxed in forms:
+                if key in table and (named := self._named(table[key], year, dated=relaxed)):
                     return named, False
-        for key, other in forms:
-            if other and (named := self._fuzzy(key, year)):
+        for key, relaxed in forms:
+            if not relaxed and (named := self._fuzzy(key, year)):
                 return named, True
         return (), False
 

@@ -19,6 +19,9 @@ CATALOGUE = [
     ("piranesi", "Piranesi"),
     ("hobbit", "The Hobbit"),
     ("strangelove", "Dr. Strangelove or: How I Learned to Stop Worrying and Love the Bomb (1963)"),
+    ("starwars", "Star Wars (1977)"),
+    ("madmax", "Mad Max (1979)"),
+    ("bestmen", "Best Men (1997)"),
     ("casablanca", "Casablanca (1942)"),
 ]
 
@@ -52,7 +55,8 @@ def matcher(request):
         ("Stand by Me", "stand"),  # "by" in the title itself
         ('Casablanca" (1942)', "casablanca"),  # a stray quote
         ("“The Hobbit”", "hobbit"),
-        ("The Hobbit: There and Back Again", "hobbit"),  # a subtitle the catalogue lacks
+        ("Star Wars: A New Hope (1977)", "starwars"),  # a subtitle the catalogue lacks, the years agreeing
+        ("The Best Men (1997)", "bestmen"),  # an article the catalogue lacks, the years agreeing
         ("Dr. Strangelove", "strangelove"),  # a subtitle the answer drops
     ],
 )
@@ -60,7 +64,13 @@ def test_each_family_matches_each_title_form(matcher, title, key) -> None:
     assert matcher.match(title) == (key,)
 
 
-@pytest.mark.parametrize("title", ["Heat (1986)", "The Night", "Stand", "Circus Maximus by Erin Morgenstern"])
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Heat (1986)", "The Night", "Stand", "Circus Maximus by Erin Morgenstern",
+        "Mad Max: Fury Road", "Mad Max: Fury Road (2015)", "The Best Men",  # a sequel, another film
+    ],
+)  # fmt: skip
 def test_each_family_keeps_distinct_titles_apart(matcher, title) -> None:
     assert matcher.match(title) == ()
 

@@ -132,6 +132,33 @@ def test_recbench_plus_released_bad_files_end_in_one_line(tmp_path, capsys, flag
     assert len(err.splitlines()) == 1 and message in err
 
 
+def test_recbench_plus_released_query_answered_twice_scores_its_first_answer_and_counts_the_rest(
+    tmp_path, capsys
+):
+    responses = tmp_path / "twice.jsonl"
+    lines = (DATA / "responses.jsonl").read_text().splitlines()
+    repeated = [json.dumps({"id": "0-0", "response": "Heat"}), json.dumps({"id": "0-0", "response": "Alien"})]
+    responses.write_text("\n".join([*lines, *repeated]) + "\n")
+    assert released.read_responses(str(responses)).repeats == 2
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", QUERIES]
+    assert main([*args, "--responses", str(responses), "--catalogue", MOVIES]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["num_repeated_answers"] == 2 and "first answer" in printed["repeated_answers"]
+    once = tmp_path / "once.jsonl"
+    once.write_text("\n".join(lines) + "\n")
+    assert main([*args, "--responses", str(once), "--catalogue", MOVIES]) == 0
+    assert json.loads(capsys.readouterr().out)["query_types"] == printed["query_types"]
+
+
+@pytest.mark.parametrize("k", ["0", "1001", "100000000"])
+def test_recbench_plus_released_k_is_bounded(capsys, k):
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", QUERIES]
+    args += ["--responses", str(DATA / "responses.jsonl"), "--catalogue", MOVIES, "--compat", "released"]
+    assert main([*args, "--k", k]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--k must be between 1 and 1,000" in err
+
+
 def test_recbench_plus_released_needs_all_three_files(capsys):
     args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", QUERIES]
     assert main(args) == 2
