@@ -30,6 +30,7 @@ PATH/RecAssistBench``; ``--samples 25`` prints 25 random hits of each pattern to
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import random
 import re
@@ -183,16 +184,11 @@ def measure(root: Path) -> tuple[dict[str, Counter], dict[str, list[tuple[str, s
     return counts, hits
 
 
-def markdown(counts: dict[str, Counter], seconds: float, files: int) -> str:
-    total = sum(c["answers"] for c in counts.values())
+def table(counts: dict[str, Counter]) -> list[str]:
     lines = [
-        f"`benchmarks/read_rate.py`: all {total:,} answers of the seven models in the {files} answer files "
-        f"present ({seconds:.0f} s on 2 shared CPU cores). Shares of each model's answers; P1a–P3 as the "
-        "script's docstring defines them; read right = in none of them.",
-        "",
-        "| model | answers | items | refusal | failed | P1a | P1b | P2 | P3 | read right | stray quote | "
-        "Title by Author |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | answers | items | refusal | failed | P1a | P1b | P2 | P1a+P1b+P2 | P3 | read right "
+        "| stray quote | Title by Author |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for model, count in counts.items():
         n = count["answers"]
@@ -200,11 +196,34 @@ def markdown(counts: dict[str, Counter], seconds: float, files: int) -> str:
         def share(name: str, n: int = n, count: Counter = count) -> str:
             return f"{count[name] / n:.2%}"
 
+        misread = sum(count[p] for p in PATTERNS[:3])
         lines.append(
             f"| {model} | {n:,} | {share('items')} | {share('refusal')} | {share('failed')} | "
-            + " | ".join(f"{count[p]:,}" for p in PATTERNS)
-            + f" | {1 - count['misread'] / n:.2%} | {count['stray quote']:,} | {count['by author']:,} |"
+            + " | ".join(f"{count[p]:,}" for p in PATTERNS[:3])
+            + f" | {misread / n:.2%} | {count['P3']:,} | {1 - count['misread'] / n:.2%} | "
+            f"{count['stray quote']:,} | {count['by author']:,} |"
         )
+    return lines
+
+
+def markdown(counts: dict[str, Counter], seconds: float, files: int, before: dict | None) -> str:
+    total = sum(c["answers"] for c in counts.values())
+    lines = [
+        f"`benchmarks/read_rate.py`: all {total:,} answers of the seven models in the {files} answer files "
+        f"present ({seconds:.0f} s on 2 shared CPU cores). Shares of each model's answers; P1a–P3 as the "
+        "script's docstring defines them (counts of answers; an answer may show two); read right = in none "
+        f"of them. P3 in all: {sum(c['P3'] for c in counts.values()):,}.",
+        "",
+        *table(counts),
+    ]
+    if before is not None:
+        lines += [
+            "",
+            f"Before, the reader of {before['label']} on the same answers with the same detectors (P3 in "
+            f"all: {sum(c['P3'] for c in before['counts'].values()):,}):",
+            "",
+            *table({model: Counter(count) for model, count in before["counts"].items()}),
+        ]
     return "\n".join(lines)
 
 
@@ -214,6 +233,9 @@ def main() -> None:
         "--released", required=True, type=Path, help="a checkout of jiani-huang/RecAssistBench"
     )
     parser.add_argument("--samples", type=int, default=0, help="print this many random hits of each pattern")
+    parser.add_argument("--counts-out", type=Path, help="save the counts as JSON (to show them as --before)")
+    parser.add_argument("--before", type=Path, help="a --counts-out file of an earlier reader, shown beside")
+    parser.add_argument("--label", default="this checkout", help="what --counts-out records as the reader")
     parser.add_argument("--write", action="store_true", help=f"replace '{SECTION}' in RESULTS.md")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -221,8 +243,11 @@ def main() -> None:
     counts, hits = measure(args.released)
     seconds = time.perf_counter() - start
     files = sum(1 for _ in answer_files(args.released))
-    body = markdown(counts, seconds, files)
+    before = json.loads(args.before.read_text(encoding="utf-8")) if args.before else None
+    body = markdown(counts, seconds, files, before)
     print(body)
+    if args.counts_out:
+        args.counts_out.write_text(json.dumps({"label": args.label, "counts": counts}), encoding="utf-8")
     rng = random.Random(0)
     for name in PATTERNS if args.samples else ():
         print(f"\n### {name}: {len(hits[name])} answers; {min(args.samples, len(hits[name]))} at random")
