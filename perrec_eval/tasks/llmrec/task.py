@@ -130,11 +130,13 @@ class Protocol:
         return self.name
 
 
-# Default answer budgets (tokens), from what a correct answer needs: a rating is 1-3 tokens ("4", "3.5"; 8
-# leaves room for "Rating: 4.5"); a list of 10 titles as a Python list is 83 tokens on average on the demo's
-# titles (99 at most, SmolLM2's tokenizer) and real catalogue titles run longer: 99% of the 257,619
-# released RecBench+ title lists (about 10 titles each) fit in 227 tokens. Text budgets: the text module's.
-RATING_BUDGET, LIST_BUDGET = 8, 256
+# Default answer budgets (tokens, SmolLM2's tokenizer), from how instruct models answer, preamble included
+# (benchmarks/RESULTS.md, "Answer budgets"): a bare rating is 1-3 tokens, but SmolLM2-135M's free answers
+# reach their number after 13-20 tokens ("I predict that user MLU196 will rate "Toy Story (1995)" a 4." is
+# 25), so 64; every released RecBench+ answer of seven models (lists of about 10 titles, preambles, notes
+# and refusals included) has p99 228 tokens, 335 for Gemini-1.5-Pro, p99.9 477, so 512 for every list. A
+# reasoning model needs more (--max-new-tokens). Text budgets: the text module's.
+RATING_BUDGET, LIST_BUDGET = 64, 512
 PROTOCOLS = {
     "rating": Protocol("rating", RATING_BUDGET),
     "sequential": Protocol("sequential", LIST_BUDGET),
