@@ -63,7 +63,8 @@ DECLINES = re.compile(
     r"\b(?:sorry|apologi[sz]e|apologies|unfortunately|i'm afraid|not aware of|misunderstanding|mix-up|"
     r"mistake|confusion|can ?not|can't|couldn't|could not|unable to|don't|do not|did not|didn't|does not|"
     r"doesn't|has not|hasn't|have not|haven't|is not|isn't|was not|wasn't|are not|aren't|were not|"
-    r"no (?:other|additional|more|further|such|known|specific|books?|movies?|films?|titles?)\b|"
+    r"no (?:other|additional|more|further|such|known|specific|books?|movies?|films?|titles?|recommendations?|"
+    r"results?|matches)\b|"
     r"there (?:are|is|were|was) (?:currently )?no|none of)\b",
     re.IGNORECASE,
 )
@@ -107,12 +108,18 @@ def is_prose_entry(entry: str) -> bool:
 
 def is_title_line(line: str) -> bool:
     """Whether a line at a list's edge looks like one title: up to 12 words, not prose, not a refusal, not
-    the prompt's header, not a lead-in ending in a colon."""
+    the prompt's header, not a lead-in ending in a colon, not a note in brackets, not a short sentence (an
+    exclamation or statement in lower case: "Enjoy your movie night!", "All are written by X.")."""
     text = line.strip().strip("*-•\"' ")
+    words = _WORD.findall(text)
+    sentence = text.endswith((".", "!")) and len(words) >= 4 and (_lower_share(words) >= 0.5 or any(
+        w in ("is", "are", "was", "were") for w in words))  # fmt: skip
     return (
         bool(text)
         and len(text.split()) <= 12
         and not text.endswith(":")
+        and not text.startswith("(")
+        and not sentence
         and not is_prose_entry(text)
         and not DECLINES.search(text.translate(_APOSTROPHES))
         and not _ECHO.search(text)

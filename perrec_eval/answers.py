@@ -396,7 +396,9 @@ def clean_entry(piece: str, *, numbered: bool) -> str:
         piece = _NUMBER.sub("", piece, count=1)
     piece = _ECHO_RESIDUE.sub("", piece)
     bold = _BOLD.search(piece)
-    if bold:  # "**Heat** (1995) - a crime epic": the bold name
+    if bold and (bold.group(1) or bold.group(2)).rstrip().endswith(":"):  # "**Michael Caine:** Alfie (1966)"
+        piece = piece[bold.end() :]
+    elif bold:  # "**Heat** (1995) - a crime epic": the bold name
         piece = bold.group(1) or bold.group(2)
     if piece.endswith(")") and (open_ := piece.rfind("(")) > 0 and is_prose(piece[open_ + 1 : -1]):
         piece = piece[:open_].rstrip()  # "Title by Author (Note: X is not the author of these books)"

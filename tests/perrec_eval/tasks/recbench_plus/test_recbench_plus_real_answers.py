@@ -101,3 +101,16 @@ def test_quotes_around_a_title_are_removed_in_pairs(text, titles) -> None:
 def test_an_answer_over_the_length_bound_fails_with_its_reason() -> None:
     parsed = split_answer("Heat [SEP] " * 5_000)
     assert not parsed.ok and parsed.reason == "too_long"
+
+
+def test_an_echoed_history_is_no_answer() -> None:
+    # SmolLM2-135M's most common free answer to the history prompt: the prompt's history line back
+    parsed = split_answer("The user has read the following books: ['Love and Bride', 'Witness and Clue']")
+    assert not parsed.ok and parsed.reason == "no_items"
+    text = "The user has watched the following movies: ['Alien']\nQuery: crime films?\nHeat [SEP] Fargo"
+    assert split_answer(text).value == ["Heat", "Fargo"]
+
+
+def test_a_bold_label_before_a_title_is_not_the_title() -> None:
+    text = "Here are films with these actors:\n\n**Michael Caine:** The Italian Job (1969) [SEP] Alfie (1966)"
+    assert split_answer(text).value == ["The Italian Job (1969)", "Alfie (1966)"]
