@@ -11,7 +11,8 @@ trailing bracketed note, and, where its year agrees with the catalogue title's, 
 or its subtitle (`answer_forms`).
 
 `TitleMatcher.find` takes, in order: a catalogue title in its own form, then in one of its other forms, and
-last the closest title (rapidfuzz ``fuzz.ratio`` of the normalized forms at least `FUZZY_THRESHOLD`). Where
+last the closest catalogue title in its own form (rapidfuzz ``fuzz.ratio`` of the normalized forms at least
+`FUZZY_THRESHOLD`, their numbers equal: "Rocky II" is no typo of "Rocky III"). Where
 both titles carry a year, years more than one apart never match ("Heat (1986)" is not "Heat (1995)").
 
 Bounds: a title is matched in time linear in its length and independent of the catalogue's size (exact forms
@@ -51,6 +52,7 @@ _NAME = re.compile(  # an author: "Erin Morgenstern", "J.R.R. Tolkien", "Tim LaH
     r"(?:\s++(?:[A-Z][\w.'’-]*+\.?|de|van|von|la|le|du|da|del|der|and|&)){0,7}"
 )
 _PUNCT = re.compile(r"[^\w\s]|_")
+_NUMERAL = re.compile(r"\d++|[ivx]{2,4}|v|x")
 
 
 def _strip_tail(text: str) -> tuple[str, int | None]:
@@ -99,13 +101,14 @@ def _moved(name: str) -> list[str]:
     return [f"{article}{'' if article.endswith(chr(39)) else ' '}{rest}", rest]
 
 
-def alternatives(title: str) -> tuple[list[str], list[str]]:
-    """A catalogue title's own forms and its other forms (module docstring), as written.
+def alternatives(title: str) -> tuple[list[str], list[str], list[str]]:
+    """A catalogue title's own forms, its other forms and its titles without their subtitle (module
+    docstring), as written.
 
     >>> alternatives("Postino, Il (The Postman) (1994)")
-    (['Postino, Il (The Postman) (1994)', 'Il Postino'], ['Postino', 'The Postman', 'Postman'])
-    >>> alternatives("Professional, The (a.k.a. Leon: The Professional) (1994)")[1]
-    ['Professional', 'Leon: The Professional', 'Leon']
+    (['Postino, Il (The Postman) (1994)', 'Il Postino'], ['Postino', 'The Postman', 'Postman'], [])
+    >>> alternatives("Professional, The (a.k.a. Leon: The Professional) (1994)")[1:]
+    (['Professional', 'Leon: The Professional'], ['Leon'])
     """
     rest, _ = _strip_tail(unicodedata.normalize("NFKC", title).strip())
     bracketed: list[str] = []
@@ -120,18 +123,19 @@ def alternatives(title: str) -> tuple[list[str], list[str]]:
     other = list(shorter)
     for name in bracketed:
         other += _moved(name)
-    for name in [main, *other]:
-        head = _SUBTITLE.split(name, maxsplit=1)[0]
-        bare = _LEADING.sub("", name)
-        other += [form for form in (head, bare) if form != name]
-    return own, [form for form in dict.fromkeys(other) if form not in own]
+    other += [bare for name in [main, *other] if (bare := _LEADING.sub("", name)) != name]
+    heads = [head for name in [main, *other] if (head := _SUBTITLE.split(name, maxsplit=1)[0]) != name]
+    other = [form for form in dict.fromkeys(other) if form not in own]
+    return own, other, [form for form in dict.fromkeys(heads) if form not in own and form not in other]
 
 
 def _author_free(title: str) -> str | None:
-    """The title without a trailing "by Author", "— Author", "- Author" or "(Author)"; None without one."""
+    """The title without a trailing "by Author", "— Author" or "- Author" (an author: two words or more, so
+    "Mission: Impossible - Fallout" keeps its "Fallout"); None without one."""
     for mark in (" by ", " \u2014 ", " \u2013 ", " - "):
         cut = title.rfind(mark)
-        if cut > 0 and _NAME.fullmatch(title[cut + len(mark) :].strip().rstrip(".")):
+        name = title[cut + len(mark) :].strip().rstrip(".")
+        if cut > 0 and (" " in name or "." in name) and _NAME.fullmatch(name):
             return title[:cut]
     return None
 
@@ -167,6 +171,11 @@ def answer_forms(title: str) -> list[tuple[str, bool]]:
     return forms
 
 
+def _numerals(key: str) -> set[str]:
+    """The numbers of a normalized title: digits and roman numerals ("rocky iii" → {"iii"})."""
+    return {word for word in key.split() if _NUMERAL.fullmatch(word)}
+
+
 def _grams(key: str) -> set[str]:
     padded = f" {key[:MAX_TITLE_CHARS]} "
     return {padded[i : i + 3] for i in range(len(padded) - 2)}
@@ -191,21 +200,26 @@ class TitleMatcher:
         self._years: list[int | None] = []
         own: dict[str, list[int]] = {}
         other: dict[str, list[int]] = {}
+        heads: dict[str, list[int]] = {}
         for key, title in items:
             if not isinstance(title, str) or not title.strip():
                 continue
             item = len(self._ids)
             self._ids.append(key)
             self._years.append(_year(title))
-            first, rest = alternatives(title)
-            for table, forms in ((own, first), (other, rest)):
+            for table, forms in zip((own, other, heads), alternatives(title), strict=True):
                 for form in forms:
                     named = table.setdefault(normalize_title(form), [])
                     if not named or named[-1] != item:
                         named.append(item)
+        # a title without its subtitle names an item only where no other item has it ("Dr. Strangelove"; not
+        # "Star Trek", the head of a whole series)
+        for form, named in heads.items():
+            if len(named) == 1:
+                other.setdefault(form, named)
         other = {form: named for form, named in other.items() if form}
         self._tiers = (own, other)
-        self._keys = [*own, *(form for form in other if form not in own)]
+        self._keys = list(own)  # the fuzzy match reads catalogue titles in their own forms only
         self._postings: dict[str, array] | None = None
         self._cache: dict[str, tuple[tuple[str, ...], bool]] = {}
 
@@ -272,11 +286,12 @@ class TitleMatcher:
             if size <= FUZZY_POSTING:
                 counts.update(postings[gram])
         slack = 2 * (100 - self.threshold) / self.threshold * len(key) + 1
+        numbers = _numerals(key)
         best, best_score, scored = -1, 0.0, 0
         for number, _ in counts.most_common(FUZZY_CANDIDATES * 4):
             candidate = self._keys[number]
-            if abs(len(candidate) - len(key)) > slack:
-                continue
+            if abs(len(candidate) - len(key)) > slack or _numerals(candidate) != numbers:
+                continue  # (a typo changes no number: "Rocky II" is not "Rocky III")
             score = fuzz.ratio(key, candidate, score_cutoff=self.threshold)
             if score and (score > best_score or (score == best_score and number < best)):
                 best, best_score = number, score
@@ -285,6 +300,4 @@ class TitleMatcher:
                 break
         if best < 0:
             return ()
-        own, other = self._tiers
-        form = self._keys[best]
-        return self._named([*own.get(form, ()), *other.get(form, ())], year)
+        return self._named(self._tiers[0][self._keys[best]], year)

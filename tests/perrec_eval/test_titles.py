@@ -69,10 +69,23 @@ def test_each_family_matches_each_title_form(matcher, title, key) -> None:
     [
         "Heat (1986)", "The Night", "Stand", "Circus Maximus by Erin Morgenstern",
         "Mad Max: Fury Road", "Mad Max: Fury Road (2015)", "The Best Men",  # a sequel, another film
+        "Casablanca - Fallout",  # a subtitle, not an author
     ],
 )  # fmt: skip
 def test_each_family_keeps_distinct_titles_apart(matcher, title) -> None:
     assert matcher.match(title) == ()
+
+
+def test_a_series_name_names_no_film_of_the_series() -> None:
+    matcher = TitleMatcher([("1", "Star Trek: Generations (1994)"), ("2", "Star Trek: First Contact (1996)"),
+                            ("3", "Dr. Strangelove or: How I Learned to Stop Worrying (1963)")])  # fmt: skip
+    assert matcher.match("Star Trek") == () and matcher.match("Dr. Strangelove") == ("3",)
+
+
+def test_a_fuzzy_match_never_changes_a_number() -> None:
+    matcher = TitleMatcher([("2", "Rocky II (1979)"), ("3", "Rocky III (1982)"), ("5", "Star Trek V (1989)")])
+    assert matcher.match("Rocky IIII") == () and matcher.match("Star Trek") == ()
+    assert matcher.find("Roky III") == (("3",), True)
 
 
 def test_a_title_over_the_bound_names_no_item() -> None:

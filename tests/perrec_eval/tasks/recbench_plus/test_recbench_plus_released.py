@@ -69,7 +69,7 @@ def test_recbench_plus_released_movielens_titles_are_read_with_their_article_and
     from perrec_eval.titles import alternatives
 
     assert alternatives("Boat, The (Das Boot) (1981)") == (["Boat, The (Das Boot) (1981)", "The Boat"],
-                                                          ["Boat", "Das Boot", "Boot"])  # fmt: skip
+                                                          ["Boat", "Das Boot", "Boot"], [])  # fmt: skip
     matcher = released.matcher(released.read_movies(MOVIES))
     assert matcher.match("Das Boot") == matcher.match("the boat") == ("00000005",)
 
