@@ -102,7 +102,8 @@ def markdown(lengths: dict[tuple[str, str], list[int]], runs: list[str]) -> str:
         lines += [
             "",
             "A real small model's free answers (no structured outputs) under generous budgets: per cell the "
-            "answers, the budget, their length in tokens, how many hit it, how many read, and for ratings "
+            "answers, the budget, their length in tokens, how many hit it, how many read (when the run was "
+            "made), and for ratings "
             "the tokens each answer needed before it read as it does in full:",
             "",
             "| run | cell | answers | budget | tokens | at budget | read | rating read after |",
