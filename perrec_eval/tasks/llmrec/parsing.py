@@ -171,9 +171,11 @@ class TitleIndex(TitleMatcher):
     (`perrec_eval.titles.TitleMatcher`), hashed by identity (a slot holds it). A title several items share
     names all of them, in the order they were given.
 
-    >>> index = TitleIndex([("M1", "Usual Suspects, The (1995)"), ("M2", "Heat (1995)"), ("M3", "Best Men")])
+    >>> index = TitleIndex([
+    ...     ("1", "Usual Suspects, The (1995)"), ("2", "Heat (1995)"), ("3", "Best Men (1997)")
+    ... ])
     >>> index.find("The Usual Suspects (1995)"), index.find("Heat"), index.find("The Best Men (1997)")
-    ((('M1',), False), (('M2',), False), (('M3',), False))
+    ((('1',), False), (('2',), False), (('3',), False))
     """
 
     __hash__ = object.__hash__
