@@ -11,7 +11,7 @@ beside it (`published.yaml`: the same queries under the same corrected scoring; 
 What the folder holds:
 
 - each query's ground truth as catalogue items: MovieLens ids where the file gives them (condition
-  queries' ``movieSubsetId``), else each title matched in ``movies.dat`` (`released.title_variants`: "The
+  queries' ``movieSubsetId``), else each title matched in ``movies.dat`` (`released.matcher`: "The
   Breakfast Club (1985)" is "Breakfast Club, The (1985)"); a title that names no movie is its own item, so
   an answer naming it still counts;
 - the catalogue: every movie of ``movies.dat`` (popularity: its ratings in ``--ratings``, else 0), with its
@@ -333,12 +333,9 @@ def folder_rows(
 
 
 def _movie_of(title: str, matcher: Any) -> str | None:
-    """The MovieLens id a released title names (itself, else one of its MovieLens forms), or None."""
-    for name in (title, *released.title_variants(title)):
-        found = matcher.match(name)
-        if found:
-            return str(int(found[0]))  # `released.matcher` keys movies by their zero-padded id
-    return None
+    """The MovieLens id a released title names (in any of its MovieLens forms), or None."""
+    found = matcher.match(title)
+    return str(int(found[0])) if found else None  # `released.matcher` keys movies by their zero-padded id
 
 
 def _parquet(folder: Path, name: str, rows: list[dict[str, Any]]) -> str:
