@@ -560,9 +560,9 @@ def select_task(argv: Sequence[str]) -> list[str]:
         elif arg.startswith("--task="):
             _selected_task = arg.partition("=")[2]
     if _selected_task is not None:
-        from perrec_eval import tasks
+        from perrec_eval import registry
 
-        tasks.check_name(_selected_task)
+        registry.check_name(_selected_task)
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     rest = argv[argv.index(command) + 1 :] if command is not None else []
     subcommand = {"sft": ["data"], "push": ["results"]}.get(command or "")
@@ -574,7 +574,7 @@ def select_task(argv: Sequence[str]) -> list[str]:
         return list(argv)
     folder, task = found
     if _selected_task is None:
-        from perrec_eval.tasks import DEFAULT_TASK
+        from perrec_eval.registry import DEFAULT_TASK
 
         _selected_task = task
         return list(argv) if task == DEFAULT_TASK else [*argv, "--task", task]
@@ -604,7 +604,7 @@ def folder_task(path: str) -> str | None:
     import json
     from pathlib import Path
 
-    from perrec_eval.tasks import DEFAULT_TASK
+    from perrec_eval.registry import DEFAULT_TASK
 
     folder = Path(path)
     try:
@@ -636,13 +636,13 @@ def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
     PerRecBench (the default) and any family that runs `command` its own way (`Task.handlers`) keep
     theirs; other families run through the general path (`perrec_eval.tasks.general_command`).
     """
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    if _selected_task is None or _selected_task == tasks.DEFAULT_TASK:
+    if _selected_task is None or _selected_task == registry.DEFAULT_TASK:
         return cls, handler
-    if _selected_task not in tasks.evaluable():
-        return cls, tasks.refusal(_selected_task, command, "it can be built but declares no Task yet")
-    return tasks.command_for(tasks.get(_selected_task), command, cls, handler)
+    if _selected_task not in registry.evaluable():
+        return cls, registry.refusal(_selected_task, command, "it can be built but declares no Task yet")
+    return registry.command_for(registry.get(_selected_task), command, cls, handler)
 
 
 def check_task(name: str) -> None:
@@ -651,9 +651,9 @@ def check_task(name: str) -> None:
     Raises:
         ConfigError: an unknown task.
     """
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    tasks.get(name)
+    registry.get(name)
 
 
 def check_text(flag: str, value: str) -> None:

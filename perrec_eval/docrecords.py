@@ -10,7 +10,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.tasks.base import Cell
+from perrec_eval.task import Cell
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """A family's run through the general path: docs → requests → answers → predictions → metrics → run folder.
 
-Any family that declares `load_docs`, its protocols and `score_doc` (`perrec_eval.tasks.base.Task`) runs
+Any family that declares `load_docs`, its protocols and `score_doc` (`perrec_eval.task.Task`) runs
 here with every engine, the answer cache, resumption, the run folder's files, intervals over docs and
 baselines scored like models. The files:
 
@@ -30,12 +30,13 @@ from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, r
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
+from perrec_eval.registry import get
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
 from perrec_eval.rundir import check_out, claim, local_inputs, report_folder, run_cost, versions, write_run
 from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
 from perrec_eval.stats import resampled_docs
-from perrec_eval.tasks import Cell, Doc, Task, get
+from perrec_eval.task import Cell, Doc, Task
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import yaml
 
-from perrec_eval import fileio, tasks
+from perrec_eval import fileio, registry
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.results import (
     FamilyMetric,
@@ -48,7 +48,7 @@ from perrec_eval.results import (
     read_family_scores,
     read_run_info,
 )
-from perrec_eval.tasks import Cell, Task
+from perrec_eval.task import Cell, Task
 from perrec_eval.tasks.perrecbench.results import Scores
 
 logger = logging.getLogger(__name__)
@@ -482,8 +482,8 @@ def eval_yaml(task: Task, configs: Sequence[str]) -> str:
     """The benchmark's ``eval.yaml``: one task per cell of `task` in `configs` (each subset a config of the
     repository, its test split), named by `task_id`.
 
-    >>> from perrec_eval import tasks
-    >>> family = tasks.get(tasks.DEFAULT_TASK)
+    >>> from perrec_eval import registry
+    >>> family = registry.get(registry.DEFAULT_TASK)
     >>> spec = yaml.safe_load(eval_yaml(family, family.subsets[:1]))
     >>> spec["name"] == family.title, len(spec["tasks"]) == len(family.protocols)
     (True, True)
@@ -510,13 +510,13 @@ def task_id(cell: Cell) -> str:
 
 def _family_of_build(folder: Path, manifest: Mapping[str, Any]) -> Task:
     """The family a build's manifest names (builds of PerRecBench, the default family, name none)."""
-    name = manifest.get("task", tasks.DEFAULT_TASK)
-    if not isinstance(name, str) or name not in tasks.evaluable():
+    name = manifest.get("task", registry.DEFAULT_TASK)
+    if not isinstance(name, str) or name not in registry.evaluable():
         raise DataError(
             f"{folder}/manifest.json names task {name!r}, not one this perrecbench can publish "
-            f"({', '.join(tasks.evaluable())}): push it with the perrecbench that built it"
+            f"({', '.join(registry.evaluable())}): push it with the perrecbench that built it"
         )
-    return tasks.get(name)
+    return registry.get(name)
 
 
 def check_build_files(folder: Path, manifest: Mapping[str, Any]) -> None:
@@ -831,7 +831,7 @@ def _headline(info: RunInfo) -> str:
     """The name of the metric a run is ranked by, as its acronym (PTC, RMSE, NDCG@10)."""
     if isinstance(info.metric, FamilyMetric):
         return info.metric.headline.upper()
-    return tasks.get(info.task).headline.name.upper()
+    return registry.get(info.task).headline.name.upper()
 
 
 def results_upload(

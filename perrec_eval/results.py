@@ -17,7 +17,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.tasks import DEFAULT_TASK
+from perrec_eval.registry import DEFAULT_TASK
 
 RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
 
@@ -195,7 +195,7 @@ class RunInfo:
                 raise DataError(f"{path}: metric {metric!r} does not name its task and headline metric")
             return cls(**{**parts, "metric": FamilyMetric(metric["task"], metric["headline"])})
         # A family that writes its own scores reads its own metric record (`Task.read_metric`).
-        from perrec_eval.tasks import get
+        from perrec_eval.registry import get
 
         task = get(data["config"].get("task", DEFAULT_TASK))
         if task.read_metric is None:

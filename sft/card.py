@@ -213,7 +213,7 @@ def task_of(info: Mapping[str, Any]) -> str:
     """The family whose examples trained the folder's weights: the one ``task`` the examples (or a merge's
     sources) name; the default family's examples name none. Sources of several families give the default.
     """
-    from perrec_eval.tasks import DEFAULT_TASK
+    from perrec_eval.registry import DEFAULT_TASK
 
     if info["kind"] == "adapter":
         return info["data"].get("task", DEFAULT_TASK)
@@ -472,10 +472,10 @@ def model_card(
     """
     from huggingface_hub import ModelCard, ModelCardData
 
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    family = tasks.get(task_of(info))
-    task = None if family.name == tasks.DEFAULT_TASK else family  # a family on the general path
+    family = registry.get(task_of(info))
+    task = None if family.name == registry.DEFAULT_TASK else family  # a family on the general path
     base = hub_base_model(info)
     on_hub = is_hub_id(base)
     info = without_local_paths(info)  # a published card names no folder of this machine

@@ -20,9 +20,9 @@ from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.publish import Upload, check_run_of_model, folder_files, results_files
 from perrec_eval.publish import push as send
+from perrec_eval.registry import DEFAULT_TASK
 from perrec_eval.results import RunInfo, read_run_info
 from perrec_eval.secrets import has_secret
-from perrec_eval.tasks import DEFAULT_TASK
 from sft.card import base_model_ids, hub_base_model, model_card, read_info, task_of
 from sft.config import PushConfig
 

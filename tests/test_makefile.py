@@ -48,13 +48,13 @@ def test_make_demo_llm_runs_again_with_other_llm_groups(tmp_path, capsys, monkey
 
 
 def test_make_demo_llm_runs_the_model_and_the_baselines_of_every_family_into_one_report(tmp_path):
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
     (tmp_path / "demo_out" / "perrecbench").mkdir(parents=True)
     _other_builds(tmp_path)
     lines = recipe("demo-llm", tmp_path)
     evaluations = perrecbench_commands(lines, "evaluate")
-    family = {name: [argv for argv in evaluations if _task(argv) == name] for name in tasks.evaluable()}
+    family = {name: [argv for argv in evaluations if _task(argv) == name] for name in registry.evaluable()}
     for name, runs in family.items():  # the model and the baselines, on the same docs
         engines = sorted(argv[argv.index("--engine") + 1] for argv in runs)
         assert engines == ["baseline", "hf"], name

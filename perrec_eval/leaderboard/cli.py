@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from perrec_eval.cliconfig import add_command, check_seed, check_task, for_task, option
 from perrec_eval.errors import ConfigError
-from perrec_eval.tasks import DEFAULT_TASK
+from perrec_eval.registry import DEFAULT_TASK
 from perrec_eval.tasks.perrecbench.config import EvalConfig
 
 MAX_RESAMPLES = 1_000_000

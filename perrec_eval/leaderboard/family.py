@@ -49,9 +49,10 @@ from perrec_eval.leaderboard.document import (
     from_markdown,
     markdown_text,
 )
+from perrec_eval.registry import get
 from perrec_eval.results import FamilyScores, RunInfo, read_family_scores, read_run_info
 from perrec_eval.stats import resampled_docs
-from perrec_eval.tasks import Cell, Task, get
+from perrec_eval.task import Cell, Task
 
 ALPHA = 0.05
 MIN_DOCS_TO_COMPARE = 6  # `Task.min_docs_to_compare`'s default

@@ -14,7 +14,7 @@ from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.evaluation import TaskEvalConfig, evaluate
 from perrec_eval.leaderboard import family
-from perrec_eval.tasks import get
+from perrec_eval.registry import get
 from perrec_eval.tasks.llmrec import data as llmrec_data
 from tests.dataset_builder.llmrec.fixture import synth_build
 from tests.dataset_builder.recbench_plus.fixture import build as recbench_build

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perrec_eval.cli import main
-from perrec_eval.tasks import get
+from perrec_eval.registry import get
 from perrec_eval.tasks.llmrec import data as llmrec_data
 from perrec_eval.tasks.recbench_plus.task import load_docs as recbench_docs
 from tests.dataset_builder.llmrec.fixture import synth_build
@@ -187,12 +187,12 @@ def test_predictions_file_needs_data_and_predictions_or_a_run(capsys):
 
 @pytest.fixture
 def toy_family(tmp_path):
-    from perrec_eval import tasks
+    from perrec_eval import registry
     from tests.perrec_eval.tasks import toy
 
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     yield toy.write_data(tmp_path / "toy-data")
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 def test_predictions_file_a_family_without_the_hook_reads_answer_text(toy_family, tmp_path, capsys):

@@ -168,7 +168,7 @@ def test_real_model_llmrec_structured_ratings_are_numbers_in_range(engine, tmp_p
 
 
 def test_real_model_recbench_plus_structured_answers_are_lists_that_may_be_empty(engine, tmp_path_factory):
-    from perrec_eval.tasks import get
+    from perrec_eval.registry import get
     from tests.dataset_builder.recbench_plus.fixture import build, synth
 
     root = tmp_path_factory.mktemp("rb-real")

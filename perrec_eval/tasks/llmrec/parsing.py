@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from rapidfuzz import fuzz, process
 
 from perrec_eval.answers import entries, is_refusal, strip_think
-from perrec_eval.tasks.base import Parsed
+from perrec_eval.task import Parsed
 
 __all__ = [
     "RATING_RULES", "TitleIndex", "normalize", "parse_ranking", "parse_rating", "resolve", "strip_think"

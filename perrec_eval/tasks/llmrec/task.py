@@ -32,7 +32,7 @@ from typing import Any
 
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
-from perrec_eval.tasks.base import Doc, Parsed, Task
+from perrec_eval.task import Doc, Parsed, Task
 from perrec_eval.tasks.llmrec import baselines, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import report as report_hooks

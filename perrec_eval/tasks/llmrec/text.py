@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.runner import OneShot
-from perrec_eval.tasks.base import Doc, Parsed
+from perrec_eval.task import Doc, Parsed
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import prompts, textmetrics
 from perrec_eval.tasks.llmrec.parsing import strip_think

@@ -7,7 +7,7 @@ cells are level × method; the headline metric is PTC, the mean Kendall tau over
 from __future__ import annotations
 
 from perrec_eval.stats import MetricSpec, rmse
-from perrec_eval.tasks.base import Task
+from perrec_eval.task import Task
 from perrec_eval.tasks.perrecbench import structured
 from perrec_eval.tasks.perrecbench.baselines import BASELINES
 from perrec_eval.tasks.perrecbench.cf import CF_BASELINES

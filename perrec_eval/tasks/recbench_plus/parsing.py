@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from perrec_eval.answers import entries, is_refusal, strip_think
-from perrec_eval.tasks import Parsed
+from perrec_eval.task import Parsed
 from perrec_eval.tasks.recbench_plus.prompts import SEPARATOR
 
 FUZZY_THRESHOLD = 90.0  # rapidfuzz fuzz.ratio (0-100) on normalized titles

@@ -113,7 +113,7 @@ def evaluate_command(config: ReleasedEvalConfig) -> int:
             config.released_queries, config.catalogue, config.ratings, Path(config.data), compat=config.compat
         )
         if config.subsets is None:  # every subset the file answers
-            from perrec_eval.tasks import get
+            from perrec_eval.registry import get
 
             chosen = tuple(s for s in get(config.task).subsets if s.partition("-")[0] in types)
             config = dataclasses.replace(config, subsets=chosen)

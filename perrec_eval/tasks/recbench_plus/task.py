@@ -36,7 +36,7 @@ import numpy as np
 from perrec_eval.errors import DataError
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec
-from perrec_eval.tasks import Doc, Parsed, Task
+from perrec_eval.task import Doc, Parsed, Task
 from perrec_eval.tasks.recbench_plus import metrics, parsing, prompts, published, retrieval
 from perrec_eval.tasks.recbench_plus import report as report_hooks
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from perrec_eval import tasks
+from perrec_eval import registry
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.evaluation import TaskEvalConfig, evaluate
@@ -15,10 +15,10 @@ from tests.perrec_eval.tasks import toy
 
 @pytest.fixture
 def toy_family(tmp_path):
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     data = toy.write_data(tmp_path / "toy-data")
     yield data
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 def _scores(folder):
