@@ -241,6 +241,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         if field.name in getattr(cls, "replaced", {}):  # refused when given (exact: `--k` is not `--ks`)
             parser.add_argument(_flag(field), dest=field.name, **hidden)
             continue
+        if field.name == getattr(cls, "sections_field", None):  # set in --config only (`_load_yaml`)
+            continue
         klass = owner[field.name]
         if klass not in targets:
             title = (klass.__doc__ or klass.__name__).strip().splitlines()[0].rstrip(".")
@@ -401,8 +403,15 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
         raise ConfigError(f"--config {path} must be a mapping of settings, got {type(data).__name__}")
     names = {field.name for field in dataclasses.fields(cls)}
     values: dict[str, Any] = {}
+    # A config may gather named sections (a suite's per-family settings) into one field: `sections_field`,
+    # whose keys are `section_names()`.
+    gather = getattr(cls, "sections_field", None)
+    sections = {name.replace("-", "_"): name for name in cls.section_names()} if gather else {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
+        if name in sections:
+            values.setdefault(gather, {})[sections[name]] = value
+            continue
         if name in values:
             raise ConfigError(f"--config {path} gives {name} twice (as {key!r} too): give each setting once")
         values[name] = value
@@ -562,6 +571,9 @@ def select_task(argv: Sequence[str]) -> list[str]:
     if _selected_task is not None:
         from perrec_eval import registry
 
+        if registry.is_suite_spec(_selected_task):
+            registry.parse_tasks(_selected_task)  # its families must be known
+            return list(argv)
         registry.check_name(_selected_task)
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     rest = argv[argv.index(command) + 1 :] if command is not None else []
@@ -640,6 +652,12 @@ def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
 
     if _selected_task is None or _selected_task == registry.DEFAULT_TASK:
         return cls, handler
+    if registry.is_suite_spec(_selected_task):  # `--task all` or NAME,NAME: a list of tasks
+        if command == "evaluate":
+            return registry.suite_command()
+        return cls, registry.refusal(
+            _selected_task, command, "a suite evaluates (`perrecbench evaluate --task all`); give one family"
+        )
     if _selected_task not in registry.evaluable():
         return cls, registry.refusal(_selected_task, command, "it can be built but declares no Task yet")
     return registry.command_for(registry.get(_selected_task), command, cls, handler)
@@ -654,6 +672,22 @@ def check_task(name: str) -> None:
     from perrec_eval import registry
 
     registry.get(name)
+
+
+def one_limit(config: object, name: str) -> None:
+    """`--limit` is stored under the family's own name (`name`): run.json records one field, whichever
+    spelling gave it, so a run resumes under either.
+
+    Raises:
+        ConfigError: both spellings, with different values.
+    """
+    limit, own = config.limit, getattr(config, name)
+    if limit is None:
+        return
+    if own is not None and own != limit:
+        raise ConfigError(f"--limit {limit} and --{name.replace('_', '-')} {own} are one setting: give one")
+    object.__setattr__(config, name, limit)
+    object.__setattr__(config, "limit", None)
 
 
 def check_text(flag: str, value: str) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.cache import CachedEngine
-from perrec_eval.cliconfig import check_seed, check_task, option
+from perrec_eval.cliconfig import check_seed, check_task, one_limit, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.engines.base import Engine
@@ -64,7 +64,13 @@ class TaskEvalConfig(EngineSpec):
         shown="all",
     )
     split: str = option("dataset split to evaluate", default="test")
-    max_docs: int | None = option("use N docs of each subset: a seeded sample (default: all)", default=None)
+    limit: int | None = option(
+        "use N docs of each subset, the docs of each cell: a seeded sample; every family's --limit "
+        "(--max-docs is its old name)",
+        default=None,
+        shown="all",
+    )
+    max_docs: int | None = option("the same as --limit", default=None, shown="all")
     seed: int = option("seed of the --max-docs sample, sampling and the bootstrap intervals", default=0)
     label: str | None = option("the name of this run's rows in reports (default: the model's)", default=None)
     samples: int = option("self-consistency: samples per request (the most frequent answer wins)", default=1)
@@ -90,6 +96,7 @@ class TaskEvalConfig(EngineSpec):
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
         check_task(self.task)
+        one_limit(self, "max_docs")
         task = self.family
         for name, chosen, known in (
             ("subsets", self.subsets, task.subsets),
@@ -307,6 +314,12 @@ def fingerprint(data: str) -> str:
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
 
 
+def build_fingerprint(task: Task, data: str) -> str:
+    """The fingerprint a run of `task` records of the build at `data`: the family's own
+    (`Task.fingerprint`), or `fingerprint`."""
+    return task.fingerprint(data) if task.fingerprint is not None else fingerprint(data)
+
+
 def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
     """The docs of each chosen subset (a seeded sample of --max-docs of each)."""
     from dataset_builder.manifest import check_files
@@ -519,12 +532,13 @@ class TaskScoreConfig:
         default=None,
         shown="the file's",
     )
-    max_docs: int | None = option(
-        "with --predictions: score N rows of each config, the seeded sample `evaluate --max-docs N --seed S` "
+    limit: int | None = option(
+        "with --predictions: score N rows of each config, the seeded sample `evaluate --limit N --seed S` "
         "takes (lines of other rows are left out), so the run is reported beside such runs",
         default=None,
         shown="all",
     )
+    max_docs: int | None = option("the same as --limit", default=None, shown="all")
     protocols: tuple[str, ...] | None = option(
         "with --predictions: the protocols the configs are scored in, each config in the first that asks "
         "about it (comma-separated; `perrecbench tasks` lists the cells)",
@@ -548,6 +562,7 @@ class TaskScoreConfig:
     def __post_init__(self) -> None:
         check_task(self.task)
         check_seed(self.seed)
+        one_limit(self, "max_docs")
         external = self.data is not None or self.predictions is not None
         if self.run_dir is not None and external:
             raise ConfigError("give a run folder, or --data and --predictions, not both")

@@ -179,6 +179,49 @@ def command_for(task: Task, command: str, cls: type, handler: Callable[[Any], in
     return cls, refusal(task.name, command, "`perrecbench tasks` describes it")
 
 
+# `perrecbench evaluate --task all|NAME,NAME`: a list of tasks (`perrec_eval.suite`)
+ALL = "all"
+SUITE_COMMAND = "perrec_eval.suite:SuiteConfig:evaluate_command"
+
+
+def is_suite_spec(spec: str | None) -> bool:
+    """Whether a ``--task`` value names a suite (``all``, or several families) rather than one family.
+
+    >>> is_suite_spec("all"), is_suite_spec("perrecbench,llmrec"), is_suite_spec("llmrec")
+    (True, True, False)
+    """
+    return spec is not None and (spec.strip() == ALL or "," in spec)
+
+
+def parse_tasks(spec: str) -> tuple[str, ...]:
+    """The families a ``--task`` value names: ``all`` (every evaluable family) or a comma-separated list.
+
+    Raises:
+        ConfigError: an unknown family, or one named twice.
+    """
+    if spec.strip() == ALL:
+        return evaluable()
+    names = tuple(part.strip() for part in spec.split(",") if part.strip())
+    if not names:
+        raise ConfigError(f"--task {spec!r} names no family: pass all, or NAME,NAME")
+    for name in names:
+        check_name(name)
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"--task names {', '.join(repeated)} twice: name each family once")
+    return names
+
+
+def suite_command() -> tuple[type, Callable[[Any], int]]:
+    """The config class and handler of `perrecbench evaluate --task all` (`perrec_eval.suite`)."""
+    return _load(SUITE_COMMAND)
+
+
+def evaluate_command(task: Task) -> tuple[type, Callable[[Any], int]]:
+    """The config class and handler of `task`'s evaluate: its own, or the general path's."""
+    return _load(task.handlers.get("evaluate") or GENERAL_COMMANDS["evaluate"])
+
+
 def refusal(name: str, command: str, why: str) -> Callable[[Any], int]:
     """A handler that refuses `command` for family `name` in one line."""
 

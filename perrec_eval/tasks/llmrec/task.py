@@ -269,6 +269,10 @@ TASK = Task(
     answer_counts=("duplicates", "unmatched", "not_candidate"),
     invalid_policies=("strict", "p5"),
     report=report_hooks,
+    summary=(("ndcg@10", "direct/direct"), ("rmse", "rating/rating")),
+    # the rating and ranking tasks (docs/suites.md: the hour's arithmetic)
+    suite_defaults={"subsets": "rating,sequential,direct", "limit": 1000},
+    suite_build={"domains": "Books", "kcore": 10},
     hub_description=(
         "LLMRec's five tasks (rating, sequential and direct recommendation, explanation, review "
         "summarization) rebuilt from Amazon Reviews 2023 (leave-last-out per user). Score: NDCG@10 for "

@@ -22,6 +22,7 @@ from perrec_eval.cliconfig import (
     check_seed,
     check_task,
     check_text,
+    one_limit,
     option,
 )
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
@@ -103,11 +104,14 @@ class DataSpec:
     levels: tuple[str, ...] = option(
         "levels whose groups are used (sft data also takes full: the 5-user groups)", default=LEVELS
     )
-    max_groups: int | None = option(
-        "use N groups of each level (and split): a seeded sample, as even across domains as the groups "
-        "allow, the same in every command (run.json lists them)",
+    limit: int | None = option(
+        "use N groups of each level (and split), the docs of each cell: a seeded sample, as even across "
+        "domains as the groups allow, the same in every command (run.json lists them); every family's "
+        "--limit (--max-groups is its old name)",
         default=None,
+        shown="all",
     )
+    max_groups: int | None = option("the same as --limit", default=None, shown="all")
     seed: int = option(
         "seed of the --max-groups sample and of the command's other draws (sampling, few-shot picks, "
         "bootstrap intervals, the listwise presentation, the sft mix)",
@@ -117,6 +121,7 @@ class DataSpec:
     def __post_init__(self) -> None:
         check_choices(self)  # every Literal field of the config, its engine settings' included
         check_task(self.task)
+        one_limit(self, "max_groups")
         if not self.levels or any(level not in self.level_choices for level in self.levels):
             raise ConfigError(
                 f"--levels must be a non-empty subset of {','.join(self.level_choices)}, got {self.levels}"
@@ -302,6 +307,22 @@ class EvalConfig(_Budgets, EngineSpec, PromptSpec):
             seed=self.seed,
             answer_format=answer_format(method, n_users, cot=self.cot) if self.structured_outputs else None,
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepConfig(EvalConfig):
+    """Settings of `perrecbench sweep`: one engine over every (k, shots) pair, one run folder each."""
+
+    replaced: ClassVar[dict[str, str]] = {"k": "--ks", "shots": "--shots-grid"}  # set per grid point
+    ks: tuple[int, ...] = option(
+        "retrieved history sizes k of the grid (replaces --k; the paper's Fig. 6 used 1,2,4,8,12,16)",
+        default=(2, 4, 8),
+    )
+    shots_grid: tuple[int, ...] = option(
+        "few-shot counts of the grid (replaces --shots; the paper's Fig. 6 used 0,1,2,3,4,5)",
+        default=(0, 1, 2, 3),
+    )
+    plots: bool = option("draw the PNG plots of the grid's report (needs the report extra)", default=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

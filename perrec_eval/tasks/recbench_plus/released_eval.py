@@ -122,6 +122,14 @@ def evaluate_command(config: ReleasedEvalConfig) -> int:
     return general_evaluate_command(general, oracle_engine(general) if oracle else None)
 
 
+def evaluate(config: ReleasedEvalConfig, engine: Any = None) -> Any:
+    """A run of a build in Python (`Task.evaluate`, what a suite runs): the general path's evaluate of the
+    settings the command records."""
+    from perrec_eval.evaluation import evaluate as general_evaluate
+
+    return general_evaluate(config.general(), engine)
+
+
 def oracle_engine(config: TaskEvalConfig) -> Any:
     """The fake engine answering each rendered request with its query's ground truth, as the protocol
     writes a true answer (recall 1 wherever the ground-truth titles match their items). Queries rendered

@@ -445,6 +445,15 @@ TASK = Task(
     published_rows=published,
     prompt_variants=("history", "default"),
     report=report_hooks,
+    evaluate="perrec_eval.tasks.recbench_plus.released_eval:evaluate",
+    summary=(("recall", "average"),),
+    # the paper's four query types, free-length answers (docs/suites.md: the hour's arithmetic)
+    suite_defaults={
+        "subsets": "explicit,implicit,misinformed,interest",
+        "protocols": "recommend",
+        "limit": 500,
+    },
+    suite_build={"domains": "Books"},
     # `score` also reads the released files (`released.py`); a run or a predictions file as every family's
     handlers={
         "score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command",
