@@ -429,6 +429,11 @@ def section(
     average = _average(task, cells, shown, main)
     for row in rows:
         row["average"] = _row_average(row, average)
+        if row["average"] is not None:
+            entries = [row["cells"][cell] for cell in average["cells"]]
+            failed = sum(entry["num_failed"] > MOSTLY_FAILED * entry["num_docs"] for entry in entries)
+            if failed:
+                row["average_mostly_failed"] = f"{failed} of {len(entries)} cells mostly failed"
     if average is not None:
         outcome = _mark_best_average(task, rows, runs, average, n_resamples=n_resamples, seed=seed)
         if outcome == "undetected":
@@ -456,6 +461,7 @@ def section(
         },
         "shown": {str(cell): shown[cell].name for cell in cells},
         "average": average,
+        "n_resamples": sorted({run.scores.n_resamples for run in runs}),
         "too_few_docs": too_few,
         "tied": ties,
         "undetected": undetected,
@@ -833,9 +839,14 @@ def failed_text(entry: Mapping[str, Any]) -> str:
 
     >>> failed_text({"num_docs": 30, "num_failed": 18}), failed_text({"num_docs": 3, "num_failed": 0})
     (' (18/30 failed, 60%)', '')
+    >>> failed_text({"num_docs": 400, "num_failed": 1})
+    ' (1/400 failed, <1%)'
     """
     failed, docs = entry["num_failed"], entry["num_docs"]
-    return f" ({failed}/{docs} failed, {failed / docs:.0%})" if failed and docs else ""
+    if not failed or not docs:
+        return ""
+    share = "<1%" if failed / docs < 0.005 else f"{failed / docs:.0%}"
+    return f" ({failed}/{docs} failed, {share})"
 
 
 def value_text(entry: Mapping[str, Any] | None, metric: str, *, marks: bool = True) -> Text:
@@ -877,6 +888,8 @@ def average_text(row: Mapping[str, Any], *, marks: bool = True) -> Text:
     if row.get("average") is None:
         return DASH
     text = fmt(row["average"])
+    if row.get("average_mostly_failed"):
+        text += f" ({row['average_mostly_failed']})"
     if not marks:
         return text
     if row.get("average_best"):
@@ -946,8 +959,10 @@ def main_grid(data: Mapping[str, Any]) -> Grid:
 
 def notes(data: Mapping[str, Any]) -> list[Text]:
     """The notes under the main table: how to read it, and what it cannot say."""
+    resamples = " / ".join(f"{n:,}" for n in data.get("n_resamples") or ())
     out: list[Text] = [
-        "95% bootstrap intervals over docs (by cluster where docs share one). Bold: the best run of a cell; "
+        f"95% bootstrap intervals over docs (by cluster where docs share one; {resamples} resamples). "
+        "Bold: the best run of a cell; "
         f"†: not significantly different from it (paired test, p ≥ {ALPHA}); =: tied with the best (no "
         "bold). (n/N failed): docs without a usable answer; all N failed: no doc answered; –: not run. "
         "(answered n/N): the metric covers the answered docs only, so it is never marked best."
@@ -1015,16 +1030,43 @@ def counts_lines(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+COST_HEADER = ["run", "requests", "from cache", "wall s", "requests/s", "prompt tokens", "answer tokens"]
+
+
+def cost_grid(data: Mapping[str, Any]) -> Grid | None:
+    """What each run's last invocation cost (run.json's ``cost``), or None when no run recorded one."""
+
+    def count(value: Any) -> str:
+        return DASH if value is None else f"{value:,}"
+
+    rows = []
+    for row in data["rows"]:
+        cost = row.get("cost")
+        if cost:
+            rate = cost.get("requests_per_second")
+            rows.append([
+                _label(row), count(cost.get("requests")), count(cost.get("cache_hits")),
+                f"{cost.get('wall_seconds', 0):.1f}", DASH if rate is None else f"{rate:.2f}",
+                count(cost.get("prompt_tokens")), count(cost.get("answer_tokens")),
+            ])  # fmt: skip
+    return Grid(COST_HEADER, rows) if rows else None
+
+
 def section_blocks(data: Mapping[str, Any], *, plots: Sequence[Any] = (), level: int = 2) -> list[Block]:
     """A section as blocks: heading, main table, notes, plots, per-cell metrics, the family's own."""
     blocks: list[Block] = [Heading(level, heading(data)), main_grid(data)]
-    blocks += [Para(text) for text in notes(data)]
+    guide, *rest = notes(data)
+    blocks += [Para(guide, "legend"), *(Para(text) for text in rest)]
     lines = counts_lines(data)
     if lines:
         blocks.append(Para("Counted in the parsed answers (summed over each cell's requests):"))
         blocks += [Para(line) for line in lines]
-    if plots:
-        blocks.append(Images(plots))
+    hooks = _hooks(get(data["task"]))
+    # a family that places its own pictures under its tables (`ReportHooks.places_plots`) leaves only the
+    # shared cell charts here
+    shown = [p for p in plots if p.kind == "cells"] if getattr(hooks, "places_plots", False) else list(plots)
+    if shown:
+        blocks.append(Images(shown))
     blocks.append(Heading(level + 1, "Every metric of each cell (95% intervals where the metric has one)"))
     for cell in data["main_cells"]:  # the others' in leaderboard.csv / .json and the family's own tables
         blocks += [Para((Code(cell),), css="cell"), metrics_grid(data, cell)]
@@ -1032,6 +1074,9 @@ def section_blocks(data: Mapping[str, Any], *, plots: Sequence[Any] = (), level:
     hooks = _hooks(task)
     if hooks is not None and hasattr(hooks, "blocks"):
         blocks += hooks.blocks(data)
+    costs = cost_grid(data)
+    if costs is not None:
+        blocks += [Heading(level + 1, "Cost (each run's last invocation)"), costs]
     if data.get("published"):
         blocks += from_markdown(task.published_rows.markdown(data["published"]))
     return blocks
@@ -1262,11 +1307,11 @@ def write(
     def fill(tmp: Path) -> None:
         opening = list(lead(tmp)) if lead is not None else []
         drawn = draw(sections, tmp) if plots else {}
-        blocks = document(sections, drawn, lead=opening)
-        fileio.write_text(tmp / "leaderboard.md", doc.markdown(blocks))
         listed = [
             {**data, "plots": [p.to_json() for p in drawn.get(section_key(data), ())]} for data in sections
         ]
+        blocks = document(listed, drawn, lead=opening)
+        fileio.write_text(tmp / "leaderboard.md", doc.markdown(blocks))
         listing = listed if extra is None else {**extra, "sections": listed}
         fileio.write_json(tmp / "leaderboard.json", listing)
         fileio.write_text(tmp / "leaderboard.csv", csv_text(sections))

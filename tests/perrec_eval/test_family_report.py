@@ -117,6 +117,7 @@ def test_llmrec_average_counts_each_subset_once_and_one_metric(llmrec, tmp_path)
     assert section["average"] == {
         "metric": "ndcg@10",
         "higher_is_better": True,
+        "over": "subsets",
         "cells": ["sequential/sequential", "direct/direct"],  # sequential's docs once, no RMSE
     }
     row = _row(section, "popularity")
@@ -160,7 +161,7 @@ def test_llmrec_report_folder_has_every_file_plots_and_secondary_metrics(llmrec_
         assert metric in board
     assert "Ranking at k" in board
     rows = (out / "leaderboard.csv").read_text().splitlines()
-    assert rows[0].startswith("task,run_dir,label") and any(",hr@5," in row for row in rows)
+    assert rows[0].startswith("task,table,run_dir,label") and any(",hr@5," in row for row in rows)
     assert "\\toprule" in (out / "leaderboard.tex").read_text()
 
 
@@ -267,7 +268,7 @@ def test_predictions_beside_baselines_with_the_same_max_docs_and_seed(llmrec, tm
     capsys.readouterr()
     assert main(["--no-progress", "report", str(base), str(tmp_path / "all")]) == 2
     err = capsys.readouterr().err
-    assert "--max-docs 12" in err and "score --predictions" in err  # the flag that aligns them
+    assert "--limit 12" in err and "score --predictions" in err  # the flag that aligns them
     assert main([*score, "--max-docs", "12", "--seed", "0", "--out", str(tmp_path / "aligned")]) == 0
     capsys.readouterr()
     assert main(["--no-progress", "report", str(base), str(tmp_path / "aligned")]) == 0
@@ -327,8 +328,8 @@ def test_perrecbench_shows_the_failed_share_whenever_a_group_failed(tmp_path, ca
     run = write_run(tmp_path / "m", records)
     assert main(["--no-progress", "report", str(run), "--out", str(tmp_path / "rep"), "--no-plots"]) == 0
     board = (tmp_path / "rep" / "leaderboard.md").read_text()
-    assert "(10% failed)" in board  # one group of ten: shown, though far from "mostly failed"
-    assert "the share of the cell's groups that got no usable ranking" in board
+    assert "(1/10 failed, 10%)" in board  # one group of ten: shown, though far from "mostly failed"
+    assert "(n/N failed): docs without a usable answer" in board
 
 
 def test_published_rows_are_a_table_of_their_own_on_the_page_and_in_leaderboard_md() -> None:

@@ -114,9 +114,9 @@ def test_real_model_free_answers_are_parsed_and_counted(engine, bench, tmp_path)
     assert info["generation"]["structured_outputs"] is False
     scores = json.loads((out / "scores.json").read_text())
     for cell in scores["cells"]:
-        mine = [s for s in samples if (s["level"], s["method"]) == (cell["level"], cell["method"])]
+        mine = [s for s in samples if (s["level"], s["method"]) == (cell["subset"], cell["protocol"])]
         failed = sum(not sample["ok"] for sample in mine)
-        assert cell["parse_failure_rate"] == pytest.approx(failed / len(mine))
+        assert cell["extras"]["parse_failure_rate"] == pytest.approx(failed / len(mine))
         assert all(sample["reason"] for sample in mine if not sample["ok"])  # every failure says why
 
 

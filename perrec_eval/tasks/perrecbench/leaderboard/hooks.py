@@ -127,11 +127,11 @@ def reference_rows(section: Mapping[str, Any]) -> list[list[Text]]:
     rows: list[list[Text]] = []
     floors = extra.get("constant_floor") or {}
     if any(value is not None for value in floors.values()):
-        rows.append(["floor: constant rating", *(number(floors.get(cell)) for cell in cells), DASH])
+        rows.append(["floor: constant rating", *(number(floors.get(cell), ".3f") for cell in cells), DASH])
     resolution = extra.get("min_detectable_difference") or {}
     rows.append([
-        "min. detectable Δ", *(resolution_text(resolution.get(cell)) for cell in cells),
-        resolution_text(extra.get("average_min_detectable_difference")),
+        "min. detectable Δ", *(resolution_text(resolution.get(cell), ".3f") for cell in cells),
+        resolution_text(extra.get("average_min_detectable_difference"), ".3f"),
     ])  # fmt: skip
     return rows
 
