@@ -65,14 +65,28 @@ class DocPrediction:
 
 
 def read_predictions(run_dir: str | Path) -> list[DocPrediction]:
-    """predictions.jsonl of a general-path run."""
+    """predictions.jsonl of a general-path run, each (cell, doc) once.
+
+    Raises:
+        DataError: a line that is not a prediction, or a row given twice (it would be counted twice).
+    """
     path = Path(run_dir) / "predictions.jsonl"
     try:
-        return [DocPrediction.from_json(line) for line in fileio.read_jsonl(path)]
+        records = [DocPrediction.from_json(line) for line in fileio.read_jsonl(path)]
     except TypeError as err:
         raise DataError(
             f"{path} is not a run's predictions ({err}): run `perrecbench evaluate` again"
         ) from err
+    seen: set[tuple[str, str, str]] = set()
+    for number, record in enumerate(records, start=1):
+        key = (record.subset, record.protocol, str(record.id))
+        if key in seen:
+            raise DataError(
+                f"{path} line {number} repeats row {key[2]!r} of {key[0]}/{key[1]}: run `perrecbench "
+                "evaluate` again with the run's settings to rewrite it"
+            )
+        seen.add(key)
+    return records
 
 
 def read_samples(run_dir: str | Path) -> list[DocSample]:

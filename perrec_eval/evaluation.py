@@ -611,7 +611,7 @@ def score_command(config: TaskScoreConfig) -> int:
     scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
     from perrec_eval.leaderboard import family
 
-    loaded = family.load(run_dir)
+    loaded = family.load(run_dir, checked=False)  # its scores.json is what this rewrites
     _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
     if config.write:
         fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())

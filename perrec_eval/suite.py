@@ -392,15 +392,16 @@ class FamilyResult:
     cost: Mapping[str, Any]
 
 
-def evaluate(config: SuiteConfig | None = None, engine: Any = None, **settings: Any) -> dict[str, Any]:
+def evaluate(config: SuiteConfig | None = None, **settings: Any) -> dict[str, Any]:
     """Run a suite and return its results: what `perrecbench evaluate --task all` runs (lm-eval's
     ``simple_evaluate``).
 
     Args:
         config: a `SuiteConfig`; or give its settings as keywords (``task="all", engine="hf",
             model="...", source="raw", out="suite"``, and per family ``sections={"llmrec": {...}}``).
-        engine: an engine object to use instead of loading the one the config names (tests pass a
-            `FakeEngine`).
+        **settings: `engine` may be an engine object instead of a backend's name (as lm-eval takes an LM
+            object): it answers every family (tests pass a `FakeEngine`); with `config`, it is the only
+            keyword.
 
     Returns:
         ``{"results": {family: its scores.json}, "summary": {...}, "cost": {family: ...}, "out": path}``.
@@ -410,10 +411,15 @@ def evaluate(config: SuiteConfig | None = None, engine: Any = None, **settings: 
     ...
     perrec_eval.errors.ConfigError: unknown task 'nothing': choose one of perrecbench, ...
     """
+    engine = settings.get("engine")
+    instance = None if engine is None or isinstance(engine, str) else engine
     if config is None:
+        if instance is not None:
+            settings = {**settings, "engine": instance.name, "model": settings.get("model", instance.model)}
         config = SuiteConfig(**settings)
-    elif settings:
-        raise TypeError("pass a SuiteConfig or its settings as keywords, not both")
+    elif set(settings) - {"engine"} or (engine is not None and instance is None):
+        raise TypeError("pass a SuiteConfig (and an engine object), or its settings as keywords, not both")
+    engine = instance
     if config.dry_run:
         return {"dry_run": dry_run(config)}
     results = run_suite(config, engine)
@@ -433,8 +439,9 @@ def check_out(config: SuiteConfig) -> Path:
 
     folder = outputs.target(config.out)
     inputs = {"--source": config.source, "--model": config.model}
-    if config.data and "=" not in config.data:
-        inputs["--data"] = config.data
+    own = (folder / "data").resolve()
+    if config.data and "=" not in config.data and not Path(config.data).resolve().is_relative_to(own):
+        inputs["--data"] = config.data  # (the suite's own builds, SUITE/data, are its to read)
     outputs.refuse_overlap(folder, inputs)
     outputs.refuse_foreign(folder, is_suite_file, command="evaluate")
     return folder

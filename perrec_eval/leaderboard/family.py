@@ -137,9 +137,10 @@ def run_label(info: RunInfo, folder: Path) -> str:
     return " + ".join([str(model), *names])
 
 
-def load(folder: str | os.PathLike) -> FamilyRun:
+def load(folder: str | os.PathLike, *, checked: bool = True) -> FamilyRun:
     """A finished run folder of any family: run.json, scores.json (checked against its predictions: an
-    edited or damaged file is refused, `check_scores`) and predictions.jsonl (each row once).
+    edited or damaged file is refused, `check_scores`; not with `checked` off, for `perrecbench score`,
+    which computes them again) and predictions.jsonl (each row once).
 
     Raises:
         DataError: a file is missing, damaged, or disagrees with the others; the message names the fix.
@@ -150,12 +151,14 @@ def load(folder: str | os.PathLike) -> FamilyRun:
     if not (path / "scores.json").is_file():
         raise DataError(f"{path} has no scores.json: run `perrecbench evaluate --out {path}` first")
     scores = read_family_scores(path / "scores.json", info.task)
-    check_metric(path, info, scores)
+    if checked:
+        check_metric(path, info, scores)
     if task.read_predictions is not None:
         predictions = tuple(task.read_predictions(path, info))
     else:
         predictions = tuple(read_predictions(path))
-    check_scores(task, path, scores, predictions)
+    if checked:
+        check_scores(task, path, scores, predictions)
     return FamilyRun(path, run_label(info, path), info, scores, predictions)
 
 

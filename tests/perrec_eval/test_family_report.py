@@ -385,3 +385,38 @@ def test_recbench_three_docs_are_too_few_to_compare(recbench, tmp_path, capsys) 
     text = family.markdown(section)
     assert "Too few docs to compare (3)" in text
     assert "**" not in "\n".join(line for line in text.splitlines() if line.startswith("| "))
+
+
+def test_h10_report_refuses_an_edited_scores_json_and_score_a_repeated_row(llmrec, tmp_path, capsys) -> None:
+    run = tmp_path / "a"
+    evaluate(_llmrec_config(llmrec, run, engine="baseline", model="global-mean", max_docs=20))
+    edited = json.loads((run / "scores.json").read_text())
+    for cell in edited["cells"]:
+        for value in cell["metrics"].values():
+            if value["value"] is not None:
+                value["value"] = 0.999
+    (run / "scores.json").write_text(json.dumps(edited))
+    assert main(["--no-progress", "report", str(run), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"score {run} --write" in err
+    assert "outside its own interval" in err or "but its predictions give" in err
+    assert main(["--no-progress", "score", str(run), "--write"]) == 0  # the fix the line names
+    assert main(["--no-progress", "report", str(run), "--no-plots"]) == 0
+    lines = (run / "predictions.jsonl").read_text().splitlines()
+    (run / "predictions.jsonl").write_text("\n".join([*lines, *lines[:5]]) + "\n")
+    capsys.readouterr()
+    assert main(["--no-progress", "score", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "repeats row" in err
+
+
+def test_h10_report_refuses_a_perrecbench_value_its_predictions_do_not_give(tmp_path, capsys) -> None:
+    from tests.perrec_eval.tasks.perrecbench.leaderboard.synthetic import pointwise_records, write_run
+
+    run = write_run(tmp_path / "m", pointwise_records([f"g{i}" for i in range(10)], [True] * 5 + [False] * 5))
+    edited = json.loads((run / "scores.json").read_text())
+    edited["cells"][0]["metrics"]["ptc"] |= {"value": 0.9, "ci_low": 0.8, "ci_high": 1.0}  # inside its CI
+    (run / "scores.json").write_text(json.dumps(edited))
+    assert main(["--no-progress", "report", str(run), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert "ptc is 0.9, but its predictions give 0.0" in err and f"score {run} --write" in err

@@ -1,0 +1,73 @@
+"""Trips of the reports that a newcomer or the reliability audit met: a secret in a PerRecBench label (H6),
+labels matplotlib cannot draw (H15), the row name of `score RUN_DIR`, the reason a table has no average,
+and the report's path as the user gave it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perrec_eval.cli import main
+from perrec_eval.leaderboard import family
+from tests.benchmark_fixture import write_tiny_benchmark
+
+SECRET = "LABELSECRET22"
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory) -> Path:
+    return write_tiny_benchmark(tmp_path_factory.mktemp("trips") / "perrecbench")
+
+
+def _evaluate(bench: Path, out: Path, *extra: str) -> list[str]:
+    return ["--no-progress", "evaluate", "--data", str(bench), "--levels", "easy", "--out", str(out), *extra]
+
+
+def test_h6_a_secret_in_the_label_reaches_no_report_and_no_printed_table(bench, tmp_path, capsys):
+    out = tmp_path / "r22"
+    argv = _evaluate(bench, out, "--engine", "fake", "--model", "constant", "--label", f"api_key={SECRET}")
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert SECRET not in printed and "<redacted>" in printed
+    for name in ("run.json", "report.md"):
+        assert SECRET not in (out / name).read_text(), name
+    assert main(["--no-progress", "score", str(out)]) == 0
+    assert SECRET not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("label", ["pb$\\frac{$", "gpt$\\foo$", "L" * 20_000])
+def test_h15_report_plots_draw_any_label_as_plain_text(bench, tmp_path, label):
+    out = tmp_path / "run"
+    assert main(_evaluate(bench, out, "--engine", "fake", "--model", "constant", "--label", label)) == 0
+    assert main(["--no-progress", "report", str(out), "--out", str(tmp_path / "report")]) == 0
+    assert list((tmp_path / "report" / "plots").glob("*.png"))
+
+
+def test_score_of_a_perrecbench_run_names_its_row_by_its_label(bench, tmp_path, capsys):
+    out = tmp_path / "labelled"
+    assert main(_evaluate(bench, out, "--engine", "fake", "--model", "constant", "--label", "smol")) == 0
+    capsys.readouterr()
+    assert main(["--no-progress", "score", str(out)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert rows[1].startswith("| smol | ") and "constant |" not in rows[1]
+
+
+def test_report_says_why_two_columns_of_one_subset_have_no_average():
+    data = {"main_cells": ["explicit/recommend", "explicit/recommend-k"]}
+    data["shown"] = dict.fromkeys(data["main_cells"], "recall")
+    assert "ask the same docs" in family.no_average_reason(data)
+    data = {"main_cells": ["rating/rating", "direct/direct"], "shown": {"rating/rating": "rmse"}}
+    data["shown"]["direct/direct"] = "ndcg@10"
+    assert family.no_average_reason(data) == "No average: the columns' metrics differ in direction or scale."
+
+
+def test_report_prints_its_page_as_the_user_named_the_folder(bench, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(_evaluate(bench, Path("runs/fake"), "--engine", "fake", "--model", "constant")) == 0
+    capsys.readouterr()
+    assert main(["--no-progress", "report", "runs/fake", "--out", "report", "--no-plots"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("open report/index.html")
+    (section,) = json.loads(Path("report/leaderboard.json").read_text())
+    assert section["rows"][0]["path"] == "../runs/fake"  # relative to the report: no local absolute path
