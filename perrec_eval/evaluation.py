@@ -704,7 +704,7 @@ def read_external(
     from dataset_builder.manifest import check_files
 
     check_files(data)  # the build the predictions are scored against, as `evaluate` checks it
-    lines = _prediction_lines(path)
+    lines = prediction_lines(path)
     if subsets is not None:
         lines = [line for line in lines if line[1] in subsets]
         if not lines:
@@ -776,7 +776,7 @@ def _refuse_constant(name: str) -> float:
     raise _NotFinite(name)
 
 
-def _prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
+def prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
     """(line number, config, id, value) of each line; blank lines skipped."""
     import json
 

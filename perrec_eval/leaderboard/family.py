@@ -578,6 +578,8 @@ def _row(
     }
     if run.info.cost:
         row["cost"] = dict(run.info.cost)
+    if run.info.engine.get("warning"):  # a predictions file flagged when it was scored (read labels)
+        row["warning"] = run.info.engine["warning"]
     counts = {
         str(Cell(c.subset, c.protocol)): dict(c.answer_counts) for c in run.scores.cells if c.answer_counts
     }
@@ -587,10 +589,11 @@ def _row(
 
 
 def _contenders(scored: list[tuple[dict, FamilyRun, dict]]) -> list[tuple[dict, FamilyRun, dict]]:
-    """The runs that may be a column's best: not the fake engine's scripted answers, unless only they are
-    there (a table of test doubles still has its best)."""
-    real = [item for item in scored if not item[1].info.is_fake]
-    return real or scored
+    """The runs that may be a column's best: not a run flagged for reading the labels, nor the fake
+    engine's scripted answers unless only they are there (a table of test doubles still has its best)."""
+    honest = [item for item in scored if not item[0].get("warning")]
+    real = [item for item in honest if not item[1].info.is_fake]
+    return real or honest
 
 
 def _mark_best(
@@ -924,7 +927,7 @@ def _average_name(average: Mapping[str, Any]) -> str:
 
 def _label(row: Mapping[str, Any]) -> str:
     label = row["label"].replace("\n", " ")
-    return label + (" (provisional)" if row.get("provisional") else "")
+    return label + (" (provisional)" if row.get("provisional") else "") + (" ⚠" if row.get("warning") else "")
 
 
 def heading(data: Mapping[str, Any]) -> str:
@@ -976,8 +979,10 @@ def notes(data: Mapping[str, Any]) -> list[Text]:
         out.append(
             f"Too few docs to compare ({min(few.values())}): {cells}: a paired test on fewer than "
             f"{data['min_docs_to_compare']} docs never reaches p < {ALPHA}, so no run is marked best there; "
-            "evaluate on more docs (--max-docs)."
+            "evaluate on more docs (--limit)."
         )
+    flagged = [row for row in data["rows"] if row.get("warning")]
+    out += [f"⚠ {row['label']}: {row['warning']}; never marked best." for row in flagged]
     undetected = data.get("undetected") or []
     if undetected:
         out.append(

@@ -216,3 +216,87 @@ def test_predictions_file_a_family_without_the_hook_reads_answer_text(toy_family
     ]
     assert main(args) == 2
     assert "takes the answer text" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- PerRecBench: another system's scores
+
+
+def _perrecbench_file(bench: Path, path: Path, value) -> Path:
+    """One line per group of every level: `value(group)` (scores, a ranking, or None)."""
+    from perrec_eval.tasks.perrecbench.context import load_groups
+
+    lines = []
+    for level in ("easy", "medium", "hard"):
+        for group in load_groups(bench, level, history=False):
+            lines.append({"config": level, "id": group.group_id, "prediction": value(group)})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture(scope="module")
+def perrecbench(tmp_path_factory) -> Path:
+    from tests.benchmark_fixture import write_tiny_benchmark
+
+    return write_tiny_benchmark(tmp_path_factory.mktemp("byo") / "perrecbench", n_test=12)
+
+
+def test_perrecbench_predictions_file_is_scored_beside_the_baselines(perrecbench, tmp_path, capsys):
+    # a system that ranks each group's users in the build's order, reversed
+    path = _perrecbench_file(
+        perrecbench, tmp_path / "mine.jsonl", lambda g: {"ranking": list(range(len(g.users), 0, -1))}
+    )
+    argv = ["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]
+    assert main([*argv, "--out", str(tmp_path / "mine"), "--label", "mine"]) == 0
+    printed = capsys.readouterr().out
+    assert "| mine | " in printed and "easy/pointwise" in printed
+    assert main(["--no-progress", "evaluate", "--data", str(perrecbench), "--engine", "baseline", "--model",
+                 "all", "--out", str(tmp_path / "baselines")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["--no-progress", "report", str(tmp_path / "mine"), str(tmp_path / "baselines"), "--no-plots",
+                 "--out", str(tmp_path / "report")]) == 0  # fmt: skip
+    (section,) = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
+    mine = next(row for row in section["rows"] if row["label"] == "mine")
+    cell = mine["cells"]["easy/pointwise"]["metrics"]["ptc"]
+    assert cell["ci_low"] <= cell["value"] <= cell["ci_high"] and ("vs_best" in cell or cell.get("best"))
+    info = json.loads((tmp_path / "mine" / "run.json").read_text())
+    assert (
+        info["engine"]["name"] == "predictions"
+        and info["label"] == "mine"
+        and "warning" not in info["engine"]
+    )
+
+
+def test_perrecbench_predictions_file_of_the_test_ratings_is_flagged_and_never_best(
+    perrecbench, tmp_path, capsys
+):
+    path = _perrecbench_file(perrecbench, tmp_path / "leak.jsonl", lambda g: [u.rating for u in g.users])
+    argv = ["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]
+    assert main([*argv, "--out", str(tmp_path / "leak")]) == 0
+    err = capsys.readouterr().err
+    assert "repeat the test split's own ratings" in err
+    assert main(["--no-progress", "evaluate", "--data", str(perrecbench), "--engine", "baseline", "--model",
+                 "random", "--out", str(tmp_path / "random")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert (
+        main(["--no-progress", "report", str(tmp_path / "leak"), str(tmp_path / "random"), "--no-plots"]) == 0
+    )
+    out = capsys.readouterr().out
+    leak = next(line for line in out.splitlines() if line.startswith("| leak"))
+    assert "⚠" in leak and "**" not in leak and "never marked best" in out
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([1.0], "give one score per user"),
+        ({"ranking": [1, 1]}, "lists each of the group's"),
+        ("x", "give one"),
+    ],
+)
+def test_perrecbench_predictions_file_refuses_a_value_of_the_wrong_shape(
+    perrecbench, tmp_path, capsys, value, message
+):
+    path = _perrecbench_file(perrecbench, tmp_path / "bad.jsonl", lambda g: value)
+    assert main(["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 1" in err and message in err

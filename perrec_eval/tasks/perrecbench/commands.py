@@ -90,6 +90,18 @@ def score(config: ScoreConfig) -> int:
     from perrec_eval.tasks.perrecbench import report
     from perrec_eval.tasks.perrecbench import rundir as run_files
 
+    if config.run_dir is None:  # another system's predictions file
+        from perrec_eval.tasks.perrecbench import external
+
+        scores, written = external.score_file(config)
+        if config.json:
+            json.dump(scores.to_family().to_json(), sys.stdout, indent=2)
+            print(flush=True)
+        else:
+            print(report.table([written]), flush=True)
+        if config.out is not None:
+            print(f"written to {config.out}/ (scores.json, predictions.jsonl, run.json)", file=sys.stderr)
+        return 0
     run_dir = rundir.one_run_folder(config.run_dir)
     scores = run_files.rescore(run_dir, variant=config.variant, invalid=config.invalid)
     rescored = [report.rescored(run_dir, scores)]
