@@ -117,7 +117,8 @@ class SuiteConfig(EngineSpec):
         default=False,
     )
     sections: Any = option(
-        "per-family settings (only in --config: a mapping named after each family)",
+        "per-family settings (only in --config: a mapping named after each family; the sections of families "
+        "--task does not run are left unused)",
         default=None,
         shown="none",
     )
@@ -143,12 +144,6 @@ class SuiteConfig(EngineSpec):
         sections = self.sections or {}
         if not isinstance(sections, Mapping):
             raise ConfigError("the families' sections of --config must be mappings of settings")
-        unknown = sorted(set(sections) - set(families))
-        if unknown:
-            raise ConfigError(
-                f"--config has a section for {', '.join(unknown)}, which --task {self.task} does not run: "
-                f"drop it or add it to --task"
-            )
         for name, section in sections.items():
             if not isinstance(section, Mapping):
                 raise ConfigError(f"--config: the {name} section must be a mapping of {name}'s settings")
@@ -440,8 +435,9 @@ def check_out(config: SuiteConfig) -> Path:
     folder = outputs.target(config.out)
     inputs = {"--source": config.source, "--model": config.model}
     own = (folder / "data").resolve()
-    if config.data and "=" not in config.data and not Path(config.data).resolve().is_relative_to(own):
-        inputs["--data"] = config.data  # (the suite's own builds, SUITE/data, are its to read)
+    for name, data in data_by_family(config, config.families).items():  # each build (not the folder of them)
+        if Path(data).exists() and not Path(data).resolve().is_relative_to(own):
+            inputs[f"--data ({name})"] = data  # (the suite's own builds, SUITE/data, are its to read)
     outputs.refuse_overlap(folder, inputs)
     outputs.refuse_foreign(folder, is_suite_file, command="evaluate")
     return folder
@@ -578,7 +574,7 @@ def dry_run(config: SuiteConfig) -> dict[str, Any]:
     Protocols that ask according to earlier answers (PerRecBench's heapsort pairwise) are counted on those
     fixed answers: an estimate, said as such. A family not built yet cannot be counted before it is built.
     """
-    from perrec_eval.engines.fake import FakeEngine
+    from perrec_eval.engines.fake import FakeEngine, constant
 
     data = data_by_family(config, config.families)
     counter = TokenCounter(config.engine, config.model)
@@ -591,7 +587,7 @@ def dry_run(config: SuiteConfig) -> dict[str, Any]:
             sub = dataclasses.replace(config, out=str(Path(tmp) / "suite"), dry_run=False)
             model, _ = family_configs(sub, name, data[name])
             _, run = _family_evaluate(registry.get(name))
-            meter = Meter(FakeEngine(model=config.model), counter)
+            meter = Meter(FakeEngine(constant, model=config.model), counter)
             run(model, meter)
             figures[name] = meter.cost.to_json() | {"adaptive": _adaptive(model)}
             shutil.rmtree(Path(tmp) / "suite", ignore_errors=True)

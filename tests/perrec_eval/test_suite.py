@@ -271,11 +271,11 @@ def test_push_results_of_a_suite_is_one_commit_with_every_familys_entries(suite,
     assert main(["push", "leaderboard", str(folder / "report"), "--repo", "org/board", "--dry-run"]) == 0
 
 
-def test_suite_refuses_a_section_of_a_family_it_does_not_run_and_a_baseline_engine(tmp_path):
-    with pytest.raises(ConfigError, match="section for llmrec, which --task perrecbench,recbench-plus"):
+def test_suite_refuses_a_section_that_is_no_mapping_and_a_baseline_engine(tmp_path):
+    with pytest.raises(ConfigError, match="the llmrec section must be a mapping"):
         SuiteConfig(
-            task="perrecbench,recbench-plus", out=str(tmp_path), source="raw", engine="fake",
-            model="constant", sections={"llmrec": {}},
+            task="perrecbench,llmrec", out=str(tmp_path), source="raw", engine="fake", model="constant",
+            sections={"llmrec": ["subsets"]},
         )  # fmt: skip
     with pytest.raises(ConfigError, match="choose --engine fake, hf, openai or vllm"):
         SuiteConfig(task="all", out=str(tmp_path), source="raw", engine="baseline", model="all")
