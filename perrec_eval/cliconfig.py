@@ -646,7 +646,7 @@ def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
     """The config class and handler of `command` for the family on the command line.
 
     PerRecBench (the default) and any family that runs `command` its own way (`Task.handlers`) keep
-    theirs; other families run through the general path (`perrec_eval.tasks.general_command`).
+    theirs; other families run through the general path (`perrec_eval.registry.default_command`).
     """
     from perrec_eval import registry
 
