@@ -731,26 +731,13 @@ def read_external(
         every = {config: {doc.id for doc in task.load_docs(data, config, split)} for config in configs}
         lines = [line for line in lines if line[2] in by_id[line[1]] or line[2] not in every[line[1]]]
     protocol_of = {config: task.cells([config], protocols)[0].protocol for config in configs}
-    values: dict[tuple[str, str], Any] = {}
-    first_line: dict[tuple[str, str], int] = {}
-    for number, config, doc_id, value in lines:
-        where = f"{path} line {number}"
-        doc = by_id[config].get(doc_id)
-        if doc is None:
-            raise DataError(
-                f"{where}: config {config} has no {split} row with id {doc_id!r}: use the ids of "
-                f"`load_dataset({data!r}, {config!r}, split={split!r})`"
-            )
-        if (config, doc_id) in first_line:
-            raise DataError(
-                f"{where}: row {doc_id!r} of config {config} is also on line {first_line[config, doc_id]}: "
-                "keep one line per row"
-            )
-        first_line[config, doc_id] = number
-        try:
-            values[config, doc_id] = _prediction_of(task, task.protocols[protocol_of[config]], doc, value)
-        except ValueError as err:
-            raise DataError(f"{where}: config {config}, id {doc_id!r}: {err}") from None
+    values = line_values(
+        path,
+        lines,
+        by_id,
+        lambda config, doc, value: _prediction_of(task, task.protocols[protocol_of[config]], doc, value),
+        where=(data, split, "config", "row", "id"),
+    )
     predictions = [
         DocPrediction(
             config, protocol_of[config], doc.id, values.get((config, doc.id)), doc.truth, doc.cluster
@@ -759,6 +746,47 @@ def read_external(
         for doc in subset_docs
     ]
     return docs, predictions
+
+
+def line_values(
+    path: str,
+    lines: list[tuple[int, str, str, Any]],
+    by_id: dict[str, dict[str, Any]],
+    value_of: Callable[[str, Any, Any], Any],
+    *,
+    where: tuple[str, str, str, str, str],
+) -> dict[tuple[str, str], Any]:
+    """The value of each line of a predictions file by (subset, id): `value_of(subset, doc, value)`.
+
+    `where` names the build and the file's words: (data, split, the subset's kind, the doc's kind, the
+    doc's id field), e.g. ``(data, "test", "config", "row", "id")``.
+
+    Raises:
+        DataError: an id the subset's docs do not hold, a doc given twice, a value `value_of` refuses
+            (ValueError); the message names the line and the fix.
+    """
+    data, split, kind, item, id_field = where
+    values: dict[tuple[str, str], Any] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for number, subset, doc_id, value in lines:
+        at = f"{path} line {number}"
+        doc = by_id[subset].get(doc_id)
+        if doc is None:
+            raise DataError(
+                f"{at}: {kind} {subset} has no {split} {item} with id {doc_id!r}: use the {id_field} values "
+                f"of `load_dataset({data!r}, {subset!r}, split={split!r})`"
+            )
+        if (subset, doc_id) in first_line:
+            raise DataError(
+                f"{at}: {item} {doc_id!r} of {kind} {subset} is also on line {first_line[subset, doc_id]}: "
+                f"keep one line per {item}"
+            )
+        first_line[subset, doc_id] = number
+        try:
+            values[subset, doc_id] = value_of(subset, doc, value)
+        except ValueError as err:
+            raise DataError(f"{at}: {kind} {subset}, {item} {doc_id!r}: {err}") from None
+    return values
 
 
 class _NotFinite(ValueError):

@@ -68,7 +68,7 @@ def read_file(config: ScoreConfig) -> tuple[dict[str, list[Group]], list[Predict
             value of the wrong shape; the message names the line and the fix.
     """
     from dataset_builder.manifest import check_files
-    from perrec_eval.evaluation import prediction_lines
+    from perrec_eval.evaluation import line_values, prediction_lines
     from perrec_eval.tasks.perrecbench.context import load_groups
 
     assert config.data is not None and config.predictions is not None
@@ -87,29 +87,16 @@ def read_file(config: ScoreConfig) -> tuple[dict[str, list[Group]], list[Predict
     }
     every = {level: {g.group_id for g in load_groups(config.data, level, config.split, history=False)}
              for level in levels} if config.limit is not None else None  # fmt: skip
-    values: dict[tuple[str, str], Any] = {}
-    first: dict[tuple[str, str], int] = {}
     by_id = {level: {g.group_id: g for g in level_groups} for level, level_groups in groups.items()}
-    for number, level, group_id, value in lines:
-        where = f"{config.predictions} line {number}"
-        group = by_id[level].get(group_id)
-        if group is None:
-            if every is not None and group_id in every[level]:
-                continue  # outside the --limit sample, as `evaluate --limit` leaves it out
-            raise DataError(
-                f"{where}: level {level} has no {config.split} group {group_id!r}: use the group_id values "
-                f"of `load_dataset({config.data!r}, {level!r}, split={config.split!r})`"
-            )
-        if (level, group_id) in first:
-            raise DataError(
-                f"{where}: group {group_id!r} of {level} is also on line {first[level, group_id]}: keep one "
-                "line per group"
-            )
-        first[level, group_id] = number
-        try:
-            values[level, group_id] = None if value is None else scores_of(group, value)
-        except ValueError as err:
-            raise DataError(f"{where}: level {level}, group {group_id!r}: {err}") from None
+    if every is not None:  # groups outside the --limit sample are left out, as `evaluate --limit` does
+        lines = [line for line in lines if line[2] in by_id[line[1]] or line[2] not in every[line[1]]]
+    values = line_values(
+        config.predictions,
+        lines,
+        by_id,
+        lambda _, group, value: None if value is None else scores_of(group, value),
+        where=(config.data, config.split, "level", "group", "group_id"),
+    )
     from perrec_eval.tasks.perrecbench.scoring import prediction_records
 
     records: list[PredictionRecord] = []
