@@ -81,6 +81,11 @@ def width(groups: int, series: int, *, each: float = 0.22, least: float = 6.0) -
     return min(MAX_WIDTH, max(least, each * groups * max(1, series) + 3.5))
 
 
+def _arm(upper: float | None, lower: float | None) -> float:
+    """One arm of an error bar, upper - lower (NaN: no bar; never below 0)."""
+    return math.nan if upper is None or lower is None else max(0.0, upper - lower)
+
+
 def bars(
     ax,
     groups: Sequence[str],
@@ -102,9 +107,10 @@ def bars(
         yerr = None
         if errors is not None and name in errors:
             low, high = errors[name]
+            # an interval of 0 width may end a rounding error past its value: an arm is never below 0
             yerr = [
-                [math.nan if v is None or lo is None else v - lo for v, lo in zip(values, low, strict=True)],
-                [math.nan if v is None or hi is None else hi - v for v, hi in zip(values, high, strict=True)],
+                [_arm(v, lo) for v, lo in zip(values, low, strict=True)],
+                [_arm(hi, v) for v, hi in zip(values, high, strict=True)],
             ]
         drawn = ax.bar(
             xs, heights, width=bar_width, label=plain(name), yerr=yerr, capsize=2 if yerr else 0,

@@ -71,3 +71,20 @@ def test_report_prints_its_page_as_the_user_named_the_folder(bench, tmp_path, ca
     assert capsys.readouterr().out.rstrip().endswith("open report/index.html")
     (section,) = json.loads(Path("report/leaderboard.json").read_text())
     assert section["rows"][0]["path"] == "../runs/fake"  # relative to the report: no local absolute path
+
+
+def test_bars_draw_an_interval_that_ends_a_rounding_error_past_its_value(tmp_path):
+    """Two identical runs give a 0-width interval whose end may be 1e-16 past the mean: still drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perrec_eval.leaderboard import plots
+
+    fig, ax = plt.subplots()
+    value = 0.37037037037037046
+    plots.bars(ax, ["a", "b"], {"run": [value, 0.0]}, {"run": ([value + 1e-16, 0.0], [value - 1e-16, 0.0])})
+    fig.savefig(tmp_path / "chart.png")
+    plt.close(fig)
+    assert (tmp_path / "chart.png").stat().st_size > 0
