@@ -300,3 +300,23 @@ def test_perrecbench_predictions_file_refuses_a_value_of_the_wrong_shape(
     assert main(["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "line 1" in err and message in err
+
+
+def test_perrecbench_marks_a_tie_with_equals_and_bolds_nothing(perrecbench, tmp_path, capsys):
+    """Issue 45 item 4: PerRecBench's table follows the shared rule: a tie is `=`, never bold."""
+    path = _perrecbench_file(
+        perrecbench, tmp_path / "same.jsonl", lambda g: {"ranking": list(range(len(g.users), 0, -1))}
+    )
+    for label in ("first", "second"):  # the same answers under two labels: tied in every cell
+        argv = ["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]
+        assert main([*argv, "--out", str(tmp_path / label), "--label", label]) == 0
+    report = tmp_path / "report"
+    runs = [str(tmp_path / "first"), str(tmp_path / "second")]
+    assert main(["--no-progress", "report", *runs, "--out", str(report), "--no-plots"]) == 0
+    (section,) = json.loads((report / "leaderboard.json").read_text())
+    assert not section["too_few_docs"]  # enough groups that a difference could have been marked
+    marks = [cell["metrics"]["ptc"] for row in section["rows"] for cell in row["cells"].values()]
+    assert len(marks) == 6 and not any(mark.get("best") for mark in marks)
+    assert all(mark.get("tied") for mark in marks)
+    table = next(part for part in (report / "leaderboard.md").read_text().split("\n\n") if "| first" in part)
+    assert "**" not in table and table.count("=") >= 6

@@ -5,6 +5,7 @@ and the report's path as the user gave it."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,21 @@ def test_bars_draw_an_interval_that_ends_a_rounding_error_past_its_value(tmp_pat
     fig.savefig(tmp_path / "chart.png")
     plt.close(fig)
     assert (tmp_path / "chart.png").stat().st_size > 0
+
+
+def test_bars_draw_a_zero_visibly_leave_a_cell_not_run_empty_and_hatch_failed_shares():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perrec_eval.leaderboard import plots
+
+    fig, ax = plt.subplots()
+    plots.bars(ax, ["a", "b", "c"], {"run": [0.0, None, 0.5]}, failed={"run": [None, None, 0.25]})
+    zero_lines = [c for c in ax.collections if c.get_linewidth()[0] == 3]
+    assert len(zero_lines) == 1  # the bar of height 0 is a thick line at 0
+    patches = ax.patches
+    assert len(patches) == 3 and math.isnan(patches[1].get_height())  # not run: no bar
+    assert patches[2].get_hatch() == "///" and not patches[0].get_hatch()
+    plt.close(fig)
