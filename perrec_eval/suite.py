@@ -571,8 +571,10 @@ def dry_run(config: SuiteConfig) -> dict[str, Any]:
     """Each family's requests, prompt tokens and answer budget, counted by running the model's evaluate
     against the fake engine's fixed answers in a temporary folder (removed after): nothing is written.
 
-    Protocols that ask according to earlier answers (PerRecBench's heapsort pairwise) are counted on those
-    fixed answers: an estimate, said as such. A family not built yet cannot be counted before it is built.
+    What depends on the model's own answers is counted on those fixed answers, an estimate said as such:
+    the requests of protocols that ask according to earlier answers (PerRecBench's heapsort pairwise), and
+    the prompt tokens of prompts that hold an answer (the profiles PerRecBench's model writes, counted at the
+    fake profile's length). A family not built yet cannot be counted before it is built.
     """
     from perrec_eval.engines.fake import FakeEngine, constant
 
@@ -589,7 +591,11 @@ def dry_run(config: SuiteConfig) -> dict[str, Any]:
             _, run = _family_evaluate(registry.get(name))
             meter = Meter(FakeEngine(constant, model=config.model), counter)
             run(model, meter)
-            figures[name] = meter.cost.to_json() | {"adaptive": _adaptive(model)}
+            estimated = config.engine != "fake"  # the fake engine's run answers as the dry run did
+            figures[name] = meter.cost.to_json() | {
+                "adaptive": estimated and _adaptive(model),
+                "written_profiles": estimated and _writes_profiles(model),
+            }
             shutil.rmtree(Path(tmp) / "suite", ignore_errors=True)
     total = Cost()
     for entry in figures.values():
@@ -605,6 +611,12 @@ def _adaptive(config: Any) -> bool:
     )
 
 
+def _writes_profiles(config: Any) -> bool:
+    """Whether a family's prompts hold profiles its model writes first (PerRecBench without --profiles or
+    --no-profile): their prompt tokens depend on the answers."""
+    return getattr(config, "no_profile", True) is False and getattr(config, "profiles", "") is None
+
+
 def dry_run_text(figures: Mapping[str, Any]) -> str:
     """The dry run as a table: per family and in total."""
     lines = [
@@ -616,9 +628,10 @@ def dry_run_text(figures: Mapping[str, Any]) -> str:
             lines.append(f"| {name} | not built yet ({entry['not_built']}): counted once built | – | – |")
             continue
         note = " (estimate: adaptive requests)" if entry.get("adaptive") else ""
+        profiles = " (estimate: the model's profiles counted at the fake profile's length)"
         lines.append(
-            f"| {name} | {entry['requests']:,}{note} | {entry['prompt_tokens']:,} | "
-            f"{entry['answer_budget']:,} |"
+            f"| {name} | {entry['requests']:,}{note} | {entry['prompt_tokens']:,}"
+            f"{profiles if entry.get('written_profiles') else ''} | {entry['answer_budget']:,} |"
         )
     total = figures["total"]
     lines.append(

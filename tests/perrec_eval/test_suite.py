@@ -4,6 +4,7 @@ report (a summary first, every model drawn in every chart), one card; resumable 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -281,3 +282,17 @@ def test_suite_refuses_a_section_that_is_no_mapping_and_a_baseline_engine(tmp_pa
         SuiteConfig(task="all", out=str(tmp_path), source="raw", engine="baseline", model="all")
     with pytest.raises(ConfigError, match="no build of llmrec"):
         SuiteConfig(task="llmrec", out=str(tmp_path), engine="fake", model="constant")
+
+
+def test_dry_run_marks_what_depends_on_the_models_answers_as_an_estimate():
+    from perrec_eval import suite
+    from perrec_eval.tasks.perrecbench.config import EvalConfig
+
+    written = EvalConfig(data="d", out="o", engine="hf", model="m")
+    assert suite._writes_profiles(written)
+    assert not suite._writes_profiles(dataclasses.replace(written, no_profile=True))
+    assert not suite._writes_profiles(dataclasses.replace(written, profiles="p.jsonl"))
+    entry = {"requests": 4, "prompt_tokens": 100, "answer_budget": 8, "written_profiles": True}
+    figures = {"families": {"perrecbench": entry}, "total": entry, "prompt_tokens_counted_by": "x"}
+    text = suite.dry_run_text(figures)
+    assert "| perrecbench | 4 | 100 (estimate: the model's profiles" in text
