@@ -270,6 +270,12 @@ def test_push_results_of_a_suite_is_one_commit_with_every_familys_entries(suite,
         entries = parse_eval_result_entries(yaml.safe_load(text))
         assert {(e.dataset_id, e.dataset_revision) for e in entries} == {(dataset, revision)}
     assert main(["push", "leaderboard", str(folder / "report"), "--repo", "org/board", "--dry-run"]) == 0
+    for name in FAMILIES:  # each build the suite made is pushed as its benchmark, with its eval.yaml
+        staged = tmp_path / f"bench-{name}"
+        argv = ["push", "benchmark", str(folder / "data" / name), "--repo", f"org/{name}", "--dry-run"]
+        assert main([*argv, "--stage", str(staged)]) == 0
+        eval_yaml = yaml.safe_load((staged / "eval.yaml").read_text())
+        assert eval_yaml["evaluation_framework"] == "perrecbench" and eval_yaml["tasks"]
 
 
 def test_suite_refuses_a_section_that_is_no_mapping_and_a_baseline_engine(tmp_path):
