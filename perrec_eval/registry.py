@@ -31,6 +31,7 @@ __all__ = [
     "register",
 ]
 
+
 class Family(NamedTuple):
     """Where a family's parts live, each "module:NAME", imported on first use only.
 

@@ -111,5 +111,3 @@ def costs_of(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
             for label, model in (entry.get("models") or {}).items():
                 out.setdefault(label, {})[name] = model.get("cost") or {}
     return out
-
-
