@@ -24,7 +24,7 @@ from typing import Any
 from dataset_builder.config import BuildError, BuildSpec
 from perrec_eval.errors import DataError
 from perrec_eval.fileio import read_json, write_json
-from perrec_eval.tasks import DEFAULT_TASK
+from perrec_eval.registry import DEFAULT_TASK
 
 CHECKSUMS = "checksums"
 # Files named by their content (`<split>-<first 12 hex of sha256>.parquet`, PITFALLS 1): the name is the check

@@ -252,6 +252,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         if field.name in getattr(cls, "replaced", {}):  # refused when given (exact: `--k` is not `--ks`)
             parser.add_argument(_flag(field), dest=field.name, **hidden)
             continue
+        if field.name == getattr(cls, "sections_field", None):  # set in --config only (`_load_yaml`)
+            continue
         klass = owner[field.name]
         if klass not in targets:
             title = (klass.__doc__ or klass.__name__).strip().splitlines()[0].rstrip(".")
@@ -412,8 +414,15 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
         raise ConfigError(f"--config {path} must be a mapping of settings, got {type(data).__name__}")
     names = {field.name for field in dataclasses.fields(cls)}
     values: dict[str, Any] = {}
+    # A config may gather named sections (a suite's per-family settings) into one field: `sections_field`,
+    # whose keys are `section_names()`.
+    gather = getattr(cls, "sections_field", None)
+    sections = {name.replace("-", "_"): name for name in cls.section_names()} if gather else {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
+        if name in sections:
+            values.setdefault(gather, {})[sections[name]] = value
+            continue
         if name in values:
             raise ConfigError(f"--config {path} gives {name} twice (as {key!r} too): give each setting once")
         values[name] = value
@@ -575,9 +584,12 @@ def select_task(
         elif arg.startswith("--task="):
             _selected_task = arg.partition("=")[2]
     if _selected_task is not None:
-        from perrec_eval import tasks
+        from perrec_eval import registry
 
-        tasks.check_name(_selected_task)
+        if registry.is_suite_spec(_selected_task):
+            registry.parse_tasks(_selected_task)  # its families must be known
+            return list(argv)
+        registry.check_name(_selected_task)
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     rest = argv[argv.index(command) + 1 :] if command is not None else []
     subcommand = {"sft": ["data"], "push": ["results"]}.get(command or "")
@@ -589,7 +601,7 @@ def select_task(
         return list(argv)
     folder, task = found
     if _selected_task is None:
-        from perrec_eval.tasks import DEFAULT_TASK
+        from perrec_eval.registry import DEFAULT_TASK
 
         _selected_task = task
         return list(argv) if task == DEFAULT_TASK else [*argv, "--task", task]
@@ -641,7 +653,7 @@ def folder_task(path: str) -> str | None:
     from pathlib import Path
 
     from perrec_eval.fileio import loads
-    from perrec_eval.tasks import DEFAULT_TASK
+    from perrec_eval.registry import DEFAULT_TASK
 
     folder = Path(path)
     try:
@@ -671,15 +683,21 @@ def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
     """The config class and handler of `command` for the family on the command line.
 
     PerRecBench (the default) and any family that runs `command` its own way (`Task.handlers`) keep
-    theirs; other families run through the general path (`perrec_eval.tasks.general_command`).
+    theirs; other families run through the general path (`perrec_eval.registry.default_command`).
     """
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    if _selected_task is None or _selected_task == tasks.DEFAULT_TASK:
+    if _selected_task is None or _selected_task == registry.DEFAULT_TASK:
         return cls, handler
-    if _selected_task not in tasks.evaluable():
-        return cls, tasks.refusal(_selected_task, command, "it can be built but declares no Task yet")
-    return tasks.command_for(tasks.get(_selected_task), command, cls, handler)
+    if registry.is_suite_spec(_selected_task):  # `--task all` or NAME,NAME: a list of tasks
+        if command == "evaluate":
+            return registry.suite_command()
+        return cls, registry.refusal(
+            _selected_task, command, "a suite evaluates (`perrecbench evaluate --task all`); give one family"
+        )
+    if _selected_task not in registry.evaluable():
+        return cls, registry.refusal(_selected_task, command, "it can be built but declares no Task yet")
+    return registry.command_for(registry.get(_selected_task), command, cls, handler)
 
 
 def check_task(name: str) -> None:
@@ -688,9 +706,25 @@ def check_task(name: str) -> None:
     Raises:
         ConfigError: an unknown task.
     """
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    tasks.get(name)
+    registry.get(name)
+
+
+def one_limit(config: object, name: str) -> None:
+    """`--limit` is stored under the family's own name (`name`): run.json records one field, whichever
+    spelling gave it, so a run resumes under either.
+
+    Raises:
+        ConfigError: both spellings, with different values.
+    """
+    limit, own = config.limit, getattr(config, name)
+    if limit is None:
+        return
+    if own is not None and own != limit:
+        raise ConfigError(f"--limit {limit} and --{name.replace('_', '-')} {own} are one setting: give one")
+    object.__setattr__(config, name, limit)
+    object.__setattr__(config, "limit", None)
 
 
 def check_text(flag: str, value: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.tasks.base import Cell, Task
+from perrec_eval.task import Cell, Task
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +65,13 @@ class DocPrediction:
 
 
 def read_predictions(run_dir: str | Path, task: Task | None = None) -> list[DocPrediction]:
-    """predictions.jsonl of a general-path run (of `task`: each row must be of one of its cells).
+    """predictions.jsonl of a general-path run (of `task`: each row must be of one of its cells), each
+    (cell, doc) once.
 
     Raises:
-        DataError: a line that is not a prediction, or one of a cell `task` has none of (a run.json that
-            names another family than the one that wrote the run: its rows would be scored by the wrong
-            rules).
+        DataError: a line that is not a prediction, a row given twice (it would be counted twice), or one
+            of a cell `task` has none of (a run.json that names another family than the one that wrote the
+            run: its rows would be scored by the wrong rules).
     """
     path = Path(run_dir) / "predictions.jsonl"
     try:
@@ -87,6 +88,15 @@ def read_predictions(run_dir: str | Path, task: Task | None = None) -> list[DocP
             "not: the run's run.json names another task than the one that wrote it; run `perrecbench "
             "evaluate` again"
         )
+    seen: set[tuple[str, str, str]] = set()
+    for number, record in enumerate(records, start=1):
+        key = (record.subset, record.protocol, str(record.id))
+        if key in seen:
+            raise DataError(
+                f"{path} line {number} repeats row {key[2]!r} of {key[0]}/{key[1]}: run `perrecbench "
+                "evaluate` again with the run's settings to rewrite it"
+            )
+        seen.add(key)
     return records
 
 

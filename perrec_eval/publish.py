@@ -39,17 +39,15 @@ from typing import Any, Literal
 
 import yaml
 
-from perrec_eval import fileio, secrets, tasks
+from perrec_eval import fileio, registry, secrets
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.results import (
     FamilyMetric,
     FamilyScores,
     RunInfo,
-    read_family_scores,
     read_run_info,
 )
-from perrec_eval.tasks import Cell, Task
-from perrec_eval.tasks.perrecbench.results import Scores
+from perrec_eval.task import Cell, Task
 
 logger = logging.getLogger(__name__)
 
@@ -474,8 +472,8 @@ def eval_yaml(task: Task, configs: Sequence[str]) -> str:
     """The benchmark's ``eval.yaml``: one task per cell of `task` in `configs` (each subset a config of the
     repository, its test split), named by `task_id`.
 
-    >>> from perrec_eval import tasks
-    >>> family = tasks.get(tasks.DEFAULT_TASK)
+    >>> from perrec_eval import registry
+    >>> family = registry.get(registry.DEFAULT_TASK)
     >>> spec = yaml.safe_load(eval_yaml(family, family.subsets[:1]))
     >>> spec["name"] == family.title, len(spec["tasks"]) == len(family.protocols)
     (True, True)
@@ -502,13 +500,13 @@ def task_id(cell: Cell) -> str:
 
 def _family_of_build(folder: Path, manifest: Mapping[str, Any]) -> Task:
     """The family a build's manifest names (builds of PerRecBench, the default family, name none)."""
-    name = manifest.get("task", tasks.DEFAULT_TASK)
-    if not isinstance(name, str) or name not in tasks.evaluable():
+    name = manifest.get("task", registry.DEFAULT_TASK)
+    if not isinstance(name, str) or name not in registry.evaluable():
         raise DataError(
             f"{folder}/manifest.json names task {name!r}, not one this perrecbench can publish "
-            f"({', '.join(tasks.evaluable())}): push it with the perrecbench that built it"
+            f"({', '.join(registry.evaluable())}): push it with the perrecbench that built it"
         )
-    return tasks.get(name)
+    return registry.get(name)
 
 
 def check_build_files(folder: Path, manifest: Mapping[str, Any]) -> None:
@@ -564,14 +562,10 @@ def _same_path(a: str | None, b: str | None) -> bool:
 
 
 def _data_fingerprint(info: RunInfo, data: str) -> str:
-    """The fingerprint of the build at `data` as the run's own path computes it."""
-    if isinstance(info.metric, FamilyMetric):
-        from perrec_eval.evaluation import fingerprint
+    """The fingerprint of the build at `data` as the run's family computes it (`Task.fingerprint`)."""
+    from perrec_eval.evaluation import build_fingerprint
 
-        return fingerprint(data)
-    from perrec_eval.tasks.perrecbench.context import dataset_fingerprint
-
-    return dataset_fingerprint(data)
+    return build_fingerprint(registry.get(info.task), data)
 
 
 def check_run_of_model(
@@ -639,9 +633,9 @@ def check_run_of_model(
 def run_setup(info: RunInfo) -> tuple[str, str]:
     """(file slug, words) of what distinguishes a run's setup: prompt variant, shots, CoT, metric variant.
 
-    >>> from perrec_eval.tasks.perrecbench.results import Metric
-    >>> run_setup(RunInfo(config={"shots": 2}, prompt_variant="no_profile", metric=Metric("tau_b", "zero"),
-    ...                   engine={}))
+    >>> from types import SimpleNamespace
+    >>> metric = SimpleNamespace(variant="tau_b")  # a family's own metric record (PerRecBench's)
+    >>> run_setup(RunInfo(config={"shots": 2}, prompt_variant="no_profile", metric=metric, engine={}))
     ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
     """
     config = info.config
@@ -682,7 +676,7 @@ def _family_setup(config: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def eval_result_entries(
-    run_dir: Path, info: RunInfo, scores: Scores | FamilyScores, *, dataset: str, revision: str
+    run_dir: Path, info: RunInfo, scores: FamilyScores, *, dataset: str, revision: str
 ) -> list[Any]:
     """One `huggingface_hub.EvalResultEntry` per scored cell of a run: its headline metric, the task of
     its cell (`task_id`), the interval and the counts in its notes."""
@@ -692,7 +686,7 @@ def eval_result_entries(
     date = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     version = (info.versions or {}).get("perrecbench")
     fingerprint = f"dataset fingerprint sha256:{info.dataset_fingerprint[:16]}; perrecbench {version}"
-    scored = _family_cells(scores, words) if isinstance(scores, FamilyScores) else _cells(scores, info, words)
+    scored = _family_cells(scores, words)
     entries = [
         EvalResultEntry(
             dataset_id=dataset,
@@ -707,19 +701,6 @@ def eval_result_entries(
     if not entries:
         raise DataError(f"{run_dir} has no scored cell to publish")
     return entries
-
-
-def _cells(scores: Scores, info: RunInfo, words: str) -> Iterator[tuple[Cell, float, str]]:
-    """(cell, PTC, notes) of each scored cell of a PerRecBench run."""
-    for cell in scores.cells:
-        if cell.ptc is None:
-            continue
-        notes = (
-            f"PTC {cell.ptc:.4f}, 95% CI [{cell.ptc_ci_low:.4f}, {cell.ptc_ci_high:.4f}] over "
-            f"{cell.num_groups} groups ({cell.num_invalid} invalid, parse failures "
-            f"{cell.parse_failure_rate:.1%}); {words}; k {info.config.get('k')}"
-        )
-        yield Cell(cell.level, cell.method), cell.ptc, notes
 
 
 def _family_cells(scores: FamilyScores, words: str) -> Iterator[tuple[Cell, float, str]]:
@@ -797,33 +778,23 @@ def _run_results(
     return info, {name: text.encode()}
 
 
-def _load_scores(run_dir: Path, info: RunInfo) -> Scores | FamilyScores:
-    """The scores of a finished run, of the kind its run.json records (PerRecBench's or the general path's).
+def _load_scores(run_dir: Path, info: RunInfo) -> FamilyScores:
+    """The scores of a finished run, checked against its predictions and its run.json's metric as every
+    report checks them (`perrec_eval.leaderboard.family.load`).
 
     Raises:
-        DataError: no scores.json, or one of another task or headline metric than run.json's.
+        DataError: no scores.json, one of another metric than run.json's, or one its predictions do not give.
     """
-    from perrec_eval.tasks.perrecbench.rundir import load_scores
+    from perrec_eval.leaderboard.family import load
 
-    if not isinstance(info.metric, FamilyMetric):
-        return load_scores(run_dir)
-    if not (run_dir / "scores.json").is_file():
-        raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
-    scores = read_family_scores(run_dir / "scores.json")
-    if (scores.task, scores.headline) != (info.metric.task, info.metric.headline):
-        raise DataError(
-            f"{run_dir}/scores.json holds {scores.task}/{scores.headline} scores but run.json records "
-            f"{info.metric.task}/{info.metric.headline}: run `perrecbench score {run_dir} --task "
-            f"{info.metric.task} --write` to make them agree again"
-        )
-    return scores
+    return load(run_dir).scores
 
 
 def _headline(info: RunInfo) -> str:
     """The name of the metric a run is ranked by, as its acronym (PTC, RMSE, NDCG@10)."""
     if isinstance(info.metric, FamilyMetric):
         return info.metric.headline.upper()
-    return tasks.get(info.task).headline.name.upper()
+    return registry.get(info.task).headline.name.upper()
 
 
 def results_upload(
@@ -869,4 +840,74 @@ def results_upload(
         repo_type="model",
         files=dict(files),
         commit_message=f"perrecbench push results: {_headline(info)} on {dataset}@{revision}",
+    )
+
+
+def parse_datasets(spec: str, revision: str | None) -> dict[str | None, tuple[str, str]]:
+    """``--dataset`` of `push results`: one Hub dataset (``ORG/NAME``), or one per family of a suite
+    (``FAMILY=ORG/NAME[@REV],...``), each with its revision (``@REV``, else ``--dataset-revision``).
+
+    Returns:
+        {family (None: the one dataset): (dataset, revision)}.
+
+    Raises:
+        ConfigError: a malformed entry, or a dataset without a revision.
+
+    >>> parse_datasets("perrecbench=org/pb@abc,llmrec=org/lr", "def")
+    {'perrecbench': ('org/pb', 'abc'), 'llmrec': ('org/lr', 'def')}
+    """
+    out: dict[str | None, tuple[str, str]] = {}
+    for entry in (part.strip() for part in spec.split(",") if part.strip()):
+        family, sep, rest = entry.rpartition("=")
+        dataset, _, own = rest.partition("@")
+        chosen = own or revision
+        if not chosen or any(c.isspace() for c in chosen):
+            raise ConfigError(
+                f"--dataset {entry}: give its revision (a commit) as {rest.partition('@')[0]}@REV or with "
+                "--dataset-revision REV"
+            )
+        check_repo_id(dataset, "--dataset")
+        out[family if sep else None] = (dataset, chosen)
+    if not out:
+        raise ConfigError("--dataset names no dataset: pass ORG/NAME, or FAMILY=ORG/NAME@REV,... for a suite")
+    return out
+
+
+def suite_results_upload(
+    suite_dir: str | os.PathLike,
+    repo: str,
+    *,
+    datasets: Mapping[str | None, tuple[str, str]],
+    model: str | None = None,
+) -> Upload:
+    """Every family's results of one model in a suite folder (`perrec_eval.suite`) into the model's
+    repository, in one commit: each family's ``.eval_results`` entries with its own dataset and revision.
+
+    Raises:
+        ConfigError: a family of the suite without its dataset in `datasets`.
+        DataError: no run of this model in the suite, or a run that may not be published as its.
+    """
+    from perrec_eval.suitedir import model_runs
+
+    check_repo_id(repo, fix="the model's Hub repository; a run of a local copy of it takes --model NAME")
+    ids = (repo, *((model,) if model else ()))
+    runs = model_runs(suite_dir, ids)
+    files: dict[str, Any] = {}
+    headlines = []
+    for family, run_dir in runs.items():
+        if family not in datasets and None not in datasets:
+            raise ConfigError(
+                f"{suite_dir} holds a {family} run: name its dataset with --dataset {family}=ORG/NAME@REV"
+            )
+        dataset, revision = datasets.get(family) or datasets[None]
+        info, found = _run_results(
+            run_dir, dataset=dataset, revision=revision, model_ids=ids, adapter=None, task=family
+        )
+        files |= found
+        headlines.append(f"{_headline(info)} on {dataset}@{revision}")
+    return Upload(
+        repo=repo,
+        repo_type="model",
+        files=files,
+        commit_message="perrecbench push results: " + "; ".join(headlines),
     )

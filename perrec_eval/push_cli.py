@@ -79,7 +79,11 @@ class PushResultsConfig:
     """Settings of `perrecbench push results`: a run's cells (their headline metric) into its model's
     repository."""
 
-    run: str = option("run folder of `perrecbench evaluate` (one model, or one adapter)", positional=True)
+    run: str = option(
+        "run folder of `perrecbench evaluate` (one model, or one adapter), or a suite folder (`evaluate "
+        "--task all`): every family's results in one commit",
+        positional=True,
+    )
     task: str = option(
         "task family of the run (`perrecbench tasks` lists them); a run of another family is refused",
         default="perrecbench",
@@ -87,8 +91,16 @@ class PushResultsConfig:
     repo: str = option(
         "the evaluated model's Hub repository (the adapter's, with --adapter)", metavar="ORG/NAME"
     )
-    dataset: str = option("the benchmark's Hub dataset repository the run used", metavar="ORG/NAME")
-    dataset_revision: str = option("the revision (commit) of --dataset the run used", metavar="REV")
+    dataset: str = option(
+        "the benchmark's Hub dataset repository the run used; a suite: FAMILY=ORG/NAME[@REV],... (one per "
+        "family)",
+        metavar="ORG/NAME",
+    )
+    dataset_revision: str | None = option(
+        "the revision (commit) of --dataset the run used (a suite's entries may give theirs as @REV)",
+        default=None,
+        metavar="REV",
+    )
     model: str | None = option(
         "the name the run recorded for the model when it is not --repo (e.g. a local copy of it)",
         default=None,
@@ -184,21 +196,33 @@ def run_leaderboard(config: PushLeaderboardConfig) -> int:
 
 
 def run_results(config: PushResultsConfig) -> int:
-    from perrec_eval.publish import results_upload
+    from pathlib import Path
+
+    from perrec_eval.publish import parse_datasets, results_upload, suite_results_upload
+    from perrec_eval.suitedir import SUITE_FILE
 
     if config.model and config.adapter:
         raise ConfigError(
             "--model names a model run without adapter; with --adapter the base is the adapter's"
         )
-    upload = results_upload(
-        config.run,
-        config.repo,
-        dataset=config.dataset,
-        revision=config.dataset_revision,
-        model=config.model,
-        adapter=config.adapter,
-        task=config.task,
-    )
+    datasets = parse_datasets(config.dataset, config.dataset_revision)
+    if (Path(config.run) / SUITE_FILE).is_file():
+        if config.adapter:
+            raise ConfigError("a suite evaluates a model (merged adapters included): drop --adapter")
+        upload = suite_results_upload(config.run, config.repo, datasets=datasets, model=config.model)
+    elif set(datasets) != {None}:
+        raise ConfigError("--dataset FAMILY=ORG/NAME entries are for a suite folder; one run takes ORG/NAME")
+    else:
+        ((dataset, revision),) = datasets.values()
+        upload = results_upload(
+            config.run,
+            config.repo,
+            dataset=dataset,
+            revision=revision,
+            model=config.model,
+            adapter=config.adapter,
+            task=config.task,
+        )
     return report(
         upload, dry_run=config.dry_run, private=config.private, stage=config.stage, create_pr=config.create_pr
     )

@@ -329,12 +329,12 @@ def test_build_refuses_an_out_inside_the_source(tmp_path: Path, capsys) -> None:
 
 @pytest.fixture
 def toy_family(tmp_path: Path):
-    from perrec_eval import tasks
+    from perrec_eval import registry
     from tests.perrec_eval.tasks import toy
 
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     yield toy.write_data(tmp_path / "toy-data")
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 @pytest.mark.parametrize("where", ["data", "inside data", "notes", "folder of runs"])

@@ -341,16 +341,16 @@ def toy_task(tmp_path: Path):
     """The toy Task (tests/perrec_eval/tasks/toy.py) on data whose manifest names its files and their
     checksums, as the shared build writes them."""
     from dataset_builder.manifest import record_checksums
-    from perrec_eval import tasks
+    from perrec_eval import registry
     from tests.perrec_eval.tasks import toy
 
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     data = toy.write_data(tmp_path / "toy-data")
     outputs = {s: {split: f"{s}/{split}.jsonl" for split in ("train", "test")} for s in toy.SUBSETS}
     (data / "manifest.json").write_text(json.dumps({"task": "toy", "outputs": outputs}), encoding="utf-8")
     record_checksums(data)
     yield data
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 def test_toy_task_evaluate_and_score_check_its_build(toy_task, tmp_path, capsys):

@@ -329,7 +329,7 @@ def test_report_keeps_a_file_it_did_not_write_under_a_report_name(baseline_run, 
 @pytest.fixture
 def two_families(baseline_run: Path) -> list[str]:
     """The perrecbench baseline run and a toy family's run, in the current folder."""
-    from perrec_eval import tasks
+    from perrec_eval import registry as tasks
     from perrec_eval.engines.fake import FakeEngine
     from perrec_eval.evaluation import TaskEvalConfig, evaluate
     from tests.perrec_eval.tasks import toy

@@ -271,7 +271,7 @@ class HFEngine:
         Fresh per batch: it tracks each row's position in the format from its first call. The index of
         a format's regex is built once per engine (the vocabulary is walked once, on first use).
         """
-        from perrec_eval.tasks import answer_regex
+        from perrec_eval.registry import answer_regex
 
         backends = require("outlines.backends.outlines_core", "structured", by=_ENGINE)
         if self._structured is None:

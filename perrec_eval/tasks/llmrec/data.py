@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.tasks.base import Doc
+from perrec_eval.task import Doc
 from perrec_eval.tasks.llmrec.parsing import TitleIndex
 
 logger = logging.getLogger(__name__)

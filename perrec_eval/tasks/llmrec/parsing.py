@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 
 from perrec_eval.answers import MAX_ANSWER_CHARS, TOO_LONG, entries, is_refusal, strip_think, too_long
-from perrec_eval.tasks.base import Parsed
+from perrec_eval.task import Parsed
 from perrec_eval.titles import FUZZY_THRESHOLD, TitleMatcher, normalize_title
 
 __all__ = [

@@ -32,7 +32,7 @@ from typing import Any
 
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
-from perrec_eval.tasks.base import Doc, Parsed, Task
+from perrec_eval.task import Doc, Parsed, Task
 from perrec_eval.tasks.llmrec import baselines, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import report as report_hooks
@@ -272,6 +272,10 @@ TASK = Task(
     answer_counts=("duplicates", "unmatched", "not_candidate"),
     invalid_policies=("strict", "p5"),
     report=report_hooks,
+    summary=(("ndcg@10", "direct/direct"), ("rmse", "rating/rating")),
+    # the rating and ranking tasks (docs/suites.md: the hour's arithmetic)
+    suite_defaults={"subsets": "rating,sequential,direct", "limit": 1000},
+    suite_build={"domains": "Books", "kcore": 10},
     hub_description=(
         "LLMRec's five tasks (rating, sequential and direct recommendation, explanation, review "
         "summarization) rebuilt from Amazon Reviews 2023 (leave-last-out per user). Score: NDCG@10 for "

@@ -30,7 +30,7 @@ from perrec_eval.answers import (
     too_long,
 )
 from perrec_eval.runner import OneShot
-from perrec_eval.tasks.base import Doc, Parsed
+from perrec_eval.task import Doc, Parsed
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import prompts, textmetrics
 

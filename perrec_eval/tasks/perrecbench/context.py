@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.errors import DataError
-from perrec_eval.tasks import DEFAULT_TASK
+from perrec_eval.registry import DEFAULT_TASK
 from perrec_eval.tasks.perrecbench.records import Group, UserKey, UserView
 from perrec_eval.tasks.perrecbench.retrieval import Retrieved
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from perrec_eval.answers import MAX_ANSWER_CHARS, TOO_LONG, entries, is_refusal, strip_think, too_long
-from perrec_eval.tasks import Parsed
+from perrec_eval.task import Parsed
 from perrec_eval.tasks.recbench_plus.prompts import SEPARATOR, answer_header
 from perrec_eval.titles import FUZZY_THRESHOLD, TitleMatcher, normalize_title
 

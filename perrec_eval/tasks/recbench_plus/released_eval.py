@@ -133,7 +133,7 @@ def evaluate_command(config: ReleasedEvalConfig) -> int:
             config.released_queries, config.catalogue, config.ratings, folder, compat=config.compat
         )
         if config.subsets is None:  # every subset the file answers
-            from perrec_eval.tasks import get
+            from perrec_eval.registry import get
 
             chosen = tuple(s for s in get(config.task).subsets if s.partition("-")[0] in types)
             config = dataclasses.replace(config, subsets=chosen)
@@ -173,6 +173,14 @@ def data_folder(path: str | os.PathLike[str], *, flag: str = "--released-data") 
     outputs.refuse_foreign(folder, lambda name: str(name) in own, command="evaluate --released-queries",
                            flag=flag)  # fmt: skip
     return folder
+
+
+def evaluate(config: ReleasedEvalConfig, engine: Any = None) -> Any:
+    """A run of a build in Python (`Task.evaluate`, what a suite runs): the general path's evaluate of the
+    settings the command records."""
+    from perrec_eval.evaluation import evaluate as general_evaluate
+
+    return general_evaluate(config.general(), engine)
 
 
 def oracle_engine(config: TaskEvalConfig) -> Any:

@@ -37,7 +37,7 @@ from perrec_eval import fileio
 from perrec_eval.errors import DataError
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec
-from perrec_eval.tasks import Doc, Parsed, Task
+from perrec_eval.task import Doc, Parsed, Task
 from perrec_eval.tasks.recbench_plus import metrics, parsing, prompts, published, retrieval
 from perrec_eval.tasks.recbench_plus import report as report_hooks
 
@@ -424,6 +424,15 @@ TASK = Task(
     published_rows=published,
     prompt_variants=("history", "default"),
     report=report_hooks,
+    evaluate="perrec_eval.tasks.recbench_plus.released_eval:evaluate",
+    summary=(("recall", "average"),),
+    # the paper's four query types, free-length answers (docs/suites.md: the hour's arithmetic)
+    suite_defaults={
+        "subsets": "explicit,implicit,misinformed,interest",
+        "protocols": "recommend",
+        "limit": 500,
+    },
+    suite_build={"domains": "Books"},
     # `score` also reads the released files (`released.py`); a run or a predictions file as every family's
     handlers={
         "score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perrec_eval import tasks
+from perrec_eval import registry
 from perrec_eval.tasks.recbench_plus import published
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -100,20 +100,20 @@ def _section(cells: list[str]) -> dict:
             "cells": cells, "main_cells": cells, "cell_metrics": metrics,
             "shown": dict.fromkeys(cells, "recall"), "average": None, "too_few_docs": {},
             "min_docs_to_compare": family.MIN_DOCS_TO_COMPARE, "rows": rows,
-            **family._published(tasks.get("recbench-plus"), cells)}  # fmt: skip
+            **family._published(registry.get("recbench-plus"), cells)}  # fmt: skip
 
 
 def test_report_shows_published_rows_apart_for_demographics_only():
     from perrec_eval.leaderboard import family
 
     assert "published" not in _section(["explicit/free-length", "interest/fixed-k"])
-    assert family._published(tasks.get("llmrec"), ["demographics/free-length"]) == {}
+    assert family._published(registry.get("llmrec"), ["demographics/free-length"]) == {}
     section = _section(["explicit/free-length", "demographics/free-length"])
     assert [row["label"] for row in section["rows"]] == ["popularity", "bm25"]  # never ranked with runs
     text = family.markdown(section)
     runs, published = text.split("### published rows (the released queries and answers, corrected scoring", 1)
     assert "DeepSeek-R1" not in runs and "popularity" not in published
-    row = next(row for row in tasks.get("recbench-plus").published_rows.load()["rows"])
+    row = next(row for row in registry.get("recbench-plus").published_rows.load()["rows"])
     cells = " | ".join(_cell(row[metric]) for metric in ("recall", "precision", "ndcg"))
     assert f"| {row['model']} | {cells} |" in published
     assert "**" not in published and "†" not in published

@@ -11,7 +11,7 @@ import pytest
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.evaluation import TaskEvalConfig, evaluate
-from perrec_eval.tasks import get
+from perrec_eval.registry import get
 from perrec_eval.tasks.recbench_plus import metrics
 from perrec_eval.tasks.recbench_plus.task import TYPES, Recommend, load_docs
 from tests.dataset_builder.recbench_plus.fixture import build, synth
