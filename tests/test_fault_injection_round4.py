@@ -342,15 +342,14 @@ def two_families(baseline_run: Path) -> list[str]:
     tasks.unregister("toy")
 
 
-def test_report_of_one_family_into_a_folder_of_several_names_the_cause(two_families, capsys):
-    # H21: it said the folder held files `perrecbench report` did not write (it wrote them)
+def test_report_of_one_family_replaces_a_report_of_several(two_families, capsys):
+    # H21: a report of one family into a report of several was refused as holding files `report` did not
+    # write. A report of several families is one folder now, which the next report replaces whole.
     assert main(["--no-progress", "report", *two_families, "--out", "both", "--no-plots"]) == 0
-    assert (Path("both") / "toy" / "index.html").is_file() and (Path("both") / "perrecbench").is_dir()
-    line = refused(capsys, ["--no-progress", "report", "toy-run", "--out", "both"], "several families")
-    assert "did not write" not in line
-    push = ["push", "leaderboard", "both", "--repo", "org/x", "--dry-run"]
-    line = refused(capsys, push, "both/perrecbench")
-    assert "write a report first" not in line
+    assert (Path("both") / "index.html").is_file() and not (Path("both") / "toy").exists()
+    assert main(["--no-progress", "report", "toy-run", "--out", "both", "--no-plots"]) == 0
+    assert "PerRecBench" not in (Path("both") / "leaderboard.md").read_text(encoding="utf-8")
+    assert main(["push", "leaderboard", "both", "--repo", "org/x", "--dry-run"]) == 0
 
 
 # ----------------------------------------------------------- H8: integrity that cannot be edited around
@@ -698,13 +697,8 @@ def test_plot_label_starting_with_an_underscore_has_its_legend_entry():
     plt.close(fig)
 
 
-def test_report_of_several_families_removes_the_reports_of_families_it_no_longer_holds(two_families):
-    import shutil
-
+def test_report_of_several_families_refuses_a_users_file_in_its_folder(two_families):
     argv = ["--no-progress", "report", *two_families, "--out", "both", "--no-plots"]
     assert main(argv) == 0
-    shutil.copytree(Path("both") / "toy", Path("both") / "gone")  # as an earlier report of a third family
-    assert main(argv) == 0
-    assert sorted(path.name for path in Path("both").iterdir()) == ["perrecbench", "toy"]
-    (Path("both") / "toy" / "mine.txt").write_text("notes\n", encoding="utf-8")
-    assert main(argv) == 2 and (Path("both") / "toy" / "mine.txt").is_file()  # a user's file: refused
+    (Path("both") / "mine.txt").write_text("notes\n", encoding="utf-8")
+    assert main(argv) == 2 and (Path("both") / "mine.txt").is_file()  # a user's file: refused
