@@ -24,8 +24,8 @@ from perrec_eval.cliconfig import check_choices, check_seed, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.harness.families import adapter
 from perrec_eval.harness.requests import SCHEMA, NotOneRound, Selection
-from perrec_eval.tasks import DEFAULT_TASK, Cell, get
-from perrec_eval.tasks.perrecbench.retrieval import DEFAULT_K
+from perrec_eval.registry import DEFAULT_TASK, get
+from perrec_eval.task import Cell
 
 EXPORT_FILE = "export.json"
 ROWS = "rows"
@@ -73,7 +73,9 @@ class ExportConfig:
         default=None,
         shown="each's own",
     )
-    k: int = option("PerRecBench: retrieved history items per user (BM25)", default=DEFAULT_K)
+    k: int | None = option(
+        "PerRecBench: retrieved history items per user (BM25)", default=None, shown="the family's own (4)"
+    )
     profiles: str | None = option(
         "PerRecBench: saved profiles JSONL (`perrecbench profiles`); the evaluated model cannot write them "
         "within a one-round harness",
@@ -108,7 +110,7 @@ class ExportConfig:
                 object.__setattr__(self, name, tuple(part for part in value.split(",") if part))
         if self.max_docs is not None and self.max_docs < 1:
             raise ConfigError(f"--max-docs must be >= 1, got {self.max_docs}")
-        if self.k < 1:
+        if self.k is not None and self.k < 1:
             raise ConfigError(f"--k must be >= 1, got {self.k}")
         if self.shots:
             raise ConfigError(
@@ -119,18 +121,19 @@ class ExportConfig:
 
     def options(self, task_name: str) -> dict[str, Any]:
         """The family's prompt options of this export (`Adapter.option_names`)."""
-        from perrec_eval.tasks.perrecbench.profiles import file_sha256
+        from dataset_builder.manifest import file_sha256
 
+        family = adapter(task_name)
         every = {
-            "k": self.k,
+            "k": family.option_defaults.get("k") if self.k is None else self.k,
             "profiles": None if self.profiles is None else str(Path(self.profiles).resolve()),
-            "profiles_sha256": None if self.profiles is None else file_sha256(self.profiles),
+            "profiles_sha256": None if self.profiles is None else file_sha256(Path(self.profiles)),
             "cot": self.cot,
             "presentation": self.presentation,
             "pairwise_strategy": self.pairwise_strategy,
             "prompts": self.prompts if self.prompts in get(task_name).prompt_variants else None,
         }
-        names = adapter(task_name).option_names
+        names = family.option_names
         return {name: every[name] for name in names} | (
             {"profiles_sha256": every["profiles_sha256"]} if "profiles" in names else {}
         )

@@ -6,7 +6,7 @@ import functools
 
 from perrec_eval.errors import ConfigError
 from perrec_eval.harness.requests import Adapter, GeneralAdapter
-from perrec_eval.tasks import get
+from perrec_eval.registry import get, load
 
 
 def adapter(name: str) -> Adapter:
@@ -15,11 +15,9 @@ def adapter(name: str) -> Adapter:
     Raises:
         ConfigError: a family that runs its own way without a harness adapter.
     """
-    if name == "perrecbench":
-        from perrec_eval.tasks.perrecbench.harness import ADAPTER
-
-        return ADAPTER
     task = get(name)
+    if task.harness is not None:
+        return load(task.harness)
     if task.load_docs is None or task.score_doc is None:
         raise ConfigError(f"task {name} has no harness export: it declares no docs and scorer of its own")
     return _general(name)

@@ -21,7 +21,7 @@ from typing import Any
 from perrec_eval.harness.export import SUITE_GROUP, read_export
 from perrec_eval.harness.families import adapter
 from perrec_eval.harness.requests import SCHEMA, Selection
-from perrec_eval.tasks import Cell
+from perrec_eval.task import Cell
 
 MARKER = '"""lighteval custom tasks written by `perrecbench export lighteval`'
 PER_ROW = "perrecbench"  # the family whose rows are requests, not docs
@@ -84,7 +84,7 @@ class Aggregate:
 
 
 def _per_doc_mean(task_name: str, metric: str) -> bool:
-    from perrec_eval.tasks import get
+    from perrec_eval.registry import get
 
     spec = next(m for m in get(task_name).metrics if m.name == metric)
     return task_name != PER_ROW and spec.aggregation == "mean"

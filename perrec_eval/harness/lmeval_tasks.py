@@ -24,7 +24,8 @@ import yaml
 from perrec_eval.harness.export import SUITE_GROUP, rows_of
 from perrec_eval.harness.families import adapter
 from perrec_eval.harness.requests import SCHEMA, Selection
-from perrec_eval.tasks import Cell, get
+from perrec_eval.registry import get
+from perrec_eval.task import Cell
 
 UTILS = "utils.py"
 

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from perrec_eval.tasks import Cell, Doc, Task, get
+from perrec_eval.registry import get
+from perrec_eval.task import Cell, Doc, Task
 
 SCHEMA = 1  # the layout of the rows and of export.json; raised when either changes meaning
 
@@ -81,6 +82,7 @@ class Adapter(Protocol):
 
     task: Task
     option_names: tuple[str, ...]
+    option_defaults: Mapping[str, Any]  # an option's value where the export leaves it unset (None)
 
     def unexpressible(self, cell: Cell, options: Mapping[str, Any]) -> str | None:
         """Why a one-round harness cannot ask `cell` with `options` (None: it can)."""
@@ -109,6 +111,7 @@ class GeneralAdapter:
     metric's items the doc's `score_doc` and the cell's value `MetricSpec.value` of them."""
 
     option_names = ("prompts",)
+    option_defaults: Mapping[str, Any] = {}
 
     def __init__(self, task: Task) -> None:
         self.task = task

@@ -83,12 +83,9 @@ def read_harness(path: str | Path, task: str) -> HarnessOutput | None:
             row's, no answer to `task`, a row answered twice, or a run with few-shot examples.
     """
     path = Path(path)
-    if path.is_dir():
-        files = _run_files(path)
-    elif _LIGHTEVAL.match(path.name) or (_LM_EVAL.match(path.name) and _is_row_line(path)):
-        files = [path]
-    else:
+    if not is_harness_output(path):
         return None
+    files = _run_files(path) if path.is_dir() else [path]
     harness = "lighteval" if _LIGHTEVAL.match(files[0].name) else "lm-eval"
     reader = _lighteval_answers if harness == "lighteval" else _lm_eval_answers
     every = [answer for file in files for answer in reader(file)]
@@ -111,6 +108,15 @@ def read_harness(path: str | Path, task: str) -> HarnessOutput | None:
             )
         seen[key] = answer.where
     return HarnessOutput(harness, tuple(files), tuple(answers))
+
+
+def is_harness_output(path: str | Path) -> bool:
+    """Whether `path` is what a harness logs (a folder of a run's, lighteval's details, lm-eval's samples of
+    exported rows) rather than a predictions JSONL of this project's own format."""
+    path = Path(path)
+    if path.is_dir():
+        return True
+    return bool(_LIGHTEVAL.match(path.name) or (_LM_EVAL.match(path.name) and _is_row_line(path)))
 
 
 def _is_row_line(path: Path) -> bool:

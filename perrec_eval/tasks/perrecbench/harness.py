@@ -17,10 +17,11 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from perrec_eval.harness.requests import Request, Selection, finite_or_nan
-from perrec_eval.tasks import Cell
+from perrec_eval.task import Cell
 from perrec_eval.tasks.perrecbench import context, presentation, protocols, retrieval, systems
 from perrec_eval.tasks.perrecbench.rankers import ListSlot, Prediction
 from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord
@@ -41,6 +42,7 @@ class PerRecBenchAdapter:
 
     task = TASK
     option_names = ("k", "profiles", "cot", "presentation", "pairwise_strategy")
+    option_defaults = MappingProxyType({"k": retrieval.DEFAULT_K})
 
     def unexpressible(self, cell: Cell, options: Mapping[str, Any]) -> str | None:
         if cell.protocol == "pairwise" and options.get("pairwise_strategy", "allpairs") != "allpairs":
@@ -225,7 +227,6 @@ def score_command(config: Any) -> int:
     from perrec_eval.results import RunInfo
     from perrec_eval.rundir import check_out, claim, write_run
     from perrec_eval.tasks.perrecbench import report
-    from perrec_eval.tasks.perrecbench.leaderboard.runs import run_of
 
     output = read_harness(config.predictions, TASK.name)
     if output is None:
@@ -263,10 +264,10 @@ def score_command(config: Any) -> int:
     )
     where = Path(config.out) if config.out is not None else Path(label)
     if config.json:
-        json.dump(scores.to_json(), sys.stdout, indent=2)
+        json.dump(scores.to_family().to_json(), sys.stdout, indent=2)
         print()
     else:
-        print(report.table([run_of(where, info, scores, records)], [label]))
+        print(report.table([report.family_run(where, info, scores, records)]))
     if config.out is not None:
         out = check_out(
             config.out, {"--data": config.data, "--predictions": config.predictions}, command="score"
@@ -278,7 +279,7 @@ def score_command(config: Any) -> int:
                 out,
                 samples=samples,
                 records=records,
-                scores=scores,
+                scores=scores.to_family(),
                 run_info=info,
                 report=partial(report.render_run, out, info, scores, records),
             )

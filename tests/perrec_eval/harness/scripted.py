@@ -9,7 +9,8 @@ from typing import Any
 
 from perrec_eval.harness.families import adapter
 from perrec_eval.harness.requests import Selection
-from perrec_eval.tasks import Cell, get
+from perrec_eval.registry import get
+from perrec_eval.task import Cell
 from perrec_eval.types import ChatRequest
 
 

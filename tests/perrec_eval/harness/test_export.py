@@ -16,7 +16,7 @@ from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.errors import DataError
 from perrec_eval.harness import export
 from perrec_eval.harness.export import ROW_COLUMNS, read_export, rows_of
-from perrec_eval.tasks import get
+from perrec_eval.registry import get
 
 FAMILIES = ("perrecbench", "llmrec", "recbench-plus")
 

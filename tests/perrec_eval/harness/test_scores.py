@@ -20,7 +20,7 @@ from perrec_eval.harness.export import read_export, rows_of
 from perrec_eval.harness.families import adapter
 from perrec_eval.harness.lighteval_tasks import Aggregate, stored
 from perrec_eval.harness.requests import Selection
-from perrec_eval.tasks import Cell
+from perrec_eval.task import Cell
 from tests.perrec_eval.harness import scripted
 from tests.perrec_eval.harness.outputs import (
     DATE,
@@ -117,7 +117,7 @@ def test_scores_run_folder_sits_beside_the_baselines_in_a_report(exported, build
         main(["--no-progress", "report", str(runs / "h"), str(runs / "b"), "--out", str(tmp_path / "r")]) == 0
     )
     board = (tmp_path / "r" / "leaderboard.md").read_text()
-    table = board[board.index("## Table 1") :].split("\n## ")[0]
+    table = board[board.index("## PerRecBench") :].split("\n## ")[0]
     assert "| tiny-lm-eval |" in table and "| constant |" in table  # one table: the same groups and build
     info = json.loads((runs / "h" / "run.json").read_text())
     assert info["engine"]["name"] == "lm-eval" and info["config"]["pairwise_strategy"] == "allpairs"
