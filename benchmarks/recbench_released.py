@@ -169,7 +169,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--write", action="store_true",
-        help=f"replace '{SECTION}' in RESULTS.md, published.yaml and the table of the reproduction page and README",
+        help=f"replace '{SECTION}' in RESULTS.md, published.yaml and the tables of the reproduction page "
+        "and README",
     )  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")

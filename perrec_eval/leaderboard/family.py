@@ -859,7 +859,8 @@ def failed_text(entry: Mapping[str, Any]) -> str:
 def value_text(entry: Mapping[str, Any] | None, metric: str, *, marks: bool = True) -> Text:
     """A cell's value of `metric`: ``v [lo, hi]``, with its coverage where it covers the answered docs
     only, its failed share, and (with `marks`) bold for the best, † where the paired test finds no
-    difference from the best, = on a tie (and then no †); ``all N failed`` where no doc answered; ``–`` not run."""
+    difference from the best, = on a tie (and then no †); ``all N failed`` where no doc answered; ``–``
+    not run."""
     if entry is None:
         return DASH
     value = entry["metrics"].get(metric)

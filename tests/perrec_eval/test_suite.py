@@ -302,3 +302,18 @@ def test_dry_run_marks_what_depends_on_the_models_answers_as_an_estimate():
     figures = {"families": {"perrecbench": entry}, "total": entry, "prompt_tokens_counted_by": "x"}
     text = suite.dry_run_text(figures)
     assert "| perrecbench | 4 | 100 (estimate: the model's profiles" in text
+
+
+def test_suite_without_the_engines_extra_stops_before_building_anything(suite, tmp_path, monkeypatch, capsys):
+    """A missing engine extra is the one-line error naming the pip command, before the builds and baselines
+    that would otherwise run first (minutes to hours at Amazon size) and nothing is written."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    gone = lambda name, *a: None if name == "vllm" else real(name, *a)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", gone)
+    raw = suite[0].parent / "raw"
+    argv = ["--no-progress", "evaluate", "--task", "all", "--source", str(raw), "--engine", "vllm"]
+    assert main([*argv, "--model", "some/model", "--out", str(tmp_path / "suite")]) == 2
+    assert 'pip install "perrecbench[vllm]"' in capsys.readouterr().err
+    assert not (tmp_path / "suite").exists()
