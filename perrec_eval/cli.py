@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataset_builder import cli as builder_cli
 from perrec_eval import cliconfig, commands, progress, push_cli
 from perrec_eval.errors import PerrecbenchError
+from perrec_eval.harness import cli as harness_cli
 from perrec_eval.leaderboard import cli as leaderboard_cli
 from perrec_eval.logs import setup_logging
 from perrec_eval.secrets import redact_text, redact_tracebacks
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     cliconfig.add_common_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for part in (builder_cli, commands, leaderboard_cli, sft_cli, push_cli):  # the order --help lists them
+    # the order --help lists them
+    for part in (builder_cli, commands, leaderboard_cli, harness_cli, sft_cli, push_cli):
         part.register(subparsers)
     return parser
 
@@ -52,7 +54,8 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        argv = cliconfig.select_task(argv)  # a family's own options; a run or benchmark folder's --task
+        # a family's own options; a run or benchmark folder's --task
+        argv = cliconfig.select_task(argv, build_parser)
     except PerrecbenchError as err:
         print(f"perrecbench: error: {err}", file=sys.stderr)
         return 2
@@ -86,6 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         logger.debug("details", exc_info=True)
         print(f"perrecbench {args.command}: error: {redact_text(problem)}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        # every reader names its file (`fileio.loads`); one that does not still ends in one line
+        if debug:
+            raise
+        logger.debug("details", exc_info=True)
+        print(
+            f"perrecbench {args.command}: error: an input is nested too deeply to be read (such as JSON "
+            "of thousands of nested brackets): check the files the command reads (--debug shows where)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         return _interrupted()

@@ -1,6 +1,6 @@
 """A family's run through the general path: docs → requests → answers → predictions → metrics → run folder.
 
-Any family that declares `load_docs`, its protocols and `score_doc` (`perrec_eval.tasks.base.Task`) runs
+Any family that declares `load_docs`, its protocols and `score_doc` (`perrec_eval.task.Task`) runs
 here with every engine, the answer cache, resumption, the run folder's files, intervals over docs and
 baselines scored like models. The files:
 
@@ -12,8 +12,8 @@ baselines scored like models. The files:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import hashlib
 import logging
 import math
 import time
@@ -24,18 +24,19 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.cache import CachedEngine
-from perrec_eval.cliconfig import check_seed, check_task, option
+from perrec_eval.cliconfig import check_score_input, check_seed, check_task, one_limit, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
+from perrec_eval.registry import get
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
 from perrec_eval.rundir import check_out, claim, local_inputs, report_folder, run_cost, versions, write_run
 from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
 from perrec_eval.stats import resampled_docs
-from perrec_eval.tasks import Cell, Doc, Task, get
+from perrec_eval.task import Cell, Doc, Task
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,13 @@ class TaskEvalConfig(EngineSpec):
         shown="all",
     )
     split: str = option("dataset split to evaluate", default="test")
-    max_docs: int | None = option("use N docs of each subset: a seeded sample (default: all)", default=None)
+    limit: int | None = option(
+        "use N docs of each subset, the docs of each cell: a seeded sample; every family's --limit "
+        "(--max-docs is its old name)",
+        default=None,
+        shown="all",
+    )
+    max_docs: int | None = option("the same as --limit", default=None, shown="all")
     seed: int = option("seed of the --max-docs sample, sampling and the bootstrap intervals", default=0)
     label: str | None = option("the name of this run's rows in reports (default: the model's)", default=None)
     samples: int = option("self-consistency: samples per request (the most frequent answer wins)", default=1)
@@ -89,6 +96,7 @@ class TaskEvalConfig(EngineSpec):
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
         check_task(self.task)
+        one_limit(self, "max_docs")
         task = self.family
         for name, chosen, known in (
             ("subsets", self.subsets, task.subsets),
@@ -130,18 +138,7 @@ class TaskEvalConfig(EngineSpec):
     def token_budgets(self) -> dict[str, int]:
         """The answer budget of each protocol: its default, or ``--max-new-tokens`` (N, or NAME=N,...)."""
         protocols = getattr(self, "task", None) and self.family.protocols
-        budgets = {name: p.max_tokens for name, p in (protocols or {}).items()}
-        for part in self.max_new_tokens:
-            for entry in (e.strip() for e in part.split(",") if e.strip()):
-                name, sep, value = entry.rpartition("=")
-                targets = [name] if sep else list(budgets)
-                if not value.isdigit() or int(value) < 1 or any(t not in budgets for t in targets):
-                    raise ConfigError(
-                        f"--max-new-tokens {entry!r}: one number, or NAME=N with NAME one of "
-                        f"{', '.join(budgets)}"
-                    )
-                budgets.update(dict.fromkeys(targets, int(value)))
-        return budgets
+        return token_budgets(protocols or {}, self.max_new_tokens)
 
     def params(self, protocol: str, doc: Doc | None = None) -> GenParams:
         answer_format = None
@@ -155,6 +152,31 @@ class TaskEvalConfig(EngineSpec):
             seed=self.seed,
             answer_format=answer_format,
         )
+
+
+def token_budgets(protocols: Mapping[str, Any], spec: Sequence[str]) -> dict[str, int]:
+    """The answer budget of each protocol (name → protocol): its default, or ``--max-new-tokens`` (N for
+    all, or NAME=N,...).
+
+    Raises:
+        ConfigError: an entry that is not a number >= 1 or names no protocol.
+
+    >>> from types import SimpleNamespace as P
+    >>> token_budgets({"rating": P(max_tokens=8), "direct": P(max_tokens=256)}, ["direct=64"])
+    {'rating': 8, 'direct': 64}
+    """
+    budgets = {name: protocol.max_tokens for name, protocol in protocols.items()}
+    for part in spec:
+        for entry in (e.strip() for e in part.split(",") if e.strip()):
+            name, sep, value = entry.rpartition("=")
+            targets = [name] if sep else list(budgets)
+            number = value.isascii() and value.isdigit()  # not "²", which int() refuses
+            if not number or int(value) < 1 or any(t not in budgets for t in targets):
+                raise ConfigError(
+                    f"--max-new-tokens {entry!r}: one number, or NAME=N with NAME one of {', '.join(budgets)}"
+                )
+            budgets.update(dict.fromkeys(targets, int(value)))
+    return budgets
 
 
 def run_cell(
@@ -242,14 +264,12 @@ def score(
         metrics = {}
         for metric in task.metrics:
             items = [task.score_doc(metric.name, r.prediction, r.truth) for r in records]
-            if all(item is None for item in items):  # not a metric of this cell (`Task.score_doc`)
+            # None: not a metric of this cell (`Task.score_doc`), or undefined on its docs (RMSE when every
+            # doc failed)
+            value = None if all(item is None for item in items) else cell_value(metric, items)
+            if value is None:
                 metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
                 continue
-            if metric.aggregation == "corpus" and not math.isfinite(metric.corpus(items)):
-                # undefined on these docs (e.g. RMSE when every doc failed): no value, said as None
-                metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
-                continue
-            value = metric.value(items)
             keep = resampled_docs(metric, items)
             low, high = metric.interval(
                 [items[i] for i in keep],
@@ -290,20 +310,35 @@ def score(
     )
 
 
+def cell_value(metric: Any, items: Sequence[Any]) -> float | None:
+    """A cell's value of `metric` (a `stats.MetricSpec`) over its docs' items; None where it is undefined on
+    them (no docs, or e.g. RMSE when every doc failed).
+
+    >>> from perrec_eval.stats import MetricSpec, rmse
+    >>> error = MetricSpec("rmse", aggregation="corpus", corpus=rmse)
+    >>> cell_value(MetricSpec("hit"), [1.0, 0.0]), cell_value(error, [[]])
+    (0.5, None)
+    """
+    if not items or (metric.aggregation == "corpus" and not math.isfinite(metric.corpus(items))):
+        return None
+    return _number(metric.value(items))
+
+
 def _number(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
 def fingerprint(data: str) -> str:
-    """sha256 of the build's manifest (or of its parquet files' names, which are content hashes)."""
-    folder = Path(data)
-    manifest = folder / "manifest.json"
-    if manifest.is_file():
-        from dataset_builder.manifest import without_checksums
+    """The build's fingerprint, computed from its files (`dataset_builder.manifest.fingerprint`)."""
+    from dataset_builder import manifest
 
-        return hashlib.sha256(without_checksums(manifest.read_bytes())).hexdigest()
-    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) if folder.is_dir() else []
-    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+    return manifest.fingerprint(data)
+
+
+def build_fingerprint(task: Task, data: str) -> str:
+    """The fingerprint a run of `task` records of the build at `data`: the family's own
+    (`Task.fingerprint`), or `fingerprint`."""
+    return task.fingerprint(data) if task.fingerprint is not None else fingerprint(data)
 
 
 def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
@@ -462,7 +497,7 @@ def _run_info(
 
 def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:
     """The scores of a finished general-path run, computed again from its predictions and samples."""
-    return score(task, read_predictions(run_dir), read_samples(run_dir), seed=seed)
+    return score(task, read_predictions(run_dir, task), read_samples(run_dir), seed=seed)
 
 
 def evaluate_command(config: TaskEvalConfig, engine: Engine | None = None) -> int:
@@ -509,7 +544,9 @@ class TaskScoreConfig:
     write: bool = option("rewrite scores.json with the new scores", default=False)
     data: str | None = option("benchmark folder the --predictions answer (its --split rows)", default=None)
     predictions: str | None = option(
-        'JSONL of another system, one line per row: {"config": C, "id": ROW_ID, "prediction": VALUE}',
+        'JSONL of another system, one line per row: {"config": C, "id": ROW_ID, "prediction": VALUE}; or a '
+        "harness's answers to `perrecbench export` tasks (lm-eval's samples, lighteval's details, or the "
+        "run's output folder)",
         default=None,
     )
     split: str = option("dataset split the --predictions answer", default="test")
@@ -518,12 +555,13 @@ class TaskScoreConfig:
         default=None,
         shown="the file's",
     )
-    max_docs: int | None = option(
-        "with --predictions: score N rows of each config, the seeded sample `evaluate --max-docs N --seed S` "
+    limit: int | None = option(
+        "with --predictions: score N rows of each config, the seeded sample `evaluate --limit N --seed S` "
         "takes (lines of other rows are left out), so the run is reported beside such runs",
         default=None,
         shown="all",
     )
+    max_docs: int | None = option("the same as --limit", default=None, shown="all")
     protocols: tuple[str, ...] | None = option(
         "with --predictions: the protocols the configs are scored in, each config in the first that asks "
         "about it (comma-separated; `perrecbench tasks` lists the cells)",
@@ -547,13 +585,8 @@ class TaskScoreConfig:
     def __post_init__(self) -> None:
         check_task(self.task)
         check_seed(self.seed)
-        external = self.data is not None or self.predictions is not None
-        if self.run_dir is not None and external:
-            raise ConfigError("give a run folder, or --data and --predictions, not both")
-        if self.run_dir is None and (self.data is None or self.predictions is None):
-            raise ConfigError(
-                "give a run folder to score again, or --data DIR --predictions FILE.jsonl to score a file"
-            )
+        one_limit(self, "max_docs")
+        external = check_score_input(self)
         selection = (self.out, self.label, self.protocols, self.subsets, self.max_docs)
         if not external and any(value is not None for value in selection):
             raise ConfigError(
@@ -592,13 +625,15 @@ def score_command(config: TaskScoreConfig) -> int:
     if info.task != config.task:
         raise ConfigError(f"{run_dir} is a run of task {info.task}: pass --task {info.task} (or no --task)")
     task = get(config.task)
-    scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
     from perrec_eval.leaderboard import family
 
-    loaded = family.load(run_dir)
-    _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
+    with folder_lock(run_dir) if config.write else contextlib.nullcontext():  # no writer of it meanwhile
+        scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
+        loaded = family.load(run_dir, checked=False)  # its scores.json is what this rewrites
+        _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
+        if config.write:
+            fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
     if config.write:
-        fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
         print(f"written to {run_dir}/scores.json", file=sys.stderr)
     else:
         print(f"not saved: add --write to rewrite {run_dir}/scores.json", file=sys.stderr)
@@ -679,6 +714,10 @@ def read_external(
     `subsets` keeps only the lines of those configs; `max_docs` scores the seeded sample of each config that
     `evaluate --max-docs N --seed S` takes (lines of rows outside it are left out).
 
+    A harness's answers to exported tasks (`perrec_eval.harness.samples`: lm-eval's samples, lighteval's
+    details, or a folder of one run's) are read as they are: each cell's answers as answer text, on the
+    docs the export chose (`_harness_predictions`).
+
     Raises:
         DataError: a line that is not such an object, an unknown config or id, a repeated row, a value of
             the wrong type or a NaN; the message names the line and the fix.
@@ -686,9 +725,70 @@ def read_external(
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} scores its own runs only: it reads no predictions file")
     from dataset_builder.manifest import check_files
+    from perrec_eval.harness.samples import read_harness
 
     check_files(data)  # the build the predictions are scored against, as `evaluate` checks it
-    lines = _prediction_lines(path)
+    harness = read_harness(path, task.name)
+    if harness is not None:
+        given = {"--protocols": protocols, "--subsets": subsets, "--max-docs": max_docs}
+        return _harness_predictions(task, data, path, harness, given)
+    lines = prediction_lines(path)
+    chosen = {"protocols": protocols, "subsets": subsets, "max_docs": max_docs, "seed": seed}
+    return _predictions_of_lines(task, data, path, lines, split=split, **chosen)
+
+
+def _harness_predictions(
+    task: Task, data: str, path: str, harness: Any, given: Mapping[str, Any]
+) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
+    """Each cell a harness answered, its docs those the export chose and answered (a harness run with a
+    limit answers some of them)."""
+    flags = [flag for flag, value in given.items() if value is not None]
+    if flags:
+        raise ConfigError(
+            f"{flags[0]}: a harness's answers carry their cells and docs (the export's): drop {flags[0]}"
+        )
+    docs: dict[str, list[Doc]] = {}
+    predictions: list[DocPrediction] = []
+    for answers in harness.by_cell().values():
+        selection = answers[0].selection_json
+        if fingerprint(data) != selection["fingerprint"]:
+            raise DataError(
+                f"{answers[0].where} answers the build {selection['source']}, not --data {data}: pass the "
+                "build the tasks were exported from"
+            )
+        lines = [(number, a.subset, a.doc_id, a.text) for number, a in enumerate(answers, start=1)]
+        cell_docs, cell_predictions = _predictions_of_lines(
+            task,
+            data,
+            path,
+            lines,
+            split=selection["split"],
+            protocols=[answers[0].protocol],
+            max_docs=selection["max_docs"],
+            seed=selection["seed"],
+        )
+        answered = {a.doc_id for a in answers}
+        for subset, subset_docs in cell_docs.items():
+            known = {doc.id for doc in docs.get(subset, [])}
+            kept = [doc for doc in subset_docs if doc.id in answered and doc.id not in known]
+            docs.setdefault(subset, []).extend(kept)
+        predictions += [p for p in cell_predictions if p.id in answered]
+    return docs, predictions
+
+
+def _predictions_of_lines(
+    task: Task,
+    data: str,
+    path: str,
+    lines: list[tuple[int, str, str, Any]],
+    *,
+    split: str = "test",
+    protocols: Sequence[str] | None = None,
+    subsets: Sequence[str] | None = None,
+    max_docs: int | None = None,
+    seed: int = 0,
+) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
+    """`read_external` of the lines of a predictions file (number, config, id, value)."""
     if subsets is not None:
         lines = [line for line in lines if line[1] in subsets]
         if not lines:
@@ -715,26 +815,13 @@ def read_external(
         every = {config: {doc.id for doc in task.load_docs(data, config, split)} for config in configs}
         lines = [line for line in lines if line[2] in by_id[line[1]] or line[2] not in every[line[1]]]
     protocol_of = {config: task.cells([config], protocols)[0].protocol for config in configs}
-    values: dict[tuple[str, str], Any] = {}
-    first_line: dict[tuple[str, str], int] = {}
-    for number, config, doc_id, value in lines:
-        where = f"{path} line {number}"
-        doc = by_id[config].get(doc_id)
-        if doc is None:
-            raise DataError(
-                f"{where}: config {config} has no {split} row with id {doc_id!r}: use the ids of "
-                f"`load_dataset({data!r}, {config!r}, split={split!r})`"
-            )
-        if (config, doc_id) in first_line:
-            raise DataError(
-                f"{where}: row {doc_id!r} of config {config} is also on line {first_line[config, doc_id]}: "
-                "keep one line per row"
-            )
-        first_line[config, doc_id] = number
-        try:
-            values[config, doc_id] = _prediction_of(task, task.protocols[protocol_of[config]], doc, value)
-        except ValueError as err:
-            raise DataError(f"{where}: config {config}, id {doc_id!r}: {err}") from None
+    values = line_values(
+        path,
+        lines,
+        by_id,
+        lambda config, doc, value: _prediction_of(task, task.protocols[protocol_of[config]], doc, value),
+        where=(data, split, "config", "row", "id"),
+    )
     predictions = [
         DocPrediction(
             config, protocol_of[config], doc.id, values.get((config, doc.id)), doc.truth, doc.cluster
@@ -743,6 +830,47 @@ def read_external(
         for doc in subset_docs
     ]
     return docs, predictions
+
+
+def line_values(
+    path: str,
+    lines: list[tuple[int, str, str, Any]],
+    by_id: dict[str, dict[str, Any]],
+    value_of: Callable[[str, Any, Any], Any],
+    *,
+    where: tuple[str, str, str, str, str],
+) -> dict[tuple[str, str], Any]:
+    """The value of each line of a predictions file by (subset, id): `value_of(subset, doc, value)`.
+
+    `where` names the build and the file's words: (data, split, the subset's kind, the doc's kind, the
+    doc's id field), e.g. ``(data, "test", "config", "row", "id")``.
+
+    Raises:
+        DataError: an id the subset's docs do not hold, a doc given twice, a value `value_of` refuses
+            (ValueError); the message names the line and the fix.
+    """
+    data, split, kind, item, id_field = where
+    values: dict[tuple[str, str], Any] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for number, subset, doc_id, value in lines:
+        at = f"{path} line {number}"
+        doc = by_id[subset].get(doc_id)
+        if doc is None:
+            raise DataError(
+                f"{at}: {kind} {subset} has no {split} {item} with id {doc_id!r}: use the {id_field} values "
+                f"of `load_dataset({data!r}, {subset!r}, split={split!r})`"
+            )
+        if (subset, doc_id) in first_line:
+            raise DataError(
+                f"{at}: {item} {doc_id!r} of {kind} {subset} is also on line {first_line[subset, doc_id]}: "
+                f"keep one line per {item}"
+            )
+        first_line[subset, doc_id] = number
+        try:
+            values[subset, doc_id] = value_of(subset, doc, value)
+        except ValueError as err:
+            raise DataError(f"{at}: {kind} {subset}, {item} {doc_id!r}: {err}") from None
+    return values
 
 
 class _NotFinite(ValueError):
@@ -760,7 +888,7 @@ def _refuse_constant(name: str) -> float:
     raise _NotFinite(name)
 
 
-def _prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
+def prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
     """(line number, config, id, value) of each line; blank lines skipped."""
     import json
 
@@ -783,6 +911,8 @@ def _prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
             ) from None
         except ValueError as err:
             raise DataError(f"{where} is not JSON ({err}): write one JSON object per line") from None
+        except RecursionError:
+            raise DataError(f"{where} is nested too deeply to read: write one JSON object per line") from None
         if not isinstance(record, dict) or set(record) != {"config", "id", "prediction"}:
             raise DataError(f'{where}: each line must be {{"config": C, "id": ROW_ID, "prediction": VALUE}}')
         if not isinstance(record["config"], str) or not isinstance(record["id"], str | int):

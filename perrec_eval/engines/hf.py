@@ -271,7 +271,7 @@ class HFEngine:
         Fresh per batch: it tracks each row's position in the format from its first call. The index of
         a format's regex is built once per engine (the vocabulary is walked once, on first use).
         """
-        from perrec_eval.tasks import answer_regex
+        from perrec_eval.registry import answer_regex
 
         backends = require("outlines.backends.outlines_core", "structured", by=_ENGINE)
         if self._structured is None:
@@ -295,7 +295,7 @@ class HFEngine:
         if not self._torch.cuda.is_available():
             raise ConfigError(f"device={self.device} but this torch sees no CUDA GPU: {fix}")
         count = self._torch.cuda.device_count()
-        if index and (not index.isdigit() or int(index) >= count):
+        if index and (not (index.isascii() and index.isdigit()) or int(index) >= count):
             raise ConfigError(f"device={self.device} but this machine has {count} CUDA GPU(s): {fix}")
 
     def _neutralize_generation_config(self) -> dict[str, Any]:
