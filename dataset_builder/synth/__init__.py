@@ -74,8 +74,9 @@ sizes and text lengths (most users with one or two reviews, a 5-core of a third 
 for measuring the builders at a real category's scale (:mod:`dataset_builder.synth.amazon`, with the figures
 it matches and where they come from).
 
-Modules: ``vocab`` (words, titles, review texts), ``model`` (the draws above), ``amazon`` (the Amazon shape)
-and ``writer`` (raw lines, faults, atomic files); the settings are :class:`dataset_builder.config.SynthConfig`.
+Modules: ``vocab`` (words, titles, review texts), ``model`` (the draws above), ``amazon`` (the Amazon
+shape) and ``writer`` (raw lines, faults, atomic files); the settings are
+:class:`dataset_builder.config.SynthConfig`.
 """
 
 from __future__ import annotations
