@@ -2,7 +2,9 @@
 Amazon-shaped category (`books_bench.py`): hours, peak memory and disk per task family, on this 2-core
 machine and on a 16-core one.
 
-Usage: ``.venv/bin/python benchmarks/amazon2023_projection.py [--runs benchmarks/_work/books_bench.jsonl]``.
+Usage: ``.venv/bin/python benchmarks/amazon2023_projection.py [--runs FILE]``; by default the runs of
+``benchmarks/books_runs.jsonl`` (those in RESULTS.md; ``books_bench.py`` appends new ones to
+``benchmarks/_work/books_bench.jsonl``).
 
 Each stage of a family's measured run (``label`` ``full``: the whole category at ``--threads 2``) is scaled
 to every category by what drives it: the review file's bytes (reading reviews, their texts), the metadata
@@ -29,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dataset_builder.synth.amazon import CATEGORY_STATS  # noqa: E402
 
-RUNS = Path(__file__).resolve().parent / "_work" / "books_bench.jsonl"
+RUNS = Path(__file__).resolve().parent / "books_runs.jsonl"  # the runs RESULTS.md reports (manifests cut)
 REVIEW_LINE, META_LINE, CHARS = 240, 700, 4.0  # the fixed part of a line, characters per token (synth)
 # Each family's stages (their log names) and what each scales with.
 DRIVERS = {
