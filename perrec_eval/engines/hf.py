@@ -263,13 +263,17 @@ class HFEngine:
         self.ignored_generation_defaults = self._neutralize_generation_config()
         self.max_positions: int | None = getattr(self.lm.config, "max_position_embeddings", None)
         self._structured: Any = None  # the outlines backend, built on the first constrained request
-        self._indexes: dict[str, Any] = {}  # answer format -> outlines-core index of its regex
+        self._formats: dict[str, str] = {}  # answer format -> its regex (formats may share one)
+        self._indexes: dict[str, Any] = {}  # regex -> its outlines-core index, built once
 
     def format_processor(self, answer_format: str) -> Any:
         """A fresh logits processor that keeps every row of one batch within `answer_format`.
 
         Fresh per batch: it tracks each row's position in the format from its first call. The index of
-        a format's regex is built once per engine (the vocabulary is walked once, on first use).
+        a regex is built once per engine and shared by the formats that have that regex (LLMRec's
+        sequential and direct lists): it stores, per state of the regex's automaton, every token that keeps
+        the answer in the format, so its size is about states x vocabulary (a bounded repetition such as
+        ``{1,300}`` is 300 states; benchmarks/structured_bench.py measures each format's).
         """
         from perrec_eval.tasks import answer_regex
 
@@ -279,12 +283,11 @@ class HFEngine:
             self._structured = backends.OutlinesCoreBackend(
                 outlines.from_transformers(self.lm, self.tokenizer)
             )
-        if answer_format not in self._indexes:
+        regex = self._formats.setdefault(answer_format, answer_regex(answer_format))
+        if regex not in self._indexes:
             index_class = require("outlines_core", "structured", by=_ENGINE).Index
-            self._indexes[answer_format] = index_class(
-                answer_regex(answer_format), self._structured.vocabulary
-            )
-        return backends.OutlinesCoreLogitsProcessor(self._indexes[answer_format], "torch")
+            self._indexes[regex] = index_class(regex, self._structured.vocabulary)
+        return backends.OutlinesCoreLogitsProcessor(self._indexes[regex], "torch")
 
     def _check_device(self) -> None:
         """Refuse a device this machine does not have before anything is loaded."""
@@ -568,7 +571,7 @@ class HFEngine:
             info["structured_outputs"] = {
                 "backend": "outlines-core",
                 "outlines_version": importlib.metadata.version("outlines"),
-                "formats": sorted(self._indexes),
+                "formats": sorted(self._formats),
             }
         if self.adapter is not None:
             info["peft_version"] = require("peft", "hf", by=_ENGINE).__version__

@@ -195,7 +195,11 @@ def predict_baseline(
     return baselines.predict(name, docs, data=data, seed=seed, candidates=protocol in CANDIDATE_PROTOCOLS)
 
 
-_TITLE_REGEX = r'"(?:[^"\\\n]|\\.){1,300}"'  # a JSON string, escaped quotes included
+# A JSON string (escaped quotes included) of any length: the answer budget bounds it. No bounded repetition
+# such as {1,300}: an engine's regex index (outlines-core) holds a state per character of the bound, each
+# allowing almost the whole vocabulary, which cost gigabytes for a 135M model (benchmarks/RESULTS.md,
+# "Structured outputs' memory").
+_TITLE_REGEX = r'"(?:[^"\\\n]|\\.)+"'
 _LIST_REGEX = rf"\[ ?{_TITLE_REGEX}(, ?{_TITLE_REGEX}){{0,9}} ?\]"
 
 
