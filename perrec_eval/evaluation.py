@@ -216,8 +216,10 @@ def score(
     *,
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
+    docs: Mapping[str, Sequence[Doc]] | None = None,
 ) -> FamilyScores:
-    """Every metric of every cell, with its interval over docs (by cluster where docs share one)."""
+    """Every metric of every cell, with its interval over docs (by cluster where docs share one); with the
+    cells' `docs` (by subset), the family's check of answers a cell's rows cannot give (`Task.leak_check`)."""
     by_cell: dict[Cell, list[DocPrediction]] = {}
     for record in predictions:
         by_cell.setdefault(record.cell, []).append(record)
@@ -271,6 +273,7 @@ def score(
                 num_engine_errors=per_cell_errors.get(cell, 0),
                 num_clusters=len(set(clusters)) if clustered else None,
                 answer_counts=per_cell_counts.get(cell),
+                leak=_leak(task, cell, docs, records),
                 metrics=metrics,
             )
         )
@@ -288,6 +291,15 @@ def score(
         cells=tuple(cells),
         average=sum(values) / len(values) if values else None,
     )
+
+
+def _leak(
+    task: Task, cell: Cell, docs: Mapping[str, Sequence[Doc]] | None, records: Sequence[DocPrediction]
+) -> Mapping[str, Any] | None:
+    """The family's leak check of a cell's answers (None: no docs to check them against, or no check)."""
+    if task.leak_check is None or docs is None or cell.subset not in docs:
+        return None
+    return task.leak_check(cell, docs[cell.subset], {record.id: record.prediction for record in records})
 
 
 def _number(value: float) -> float | None:
@@ -439,7 +451,7 @@ def _run(
         predictions += cell_predictions
         if cell_samples is not None:
             samples = [*(samples or []), *cell_samples]
-    scores = score(task, predictions, samples or (), seed=config.seed)
+    scores = score(task, predictions, samples or (), seed=config.seed, docs=docs)
     info = _run_info(config, scores, docs, engine=engine)
     if model_fields is not None:
         info = dataclasses.replace(info, **model_fields(scores, samples or []))
@@ -461,8 +473,34 @@ def _run_info(
 
 
 def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:
-    """The scores of a finished general-path run, computed again from its predictions and samples."""
-    return score(task, read_predictions(run_dir), read_samples(run_dir), seed=seed)
+    """The scores of a finished general-path run, computed again from its predictions and samples.
+
+    The family's leak check runs again where the run's build is still there (the same fingerprint); where it
+    is not, each cell keeps the check its scores.json recorded (the predictions and the build are those it
+    was made on)."""
+    from perrec_eval.results import read_family_scores, read_run_info
+
+    predictions = read_predictions(run_dir)
+    docs = _run_docs(task, read_run_info(run_dir), {p.subset for p in predictions})
+    scores = score(task, predictions, read_samples(run_dir), seed=seed, docs=docs)
+    recorded = Path(run_dir) / "scores.json"
+    if docs is not None or task.leak_check is None or not recorded.is_file():
+        return scores
+    kept = {(c.subset, c.protocol): c.leak for c in read_family_scores(recorded).cells}
+    cells = tuple(dataclasses.replace(c, leak=kept.get((c.subset, c.protocol))) for c in scores.cells)
+    return dataclasses.replace(scores, cells=cells)
+
+
+def _run_docs(task: Task, info: RunInfo, subsets: Iterable[str]) -> dict[str, list[Doc]] | None:
+    """A run's docs read again from its build, when the family checks leaks and the build is the run's."""
+    config = info.config
+    data = config.get("data")
+    if task.leak_check is None or task.load_docs is None or not data:
+        return None
+    if not (Path(data) / "manifest.json").is_file() or fingerprint(data) != info.dataset_fingerprint:
+        return None
+    split, max_docs, seed = config.get("split", "test"), config.get("max_docs"), config.get("seed", 0)
+    return {s: list(task.load_docs(data, s, split, max_docs=max_docs, seed=seed)) for s in subsets}
 
 
 def evaluate_command(config: TaskEvalConfig, engine: Engine | None = None) -> int:
@@ -509,7 +547,8 @@ class TaskScoreConfig:
     write: bool = option("rewrite scores.json with the new scores", default=False)
     data: str | None = option("benchmark folder the --predictions answer (its --split rows)", default=None)
     predictions: str | None = option(
-        'JSONL of another system, one line per row: {"config": C, "id": ROW_ID, "prediction": VALUE}',
+        'JSONL of another system, one line per row and cell: {"config": C, "protocol": P, "id": ROW_ID, '
+        '"prediction": VALUE} ("protocol" may be left out where one cell of --protocols asks about C)',
         default=None,
     )
     split: str = option("dataset split the --predictions answer", default="test")
@@ -525,10 +564,10 @@ class TaskScoreConfig:
         shown="all",
     )
     protocols: tuple[str, ...] | None = option(
-        "with --predictions: the protocols the configs are scored in, each config in the first that asks "
-        "about it (comma-separated; `perrecbench tasks` lists the cells)",
+        "with --predictions: the protocols a line that names none may mean (comma-separated; one per config: "
+        "`perrecbench tasks` lists the cells)",
         default=None,
-        shown="each config's first",
+        shown="every protocol",
     )
     out: str | None = option(
         "with --predictions: also write a run folder that `perrecbench report` compares with model runs",
@@ -635,7 +674,7 @@ def score_predictions_file(config: TaskScoreConfig) -> tuple[FamilyScores, Any]:
 
     def scored() -> tuple[FamilyScores, RunInfo, list[DocPrediction]]:
         docs, predictions = read_external(task, config.data, config.predictions, **selection)
-        scores = score(task, predictions, seed=config.seed)
+        scores = score(task, predictions, seed=config.seed, docs=docs)
         info = RunInfo(
             config=run_record(config),
             metric=FamilyMetric(scores.task, scores.headline),
@@ -671,17 +710,21 @@ def read_external(
     max_docs: int | None = None,
     seed: int = 0,
 ) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
-    """Every row of the configs a predictions file names, with its prediction (None: failed or left out).
+    """Every row of the cells a predictions file names, with its prediction (None: failed or left out).
 
-    A line is ``{"config": C, "id": ROW_ID, "prediction": VALUE}``; a string VALUE is read as a model's
-    answer is (`answer_prediction`), any other through the family's `Task.prediction_from`; null is a failed
-    row. Each config is scored in the first cell that asks about it (of `protocols`, `--protocols`).
-    `subsets` keeps only the lines of those configs; `max_docs` scores the seeded sample of each config that
-    `evaluate --max-docs N --seed S` takes (lines of rows outside it are left out).
+    A line is ``{"config": C, "protocol": P, "id": ROW_ID, "prediction": VALUE}``: it names its cell (config
+    C asked with protocol P). ``protocol`` may be left out where one cell of `protocols` (``--protocols``;
+    default: every protocol) asks about C; where several do, such a line is refused: which cell an answer
+    belongs to is the system's to say (LLMRec's sequential rows are asked over the whole catalogue and over
+    the direct rows' candidates). A string VALUE is read as a model's answer is (`answer_prediction`), any
+    other through the family's `Task.prediction_from`; null is a failed row. `subsets` keeps only the lines of
+    those configs; `max_docs` scores the seeded sample of each config that `evaluate --max-docs N --seed S`
+    takes (lines of rows outside it are left out).
 
     Raises:
-        DataError: a line that is not such an object, an unknown config or id, a repeated row, a value of
-            the wrong type or a NaN; the message names the line and the fix.
+        DataError: a line that is not such an object, an unknown config, protocol or id, a cell the line
+            does not name where several could be meant, a repeated row, a value of the wrong type or a NaN;
+            the message names the line and the fix.
     """
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} scores its own runs only: it reads no predictions file")
@@ -695,29 +738,21 @@ def read_external(
             raise DataError(
                 f"{path} holds no line of --subsets {','.join(subsets)}: choose configs the file answers"
             )
-    configs = list(dict.fromkeys(config for _, config, _, _ in lines))
-    for number, config, _, _ in lines:
-        if config not in task.subsets or not task.cells([config]):
-            raise DataError(
-                f"{path} line {number}: task {task.name} has no config {config!r}: use one of "
-                f"{', '.join(task.subsets)}"
-            )
-        if not task.cells([config], protocols):
-            raise ConfigError(
-                f"no protocol of --protocols asks about config {config} ({path} line {number}): add one of "
-                f"{', '.join(cell.protocol for cell in task.cells([config]))}"
-            )
+    cells = [_line_cell(task, path, line[0], line[1], line[2], protocols) for line in lines]
+    configs = list(dict.fromkeys(cell.subset for cell in cells))
     docs = {
         config: list(task.load_docs(data, config, split, max_docs=max_docs, seed=seed)) for config in configs
     }
     by_id = {config: {doc.id: doc for doc in subset_docs} for config, subset_docs in docs.items()}
+    keep = [True] * len(lines)
     if max_docs is not None:  # rows outside the seeded sample are left out, as `evaluate --max-docs` does
         every = {config: {doc.id for doc in task.load_docs(data, config, split)} for config in configs}
-        lines = [line for line in lines if line[2] in by_id[line[1]] or line[2] not in every[line[1]]]
-    protocol_of = {config: task.cells([config], protocols)[0].protocol for config in configs}
-    values: dict[tuple[str, str], Any] = {}
-    first_line: dict[tuple[str, str], int] = {}
-    for number, config, doc_id, value in lines:
+        keep = [line[3] in by_id[line[1]] or line[3] not in every[line[1]] for line in lines]
+    values: dict[tuple[Cell, str], Any] = {}
+    first_line: dict[tuple[Cell, str], int] = {}
+    for (number, config, _, doc_id, value), cell, kept in zip(lines, cells, keep, strict=True):
+        if not kept:
+            continue
         where = f"{path} line {number}"
         doc = by_id[config].get(doc_id)
         if doc is None:
@@ -725,24 +760,57 @@ def read_external(
                 f"{where}: config {config} has no {split} row with id {doc_id!r}: use the ids of "
                 f"`load_dataset({data!r}, {config!r}, split={split!r})`"
             )
-        if (config, doc_id) in first_line:
+        if (cell, doc_id) in first_line:
             raise DataError(
-                f"{where}: row {doc_id!r} of config {config} is also on line {first_line[config, doc_id]}: "
-                "keep one line per row"
+                f"{where}: row {doc_id!r} of cell {cell} is also on line {first_line[cell, doc_id]}: keep "
+                "one line per row and cell"
             )
-        first_line[config, doc_id] = number
+        first_line[cell, doc_id] = number
         try:
-            values[config, doc_id] = _prediction_of(task, task.protocols[protocol_of[config]], doc, value)
+            values[cell, doc_id] = _prediction_of(task, task.protocols[cell.protocol], doc, value)
         except ValueError as err:
-            raise DataError(f"{where}: config {config}, id {doc_id!r}: {err}") from None
+            raise DataError(f"{where}: cell {cell}, id {doc_id!r}: {err}") from None
     predictions = [
-        DocPrediction(
-            config, protocol_of[config], doc.id, values.get((config, doc.id)), doc.truth, doc.cluster
-        )
-        for config, subset_docs in docs.items()
-        for doc in subset_docs
+        DocPrediction(cell.subset, cell.protocol, doc.id, values.get((cell, doc.id)), doc.truth, doc.cluster)
+        for cell in dict.fromkeys(cells)
+        for doc in docs[cell.subset]
     ]
     return docs, predictions
+
+
+def _line_cell(
+    task: Task, path: str, number: int, config: str, protocol: str | None, chosen: Sequence[str] | None
+) -> Cell:
+    """The cell a predictions line names: its config and protocol, or the one cell of `chosen` asking
+    about its config."""
+    where = f"{path} line {number}"
+    if config not in task.subsets or not task.cells([config]):
+        known = ", ".join(task.subsets)
+        raise DataError(f"{where}: task {task.name} has no config {config!r}: use one of {known}")
+    known = [cell.protocol for cell in task.cells([config])]
+    if protocol is not None:
+        if protocol not in known:
+            raise DataError(
+                f"{where}: config {config} is not asked with protocol {protocol!r}: use one of "
+                f"{', '.join(known)}"
+            )
+        if chosen is not None and protocol not in chosen:
+            raise ConfigError(
+                f"{where} names protocol {protocol}: add it to --protocols (or leave --protocols out)"
+            )
+        return Cell(config, protocol)
+    allowed = task.cells([config], chosen)
+    if not allowed:
+        raise ConfigError(
+            f"no protocol of --protocols asks about config {config} ({where}): add one of {', '.join(known)}"
+        )
+    if len(allowed) > 1:
+        named = " or ".join(f'"protocol": "{cell.protocol}"' for cell in allowed)
+        raise DataError(
+            f"{where}: config {config} is asked in {len(allowed)} cells ({', '.join(map(str, allowed))}): "
+            f"name the line's cell with {named}, or pass --protocols"
+        )
+    return allowed[0]
 
 
 class _NotFinite(ValueError):
@@ -760,8 +828,8 @@ def _refuse_constant(name: str) -> float:
     raise _NotFinite(name)
 
 
-def _prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
-    """(line number, config, id, value) of each line; blank lines skipped."""
+def _prediction_lines(path: str) -> list[tuple[int, str, str | None, str, Any]]:
+    """(line number, config, protocol or None, id, value) of each line; blank lines skipped."""
     import json
 
     task_lines = []
@@ -783,11 +851,18 @@ def _prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
             ) from None
         except ValueError as err:
             raise DataError(f"{where} is not JSON ({err}): write one JSON object per line") from None
-        if not isinstance(record, dict) or set(record) != {"config", "id", "prediction"}:
-            raise DataError(f'{where}: each line must be {{"config": C, "id": ROW_ID, "prediction": VALUE}}')
+        keys = set(record) if isinstance(record, dict) else set()
+        if not {"config", "id", "prediction"} <= keys <= {"config", "protocol", "id", "prediction"}:
+            raise DataError(
+                f'{where}: each line must be {{"config": C, "protocol": P, "id": ROW_ID, "prediction": '
+                'VALUE} ("protocol" may be left out where the config is asked in one cell)'
+            )
+        protocol = record.get("protocol")
         if not isinstance(record["config"], str) or not isinstance(record["id"], str | int):
             raise DataError(f"{where}: config must be a string and id a string (the row's id)")
-        task_lines.append((number, record["config"], str(record["id"]), record["prediction"]))
+        if protocol is not None and not isinstance(protocol, str):
+            raise DataError(f"{where}: protocol must be a string (the cell's protocol)")
+        task_lines.append((number, record["config"], protocol, str(record["id"]), record["prediction"]))
     if not task_lines:
         raise DataError(f"{path} holds no prediction: write one line per row of the configs you score")
     return task_lines

@@ -19,6 +19,8 @@ The rules, for every family and metric:
   below it the section says "too few docs to compare (N)";
 - the average column averages one metric (one direction and scale) over cells of distinct doc sets (each
   subset once), or there is none;
+- a cell whose answers the family's leak check flags (`Task.leak_check`: answers only a column the cell
+  does not show could give) says ``(leak)``, is never marked best and gives its row no average;
 - each column's heading names its metric and direction.
 """
 
@@ -270,6 +272,8 @@ def _row(task: Task, run: FamilyRun, cells: Sequence[Cell], defined: Mapping[Cel
                 if m.name in scored.metrics
             },
         }
+        if scored.leak is not None and scored.leak["flagged"]:
+            row_cells[str(cell)]["leak"] = dict(scored.leak)
     row: dict[str, Any] = {
         "label": run.label,
         "path": str(run.path),
@@ -319,6 +323,7 @@ def _mark_best(
         for row, run, entry in scored
         if entry["num_failed"] <= MOSTLY_FAILED * entry["num_docs"]
         and not (entry["metrics"][metric.name].get("answered_only") and entry["num_failed"])
+        and not entry.get("leak")
     ]
     if not candidates:
         return None
@@ -393,8 +398,8 @@ def _row_average(row: dict, average: dict | None) -> float | None:
     for cell in average["cells"]:
         entry = row["cells"].get(cell)
         value = None if entry is None else entry["metrics"].get(average["metric"], {}).get("value")
-        if value is None:
-            return None  # a row without every averaged cell has no average
+        if value is None or entry.get("leak"):
+            return None  # a row without every averaged cell (or with a leaking one) has no average
         values.append(value)
     return sum(values) / len(values)
 
@@ -442,6 +447,8 @@ def value_text(entry: Mapping[str, Any] | None, metric: str, *, marks: bool = Tr
         text += f" (answered {docs - failed}/{docs})"
     elif failed:
         text += failed_text(entry)
+    if entry.get("leak"):
+        text += " (leak)"
     if not marks:
         return text
     if value.get("best"):
@@ -516,6 +523,7 @@ def notes(data: Mapping[str, Any]) -> list[Text]:
             f"{data['min_docs_to_compare']} docs never reaches p < {ALPHA}, so no run is marked best there; "
             "evaluate on more docs (--max-docs)."
         )
+    out += leak_notes(data)
     average = data.get("average")
     if average is not None:
         out.append(
@@ -525,6 +533,23 @@ def notes(data: Mapping[str, Any]) -> list[Text]:
     elif len(data["main_cells"]) > 1:
         out.append("No average: the columns' metrics differ in direction or scale.")
     return out
+
+
+def leak_notes(data: Mapping[str, Any]) -> list[str]:
+    """One line per cell the family's leak check flagged (`Task.leak_check`).
+
+    >>> leak = {"inside": 9, "answered": 10, "expected": 0.0, "what": "made of X", "fix": "answer Y"}
+    >>> leak_notes({"rows": [{"label": "mine", "cells": {"s/s": {"leak": leak}}}]})[0][:85]
+    'Leak (mine, s/s): 9 of 10 answers are made of X, where chance would give 0: answer Y.'
+    """
+    return [
+        f"Leak ({row['label']}, {cell}): {leak['inside']:,} of {leak['answered']:,} answers are "
+        f"{leak['what']}, where chance would give {leak['expected']:g}: {leak['fix']}. Marked (leak): never "
+        "best, no average for its row."
+        for row in data["rows"]
+        for cell, entry in row["cells"].items()
+        if (leak := entry.get("leak"))
+    ]
 
 
 def metrics_grid(data: Mapping[str, Any], cell: str) -> Grid:

@@ -33,7 +33,7 @@ from typing import Any
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.tasks.base import Doc, Parsed, Task
-from perrec_eval.tasks.llmrec import baselines, metrics, prompts
+from perrec_eval.tasks.llmrec import baselines, leaks, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import report as report_hooks
 from perrec_eval.tasks.llmrec import text as text_tasks
@@ -266,6 +266,7 @@ TASK = Task(
     score_doc=score_doc,
     predict_baseline=predict_baseline,
     prediction_from=prediction_from,
+    leak_check=leaks.leak_check,
     subset_protocols=SUBSET_PROTOCOLS,
     prompt_variants=tuple(prompts.VARIANTS),
     sft_prompts="p5",
