@@ -104,14 +104,11 @@ def list_tasks(config: TasksConfig) -> int:
     return 0
 
 
-CONVERTED = "convert_gguf.json"
-"""The record `convert-gguf` writes into its model folder: the GGUF file's name and every file written."""
-
-
 def convert_gguf(config: ConvertGGUFConfig) -> int:
     """Write the model folder into a temp sibling and swap it in, holding the lock beside `--out`; a folder
     that an earlier `convert-gguf` did not write is refused (`perrec_eval.outputs`)."""
     from perrec_eval import fileio, outputs
+    from perrec_eval.engines._common import CONVERTED
     from perrec_eval.engines.hf import convert_gguf as convert
     from perrec_eval.lock import file_lock
 
@@ -131,6 +128,8 @@ def convert_gguf(config: ConvertGGUFConfig) -> int:
 
 def _converted_files(out: Path) -> Callable[[PurePosixPath], bool]:
     """Whether a path in `out` is a file an earlier `convert-gguf` wrote (its record lists them)."""
+    from perrec_eval.engines._common import CONVERTED
+
     try:
         listed = set(json.loads((out / CONVERTED).read_text(encoding="utf-8"))["files"])
     except (OSError, ValueError, KeyError, TypeError):

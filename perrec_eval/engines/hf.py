@@ -37,7 +37,13 @@ from typing import Any, Literal
 
 from perrec_eval import progress
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import check_local_path, coerce_fields, sample_seed, split_evenly
+from perrec_eval.engines._common import (
+    check_local_path,
+    coerce_fields,
+    converted_from,
+    sample_seed,
+    split_evenly,
+)
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.extras import require
@@ -567,6 +573,8 @@ class HFEngine:
         if self._gguf:
             info["gguf_file"] = self._gguf["gguf_file"]
             info["weights"] = f"GGUF dequantized to {self.lm.dtype} by transformers"
+        elif (source := converted_from(self.model)) is not None:
+            info["converted_from"] = source  # `perrecbench convert-gguf` wrote the folder
         if self._structured is not None:
             info["structured_outputs"] = {
                 "backend": "outlines-core",
