@@ -92,7 +92,7 @@ def run_build(family: str, argv: list[str]) -> None:
         )
 
     shared.task_builder = task_builder
-    code = cli.main(["build", "--task", family, *argv])
+    code = cli.main(["-v", "build", "--task", family, *argv])  # -v: the stages' times are debug lines
     for name, seconds in totals.items():
         print(f"x INFO dataset_builder.bench: {name} took {seconds:.2f} s", file=sys.stderr)
     sys.exit(code)

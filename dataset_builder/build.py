@@ -70,7 +70,7 @@ def build(config: BuildSpec) -> Path:
     with outputs.replaced(out) as tmp:  # also clears the .NAME.tmp-PID / .old-PID folders of killed builds
         builder.write(tmp, config, results, plan, provenance)
         record_checksums(tmp)  # every family's files, named by its manifest: `manifest.check_files`
-    logger.info("wrote %s", out)
+    logger.debug("wrote %s", out)  # the summary line names it as the user did
     if config.push_to_hub:
         push_to_hub(out, config.push_to_hub, synthetic=provenance["source_kind"] != "raw")
     return out
@@ -78,10 +78,10 @@ def build(config: BuildSpec) -> Path:
 
 @contextlib.contextmanager
 def timed(stage: str) -> Iterator[None]:
-    """Log a stage's wall time (``benchmarks/build_bench.py`` reads these lines)."""
+    """Log a stage's wall time at debug level (`-v`; ``benchmarks/build_bench.py`` reads these lines)."""
     started = time.perf_counter()
     yield
-    logger.info("%s took %.2f s", stage, time.perf_counter() - started)
+    logger.debug("%s took %.2f s", stage, time.perf_counter() - started)
 
 
 def push_to_hub(folder: Path, repo_id: str, *, synthetic: bool) -> None:

@@ -38,29 +38,52 @@ def budgets_help(task_name: str | None) -> str:
     return f"default answer budgets of {task.name} (tokens; --max-new-tokens NAME=N sets one): {budgets}"
 
 
+def family_words(task_name: str | None) -> str:
+    """Which family a command's options are, and how to see another's (for `--help`)."""
+    from perrec_eval import tasks
+
+    name = task_name or tasks.DEFAULT_TASK
+    if name not in tasks.names():
+        return ""
+    others = ", ".join(other for other in tasks.evaluable() if other != name)
+    return (
+        f"The options below are {tasks.get(name).title}'s (--task {name}); `perrecbench {{command}} --task "
+        f"NAME --help` shows another family's ({others}; `perrecbench tasks` lists them)."
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     epilog = engine_options_help()
+    family = family_words(selected_task())
     add_command(
         subparsers,
         "evaluate",
         *for_task("evaluate", *default_command("evaluate")),
         epilog="\n\n".join(filter(None, (budgets_help(selected_task()), epilog))),
-        help="rank the benchmark's groups with a model (or a no-LLM baseline) and score PTC",
-        description="Evaluate a model on a built benchmark; writes run.json, samples.jsonl, "
-        "predictions.jsonl, "
-        "scores.json and report.md into --out. Running the same command again resumes from the cache.",
+        help="run a model (or the no-LLM baselines) on a family's benchmark (--task: PerRecBench, LLMRec, "
+        "RecBench+) and score it",
+        description="Evaluate a model (or the no-LLM baselines) on a built benchmark of a task family; "
+        "writes run.json, samples.jsonl, predictions.jsonl and scores.json into --out (PerRecBench also "
+        "report.md). Running the same command again resumes from the cache. "
+        + family.format(command="evaluate"),
     )
     add_command(
         subparsers,
         "score",
         *for_task("score", *default_command("score")),
-        help="re-score a finished run from its saved predictions, or score a predictions file",
+        help="re-score a finished run from its saved predictions, or score another system's predictions "
+        "file (--task picks the family)",
+        description="Re-score a finished run from its saved predictions; where a family takes them "
+        "(--predictions among its options), score another system's predictions file on a build. "
+        + family.format(command="score"),
     )
     add_command(
         subparsers,
         "profiles",
         *for_task("profiles", *default_command("profiles")),
-        help="write one user profile per (group, user) with an LLM",
+        help="PerRecBench only: write one LLM profile per (group, user), shared by every model you compare",
+        description="PerRecBench only (LLMRec and RecBench+ ask without profiles): write one user profile "
+        "per (group, user) with an LLM, read by `perrecbench evaluate --profiles FILE`.",
         epilog=epilog,
     )
     add_command(

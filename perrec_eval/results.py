@@ -44,7 +44,7 @@ class FamilyCell:
     num_clusters: int | None = None
     # what the family counts in its parsed answers, summed over the cell (`Task.answer_counts`)
     answer_counts: Mapping[str, int] | None = None
-    # the family's check of answers a cell's rows cannot give (`Task.leak_check`), where it checks the cell
+    # the family's flag of answers a cell's rows cannot give (`Task.leak_check`), where it flags the cell
     leak: Mapping[str, Any] | None = None
     metrics: Mapping[str, MetricValue]
 

@@ -321,7 +321,7 @@ class HFEngine:
             if field not in _TOKEN_ID_FIELDS and field != "transformers_version"
         }
         if dropped:
-            logger.info("ignoring generation defaults of %s: %s", self.model, dropped)
+            logger.debug("ignoring generation defaults of %s: %s", self.model, dropped)  # run.json has them
         self.lm.generation_config = self._transformers.GenerationConfig(
             **{field: value for field, value in kept.items() if value is not None}
         )

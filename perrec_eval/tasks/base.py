@@ -139,10 +139,9 @@ class Task:
     # as a model's answer is (the protocol's parser), so a family without this hook takes answer text only.
     prediction_from: Callable[[Doc, str, Any], Any] | None = field(default=None, repr=False)
     # Who may read what, checked when answers come back: `leak_check(cell, docs, predictions)` (predictions
-    # by doc id) says whether a cell's answers could only come from a column the cell does not show (LLMRec:
-    # a catalogue-wide answer made of the row's candidates), as a JSON-ready record with ``flagged``, or
-    # None where the family does not check that cell. `score` keeps it in scores.json; reports mark a
-    # flagged cell and never crown it.
+    # by doc id) flags a cell whose answers could only come from a column the cell does not show (LLMRec:
+    # catalogue-wide answers made of the rows' candidates), as a JSON-ready record with ``flagged`` and the
+    # counts, or None (not flagged). `score` keeps it in scores.json; reports mark the cell, never crown it.
     leak_check: Callable[[Cell, Sequence[Doc], Mapping[str, Any]], Mapping[str, Any] | None] | None = field(
         default=None, repr=False
     )

@@ -37,11 +37,12 @@ def chance_inside(candidates: int, pool: int, length: int) -> float:
 
 
 def leak_check(cell: Cell, docs: Sequence[Any], predictions: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The catalogue cell's answers made only of their row's candidates (None for every other cell).
+    """The catalogue cell's answers made only of their row's candidates, when they flag it (None: not
+    flagged, or another cell).
 
     Returns ``{"flagged", "inside", "answered", "expected", "what", "fix"}``: the answers whose items but
     the target all lie in the row's candidates, the answers with an item other than the target, the number
-    chance would put inside, what a flag means and how to answer instead.
+    chance would put inside, what the flag means and how to answer instead.
     """
     if cell != CATALOGUE_CELL:
         return None
@@ -61,11 +62,10 @@ def leak_check(cell: Cell, docs: Sequence[Any], predictions: Mapping[str, Any]) 
         # the items an answer could name but the target: history items are never candidates
         pool = max(sizes[key] - len(doc.history) - 1, len(negatives))
         expected += chance_inside(len(negatives), pool, len(others))
-    if not answered:
+    if not (answered and inside > FLAG_SHARE * answered and inside >= FLAG_RATIO * expected):
         return None
-    flagged = inside > FLAG_SHARE * answered and inside >= FLAG_RATIO * expected
     return {
-        "flagged": flagged,
+        "flagged": True,
         "inside": inside,
         "answered": answered,
         "expected": round(expected, 3),
