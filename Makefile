@@ -33,18 +33,20 @@ $(VENV)/.full: $(VENV)/.core
 # (its recall-by-condition-count table and picture: the paper's Table 1 and Figure 4)
 RB_GROUPS := explicit-1,explicit-2,explicit-3-4,implicit-1,implicit-2,implicit-3-4,misinformed-1,misinformed-2,misinformed-3-4
 RB_SUBSETS := explicit,implicit,misinformed,interest,$(RB_GROUPS)
+# The runs are make's own (--overwrite): a demo folder from an older Makefile is replaced, not refused.
 demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench synth --out $(DEMO)/raw --reviews-per-domain 60000 --seed 0
 	$(VENV)/bin/perrecbench build --source $(DEMO)/raw --out $(DEMO)/perrecbench --test-groups 200 --overwrite --with-interactions
-	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all --out $(DEMO)/runs/baselines
+	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all --out $(DEMO)/runs/baselines --overwrite
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/baselines --out $(DEMO)/report
 	$(VENV)/bin/perrecbench build --task llmrec --source $(DEMO)/raw --out $(DEMO)/llmrec --domains Books --kcore 10 --overwrite
 	$(VENV)/bin/perrecbench evaluate --task llmrec --data $(DEMO)/llmrec --engine baseline --model all --max-docs 500 \
-		--out $(DEMO)/runs/llmrec-baselines
+		--out $(DEMO)/runs/llmrec-baselines --overwrite
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/llmrec-baselines --out $(DEMO)/report-llmrec
 	$(VENV)/bin/perrecbench build --task recbench-plus --source $(DEMO)/raw --out $(DEMO)/recbench-plus --domains Books --users 100 --train-users 0 --overwrite
 	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline --model all \
-		--subsets $(RB_SUBSETS) --protocols recommend --out $(DEMO)/runs/recbench-plus-baselines
+		--subsets $(RB_SUBSETS) --protocols recommend --out $(DEMO)/runs/recbench-plus-baselines \
+		--overwrite
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/recbench-plus-baselines --out $(DEMO)/report-recbench-plus
 
 # Every number the README and docs/ quote from the demo, out of a finished `make demo` (DEMO): the marked spans
