@@ -166,7 +166,7 @@ def naive_llmrec(source: Path, out: Path, k: int = 5) -> dict:
                 listed, at = splits.candidates(
                     row["parent_asin"], pool, 99, splits.row_rng(P5_SEED, row["id"])
                 )
-                made["sequential"][split].append({**row, "candidates": listed, "target_position": at})
+                made["sequential"][split].append(dict(row))  # the catalogue cell's rows: no candidates
                 made["direct"][split].append({**row, "candidates": listed, "target_position": at})
         texts = {
             (u, a): (None if title != title else title, None if body != body else body)  # NaN: missing
