@@ -712,13 +712,13 @@ def read_external(
 ) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
     """Every row of the cells a predictions file names, with its prediction (None: failed or left out).
 
-    A line is ``{"config": C, "protocol": P, "id": ROW_ID, "prediction": VALUE}``: it names its cell (config
-    C asked with protocol P). ``protocol`` may be left out where one cell of `protocols` (``--protocols``;
-    default: every protocol) asks about C; where several do, such a line is refused: which cell an answer
-    belongs to is the system's to say (LLMRec's sequential rows are asked over the whole catalogue and over
-    the direct rows' candidates). A string VALUE is read as a model's answer is (`answer_prediction`), any
-    other through the family's `Task.prediction_from`; null is a failed row. `subsets` keeps only the lines of
-    those configs; `max_docs` scores the seeded sample of each config that `evaluate --max-docs N --seed S`
+    A line is ``{"config": C, "protocol": P, "id": ROW_ID, "prediction": VALUE}``: it names its cell
+    (config C asked with protocol P). ``protocol`` may be left out where one cell of `protocols`
+    (``--protocols``; default: every protocol) asks about C; where several do, such a line is refused:
+    which cell an answer belongs to is the system's to say (cells of one config may show different
+    columns). A string VALUE is read as a model's answer is (`answer_prediction`), any other through the
+    family's `Task.prediction_from`; null is a failed row. `subsets` keeps only the lines of those
+    configs; `max_docs` scores the seeded sample of each config that `evaluate --max-docs N --seed S`
     takes (lines of rows outside it are left out).
 
     Raises:
