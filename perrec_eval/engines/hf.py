@@ -42,7 +42,6 @@ from perrec_eval.engines._common import (
     coerce_fields,
     converted_from,
     sample_seed,
-    split_evenly,
 )
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError, DataError
@@ -74,6 +73,11 @@ class HFOptions:
     """Options of the transformers engine (``--engine-arg KEY=VALUE``)."""
 
     batch_size: int = option("requests per forward batch (each yields n sequences)", default=8)
+    max_batch_tokens: int = option(
+        "prompt tokens one forward batch may hold (its rows × its longest prompt, padding included): bounds "
+        "the prefill's memory, about 0.1 GB per 1,000 tokens for a 135M model; a longer prompt goes alone",
+        default=8192,
+    )
     device: str | None = option(
         '"cpu", "cuda", "cuda:1", ...; none: CUDA if available, else CPU', default=None
     )
@@ -89,6 +93,11 @@ class HFOptions:
         coerce_fields(self)
         if self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1 (requests per forward batch), got {self.batch_size}")
+        if self.max_batch_tokens < 1:
+            raise ConfigError(
+                f"max_batch_tokens must be >= 1 (prompt tokens per forward batch), got "
+                f"{self.max_batch_tokens}"
+            )
         if self.device is not None and not self.device.strip():
             raise ConfigError("device must name a torch device (cpu, cuda, cuda:1, ...) or be none (auto)")
 
@@ -154,6 +163,29 @@ def convert_gguf(path: str, out: str) -> str:
     lm.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def token_batches(lengths: Sequence[int], size: int, max_tokens: int) -> list[range]:
+    """Consecutive batches of requests sorted longest first: at most `size` requests and, padded to the
+    batch's first (longest) one, at most `max_tokens` tokens; a request longer than that goes alone.
+
+    Args:
+        lengths: each request's prompt tokens (times its rows), longest first.
+
+    Returns:
+        The batches as ranges of positions in `lengths`.
+
+    >>> token_batches([900, 800, 300, 200, 100], 8, 2000)
+    [range(0, 2), range(2, 5)]
+    >>> token_batches([5000, 10, 10], 2, 4096)
+    [range(0, 1), range(1, 3)]
+    """
+    batches, start = [], 0
+    while start < len(lengths):
+        fits = max(1, min(size, max_tokens // max(lengths[start], 1)))
+        batches.append(range(start, min(start + fits, len(lengths))))
+        start += fits
+    return batches
 
 
 class _TokenCount:
@@ -411,11 +443,14 @@ class HFEngine:
             on_results([(index, result) for index, result in enumerate(results) if result is not None])
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
+        rows = params.n if params.temperature > 0 else 1  # a sampled request is n rows
+        lengths = [len(encoded[index]) * rows for index in order]
         seeds = self._row_seeds(requests, params)
         bar = progress.requests(len(requests), f"hf {self.model}")
         bar.update(len(requests) - len(runnable))
         self._counted = _TokenCount(bar) if progress.enabled() else None
-        for batch in split_evenly(order, self.options.batch_size):
+        for span in token_batches(lengths, self.options.batch_size, self.options.max_batch_tokens):
+            batch = order[span.start : span.stop]
             finished = self._run_batch(batch, encoded, seeds, params)
             for index, completion in finished:
                 results[index] = completion
@@ -566,6 +601,7 @@ class HFEngine:
             "device": self.device,
             "dtype": str(self.lm.dtype),
             "batch_size": self.options.batch_size,
+            "max_batch_tokens": self.options.max_batch_tokens,
             "transformers_version": self._transformers.__version__,
             "torch_version": self._torch.__version__,
             "ignored_generation_defaults": self.ignored_generation_defaults,
