@@ -76,7 +76,7 @@ class HFOptions:
     max_batch_tokens: int = option(
         "prompt tokens one forward batch may hold (its rows × its longest prompt, padding included): bounds "
         "the prefill's memory, about 0.1 GB per 1,000 tokens for a 135M model; a longer prompt goes alone",
-        default=8192,
+        default=4096,
     )
     device: str | None = option(
         '"cpu", "cuda", "cuda:1", ...; none: CUDA if available, else CPU', default=None
