@@ -43,7 +43,7 @@ def family_words(task_name: str | None) -> str:
     from perrec_eval import tasks
 
     name = task_name or tasks.DEFAULT_TASK
-    if name not in tasks.names():
+    if name not in tasks.evaluable():  # a family with a builder only: no options of its own here
         return ""
     others = ", ".join(other for other in tasks.evaluable() if other != name)
     return (

@@ -649,9 +649,10 @@ def quantized_weights(info: RunInfo) -> str | None:
     """What a run's weights were when they are not a checkpoint's own: a GGUF file (quantized, dequantized by
     transformers) or a folder `convert-gguf` wrote from one; None for a checkpoint.
 
-    >>> quantized_weights(RunInfo(config={"model": "m/x.Q4_1.gguf"}, engine={"gguf_file": "x.Q4_1.gguf"}))
+    >>> run = RunInfo(config={"model": "m/x.Q4_1.gguf"}, metric=FamilyMetric("llmrec", "ndcg@10"), engine={})
+    >>> quantized_weights(run)
     'the GGUF file x.Q4_1.gguf (quantized weights)'
-    >>> quantized_weights(RunInfo(config={"model": "Org/Model"}, engine={"name": "vllm"})) is None
+    >>> quantized_weights(RunInfo(config={"model": "Org/Model"}, metric=run.metric, engine={})) is None
     True
     """
     engine, model = info.engine, str(info.config.get("model") or "")
