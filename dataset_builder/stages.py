@@ -105,17 +105,30 @@ def load(source: Source, item: DomainInputs, cfg: BuildSpec, spec: StageSpec) ->
             logger.info(
                 "%s: an input changed since the last run (content hash), selecting again", item.domain
             )
-        key = _select(source, item, spec, stage_dir, futures)
+        key = _select(source, item, spec, stage_dir, futures, cfg)
     return _read(stage_dir, key, spec)
 
 
 def _select(
-    source: Source, item: DomainInputs, spec: StageSpec, stage_dir: Path, hashes: list[Future[str]]
+    source: Source,
+    item: DomainInputs,
+    spec: StageSpec,
+    stage_dir: Path,
+    hashes: list[Future[str]],
+    cfg: BuildSpec,
 ) -> str:
-    """Run the domain's selection into a work folder and save it as a stage; return the stage's key."""
+    """Run the domain's selection into a work folder and save it as a stage; return the stage's key.
+
+    DuckDB running out of memory or failing to read an input, in any family's selection, becomes the
+    one-line error naming the step and the fix (`raw.duckdb_error`).
+    """
+    import duckdb
+
+    from dataset_builder import raw
+
     for stale in stage_dir.glob("work-*"):  # the work folders of builds that were killed
         pid = stale.name.removeprefix("work-")
-        if pid.isdigit() and not pid_alive(int(pid)):
+        if pid.isascii() and pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     work = stage_dir / f"work-{os.getpid()}"
     bar = progress.bar(total=len(spec.steps), desc=item.domain, unit="stage")
@@ -131,7 +144,13 @@ def _select(
 
     try:
         files = {name: work / f"stage.{suffix}" for name, suffix in spec.files.items()}
-        result = spec.select(source, item, work, files, tick)
+        try:
+            result = spec.select(source, item, work, files, tick)
+        except duckdb.Error as err:
+            problem = raw.duckdb_error(err, cfg, item.domain, started[-1][0] if started else "selection")
+            if problem is None:
+                raise
+            raise problem from err
         tick("done")
         content = [h.result() for h in hashes]
         key = item.stage_key(spec, content)

@@ -4,7 +4,7 @@ A family lives in its folder ``dataset_builder/<family>/``: its settings, a subc
 :class:`dataset_builder.config.BuildSpec` with the class attributes ``task`` (its name) and ``description``
 (the help of ``perrecbench build --task NAME``), in a module that imports nothing heavy (the CLI imports it to
 build the parser), and its :class:`Builder` in a module that may import anything (imported when a build runs).
-Adding a family means its folder and its line in the house's one registry (``perrec_eval.tasks._FAMILIES``,
+Adding a family means its folder and its line in the house's one registry (``perrec_eval.registry._FAMILIES``,
 which names its evaluation part too); the shared build (:func:`dataset_builder.build.build`) and the
 command line do the rest.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataset_builder.config import AMAZON_LAYOUT, BuildConfigError
-from perrec_eval import tasks as registry
-from perrec_eval.tasks import Family
+from perrec_eval import registry
+from perrec_eval.registry import Family
 
 if TYPE_CHECKING:
     from dataset_builder.config import BuildSpec

@@ -239,8 +239,13 @@ def _scores(demo: Path, run: str) -> dict[str, Any]:
     return _json(demo / "runs" / "baselines" / run / "scores.json")
 
 
+def _ptc(cells: list[dict[str, Any]], level: str) -> float:
+    """A level's PTC among a PerRecBench run's scores.json cells (the layout every family's scores take)."""
+    return next(c["metrics"]["ptc"]["value"] for c in cells if c["subset"] == level)
+
+
 def _cell(demo: Path, run: str, level: str) -> float:
-    return next(c["ptc"] for c in _scores(demo, run)["cells"] if c["level"] == level)
+    return _ptc(_scores(demo, run)["cells"], level)
 
 
 def _levels(values: list[float], fmt: str = "{:.2f}") -> str:
@@ -300,7 +305,7 @@ def _cf(demo: Path, model: str, key: str) -> int:
 
 def _listwise(demo: Path, run: str) -> str:
     cells = _json(demo / "docs" / run / "scores.json")["cells"]
-    return _levels([next(c["ptc"] for c in cells if c["level"] == level) for level in LEVELS])
+    return _levels([_ptc(cells, level) for level in LEVELS])
 
 
 def _resolution(demo: Path, key: str, fmt: str) -> str:

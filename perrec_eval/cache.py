@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from perrec_eval import fileio
 from perrec_eval.engines.base import Engine, ResultsCallback, answer_options, checked, is_count
 from perrec_eval.errors import DataError
 from perrec_eval.types import ChatRequest, Completion, GenParams
@@ -410,8 +411,8 @@ def forget_unproven(path: str | os.PathLike[str]) -> int:
 
 def _decode(line: bytes) -> dict[str, Any] | None:
     try:
-        record = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        record = fileio.loads(line)
+    except ValueError:  # UnicodeDecodeError too
         return None
     if not isinstance(record, dict) or not isinstance(record.get("key"), str):
         return None

@@ -54,7 +54,8 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        argv = cliconfig.select_task(argv)  # a family's own options; a run or benchmark folder's --task
+        # a family's own options; a run or benchmark folder's --task
+        argv = cliconfig.select_task(argv, build_parser)
     except PerrecbenchError as err:
         print(f"perrecbench: error: {err}", file=sys.stderr)
         return 2
@@ -88,6 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         logger.debug("details", exc_info=True)
         print(f"perrecbench {args.command}: error: {redact_text(problem)}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        # every reader names its file (`fileio.loads`); one that does not still ends in one line
+        if debug:
+            raise
+        logger.debug("details", exc_info=True)
+        print(
+            f"perrecbench {args.command}: error: an input is nested too deeply to be read (such as JSON "
+            "of thousands of nested brackets): check the files the command reads (--debug shows where)",
+            file=sys.stderr,
+        )
         return 2
     except KeyboardInterrupt:
         return _interrupted()

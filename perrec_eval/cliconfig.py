@@ -139,8 +139,9 @@ class _Unfit(ValueError):
 
 
 def _text(value: str) -> str:
-    """`value`, unless it holds a control character (a line break splits a report's row, a log line) or
-    bytes that are not UTF-8 (a shell passes them as lone surrogates, which no file can hold).
+    """`value`, unless it holds a control character (a line break splits a report's row, a log line), a
+    bidirectional control, or bytes that are not UTF-8 (a shell passes them as lone surrogates, which no
+    file can hold).
 
     >>> _text("smollm2 135m")
     'smollm2 135m'
@@ -154,7 +155,17 @@ def _text(value: str) -> str:
             raise _Unfit(f"it holds a control character (U+{ord(char):04X}): write it on one line")
         if 0xD800 <= ord(char) <= 0xDFFF:
             raise _Unfit("it is not UTF-8 text: write it in UTF-8")
+        if char in _BIDI_CONTROLS:
+            raise _Unfit(
+                f"it holds a bidirectional control character (U+{ord(char):04X}), which shows the text "
+                "around it reversed in every table: leave it out"
+            )
     return value
+
+
+# Embeddings, overrides and isolates: they reorder the text that follows them, in a report's tables as in
+# a terminal ("gpt\u202eevil" shows as "gptlive"); the marks (U+200E, U+200F) move nothing.
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def _coerce(tp: Any, value: Any) -> Any:
@@ -240,6 +251,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     for field in sorted(fields, key=lambda f: owner[f.name] is not cls):
         if field.name in getattr(cls, "replaced", {}):  # refused when given (exact: `--k` is not `--ks`)
             parser.add_argument(_flag(field), dest=field.name, **hidden)
+            continue
+        if field.name == getattr(cls, "sections_field", None):  # set in --config only (`_load_yaml`)
             continue
         klass = owner[field.name]
         if klass not in targets:
@@ -401,8 +414,15 @@ def _load_yaml(path: str, cls: type) -> dict[str, Any]:
         raise ConfigError(f"--config {path} must be a mapping of settings, got {type(data).__name__}")
     names = {field.name for field in dataclasses.fields(cls)}
     values: dict[str, Any] = {}
+    # A config may gather named sections (a suite's per-family settings) into one field: `sections_field`,
+    # whose keys are `section_names()`.
+    gather = getattr(cls, "sections_field", None)
+    sections = {name.replace("-", "_"): name for name in cls.section_names()} if gather else {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
+        if name in sections:
+            values.setdefault(gather, {})[sections[name]] = value
+            continue
         if name in values:
             raise ConfigError(f"--config {path} gives {name} twice (as {key!r} too): give each setting once")
         values[name] = value
@@ -544,10 +564,14 @@ def check_choices(config: Any) -> None:
 _selected_task: str | None = None
 
 
-def select_task(argv: Sequence[str]) -> list[str]:
+def select_task(
+    argv: Sequence[str], parser: Callable[[], argparse.ArgumentParser] | None = None
+) -> list[str]:
     """Remember the family that ``--task NAME`` (or ``--task=NAME``) of `argv` names, before parsing; return
     `argv`, with ``--task NAME`` added where it names none and a folder it passes does (a run folder's
-    run.json, a benchmark folder's manifest.json: `folder_task`).
+    run.json, a benchmark folder's manifest.json: `folder_task`). Only ``--data`` and the command's
+    positional arguments are read as folders, never another option's value (`parser` makes the command
+    line's parser, whose switches take none).
 
     Raises:
         ConfigError: an unknown family, or a --task that the folder contradicts.
@@ -560,21 +584,24 @@ def select_task(argv: Sequence[str]) -> list[str]:
         elif arg.startswith("--task="):
             _selected_task = arg.partition("=")[2]
     if _selected_task is not None:
-        from perrec_eval import tasks
+        from perrec_eval import registry
 
-        tasks.check_name(_selected_task)
+        if registry.is_suite_spec(_selected_task):
+            registry.parse_tasks(_selected_task)  # its families must be known
+            return list(argv)
+        registry.check_name(_selected_task)
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     rest = argv[argv.index(command) + 1 :] if command is not None else []
     subcommand = {"sft": ["data"], "push": ["results"]}.get(command or "")
     inferring = ("evaluate", "score", "profiles", "sft", "push")
     if command not in inferring or (subcommand and rest[:1] != subcommand):
         return list(argv)
-    found = _folder_task(rest)
+    found = _folder_task(rest[len(subcommand or ()) :], switches(parser()) if parser else frozenset())
     if found is None:
         return list(argv)
     folder, task = found
     if _selected_task is None:
-        from perrec_eval.tasks import DEFAULT_TASK
+        from perrec_eval.registry import DEFAULT_TASK
 
         _selected_task = task
         return list(argv) if task == DEFAULT_TASK else [*argv, "--task", task]
@@ -583,28 +610,50 @@ def select_task(argv: Sequence[str]) -> list[str]:
     return list(argv)
 
 
-def _folder_task(args: Sequence[str]) -> tuple[str, str] | None:
-    """The first folder among `args` that names its family: (the folder, its family)."""
+def _folder_task(args: Sequence[str], switches: frozenset[str]) -> tuple[str, str] | None:
+    """The first folder among `args` (a command's arguments) that names its family: (the folder, its family).
+
+    Read: the value of ``--data`` and the positional arguments (a run folder); not the value of any other
+    option (``--label NAME``, ``--per-query ''``), which an option that is not one of `switches` takes.
+
+    >>> _folder_task(["--label", "/", "--out", "/", "x"], frozenset()) is None
+    True
+    """
     for i, arg in enumerate(args):
-        value = arg.partition("=")[2] if arg.startswith("--data=") else arg
-        if value.startswith("-") or (i and args[i - 1] in _NOT_FOLDERS):
+        before = args[i - 1] if i else ""
+        if arg.startswith("--data="):
+            value = arg.partition("=")[2]
+        elif before == "--data" or not (
+            arg.startswith("-") or (before.startswith("-") and "=" not in before and before not in switches)
+        ):
+            value = arg
+        else:
             continue
-        task = folder_task(value)
+        task = folder_task(value) if value else None
         if task is not None:
             return value, task
     return None
 
 
-_NOT_FOLDERS = ("--out", "--model", "--predictions", "--profiles")  # options whose folder names no family
+def switches(parser: argparse.ArgumentParser) -> frozenset[str]:
+    """Every option of `parser` and its subcommands' that takes no value (``--overwrite``, ``-v``)."""
+    found: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= switches(sub)
+        elif action.option_strings and action.nargs == 0:
+            found |= set(action.option_strings)
+    return frozenset(found)
 
 
 def folder_task(path: str) -> str | None:
     """The family of a run folder (its run.json, or the one run in a folder of runs) or a benchmark folder
     (its manifest.json); None for anything else or a file that cannot be read (its command says why)."""
-    import json
     from pathlib import Path
 
-    from perrec_eval.tasks import DEFAULT_TASK
+    from perrec_eval.fileio import loads
+    from perrec_eval.registry import DEFAULT_TASK
 
     folder = Path(path)
     try:
@@ -615,11 +664,11 @@ def folder_task(path: str) -> str | None:
         )
         if runs:
             tasks_of = {
-                json.loads((run / "run.json").read_text())["config"].get("task", DEFAULT_TASK) for run in runs
+                loads((run / "run.json").read_text())["config"].get("task", DEFAULT_TASK) for run in runs
             }
             return tasks_of.pop() if len(tasks_of) == 1 else None
         if (folder / "manifest.json").is_file():
-            return json.loads((folder / "manifest.json").read_text()).get("task", DEFAULT_TASK)
+            return loads((folder / "manifest.json").read_text()).get("task", DEFAULT_TASK)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return None
@@ -634,15 +683,21 @@ def for_task(command: str, cls: type, handler: Handler) -> tuple[type, Handler]:
     """The config class and handler of `command` for the family on the command line.
 
     PerRecBench (the default) and any family that runs `command` its own way (`Task.handlers`) keep
-    theirs; other families run through the general path (`perrec_eval.tasks.general_command`).
+    theirs; other families run through the general path (`perrec_eval.registry.default_command`).
     """
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    if _selected_task is None or _selected_task == tasks.DEFAULT_TASK:
+    if _selected_task is None or _selected_task == registry.DEFAULT_TASK:
         return cls, handler
-    if _selected_task not in tasks.evaluable():
-        return cls, tasks.refusal(_selected_task, command, "it can be built but declares no Task yet")
-    return tasks.command_for(tasks.get(_selected_task), command, cls, handler)
+    if registry.is_suite_spec(_selected_task):  # `--task all` or NAME,NAME: a list of tasks
+        if command == "evaluate":
+            return registry.suite_command()
+        return cls, registry.refusal(
+            _selected_task, command, "a suite evaluates (`perrecbench evaluate --task all`); give one family"
+        )
+    if _selected_task not in registry.evaluable():
+        return cls, registry.refusal(_selected_task, command, "it can be built but declares no Task yet")
+    return registry.command_for(registry.get(_selected_task), command, cls, handler)
 
 
 def check_task(name: str) -> None:
@@ -651,9 +706,25 @@ def check_task(name: str) -> None:
     Raises:
         ConfigError: an unknown task.
     """
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    tasks.get(name)
+    registry.get(name)
+
+
+def one_limit(config: object, name: str) -> None:
+    """`--limit` is stored under the family's own name (`name`): run.json records one field, whichever
+    spelling gave it, so a run resumes under either.
+
+    Raises:
+        ConfigError: both spellings, with different values.
+    """
+    limit, own = config.limit, getattr(config, name)
+    if limit is None:
+        return
+    if own is not None and own != limit:
+        raise ConfigError(f"--limit {limit} and --{name.replace('_', '-')} {own} are one setting: give one")
+    object.__setattr__(config, name, limit)
+    object.__setattr__(config, "limit", None)
 
 
 def check_text(flag: str, value: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from perrec_eval.cliconfig import add_command, for_task, selected_task
 from perrec_eval.config import ConvertGGUFConfig, TasksConfig
-from perrec_eval.tasks import default_command
+from perrec_eval.registry import default_command
 
 
 def engine_options_help() -> str:
@@ -28,27 +28,27 @@ def engine_options_help() -> str:
 
 def budgets_help(task_name: str | None) -> str:
     """The default answer budget of each request protocol of a family (the default family when None)."""
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    name = task_name or tasks.DEFAULT_TASK
-    if name not in tasks.evaluable():
+    name = task_name or registry.DEFAULT_TASK
+    if name not in registry.evaluable():
         return ""
-    task = tasks.get(name)
+    task = registry.get(name)
     budgets = ", ".join(f"{name}={protocol.max_tokens}" for name, protocol in task.protocols.items())
     return f"default answer budgets of {task.name} (tokens; --max-new-tokens NAME=N sets one): {budgets}"
 
 
 def family_words(task_name: str | None) -> str:
     """Which family a command's options are, and how to see another's (for `--help`)."""
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    name = task_name or tasks.DEFAULT_TASK
-    if name not in tasks.evaluable():  # a family with a builder only: no options of its own here
+    name = task_name or registry.DEFAULT_TASK
+    if name not in registry.evaluable():  # a family with a builder only: no options of its own here
         return ""
-    others = ", ".join(other for other in tasks.evaluable() if other != name)
+    others = ", ".join(other for other in registry.evaluable() if other != name)
     return (
-        f"The options below are {tasks.get(name).title}'s (--task {name}); `perrecbench {{command}} --task "
-        f"NAME --help` shows another family's ({others}; `perrecbench tasks` lists them)."
+        f"The options below are {registry.get(name).title}'s (--task {name}); `perrecbench {{command}} "
+        f"--task NAME --help` shows another family's ({others}; `perrecbench tasks` lists them)."
     )
 
 
@@ -104,13 +104,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def list_tasks(config: TasksConfig) -> int:
     """Print every task family: its cells, metrics and baselines (``--json``: the same as JSON)."""
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    described = [tasks.get(name).describe() for name in tasks.evaluable()]
+    described = [registry.get(name).describe() for name in registry.evaluable()]
     if config.json:
         print(json.dumps(described, indent=2, ensure_ascii=False))
         return 0
-    for task in (tasks.get(name) for name in tasks.evaluable()):
+    for task in (registry.get(name) for name in registry.evaluable()):
         metrics = ", ".join(
             f"{m.name} ({'higher' if m.higher_is_better else 'lower'} is better, {m.aggregation})"
             for m in task.metrics

@@ -1,6 +1,6 @@
 """A family's run through the general path: docs → requests → answers → predictions → metrics → run folder.
 
-Any family that declares `load_docs`, its protocols and `score_doc` (`perrec_eval.tasks.base.Task`) runs
+Any family that declares `load_docs`, its protocols and `score_doc` (`perrec_eval.task.Task`) runs
 here with every engine, the answer cache, resumption, the run folder's files, intervals over docs and
 baselines scored like models. The files:
 
@@ -12,30 +12,31 @@ baselines scored like models. The files:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import hashlib
 import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from perrec_eval import fileio
 from perrec_eval.cache import CachedEngine
-from perrec_eval.cliconfig import check_seed, check_task, option
+from perrec_eval.cliconfig import check_seed, check_task, one_limit, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
+from perrec_eval.registry import get
 from perrec_eval.results import FamilyCell, FamilyMetric, FamilyScores, MetricValue, RunInfo
 from perrec_eval.rundir import check_out, claim, local_inputs, report_folder, run_cost, versions, write_run
 from perrec_eval.runner import answer_fields, drive
 from perrec_eval.secrets import redact
 from perrec_eval.stats import resampled_docs
-from perrec_eval.tasks import Cell, Doc, Task, get
+from perrec_eval.task import Cell, Doc, Task
 from perrec_eval.types import ChatRequest, Completion, GenParams
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,13 @@ class TaskEvalConfig(EngineSpec):
         shown="all",
     )
     split: str = option("dataset split to evaluate", default="test")
-    max_docs: int | None = option("use N docs of each subset: a seeded sample (default: all)", default=None)
+    limit: int | None = option(
+        "use N docs of each subset, the docs of each cell: a seeded sample; every family's --limit "
+        "(--max-docs is its old name)",
+        default=None,
+        shown="all",
+    )
+    max_docs: int | None = option("the same as --limit", default=None, shown="all")
     seed: int = option("seed of the --max-docs sample, sampling and the bootstrap intervals", default=0)
     label: str | None = option("the name of this run's rows in reports (default: the model's)", default=None)
     samples: int = option("self-consistency: samples per request (the most frequent answer wins)", default=1)
@@ -89,6 +96,7 @@ class TaskEvalConfig(EngineSpec):
     def __post_init__(self) -> None:
         EngineSpec.__post_init__(self)
         check_task(self.task)
+        one_limit(self, "max_docs")
         task = self.family
         for name, chosen, known in (
             ("subsets", self.subsets, task.subsets),
@@ -135,7 +143,8 @@ class TaskEvalConfig(EngineSpec):
             for entry in (e.strip() for e in part.split(",") if e.strip()):
                 name, sep, value = entry.rpartition("=")
                 targets = [name] if sep else list(budgets)
-                if not value.isdigit() or int(value) < 1 or any(t not in budgets for t in targets):
+                number = value.isascii() and value.isdigit()  # not "²", which int() refuses
+                if not number or int(value) < 1 or any(t not in budgets for t in targets):
                     raise ConfigError(
                         f"--max-new-tokens {entry!r}: one number, or NAME=N with NAME one of "
                         f"{', '.join(budgets)}"
@@ -307,15 +316,16 @@ def _number(value: float) -> float | None:
 
 
 def fingerprint(data: str) -> str:
-    """sha256 of the build's manifest (or of its parquet files' names, which are content hashes)."""
-    folder = Path(data)
-    manifest = folder / "manifest.json"
-    if manifest.is_file():
-        from dataset_builder.manifest import without_checksums
+    """The build's fingerprint, computed from its files (`dataset_builder.manifest.fingerprint`)."""
+    from dataset_builder import manifest
 
-        return hashlib.sha256(without_checksums(manifest.read_bytes())).hexdigest()
-    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet")) if folder.is_dir() else []
-    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+    return manifest.fingerprint(data)
+
+
+def build_fingerprint(task: Task, data: str) -> str:
+    """The fingerprint a run of `task` records of the build at `data`: the family's own
+    (`Task.fingerprint`), or `fingerprint`."""
+    return task.fingerprint(data) if task.fingerprint is not None else fingerprint(data)
 
 
 def load_docs(config: TaskEvalConfig) -> dict[str, list[Doc]]:
@@ -480,7 +490,7 @@ def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:
     was made on)."""
     from perrec_eval.results import read_family_scores, read_run_info
 
-    predictions = read_predictions(run_dir)
+    predictions = read_predictions(run_dir, task)
     docs = _run_docs(task, read_run_info(run_dir), {p.subset for p in predictions})
     scores = score(task, predictions, read_samples(run_dir), seed=seed, docs=docs)
     recorded = Path(run_dir) / "scores.json"
@@ -557,12 +567,13 @@ class TaskScoreConfig:
         default=None,
         shown="the file's",
     )
-    max_docs: int | None = option(
-        "with --predictions: score N rows of each config, the seeded sample `evaluate --max-docs N --seed S` "
+    limit: int | None = option(
+        "with --predictions: score N rows of each config, the seeded sample `evaluate --limit N --seed S` "
         "takes (lines of other rows are left out), so the run is reported beside such runs",
         default=None,
         shown="all",
     )
+    max_docs: int | None = option("the same as --limit", default=None, shown="all")
     protocols: tuple[str, ...] | None = option(
         "with --predictions: the protocols a line that names none may mean (comma-separated; one per config: "
         "`perrecbench tasks` lists the cells)",
@@ -586,6 +597,7 @@ class TaskScoreConfig:
     def __post_init__(self) -> None:
         check_task(self.task)
         check_seed(self.seed)
+        one_limit(self, "max_docs")
         external = self.data is not None or self.predictions is not None
         if self.run_dir is not None and external:
             raise ConfigError("give a run folder, or --data and --predictions, not both")
@@ -631,13 +643,15 @@ def score_command(config: TaskScoreConfig) -> int:
     if info.task != config.task:
         raise ConfigError(f"{run_dir} is a run of task {info.task}: pass --task {info.task} (or no --task)")
     task = get(config.task)
-    scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
     from perrec_eval.leaderboard import family
 
-    loaded = family.load(run_dir)
-    _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
+    with folder_lock(run_dir) if config.write else contextlib.nullcontext():  # no writer of it meanwhile
+        scores = rescore(run_dir, task, seed=int(info.config.get("seed", 0)))
+        loaded = family.load(run_dir, checked=False)  # its scores.json is what this rewrites
+        _print_scores(config, task, scores, dataclasses.replace(loaded, scores=scores))
+        if config.write:
+            fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
     if config.write:
-        fileio.write_json(Path(run_dir) / "scores.json", scores.to_json())
         print(f"written to {run_dir}/scores.json", file=sys.stderr)
     else:
         print(f"not saved: add --write to rewrite {run_dir}/scores.json", file=sys.stderr)
@@ -731,14 +745,14 @@ def read_external(
     from dataset_builder.manifest import check_files
 
     check_files(data)  # the build the predictions are scored against, as `evaluate` checks it
-    lines = _prediction_lines(path)
+    lines = prediction_lines(path, protocols=True)
     if subsets is not None:
-        lines = [line for line in lines if line[1] in subsets]
+        lines = [line for line in lines if line.subset in subsets]
         if not lines:
             raise DataError(
                 f"{path} holds no line of --subsets {','.join(subsets)}: choose configs the file answers"
             )
-    cells = [_line_cell(task, path, line[0], line[1], line[2], protocols) for line in lines]
+    cells = [_line_cell(task, path, line.number, line.subset, line.protocol, protocols) for line in lines]
     configs = list(dict.fromkeys(cell.subset for cell in cells))
     docs = {
         config: list(task.load_docs(data, config, split, max_docs=max_docs, seed=seed)) for config in configs
@@ -747,29 +761,18 @@ def read_external(
     keep = [True] * len(lines)
     if max_docs is not None:  # rows outside the seeded sample are left out, as `evaluate --max-docs` does
         every = {config: {doc.id for doc in task.load_docs(data, config, split)} for config in configs}
-        keep = [line[3] in by_id[line[1]] or line[3] not in every[line[1]] for line in lines]
+        keep = [line.id in by_id[line.subset] or line.id not in every[line.subset] for line in lines]
     values: dict[tuple[Cell, str], Any] = {}
-    first_line: dict[tuple[Cell, str], int] = {}
-    for (number, config, _, doc_id, value), cell, kept in zip(lines, cells, keep, strict=True):
-        if not kept:
-            continue
-        where = f"{path} line {number}"
-        doc = by_id[config].get(doc_id)
-        if doc is None:
-            raise DataError(
-                f"{where}: config {config} has no {split} row with id {doc_id!r}: use the ids of "
-                f"`load_dataset({data!r}, {config!r}, split={split!r})`"
-            )
-        if (cell, doc_id) in first_line:
-            raise DataError(
-                f"{where}: row {doc_id!r} of cell {cell} is also on line {first_line[cell, doc_id]}: keep "
-                "one line per row and cell"
-            )
-        first_line[cell, doc_id] = number
-        try:
-            values[cell, doc_id] = _prediction_of(task, task.protocols[cell.protocol], doc, value)
-        except ValueError as err:
-            raise DataError(f"{where}: cell {cell}, id {doc_id!r}: {err}") from None
+    for cell in dict.fromkeys(cells):  # a row may be answered once per cell of its config
+        protocol = task.protocols[cell.protocol]
+        cell_values = line_values(
+            path,
+            [line for line, of, kept in zip(lines, cells, keep, strict=True) if kept and of == cell],
+            by_id,
+            lambda _, doc, value, protocol=protocol: _prediction_of(task, protocol, doc, value),
+            where=(data, split, "config", "row", "id"),
+        )
+        values |= {(cell, doc_id): value for (_, doc_id), value in cell_values.items()}
     predictions = [
         DocPrediction(cell.subset, cell.protocol, doc.id, values.get((cell, doc.id)), doc.truth, doc.cluster)
         for cell in dict.fromkeys(cells)
@@ -813,6 +816,47 @@ def _line_cell(
     return allowed[0]
 
 
+def line_values(
+    path: str,
+    lines: Sequence[PredictionLine],
+    by_id: dict[str, dict[str, Any]],
+    value_of: Callable[[str, Any, Any], Any],
+    *,
+    where: tuple[str, str, str, str, str],
+) -> dict[tuple[str, str], Any]:
+    """The value of each line of a predictions file by (subset, id): `value_of(subset, doc, value)`.
+
+    `where` names the build and the file's words: (data, split, the subset's kind, the doc's kind, the
+    doc's id field), e.g. ``(data, "test", "config", "row", "id")``.
+
+    Raises:
+        DataError: an id the subset's docs do not hold, a doc given twice, a value `value_of` refuses
+            (ValueError); the message names the line and the fix.
+    """
+    data, split, kind, item, id_field = where
+    values: dict[tuple[str, str], Any] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for number, subset, doc_id, value, _ in lines:
+        at = f"{path} line {number}"
+        doc = by_id[subset].get(doc_id)
+        if doc is None:
+            raise DataError(
+                f"{at}: {kind} {subset} has no {split} {item} with id {doc_id!r}: use the {id_field} values "
+                f"of `load_dataset({data!r}, {subset!r}, split={split!r})`"
+            )
+        if (subset, doc_id) in first_line:
+            raise DataError(
+                f"{at}: {item} {doc_id!r} of {kind} {subset} is also on line {first_line[subset, doc_id]}: "
+                f"keep one line per {item}"
+            )
+        first_line[subset, doc_id] = number
+        try:
+            values[subset, doc_id] = value_of(subset, doc, value)
+        except ValueError as err:
+            raise DataError(f"{at}: {kind} {subset}, {item} {doc_id!r}: {err}") from None
+    return values
+
+
 class _NotFinite(ValueError):
     pass
 
@@ -828,8 +872,23 @@ def _refuse_constant(name: str) -> float:
     raise _NotFinite(name)
 
 
-def _prediction_lines(path: str) -> list[tuple[int, str, str | None, str, Any]]:
-    """(line number, config, protocol or None, id, value) of each line; blank lines skipped."""
+class PredictionLine(NamedTuple):
+    """One line of a predictions file: its number, config (a family's subset), row id, value, and the
+    protocol it names (None: it names none)."""
+
+    number: int
+    subset: str
+    id: str
+    value: Any
+    protocol: str | None = None
+
+
+_LINE_KEYS = {"config", "id", "prediction"}
+
+
+def prediction_lines(path: str, *, protocols: bool = False) -> list[PredictionLine]:
+    """Each line of a predictions file, blank lines skipped; with `protocols`, a line may name its cell's
+    protocol ("protocol")."""
     import json
 
     task_lines = []
@@ -851,18 +910,22 @@ def _prediction_lines(path: str) -> list[tuple[int, str, str | None, str, Any]]:
             ) from None
         except ValueError as err:
             raise DataError(f"{where} is not JSON ({err}): write one JSON object per line") from None
+        except RecursionError:
+            raise DataError(f"{where} is nested too deeply to read: write one JSON object per line") from None
         keys = set(record) if isinstance(record, dict) else set()
-        if not {"config", "id", "prediction"} <= keys <= {"config", "protocol", "id", "prediction"}:
+        if not _LINE_KEYS <= keys <= ({"protocol"} if protocols else set()) | _LINE_KEYS:
+            shape = '"protocol": P, ' if protocols else ""
             raise DataError(
-                f'{where}: each line must be {{"config": C, "protocol": P, "id": ROW_ID, "prediction": '
-                'VALUE} ("protocol" may be left out where the config is asked in one cell)'
+                f'{where}: each line must be {{"config": C, {shape}"id": ROW_ID, "prediction": VALUE}}'
+                + (' ("protocol" may be left out where the config is asked in one cell)' if protocols else "")
             )
         protocol = record.get("protocol")
         if not isinstance(record["config"], str) or not isinstance(record["id"], str | int):
             raise DataError(f"{where}: config must be a string and id a string (the row's id)")
         if protocol is not None and not isinstance(protocol, str):
             raise DataError(f"{where}: protocol must be a string (the cell's protocol)")
-        task_lines.append((number, record["config"], protocol, str(record["id"]), record["prediction"]))
+        line = PredictionLine(number, record["config"], str(record["id"]), record["prediction"], protocol)
+        task_lines.append(line)
     if not task_lines:
         raise DataError(f"{path} holds no prediction: write one line per row of the configs you score")
     return task_lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,6 +42,9 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         raise ValueError(f"atomic_open writes whole files: mode must be 'w' or 'wb', got {mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    kind = special_kind(path)
+    if kind is not None:  # a rename over it would replace the device itself (`outputs.refuse_special`)
+        raise DataError(f"{path} is {kind}, not a regular file: choose another path")
     remove_stale(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
@@ -52,6 +56,30 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def special_kind(path: str | os.PathLike[str]) -> str | None:
+    """What `path` is when it exists and is neither a regular file, a folder nor a symlink to one: ``"a
+    FIFO"``, ``"a character device"``, ``"a block device"``, ``"a socket"``; None otherwise.
+
+    >>> special_kind("/dev/null"), special_kind("/nonexistent")
+    ('a character device', None)
+    """
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing, or a dangling link: written as a new file
+        return None
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return None
 
 
 def remove_stale(path: str | os.PathLike[str]) -> list[Path]:
@@ -75,7 +103,7 @@ def remove_stale(path: str | os.PathLike[str]) -> list[Path]:
     for kind in ("tmp", "old"):
         for stale in sorted(path.parent.glob(f".{glob_escape(path.name)}.{kind}-*")):
             pid = stale.name.rpartition("-")[2]
-            if not pid.isdigit() or pid_alive(int(pid)):
+            if not (pid.isascii() and pid.isdigit()) or pid_alive(int(pid)):
                 continue
             if kind == "old" and not path.exists() and not path.is_symlink():
                 stale.rename(path)
@@ -137,6 +165,8 @@ def swap_in(tmp: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
     sibling, which :func:`remove_stale` puts back or clears).
     """
     tmp, out = Path(tmp), Path(out)
+    if out.exists() and not out.is_dir():  # never set a user's file aside (the next writer would remove it)
+        raise DataError(f"{out} is a file where a folder is written: move it away or choose another path")
     if out.exists():
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
         out.rename(old)
@@ -184,10 +214,29 @@ def starts_with_record(path: str | os.PathLike[str], keys: Iterable[str]) -> boo
     with Path(path).open("rb") as handle:
         first = handle.readline(1 << 20)
     try:
-        record = json.loads(first)
+        record = loads(first)
     except ValueError:
         return False
     return isinstance(record, dict) and set(keys) <= record.keys()
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads` that reads any input without a traceback: JSON nested deeper than Python's recursion
+    allows (``[[[[...]]]]``) is a ValueError as other invalid JSON is, so every reader that names the file
+    of a ValueError names this one too.
+
+    >>> loads('{"a": [1]}')
+    {'a': [1]}
+    >>> loads("[" * 100_000 + "]" * 100_000)
+    Traceback (most recent call last):
+    ...
+    ValueError: nested too deeply to be read (more than ... levels)
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        levels = sys.getrecursionlimit()
+        raise ValueError(f"nested too deeply to be read (more than {levels} levels)") from None
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
@@ -198,8 +247,8 @@ def read_json(path: str | os.PathLike[str]) -> Any:
             has many).
     """
     try:
-        return json.loads(_read(path))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        return loads(_read(path))
+    except (ValueError, UnicodeDecodeError) as err:
         raise DataError(f"{path} is not valid JSON ({err}): {_REWRITE}") from err
 
 
@@ -218,8 +267,8 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
+            record = loads(line)
+        except ValueError as err:
             raise DataError(f"{path} line {number} is not valid JSON ({err}): {_REWRITE}") from err
         if not isinstance(record, dict):
             raise DataError(f"{path} line {number} is not a JSON object: {_REWRITE}")

@@ -13,8 +13,9 @@ behind, not even a lock file:
 - :func:`refuse_foreign`: an existing folder holds only files this command writes (each command says
   which): a folder of something else is refused, never mixed with new files nor deleted.
 - :func:`file_target`: the same rule for an output that is one file (``profiles --out``, ``score
-  --per-query``): named, not a folder, not an input, and an existing file only if it is one the command
-  wrote (each command says how it knows its own).
+  --per-query``): named, not a folder, not an input, never a FIFO, device or socket (`refuse_special`),
+  and an existing file only if it is a regular file the command wrote (each command says how it knows its
+  own).
 - :func:`replaced`: a folder written whole is written into a temp sibling and swapped in when complete
   (`fileio.swap_in`): a kill leaves the old folder or the new one.
 """
@@ -249,8 +250,9 @@ def file_target(
         raise DataError(
             f"{flag} {out} is a folder: `perrecbench {command}` writes a file there; name a new file"
         )
+    refuse_special(path, flag=flag)
     refuse_overlap(path, inputs, flag=flag)
-    try:
+    try:  # an empty regular file holds nothing to lose
         mine = not path.exists() or path.stat().st_size == 0 or owned(path)
     except (OSError, UnicodeDecodeError, ValueError):
         mine = False
@@ -260,6 +262,22 @@ def file_target(
             f"(nothing of it would be kept); name a new file for {flag}"
         )
     return path
+
+
+def refuse_special(path: Path, *, flag: str = "--out") -> None:
+    """Refuse a `path` that exists and is neither a regular file nor a folder: a FIFO, a device
+    (``/dev/null``, which a replacement would turn into a regular file for every program), a socket. A file
+    output replaces only a missing path or a regular file; it never writes through such a file either.
+
+    >>> refuse_special(Path("/nonexistent/file.jsonl"))
+    >>> refuse_special(Path("/dev/null"), flag="-o")
+    Traceback (most recent call last):
+    ...
+    perrec_eval.errors.DataError: -o /dev/null is a character device, not a regular file: name a new file
+    """
+    kind = fileio.special_kind(path)
+    if kind is not None:
+        raise DataError(f"{flag} {path} is {kind}, not a regular file: name a new file")
 
 
 @contextmanager

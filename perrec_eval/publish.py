@@ -39,17 +39,15 @@ from typing import Any, Literal
 
 import yaml
 
-from perrec_eval import fileio, tasks
+from perrec_eval import fileio, registry, secrets
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.results import (
     FamilyMetric,
     FamilyScores,
     RunInfo,
-    read_family_scores,
     read_run_info,
 )
-from perrec_eval.tasks import Cell, Task
-from perrec_eval.tasks.perrecbench.results import Scores
+from perrec_eval.task import Cell, Task
 
 logger = logging.getLogger(__name__)
 
@@ -61,31 +59,6 @@ EVAL_RESULTS_FOLDER = ".eval_results"
 SCAN_CHUNK = 16 * 2**20
 _OVERLAP = 4096
 
-_SECRETS = [
-    (re.compile(rb"hf_[A-Za-z0-9]{30,}"), "a Hugging Face token"),
-    (re.compile(rb"sk-[A-Za-z0-9_\-]{20,}"), "an API key (sk-...)"),
-    (re.compile(rb"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{8,}"), "an OpenAI project key (sk-proj-...)"),
-    (re.compile(rb"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"), "a GitHub token"),
-    (re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key"),
-    # the password may hold @, quotes or single spaces (as `secrets.redact_text` reads it)
-    (re.compile(rb"://[^/\s:@\"]+:[^/\s\"]+(?: [^/\s\"]+)*@[\w\[]"), "a password inside a URL"),
-    (re.compile(rb"\bBasic\s+(?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{8,}"), "an HTTP Basic credential"),
-    (re.compile(rb"\bBearer\s+[A-Za-z0-9._~+/\-]{16,}"), "a Bearer-token header"),
-    (re.compile(rb"\bxox[abposr]-[A-Za-z0-9-]{10,}"), "a Slack token"),
-    # NAME: VALUE, "NAME": "VALUE" and NAME=VALUE alike (YAML, JSON, flags), for any name that says it holds
-    # a secret (api_key, x-api-key, token, client_secret, private_key, ...; not max_tokens, eos_token_id);
-    # a value of 8 or more characters with a letter, and a digit unless it is long: a word, a number, a
-    # placeholder (<redacted>, ..., null) or a tokenizer's special token (<pad>, [SEP]) is no secret
-    (
-        re.compile(
-            rb"(?i)(?<![A-Za-z0-9])[A-Za-z0-9_-]*?(?:api[_-]?key|apikey|token|secret|password|passwd"
-            rb"|private[_-]?key|access[_-]?key)(?![A-Za-z0-9])[\"']?\s*[:=]\s*[\"']?"
-            rb"(?!null\b|none\b|false\b|true\b)(?=[A-Za-z0-9_\-./+=]*[A-Za-z])"
-            rb"(?:(?=[A-Za-z0-9_\-./+=]*[0-9])[A-Za-z0-9_\-./+=]{8,}|[A-Za-z0-9_\-./+=]{20,})"
-        ),
-        "a key or token assignment",
-    ),
-]
 # The rest of a path: up to a space, a quote, a bracket or a byte that is not printable ASCII.
 _PATH_TAIL = rb"[^\s\"'<>)\]\x00-\x1f\x7f-\xff]*"
 _SEGMENT = rb"[A-Za-z0-9._~+@%$-]+"
@@ -186,11 +159,12 @@ def scan(
     >>> scan("b.txt", b"api_key = abcdefghijklmnop1234", [])
     'b.txt holds a key or token assignment'
     """
-    for pattern, what in _SECRETS:
-        if pattern.search(data):
-            return f"{name} holds {what}"
+    what = secrets.find(data.decode("latin-1"))  # the shapes redaction knows (`perrec_eval.secrets`)
+    if what is not None:
+        return f"{name} holds {what}"
     for marker, what in markers if markers is not None else _local_markers():
-        found = re.search(rb"(?i)(?<![\w-])" + re.escape(marker) + rb"(?![\w-])" + _PATH_TAIL, data)
+        literal = re.escape(marker)  # first, so that the engine searches for it fast
+        found = re.search(rb"(?i)" + literal + rb"(?<![\w-]" + literal + rb")(?![\w-])" + _PATH_TAIL, data)
         if found:
             shown = found.group().decode(errors="replace")[:80] if what.endswith("path") else ""
             return f"{name} holds {what}" + (f" ({shown})" if shown else "")
@@ -299,30 +273,36 @@ def push(upload: Upload, *, dry_run: bool, private: bool = False, create_pr: boo
 
 
 def stage_files(upload: Upload, folder: str | os.PathLike) -> Path:
-    """Write the files of `upload` into a new `folder`, as the repository would hold them (to read them).
+    """Write the files of `upload` into a new `folder`, as the repository would hold them (to read them);
+    return it resolved. The files go into a temp sibling first (`outputs.replaced`): a kill leaves no
+    half-staged folder.
 
     Raises:
-        ConfigError: `folder` exists already (nothing is overwritten).
+        ConfigError, DataError: `folder` exists already (nothing is overwritten), is inside a folder being
+            pushed, or breaks the output rule (`outputs.target`).
     """
     import shutil
 
-    folder = Path(folder)
-    if folder.exists():
+    from perrec_eval import outputs
+
+    target = outputs.target(folder, flag="--stage")
+    if target.exists() or target.is_symlink():
         raise ConfigError(f"--stage {folder} exists: name a new folder")
     inside = [path for path in upload.files.values() if isinstance(path, Path)]
-    if any(folder.resolve().is_relative_to(path.resolve().parent) for path in inside):
+    if any(target.is_relative_to(path.resolve().parent) for path in inside):
         raise ConfigError(
             f"--stage {folder} is inside the folder being pushed (the next push would send the copy): "
             "name a folder outside it"
         )
-    for name, content in sorted(upload.files.items()):
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            target.write_bytes(content)
-        else:
-            shutil.copyfile(content, target)
-    return folder
+    with outputs.replaced(target) as tmp:
+        for name, content in sorted(upload.files.items()):
+            path = tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                shutil.copyfile(content, path)
+    return target
 
 
 def folder_files(folder: Path, *, skip: tuple[str, ...] = ()) -> dict[str, Path]:
@@ -434,6 +414,16 @@ def leaderboard_upload(report: str | os.PathLike, repo: str, *, title: str | Non
             "and .json only, and a Space shows index.html; publish the leaderboard.md table another way"
         )
     if not (folder / "index.html").is_file():
+        from perrec_eval.leaderboard.folder import own_files
+
+        families = sorted(
+            child.name for child in folder.iterdir() if child.is_dir() and own_files(child) is not None
+        ) if folder.is_dir() else []  # fmt: skip
+        if families:  # a report of several families: one report folder each
+            raise DataError(
+                f"{folder} holds one report per family ({', '.join(f'{n}/' for n in families)}): push each "
+                f"as its own Space, e.g. `perrecbench push leaderboard {folder / families[0]} --repo ...`"
+            )
         raise DataError(
             f"{folder} has no index.html: write a report first "
             f"(`perrecbench report RUN_DIR ... --out {folder}`)"
@@ -483,8 +473,8 @@ def eval_yaml(task: Task, configs: Sequence[str]) -> str:
     """The benchmark's ``eval.yaml``: one task per cell of `task` in `configs` (each subset a config of the
     repository, its test split), named by `task_id`.
 
-    >>> from perrec_eval import tasks
-    >>> family = tasks.get(tasks.DEFAULT_TASK)
+    >>> from perrec_eval import registry
+    >>> family = registry.get(registry.DEFAULT_TASK)
     >>> spec = yaml.safe_load(eval_yaml(family, family.subsets[:1]))
     >>> spec["name"] == family.title, len(spec["tasks"]) == len(family.protocols)
     (True, True)
@@ -511,13 +501,13 @@ def task_id(cell: Cell) -> str:
 
 def _family_of_build(folder: Path, manifest: Mapping[str, Any]) -> Task:
     """The family a build's manifest names (builds of PerRecBench, the default family, name none)."""
-    name = manifest.get("task", tasks.DEFAULT_TASK)
-    if not isinstance(name, str) or name not in tasks.evaluable():
+    name = manifest.get("task", registry.DEFAULT_TASK)
+    if not isinstance(name, str) or name not in registry.evaluable():
         raise DataError(
             f"{folder}/manifest.json names task {name!r}, not one this perrecbench can publish "
-            f"({', '.join(tasks.evaluable())}): push it with the perrecbench that built it"
+            f"({', '.join(registry.evaluable())}): push it with the perrecbench that built it"
         )
-    return tasks.get(name)
+    return registry.get(name)
 
 
 def check_build_files(folder: Path, manifest: Mapping[str, Any]) -> None:
@@ -573,14 +563,10 @@ def _same_path(a: str | None, b: str | None) -> bool:
 
 
 def _data_fingerprint(info: RunInfo, data: str) -> str:
-    """The fingerprint of the build at `data` as the run's own path computes it."""
-    if isinstance(info.metric, FamilyMetric):
-        from perrec_eval.evaluation import fingerprint
+    """The fingerprint of the build at `data` as the run's family computes it (`Task.fingerprint`)."""
+    from perrec_eval.evaluation import build_fingerprint
 
-        return fingerprint(data)
-    from perrec_eval.tasks.perrecbench.context import dataset_fingerprint
-
-    return dataset_fingerprint(data)
+    return build_fingerprint(registry.get(info.task), data)
 
 
 def check_run_of_model(
@@ -666,9 +652,9 @@ def quantized_weights(info: RunInfo) -> str | None:
 def run_setup(info: RunInfo) -> tuple[str, str]:
     """(file slug, words) of what distinguishes a run's setup: prompt variant, shots, CoT, metric variant.
 
-    >>> from perrec_eval.tasks.perrecbench.results import Metric
-    >>> run_setup(RunInfo(config={"shots": 2}, prompt_variant="no_profile", metric=Metric("tau_b", "zero"),
-    ...                   engine={}))
+    >>> from types import SimpleNamespace
+    >>> metric = SimpleNamespace(variant="tau_b")  # a family's own metric record (PerRecBench's)
+    >>> run_setup(RunInfo(config={"shots": 2}, prompt_variant="no_profile", metric=metric, engine={}))
     ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
     """
     config = info.config
@@ -716,7 +702,7 @@ def _family_setup(config: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def eval_result_entries(
-    run_dir: Path, info: RunInfo, scores: Scores | FamilyScores, *, dataset: str, revision: str
+    run_dir: Path, info: RunInfo, scores: FamilyScores, *, dataset: str, revision: str
 ) -> list[Any]:
     """One `huggingface_hub.EvalResultEntry` per scored cell of a run: the cell's own headline metric
     (`cell_metric`), the task of its cell (`task_id`), the metric, its interval, the counts and, for
@@ -730,10 +716,7 @@ def eval_result_entries(
     date = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     version = (info.versions or {}).get("perrecbench")
     fingerprint = f"dataset fingerprint sha256:{info.dataset_fingerprint[:16]}; perrecbench {version}"
-    if isinstance(scores, FamilyScores):
-        scored = _family_cells(scores, tasks.get(scores.task), words)
-    else:
-        scored = _cells(scores, info, words)
+    scored = _family_cells(scores, registry.get(scores.task), words)
     entries = [
         EvalResultEntry(
             dataset_id=dataset,
@@ -750,29 +733,16 @@ def eval_result_entries(
     return entries
 
 
-def _cells(scores: Scores, info: RunInfo, words: str) -> Iterator[tuple[Cell, float, str]]:
-    """(cell, PTC, notes) of each scored cell of a PerRecBench run."""
-    for cell in scores.cells:
-        if cell.ptc is None:
-            continue
-        notes = (
-            f"PTC {cell.ptc:.4f}, 95% CI [{cell.ptc_ci_low:.4f}, {cell.ptc_ci_high:.4f}] over "
-            f"{cell.num_groups} groups ({cell.num_invalid} invalid, parse failures "
-            f"{cell.parse_failure_rate:.1%}); {words}; k {info.config.get('k')}"
-        )
-        yield Cell(cell.level, cell.method), cell.ptc, notes
-
-
 def cell_metric(task: Task, cell: Any) -> Any:
-    """The metric a cell of a general-path run is published with: the family's headline where the cell has
-    it, else the first of the family's metrics with a value there (LLMRec's rating cell: RMSE; its text
-    cells: ROUGE-L), as reports show it; None where no metric has a value (every doc failed)."""
+    """The metric a cell of a run is published with: the family's headline where the cell has it, else the
+    first of the family's metrics with a value there (LLMRec's rating cell: RMSE; its text cells: ROUGE-L),
+    as reports show it; None where no metric has a value (every doc failed)."""
     valued = [name for name, metric in cell.metrics.items() if metric.value is not None]
-    return next((spec for spec in task.metrics if spec.name in valued), None)
+    return next((spec for spec in (task.headline, *task.metrics) if spec.name in valued), None)
 
 
 def _family_cells(scores: FamilyScores, task: Task, words: str) -> Iterator[tuple[Cell, float, str]]:
-    """(cell, value of its metric, notes) of each scored cell of a run through the general path."""
+    """(cell, value of its metric, notes) of each scored cell of a run."""
     for cell in scores.cells:
         spec = cell_metric(task, cell)
         if spec is None:
@@ -791,16 +761,14 @@ def _family_cells(scores: FamilyScores, task: Task, words: str) -> Iterator[tupl
         yield Cell(cell.subset, cell.protocol), metric.value, notes
 
 
-def left_out(scores: Scores | FamilyScores) -> list[str]:
+def left_out(scores: FamilyScores) -> list[str]:
     """The cells of a run that `push results` files no entry for, each with the reason."""
-    if isinstance(scores, FamilyScores):
-        task = tasks.get(scores.task)
-        return [
-            f"{cell.subset}/{cell.protocol} (no metric has a value: all {cell.num_docs} docs failed)"
-            for cell in scores.cells
-            if cell_metric(task, cell) is None
-        ]
-    return [f"{c.level}/{c.method} (no PTC: every group failed)" for c in scores.cells if c.ptc is None]
+    task = registry.get(scores.task)
+    return [
+        f"{cell.subset}/{cell.protocol} (no metric has a value: all {cell.num_docs} docs failed)"
+        for cell in scores.cells
+        if cell_metric(task, cell) is None
+    ]
 
 
 def results_files(
@@ -874,33 +842,23 @@ def _run_results(
     return info, {name: text.encode()}, left_out(scores)
 
 
-def _load_scores(run_dir: Path, info: RunInfo) -> Scores | FamilyScores:
-    """The scores of a finished run, of the kind its run.json records (PerRecBench's or the general path's).
+def _load_scores(run_dir: Path, info: RunInfo) -> FamilyScores:
+    """The scores of a finished run, checked against its predictions and its run.json's metric as every
+    report checks them (`perrec_eval.leaderboard.family.load`).
 
     Raises:
-        DataError: no scores.json, or one of another task or headline metric than run.json's.
+        DataError: no scores.json, one of another metric than run.json's, or one its predictions do not give.
     """
-    from perrec_eval.tasks.perrecbench.rundir import load_scores
+    from perrec_eval.leaderboard.family import load
 
-    if not isinstance(info.metric, FamilyMetric):
-        return load_scores(run_dir)
-    if not (run_dir / "scores.json").is_file():
-        raise DataError(f"{run_dir} has no scores.json: run `perrecbench evaluate --out {run_dir}` first")
-    scores = read_family_scores(run_dir / "scores.json")
-    if (scores.task, scores.headline) != (info.metric.task, info.metric.headline):
-        raise DataError(
-            f"{run_dir}/scores.json holds {scores.task}/{scores.headline} scores but run.json records "
-            f"{info.metric.task}/{info.metric.headline}: run `perrecbench score {run_dir} --task "
-            f"{info.metric.task} --write` to make them agree again"
-        )
-    return scores
+    return load(run_dir).scores
 
 
 def _headline(info: RunInfo) -> str:
     """The name of the metric a run is ranked by, as its acronym (PTC, RMSE, NDCG@10)."""
     if isinstance(info.metric, FamilyMetric):
         return info.metric.headline.upper()
-    return tasks.get(info.task).headline.name.upper()
+    return registry.get(info.task).headline.name.upper()
 
 
 def results_upload(
@@ -943,16 +901,96 @@ def results_upload(
     info, files, skipped = _run_results(
         run, dataset=dataset, revision=revision, model_ids=ids, adapter=folder, task=task, quantized=quantized
     )
-    shown = _headline(info) if not isinstance(info.metric, FamilyMetric) else "each cell's own metric"
-    notes = [f"one entry per scored cell, with {shown} (its notes name the metric and its interval)"]
-    notes += [f"left out: {cell}" for cell in skipped]
-    weights = quantized_weights(info)
-    if weights is not None:
-        notes.append(f"weights: {weights}; every entry says so")
     return Upload(
         repo=repo,
         repo_type="model",
         files=dict(files),
         commit_message=f"perrecbench push results: {_headline(info)} on {dataset}@{revision}",
+        notes=tuple(upload_notes(info, skipped)),
+    )
+
+
+def upload_notes(info: RunInfo, skipped: Sequence[str], family: str | None = None) -> list[str]:
+    """What `push results` says it files for one run: each cell's own metric, the cells it leaves out
+    (`left_out`) and quantized weights (`quantized_weights`); `family` names the run's family in a suite."""
+    of = f"{family}: " if family else ""
+    notes = [f"{of}one entry per scored cell, with the cell's own metric (its notes name it and its interval)"]
+    notes += [f"{of}left out: {cell}" for cell in skipped]
+    weights = quantized_weights(info)
+    if weights is not None:
+        notes.append(f"{of}weights: {weights}; every entry says so")
+    return notes
+
+
+def parse_datasets(spec: str, revision: str | None) -> dict[str | None, tuple[str, str]]:
+    """``--dataset`` of `push results`: one Hub dataset (``ORG/NAME``), or one per family of a suite
+    (``FAMILY=ORG/NAME[@REV],...``), each with its revision (``@REV``, else ``--dataset-revision``).
+
+    Returns:
+        {family (None: the one dataset): (dataset, revision)}.
+
+    Raises:
+        ConfigError: a malformed entry, or a dataset without a revision.
+
+    >>> parse_datasets("perrecbench=org/pb@abc,llmrec=org/lr", "def")
+    {'perrecbench': ('org/pb', 'abc'), 'llmrec': ('org/lr', 'def')}
+    """
+    out: dict[str | None, tuple[str, str]] = {}
+    for entry in (part.strip() for part in spec.split(",") if part.strip()):
+        family, sep, rest = entry.rpartition("=")
+        dataset, _, own = rest.partition("@")
+        chosen = own or revision
+        if not chosen or any(c.isspace() for c in chosen):
+            raise ConfigError(
+                f"--dataset {entry}: give its revision (a commit) as {rest.partition('@')[0]}@REV or with "
+                "--dataset-revision REV"
+            )
+        check_repo_id(dataset, "--dataset")
+        out[family if sep else None] = (dataset, chosen)
+    if not out:
+        raise ConfigError("--dataset names no dataset: pass ORG/NAME, or FAMILY=ORG/NAME@REV,... for a suite")
+    return out
+
+
+def suite_results_upload(
+    suite_dir: str | os.PathLike,
+    repo: str,
+    *,
+    datasets: Mapping[str | None, tuple[str, str]],
+    model: str | None = None,
+    quantized: bool = False,
+) -> Upload:
+    """Every family's results of one model in a suite folder (`perrec_eval.suite`) into the model's
+    repository, in one commit: each family's ``.eval_results`` entries with its own dataset and revision.
+
+    Raises:
+        ConfigError: a family of the suite without its dataset in `datasets`.
+        DataError: no run of this model in the suite, or a run that may not be published as its.
+    """
+    from perrec_eval.suitedir import model_runs
+
+    check_repo_id(repo, fix="the model's Hub repository; a run of a local copy of it takes --model NAME")
+    ids = (repo, *((model,) if model else ()))
+    runs = model_runs(suite_dir, ids)
+    files: dict[str, Any] = {}
+    headlines, notes = [], []
+    for family, run_dir in runs.items():
+        if family not in datasets and None not in datasets:
+            raise ConfigError(
+                f"{suite_dir} holds a {family} run: name its dataset with --dataset {family}=ORG/NAME@REV"
+            )
+        dataset, revision = datasets.get(family) or datasets[None]
+        info, found, skipped = _run_results(
+            run_dir, dataset=dataset, revision=revision, model_ids=ids, adapter=None, task=family,
+            quantized=quantized,
+        )  # fmt: skip
+        files |= found
+        notes += upload_notes(info, skipped, family)
+        headlines.append(f"{_headline(info)} on {dataset}@{revision}")
+    return Upload(
+        repo=repo,
+        repo_type="model",
+        files=files,
+        commit_message="perrecbench push results: " + "; ".join(headlines),
         notes=tuple(notes),
     )

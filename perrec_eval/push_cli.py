@@ -2,7 +2,8 @@
 
 Every push builds its files offline (`perrec_eval.publish`), refuses secrets, absolute local paths and the
 machine's name in them, and sends them in one commit. ``--dry-run`` lists every file and the repository it
-would go to and sends nothing; ``--stage DIR`` writes those exact files into DIR to read them first.
+would go to and sends nothing; ``--stage DIR`` writes those exact files into DIR to read them first, and
+stops there: it creates no repository and sends nothing.
 `push adapter` is the command for adapters; `perrecbench sft push` is an alias of it (the same flags).
 """
 
@@ -42,7 +43,8 @@ def _dry_run() -> bool:
 
 def _stage() -> str | None:
     return option(
-        "write the files that would be uploaded into this folder, to read them (it must not exist yet)",
+        "write the files that would be uploaded into this folder, to read them, and stop: nothing is sent "
+        "(the folder must not exist yet)",
         default=None,
         metavar="DIR",
     )
@@ -77,7 +79,11 @@ class PushResultsConfig:
     """Settings of `perrecbench push results`: a run's cells (their headline metric) into its model's
     repository."""
 
-    run: str = option("run folder of `perrecbench evaluate` (one model, or one adapter)", positional=True)
+    run: str = option(
+        "run folder of `perrecbench evaluate` (one model, or one adapter), or a suite folder (`evaluate "
+        "--task all`): every family's results in one commit",
+        positional=True,
+    )
     task: str = option(
         "task family of the run (`perrecbench tasks` lists them); a run of another family is refused",
         default="perrecbench",
@@ -85,8 +91,16 @@ class PushResultsConfig:
     repo: str = option(
         "the evaluated model's Hub repository (the adapter's, with --adapter)", metavar="ORG/NAME"
     )
-    dataset: str = option("the benchmark's Hub dataset repository the run used", metavar="ORG/NAME")
-    dataset_revision: str = option("the revision (commit) of --dataset the run used", metavar="REV")
+    dataset: str = option(
+        "the benchmark's Hub dataset repository the run used; a suite: FAMILY=ORG/NAME[@REV],... (one per "
+        "family)",
+        metavar="ORG/NAME",
+    )
+    dataset_revision: str | None = option(
+        "the revision (commit) of --dataset the run used (a suite's entries may give theirs as @REV)",
+        default=None,
+        metavar="REV",
+    )
     model: str | None = option(
         "the name the run recorded for the model when it is not --repo (e.g. a local copy of it)",
         default=None,
@@ -149,14 +163,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr: bool = False) -> int:
-    """Stage, send (or not) and print what went where."""
-    from perrec_eval.publish import push, stage_files
+    """Send `upload` (or, with `dry_run` or `stage`, only check it: `stage` writes its files and stops) and
+    print what went where."""
+    from perrec_eval.publish import check_publishable, push, stage_files
 
-    if stage:
-        stage_files(upload, stage)
-    url = push(upload, dry_run=dry_run, private=private, create_pr=create_pr)
+    if stage:  # checked first, as a push is: no secret reaches the staged copy either
+        check_publishable(upload)
+        staged = stage_files(upload, stage)
+        url = None
+    else:
+        url = push(upload, dry_run=dry_run, private=private, create_pr=create_pr)
     kind = upload.repo_type + (f", sdk {upload.space_sdk}" if upload.space_sdk else "")
-    verb = "dry run: would upload" if dry_run else "pull request with" if create_pr else "uploaded"
+    verb = "dry run: would upload" if dry_run else "staged, would upload" if stage else "uploaded"
+    verb = "pull request with" if create_pr and verb == "uploaded" else verb
     count = len(upload.files)
     print(f"{verb} {count} file{'' if count == 1 else 's'} to {url or upload.url} ({kind}):")
     for line in upload.describe():
@@ -164,7 +183,7 @@ def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr
     for note in upload.notes:
         print(note)
     if stage:
-        print(f"staged in {stage}")
+        print(f"staged in {staged}; nothing was sent: read them, then push again without --stage")
     return 0
 
 
@@ -184,22 +203,36 @@ def run_leaderboard(config: PushLeaderboardConfig) -> int:
 
 
 def run_results(config: PushResultsConfig) -> int:
-    from perrec_eval.publish import results_upload
+    from pathlib import Path
+
+    from perrec_eval.publish import parse_datasets, results_upload, suite_results_upload
+    from perrec_eval.suitedir import SUITE_FILE
 
     if config.model and config.adapter:
         raise ConfigError(
             "--model names a model run without adapter; with --adapter the base is the adapter's"
         )
-    upload = results_upload(
-        config.run,
-        config.repo,
-        dataset=config.dataset,
-        revision=config.dataset_revision,
-        model=config.model,
-        adapter=config.adapter,
-        task=config.task,
-        quantized=config.quantized,
-    )
+    datasets = parse_datasets(config.dataset, config.dataset_revision)
+    if (Path(config.run) / SUITE_FILE).is_file():
+        if config.adapter:
+            raise ConfigError("a suite evaluates a model (merged adapters included): drop --adapter")
+        upload = suite_results_upload(
+            config.run, config.repo, datasets=datasets, model=config.model, quantized=config.quantized
+        )
+    elif set(datasets) != {None}:
+        raise ConfigError("--dataset FAMILY=ORG/NAME entries are for a suite folder; one run takes ORG/NAME")
+    else:
+        ((dataset, revision),) = datasets.values()
+        upload = results_upload(
+            config.run,
+            config.repo,
+            dataset=dataset,
+            revision=revision,
+            model=config.model,
+            adapter=config.adapter,
+            task=config.task,
+            quantized=config.quantized,
+        )
     return report(
         upload, dry_run=config.dry_run, private=config.private, stage=config.stage, create_pr=config.create_pr
     )

@@ -1,10 +1,11 @@
 """A run's results as typed records: its scores (scores.json) and what was run (run.json).
 
-This module alone knows the general layout of the two files: every family's run.json (`RunInfo`) and the
-scores of a family run through the general path (`FamilyScores`: cells, metrics, intervals). A family that
-writes its own scores.json keeps its records in its folder (PerRecBench: `tasks/perrecbench/results.py`).
-Writers use `to_json`, every reader (the leaderboard, `perrecbench score`, publishing) `from_json`. Fields
-added after the first runs were written are read with their value for those older files, each said once.
+This module alone knows the layout of the two files, the same for every family: run.json (`RunInfo`) and
+scores.json (`FamilyScores`: cells, metrics, intervals, and what a family adds in `extras`). Writers use
+`to_json`, every reader (the leaderboard, `perrecbench score`, publishing) `read_family_scores`, which also
+reads the layout a family wrote before this one (`Task.legacy_scores`: PerRecBench's own scores.json of runs
+written before 2026-11-29). Fields added after the first runs were written are read with their value for
+those older files, each said once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.tasks import DEFAULT_TASK
+from perrec_eval.registry import DEFAULT_TASK
 
 RERUN = "the file was cut or edited; run `perrecbench evaluate` again with the run's settings to rewrite it"
 
@@ -47,13 +48,18 @@ class FamilyCell:
     # the family's flag of answers a cell's rows cannot give (`Task.leak_check`), where it flags the cell
     leak: Mapping[str, Any] | None = None
     metrics: Mapping[str, MetricValue]
+    # what the family records of a cell beyond its metrics (PerRecBench: min. detectable difference, floor,
+    # parse failures, listwise position bias): JSON values, read by the family's report hooks
+    extras: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "metrics"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("metrics", "extras")}
         for name in ("num_clusters", "answer_counts", "leak"):  # absent where they do not apply
             if out[name] is None:
                 del out[name]
         out["metrics"] = {name: vars_of(value) for name, value in self.metrics.items()}
+        if self.extras is not None:
+            out["extras"] = dict(self.extras)
         return out
 
     @classmethod
@@ -77,11 +83,20 @@ class FamilyScores:
     first_engine_error: str | None
     cells: tuple[FamilyCell, ...]
     average: float | None
+    # what the family records of the run beyond its cells (PerRecBench: the tau variant, the failed-group
+    # policy, the average's min. detectable difference); absent where None
+    extras: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["cells"] = [cell.to_json() for cell in self.cells]
+        if self.extras is None:
+            del out["extras"]
         return out
+
+    def cell(self, subset: str, protocol: str) -> FamilyCell | None:
+        """The cell `subset`/`protocol`, or None when the run did not score it."""
+        return next((c for c in self.cells if (c.subset, c.protocol) == (subset, protocol)), None)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> FamilyScores:
@@ -93,17 +108,50 @@ def vars_of(record: Any) -> dict[str, Any]:
     return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
-def read_family_scores(path: str | os.PathLike) -> FamilyScores:
-    """A general-path run's scores.json, checked.
+def read_family_scores(path: str | os.PathLike, task: str | None = None) -> FamilyScores:
+    """A run's scores.json, checked; a family's older layout (`Task.legacy_scores`) read into this one.
+
+    Args:
+        path: the scores.json.
+        task: the run's family (its run.json's), whose older layout a file without ``headline`` is.
 
     Raises:
         DataError: not such a file; the message names it and the fix.
     """
     fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
     try:
-        return FamilyScores.from_json(fileio.read_json(path))
+        data = fileio.read_json(path)
+        if isinstance(data, Mapping) and "headline" not in data:
+            from perrec_eval.registry import get
+
+            family = get(task or DEFAULT_TASK)
+            if family.legacy_scores is not None:
+                return family.legacy_scores(data, path)
+        scores = FamilyScores.from_json(data)
     except (KeyError, TypeError, AttributeError) as err:
         raise DataError(f"{path} is not a run's scores ({type(err).__name__}: {err}): {fix}") from err
+    problem = _scores_problem(scores)
+    if problem:
+        raise DataError(f"{path}: {problem}: {fix}")
+    return scores
+
+
+def _scores_problem(scores: FamilyScores) -> str | None:
+    """What makes read scores unusable (a cell without its names, a value that is not a number), or None."""
+    for cell in scores.cells:
+        if not isinstance(cell.subset, str) or not isinstance(cell.protocol, str):
+            return "a cell without its subset and protocol"
+        for name in ("num_docs", "num_failed"):
+            if not is_number(getattr(cell, name)):
+                return f"{cell.subset}/{cell.protocol} has {name}={getattr(cell, name)!r}, not a number"
+        for metric, value in cell.metrics.items():
+            for part in ("value", "ci_low", "ci_high"):
+                number = getattr(value, part)
+                if number is not None and not is_number(number):
+                    return f"{cell.subset}/{cell.protocol} has {metric} {part}={number!r}, not a number"
+    if scores.average is not None and not is_number(scores.average):
+        return f"average={scores.average!r} is not a number"
+    return None
 
 
 def is_number(value: Any) -> bool:
@@ -197,7 +245,7 @@ class RunInfo:
                 raise DataError(f"{path}: metric {metric!r} does not name its task and headline metric")
             return cls(**{**parts, "metric": FamilyMetric(metric["task"], metric["headline"])})
         # A family that writes its own scores reads its own metric record (`Task.read_metric`).
-        from perrec_eval.tasks import get
+        from perrec_eval.registry import get
 
         task = get(data["config"].get("task", DEFAULT_TASK))
         if task.read_metric is None:

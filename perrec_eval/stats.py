@@ -6,8 +6,9 @@ docs may share a **cluster** (several docs drawn from one query item): a cluster
 and their signs flipped, together. ``clusters=None``, or every id distinct, is the plain case over docs,
 draw for draw.
 
-- Intervals: :func:`bootstrap_interval` (percentile bootstrap of a mean, cluster bootstrap with clusters)
-  and :func:`corpus_interval` (resample docs, recompute the corpus value).
+- Intervals: :func:`bootstrap_interval` (percentile bootstrap of a mean, cluster bootstrap with clusters),
+  :func:`corpus_interval` (resample docs, recompute the corpus value) and :func:`average_interval` (a mean
+  over cells whose docs fall into strata, each stratum resampled on its own).
 - Paired tests of two systems on the same docs: :func:`signflip_test` and :func:`paired_bootstrap_test`
   of per-doc differences, :func:`corpus_paired_test` of a corpus metric. p-values are two-sided; resampled
   ones carry the +1 correction, so are never 0.
@@ -265,6 +266,60 @@ def bootstrap_interval(
     rng = np.random.default_rng(seed)
     codes = cluster_codes(clusters, values.size)
     return _percentile_interval(values, mean(values), 1.0 - confidence_level, n_resamples, rng, codes)
+
+
+def average_interval(
+    strata: Sequence[Sequence[Sequence[float]] | np.ndarray],
+    clusters: Sequence[Sequence[Any] | None] | None = None,
+    *,
+    confidence_level: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: Seed = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of a mean over cells: each cell's mean over its docs, averaged.
+
+    Cells that ask the same docs share a stratum (a PerRecBench level's groups, asked by three methods; a
+    RecBench+ query type's queries): each stratum is a docs × cells array, its docs resampled together
+    (whole clusters where `clusters` gives its docs' ids), every stratum on its own. One cell per stratum
+    and one stratum give `bootstrap_interval`'s interval of that cell.
+
+    Args:
+        strata: per stratum, one row per doc and one column per cell of the stratum (finite values).
+        clusters: per stratum, one cluster id per doc or None.
+        confidence_level: e.g. 0.95.
+        n_resamples: bootstrap resamples.
+        seed: an int, or a Generator to draw from.
+
+    Returns:
+        ``(low, high)``; NaN when a stratum has no doc. The interval holds the estimate.
+
+    >>> average_interval([[[1.0, 0.0], [1.0, 0.0]], [[0.5], [0.5]]])  # cell means 1, 0 and 0.5
+    (0.5, 0.5)
+    """
+    check_resampling(confidence_level, n_resamples)
+    arrays = [np.asarray(stratum, dtype=np.float64).reshape(len(stratum), -1) for stratum in strata]
+    if not arrays or any(a.shape[0] == 0 for a in arrays):
+        return math.nan, math.nan
+    for a in arrays:
+        _finite(a.ravel(), "values")
+    cells = sum(a.shape[1] for a in arrays)
+    estimate = math.fsum(math.fsum(a.mean(axis=0).tolist()) for a in arrays) / cells
+    rng = np.random.default_rng(seed)
+    total = np.zeros(n_resamples)
+    for i, a in enumerate(arrays):
+        codes = cluster_codes(clusters[i] if clusters else None, a.shape[0])
+        sums = a.sum(axis=1)  # a doc's values summed over the stratum's cells
+        if codes is None:
+            units, sizes = sums, np.ones(a.shape[0])
+        else:
+            units, sizes = _cluster_sums(sums, codes)
+        k = units.size
+        chunk = max(1, _RESAMPLE_CHUNK // k)
+        for start in range(0, n_resamples, chunk):
+            rows = min(chunk, n_resamples - start)
+            draws = rng.integers(0, k, size=(rows, k))
+            total[start : start + rows] += units[draws].sum(axis=1) / sizes[draws].sum(axis=1)
+    return _percentile(total / cells, estimate, 1.0 - confidence_level)
 
 
 def _signflip_p_value(

@@ -3,7 +3,7 @@
 
 Everything the card states comes from the folder's own record: ``sft_train.json`` (written by
 `perrecbench sft train`) or ``sft_merge.json`` (written by `perrecbench sft merge`), plus, when a run folder
-of `perrecbench evaluate` is given, its PTC table (`perrec_eval.tasks.perrecbench.report.table`, compact).
+of `perrecbench evaluate` is given, its table of the family's headline metric per cell (`family_table`).
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def task_of(info: Mapping[str, Any]) -> str:
     """The family whose examples trained the folder's weights: the one ``task`` the examples (or a merge's
     sources) name; the default family's examples name none. Sources of several families give the default.
     """
-    from perrec_eval.tasks import DEFAULT_TASK
+    from perrec_eval.registry import DEFAULT_TASK
 
     if info["kind"] == "adapter":
         return info["data"].get("task", DEFAULT_TASK)
@@ -379,16 +379,9 @@ def results_section(
             f"`perrecbench push adapter {name} --repo ORG/NAME --run RUN_DIR` puts its "
             f"{'results' if task is not None else 'PTC'} table here."
         )
-    if task is not None:
-        text = family_table(systems, task)
-    else:
-        from perrec_eval.tasks.perrecbench.leaderboard.runs import load_run
-        from perrec_eval.tasks.perrecbench.report import table
+    from perrec_eval import registry
 
-        loaded = [load_run(folder) for _, folder in systems]
-        text = "PerRecBench test split, PTC per level and method.\n\n" + table(
-            loaded, [label for label, _ in systems], compact=True
-        )
+    text = family_table(systems, task or registry.get(registry.DEFAULT_TASK))
     if len(systems) == 1:
         text += (
             "\n\nNo base-model run was given: compare with the base model's own run before relying on this."
@@ -411,7 +404,7 @@ def family_table(systems: Sequence[tuple[str, str | os.PathLike]], task: Any) ->
     for _, folder in systems:
         if (ran := read_run_info(folder).task) != task.name:
             raise DataError(f"{folder} is a run of task {ran}, not of {task.name}: pass a run of {task.name}")
-        cells = read_family_scores(Path(folder) / "scores.json").cells
+        cells = read_family_scores(Path(folder) / "scores.json", ran).cells
         scores.append({(cell.subset, cell.protocol): cell for cell in cells})
     headline = task.headline.name
     labels = " | ".join(f"`{label}`" for label, _ in systems)
@@ -445,10 +438,10 @@ def load_systems(run: str | os.PathLike | None) -> list[tuple[str, dict[str, Any
     """(name, scores) of each run folder at `run` (itself, or the run folders inside it), named by folder."""
     if run is None:
         return []
+    from perrec_eval.leaderboard.family import load
     from perrec_eval.rundir import run_folders
-    from perrec_eval.tasks.perrecbench.rundir import load_scores
 
-    return [(folder.name, load_scores(folder).to_json()) for folder in run_folders(run)]
+    return [(folder.name, load(folder).scores.to_json()) for folder in run_folders(run)]
 
 
 def model_card(
@@ -472,10 +465,10 @@ def model_card(
     """
     from huggingface_hub import ModelCard, ModelCardData
 
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
-    family = tasks.get(task_of(info))
-    task = None if family.name == tasks.DEFAULT_TASK else family  # a family on the general path
+    family = registry.get(task_of(info))
+    task = None if family.name == registry.DEFAULT_TASK else family  # a family on the general path
     base = hub_base_model(info)
     on_hub = is_hub_id(base)
     info = without_local_paths(info)  # a published card names no folder of this machine

@@ -1,11 +1,11 @@
 """`perrecbench sft data | train | merge | push`: fine-tuning for personalization (paper §6).
 
 Each subcommand's flags come from its config dataclass (``--config FILE.yaml`` included): `sft.config`'s,
-and for ``data`` the family's (`sft.perrecbench.config`, or `sft.family_data` for a family on the general
-path, chosen by ``--task``), but for ``train``, whose arguments go to TRL's own parser in its handler
-(`sft.train.parse`). The handlers import the heavy libraries (torch, transformers, trl, peft) only when
-they run, so ``perrecbench --help`` stays fast and a missing ``[train]`` extra is one line naming the pip
-command.
+and for ``data`` the family's (its `Task.handlers` entry: PerRecBench's `sft.perrecbench.config`, or
+`sft.family_data` for a family on the general path, chosen by ``--task``), but for ``train``, whose
+arguments go to TRL's own parser in its handler (`sft.train.parse`). The handlers import the heavy
+libraries (torch, transformers, trl, peft) only when they run, so ``perrecbench --help`` stays fast and
+a missing ``[train]`` extra is one line naming the pip command.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import cliconfig, push_cli
+from perrec_eval.registry import default_command
 from sft.config import MergeConfig, PushConfig
-from sft.perrecbench.cli import run_data
-from sft.perrecbench.config import DataConfig
 
 LOOP = """the loop (paper §6: one adapter per format, merged); a format is one of the family's request
 protocols (`perrecbench tasks` lists them) or mixed; --task NAME picks the family (default perrecbench):
@@ -70,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cliconfig.add_command(
         commands,
         "data",
-        *cliconfig.for_task("sft data", DataConfig, run_data),
+        *cliconfig.for_task("sft data", *default_command("sft data")),
         help="chat examples (prompt + true answer) from the benchmark's train split",
         description="Write conversational prompt-completion examples from the train split: each prompt is\n"
         "the request `perrecbench evaluate` sends, each completion the true answer in the format the\n"

@@ -22,7 +22,8 @@ from perrec_eval.cliconfig import check_task, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.evaluation import fingerprint
 from perrec_eval.lock import folder_lock
-from perrec_eval.tasks import Cell, Doc, Task, get
+from perrec_eval.registry import get
+from perrec_eval.task import Cell, Doc, Task
 from sft.examples import INFO_FILE, check_out, lengths_per_format
 from sft.outdir import replaced
 

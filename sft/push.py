@@ -20,9 +20,9 @@ from perrec_eval import fileio
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.publish import Upload, check_run_of_model, folder_files, results_files
 from perrec_eval.publish import push as send
+from perrec_eval.registry import DEFAULT_TASK
 from perrec_eval.results import RunInfo, read_run_info
 from perrec_eval.secrets import has_secret
-from perrec_eval.tasks import DEFAULT_TASK
 from sft.card import base_model_ids, hub_base_model, model_card, read_info, task_of
 from sft.config import PushConfig
 
@@ -54,19 +54,19 @@ def _eval_results(scores: dict[str, Any], dataset: str, revision: str) -> list[A
     return [
         EvalResult(
             task_type="text-generation",
-            task_name=f"PerRecBench {cell['level']}",
+            task_name=f"PerRecBench {cell['subset']}",
             dataset_type=dataset,
             dataset_name="PerRecBench",
-            dataset_config=cell["level"],
+            dataset_config=cell["subset"],
             dataset_split="test",
             dataset_revision=revision,
             metric_type="ptc",
-            metric_name=f"PTC {cell['method']}",
-            metric_value=round(float(cell["ptc"]), 4),
-            metric_config=cell["method"],
+            metric_name=f"PTC {cell['protocol']}",
+            metric_value=round(float(cell["metrics"]["ptc"]["value"]), 4),
+            metric_config=cell["protocol"],
         )
         for cell in scores["cells"]
-        if cell.get("ptc") is not None
+        if cell["metrics"]["ptc"]["value"] is not None
     ]
 
 
@@ -77,7 +77,7 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
         DataError: a run that is not of this adapter on its base model (or a base run that is not of the
             base model alone), or an adapter folder not written by `perrecbench sft`.
     """
-    from perrec_eval.tasks.perrecbench.rundir import load_scores
+    from perrec_eval.leaderboard.family import load
 
     folder = Path(config.adapter)
     info = read_info(folder)
@@ -103,7 +103,7 @@ def adapter_upload(config: PushConfig) -> tuple[Upload, str]:
         systems.append((folder.name, run_dir))
         costs += [(folder.name, run_info.cost)] if run_info.cost else []
         if config.dataset and config.dataset_revision:
-            scores = load_scores(run_dir).to_json()
+            scores = load(run_dir).scores.to_json()
             eval_results = _eval_results(scores, config.dataset, config.dataset_revision)
             files |= results_files(
                 run_dir,

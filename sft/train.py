@@ -319,12 +319,12 @@ def load_examples(
 def _examples_fix(data: str) -> str:
     """How to write the examples `--data` should name: into `data` when it is free, else from it when it is
     a benchmark (a build's manifest, or a folder per subset of a family), else into a folder of their own."""
-    from perrec_eval import tasks
+    from perrec_eval import registry
 
     folder = Path(data)
     if is_empty(folder):
         return f"write one with `perrecbench sft data --data BENCHMARK --format FORMAT --out {data}`"
-    subsets = {subset for name in tasks.evaluable() for subset in tasks.get(name).subsets}
+    subsets = {subset for name in registry.evaluable() for subset in registry.get(name).subsets}
     if (folder / "manifest.json").is_file() or any((folder / subset).is_dir() for subset in subsets):
         return (
             f"{data} is a benchmark: write examples from it with `perrecbench sft data --data {data} "
@@ -354,9 +354,10 @@ def load_tokenizer(model: Any, trust_remote_code: bool) -> Any:
 def last_checkpoint(out: Path) -> Path | None:
     """The ``checkpoint-N`` of `out` with the highest N that was saved whole (it has its trainer state)."""
     steps = [
-        (int(path.name.split("-", 1)[1]), path)
+        (int(step), path)
         for path in out.glob("checkpoint-*")
-        if path.name.split("-", 1)[1].isdigit() and (path / "trainer_state.json").is_file()
+        if (step := path.name.split("-", 1)[1]).isascii() and step.isdigit()
+        and (path / "trainer_state.json").is_file()
     ]
     return max(steps)[1] if steps else None
 

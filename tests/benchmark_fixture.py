@@ -15,6 +15,7 @@ from pathlib import Path
 
 import datasets
 
+from dataset_builder.manifest import record_checksums
 from dataset_builder.perrecbench.schema import CONFIGS, FEATURES
 
 TOPICS = ("garden", "kitchen", "camera", "novel", "boots", "laptop")
@@ -111,6 +112,24 @@ def write_tiny_benchmark(
             yaml_lines += [f"  - split: {split}", f"    path: {config}/{name}"]
     yaml_lines.append("---")
     (folder / "README.md").write_text("\n".join(yaml_lines) + "\n# tiny PerRecBench\n", encoding="utf-8")
+    return write_manifest(folder)
+
+
+def write_manifest(folder: Path) -> Path:
+    """Give a hand-made benchmark folder a build's ``manifest.json``: the data files its card's ``configs:``
+    name, under ``outputs``, and their sha256 (a local folder without one is refused by every command, and
+    one whose files changed since: call this again after editing them). Returns the folder.
+    """
+    import yaml
+
+    card = (folder / "README.md").read_text(encoding="utf-8").split("---")[1]
+    outputs = {
+        config["config_name"]: {entry["split"]: entry["path"] for entry in config["data_files"]}
+        for config in yaml.safe_load(card)["configs"]
+    }
+    manifest = {"source_kind": "synthetic", "parameters": {}, "outputs": outputs, "versions": {}}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    record_checksums(folder)
     return folder
 
 

@@ -1,4 +1,5 @@
-"""Shared test setup: offline, single-threaded, and a tiny chat model built once per session."""
+"""Shared test setup: offline, single-threaded, and a tiny chat model and a RecBench+ build made once per
+session."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ from tests.tiny_model import build_tiny_chat_model  # noqa: E402
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Llama chat model (tokenizer with chat template and pad token) saved in a temp folder."""
     return build_tiny_chat_model(tmp_path_factory.mktemp("tiny_chat_model"))
+
+
+@pytest.fixture(scope="session")
+def rbp_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A RecBench+ build of the fixture's synthetic raw files, made once per session (copy it to edit it)."""
+    from tests.dataset_builder.recbench_plus import fixture
+
+    root = tmp_path_factory.mktemp("rbp_build")
+    return fixture.build(root / "rbp", fixture.synth(root / "raw"))
 
 
 @pytest.fixture(autouse=True)

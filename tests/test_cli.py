@@ -75,10 +75,10 @@ def test_cli_baselines_write_a_table_per_system(baselines):
     out, printed = baselines
     assert "history-affinity" in printed and "rating-bias" in printed
     scores = json.loads((out / "history-affinity" / "scores.json").read_text())
-    assert {c["level"] for c in scores["cells"]} == {"easy", "medium", "hard"}
-    assert all(c["num_groups"] == 12 for c in scores["cells"])
+    assert {c["subset"] for c in scores["cells"]} == {"easy", "medium", "hard"}
+    assert all(c["num_docs"] == 12 for c in scores["cells"])
     bias = json.loads((out / "rating-bias" / "scores.json").read_text())
-    assert all(c["ptc"] == 0.0 for c in bias["cells"])
+    assert all(c["metrics"]["ptc"]["value"] == 0.0 for c in bias["cells"])
     assert "| history-affinity |" in (out / "report.md").read_text()
 
 
@@ -101,8 +101,8 @@ def test_cli_fake_engine_run_then_rescore_and_report(built, baselines, capsys):
     first = json.loads((out / "scores.json").read_text())
     assert len(first["cells"]) == 9
     # Always "[User A]" with all pairs is exactly 0; constant ratings rank by ascending average.
-    pairwise = [c for c in first["cells"] if c["method"] == "pairwise"]
-    assert all(c["ptc"] == 0.0 for c in pairwise)
+    pairwise = [c for c in first["cells"] if c["protocol"] == "pairwise"]
+    assert all(c["metrics"]["ptc"]["value"] == 0.0 for c in pairwise)
     assert (out / "profiles.jsonl").read_text().count("\n") > 0
 
     assert main(args) == 0  # resumes: everything from the cache, same scores
@@ -224,7 +224,7 @@ def test_cli_hf_engine_on_a_tiny_local_model(built, tiny_model_dir):
     assert len(samples) == 2 * 2 + 2 * 2 + 2
     assert all(s["texts"] for s in samples)
     scores = json.loads((out / "scores.json").read_text())
-    assert {c["method"] for c in scores["cells"]} == {"pointwise", "pairwise", "listwise"}
+    assert {c["protocol"] for c in scores["cells"]} == {"pointwise", "pairwise", "listwise"}
     info = json.loads((out / "run.json").read_text())
     assert info["engine"]["name"] == "hf" and info["versions"]["transformers"]
 
@@ -289,7 +289,7 @@ def test_cli_evaluate_reads_a_config_file_and_flags_override_it(built, tmp_path,
     info = json.loads((tmp_path / "from-flag" / "run.json").read_text())
     assert info["config"]["levels"] == ["easy", "hard"] and info["config"]["model"] == "rating-bias"
     scores = json.loads((tmp_path / "from-flag" / "scores.json").read_text())
-    assert {c["level"] for c in scores["cells"]} == {"easy", "hard"}
+    assert {c["subset"] for c in scores["cells"]} == {"easy", "hard"}
 
 
 def test_cli_config_file_with_an_unknown_key_lists_the_valid_ones(tmp_path, capsys):
@@ -413,7 +413,7 @@ def test_cli_score_write_updates_the_run_json_metric(baselines):
     assert main(["score", str(run), "--variant", "paper", "--write"]) == 0
     info = json.loads((run / "run.json").read_text())
     assert info["metric"]["variant"] == "paper"
-    assert json.loads((run / "scores.json").read_text())["variant"] == "paper"
+    assert json.loads((run / "scores.json").read_text())["extras"]["variant"] == "paper"
     assert main(["score", str(run), "--variant", "tau_b", "--write"]) == 0
 
 

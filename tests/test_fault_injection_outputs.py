@@ -195,13 +195,15 @@ def test_report_refuses_user_files_in_its_plots_folder(runs: Path, tmp_path: Pat
     out = tmp_path / "report"
     assert main(_report_argv(runs / "fake", out)) == 0
     (out / "plots").mkdir()
-    (out / "plots" / "t1_leaderboard.png").write_bytes(b"an earlier report's picture")
+    (out / "plots" / "t1_leaderboard.png").write_bytes(b"a picture of the user's, named as a report's")
     (out / "plots" / "my_custom_figure_notes.md").write_text("mine")
     before = _tree(out)
     refused(capsys, _report_argv(runs / "fake", out), "plots/my_custom_figure_notes.md", "did not write")
     assert _tree(out) == before
     (out / "plots" / "my_custom_figure_notes.md").unlink()
-    assert main(_report_argv(runs / "fake", out)) == 0  # its own pictures only: replaced
+    refused(capsys, _report_argv(runs / "fake", out), "plots/t1_leaderboard.png", "did not write")
+    (out / "plots" / "t1_leaderboard.png").unlink()
+    assert main(_report_argv(runs / "fake", out)) == 0  # its own files only: replaced
     assert not (out / "plots").exists()
 
 
@@ -327,12 +329,12 @@ def test_build_refuses_an_out_inside_the_source(tmp_path: Path, capsys) -> None:
 
 @pytest.fixture
 def toy_family(tmp_path: Path):
-    from perrec_eval import tasks
+    from perrec_eval import registry
     from tests.perrec_eval.tasks import toy
 
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     yield toy.write_data(tmp_path / "toy-data")
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 @pytest.mark.parametrize("where", ["data", "inside data", "notes", "folder of runs"])

@@ -20,7 +20,7 @@ from perrec_eval.engines.openai import OpenAIOptions
 from perrec_eval.engines.vllm import VLLMOptions
 from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest, GenParams
-from tests.benchmark_fixture import write_tiny_benchmark, write_truth_profiles
+from tests.benchmark_fixture import write_manifest, write_tiny_benchmark, write_truth_profiles
 from tests.perrec_eval.openai_stub import KEY_ENV, PARAMS, SECRET, StubServer, make_engine, make_request
 
 
@@ -158,7 +158,7 @@ def test_cli_evaluate_refuses_a_level_or_method_named_twice(bench, tmp_path, cap
 
 
 def test_sweep_refuses_a_grid_point_named_twice(bench, tmp_path):
-    from perrec_eval.leaderboard.cli import SweepConfig
+    from perrec_eval.tasks.perrecbench.config import SweepConfig
     from perrec_eval.tasks.perrecbench.leaderboard.sweep import run_grid
 
     folder, profiles = bench
@@ -312,10 +312,10 @@ def test_cli_profiles_into_a_damaged_profiles_file_is_one_line(bench, tmp_path, 
 def test_cli_report_refuses_a_non_numeric_score(fake_run, tmp_path, capsys):
     run = _copy_run(fake_run, tmp_path)
     scores = json.loads((run / "scores.json").read_text())
-    scores["cells"][0]["ptc"] = "abc"
+    scores["cells"][0]["metrics"]["ptc"]["value"] = "abc"
     (run / "scores.json").write_text(json.dumps(scores))
     argv = ["report", str(run), "--out", str(tmp_path / "report")]
-    _one_line_error(capsys, argv, "scores.json", "ptc='abc', not a number", "score")
+    _one_line_error(capsys, argv, "scores.json", "ptc value='abc', not a number", "score")
 
 
 def test_cli_score_names_the_line_of_a_non_numeric_prediction(fake_run, tmp_path, capsys):
@@ -412,6 +412,7 @@ def test_cli_evaluate_of_a_corrupted_parquet_page_is_one_line(bench, tmp_path, c
     (data / "easy" / "test-damaged.parquet").write_bytes(bytes(damaged))
     card = (data / "README.md").read_text()
     (data / "README.md").write_text(card.replace(f"easy/{easy.name}", "easy/test-damaged.parquet"))
+    write_manifest(data)  # the damage recorded as the build's: what is refused is the parquet itself
     argv = ["evaluate", "--data", str(data), "--engine", "baseline", "--model", "random", "--levels", "easy"]
     _one_line_error(capsys, [*argv, "--out", str(tmp_path / "run")], "a data file is damaged")
 
@@ -758,8 +759,8 @@ def failed_and_reverse(bench, tmp_path_factory):
 def test_cli_score_table_shows_the_failure_share(failed_and_reverse, capsys):
     assert main(["score", str(failed_and_reverse["rambler"])]) == 0
     out = capsys.readouterr().out  # the table, as evaluate prints it (--json: the scores)
-    assert "0.00 [0.00, 0.00] (100% failed)" in out
-    assert "(100% failed)" in (failed_and_reverse["rambler"] / "report.md").read_text()
+    assert "| rambler | all 6 failed |" in out  # as every family shows a cell where every doc failed
+    assert "all 6 failed" in (failed_and_reverse["rambler"] / "report.md").read_text()
 
 
 def test_cli_report_never_marks_a_failed_cell_best(failed_and_reverse, tmp_path, capsys):
@@ -768,11 +769,11 @@ def test_cli_report_never_marks_a_failed_cell_best(failed_and_reverse, tmp_path,
     board = (tmp_path / "report" / "leaderboard.md").read_text()
     rambler = next(line for line in board.splitlines() if line.startswith("| rambler"))
     reverse = next(line for line in board.splitlines() if line.startswith("| reverse"))
-    assert "**" not in rambler and "(100% failed)" in rambler and "cells mostly failed" in rambler
-    assert "**-1.00**" in reverse  # the worst real answers are still the best of the usable ones
-    assert "the share of the cell's groups that got no usable ranking" in board and "more than half" in board
+    assert "**" not in rambler and "all 6 failed" in rambler and "3 of 3 cells mostly failed" in rambler
+    assert "**-1.000" in reverse  # the worst real answers are still the best of the usable ones
+    assert "all N failed: no doc answered" in board
     tex = (tmp_path / "report" / "leaderboard.tex").read_text()
-    assert r"\textbf{0.00}" not in tex and r"(100\% failed)" in tex
+    assert r"\textbf{0.000" not in tex and "all 6 failed" in tex
 
 
 def test_report_mostly_failed_means_more_than_half_the_groups():
@@ -907,10 +908,10 @@ def test_cli_score_says_whether_it_saved(fake_run, tmp_path, capsys):
     run = _copy_run(fake_run, tmp_path)
     assert main(["score", str(run), "--variant", "paper"]) == 0
     assert "not saved: add --write" in capsys.readouterr().err
-    assert json.loads((run / "scores.json").read_text())["variant"] == "tau_b"
+    assert json.loads((run / "scores.json").read_text())["extras"]["variant"] == "tau_b"
     assert main(["score", str(run), "--variant", "paper", "--write"]) == 0
     assert "written to" in capsys.readouterr().err
-    assert json.loads((run / "scores.json").read_text())["variant"] == "paper"
+    assert json.loads((run / "scores.json").read_text())["extras"]["variant"] == "paper"
 
 
 def test_cli_evaluate_next_hint_names_the_folder_just_written(bench, tmp_path, capsys):

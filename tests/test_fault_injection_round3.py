@@ -11,21 +11,9 @@ import pytest
 
 from perrec_eval.cli import main
 from tests.lock_holder import held_by_another_process
+from tests.refusals import refused
 
 RELEASED = Path(__file__).resolve().parent / "data" / "recbench_plus_released"
-
-
-def refused(capsys: pytest.CaptureFixture[str], argv: list[str], *needles: str) -> str:
-    """Run the CLI, expect exit 2 with one error line holding every needle; return that line."""
-    capsys.readouterr()
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if "error:" in line]
-    assert len(lines) == 1, lines
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 # ------------------------------------------------------------------- G1: --per-query follows the output rule
@@ -159,14 +147,6 @@ def llmrec_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tests.dataset_builder.llmrec.fixture import synth_build
 
     return synth_build(tmp_path_factory.mktemp("round3_llmrec"))
-
-
-@pytest.fixture(scope="module")
-def rbp_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.dataset_builder.recbench_plus import fixture
-
-    root = tmp_path_factory.mktemp("round3_rbp")
-    return fixture.build(root / "rbp", fixture.synth(root / "raw"))
 
 
 def _copy(build: Path, tmp_path: Path) -> Path:
@@ -362,16 +342,16 @@ def toy_task(tmp_path: Path):
     """The toy Task (tests/perrec_eval/tasks/toy.py) on data whose manifest names its files and their
     checksums, as the shared build writes them."""
     from dataset_builder.manifest import record_checksums
-    from perrec_eval import tasks
+    from perrec_eval import registry
     from tests.perrec_eval.tasks import toy
 
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     data = toy.write_data(tmp_path / "toy-data")
     outputs = {s: {split: f"{s}/{split}.jsonl" for split in ("train", "test")} for s in toy.SUBSETS}
     (data / "manifest.json").write_text(json.dumps({"task": "toy", "outputs": outputs}), encoding="utf-8")
     record_checksums(data)
     yield data
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 def test_toy_task_evaluate_and_score_check_its_build(toy_task, tmp_path, capsys):

@@ -66,3 +66,17 @@ def test_imports_no_product_module_is_in_a_circle():
     graph = _imports()
     assert len(graph) > 60
     assert [name for name in graph if name in _reachable(graph, name)] == []
+
+
+def test_imports_general_modules_import_no_family_module():
+    """The task interface and registry sit below the engines and the family folders: a general module
+    (`perrec_eval`'s own, its engines and shared leaderboard, the builder's and fine-tuning's top level)
+    reaches a family only through the registry's strings, never by an import."""
+    graph = _imports()
+    families = ("perrec_eval.tasks.", "dataset_builder.perrecbench", "dataset_builder.llmrec")
+    families += ("dataset_builder.recbench_plus", "sft.perrecbench")
+    general = [name for name in graph if not name.startswith(families) and name != "perrec_eval.tasks"]
+    expected = {"perrec_eval.registry", "perrec_eval.task", "perrec_eval.suite", "perrec_eval.publish"}
+    assert expected <= set(general)
+    found = {name: sorted(t for t in graph[name] if t.startswith(families)) for name in general}
+    assert {name: targets for name, targets in found.items() if targets} == {}

@@ -34,50 +34,53 @@ def perrecbench_commands(lines: list[str], subcommand: str) -> list[list[str]]:
     ]
 
 
-def test_make_demo_llm_runs_again_with_other_llm_groups(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    write_tiny_benchmark(tmp_path / "demo_out" / "perrecbench")
-    _other_builds(tmp_path)
-    for groups in ("2", "3"):  # the README invites changing LLM_GROUPS
-        lines = recipe("demo-llm", tmp_path, LLM_GROUPS=groups)
-        evaluations = perrecbench_commands(lines, "evaluate")
-        (baselines,) = [argv for argv in evaluations if "baseline" in argv and "--task" not in argv]
-        assert main([*baselines, "--model", "random", "--no-progress"]) == 0, capsys.readouterr().err
+def test_make_demo_llm_is_one_suite_command_of_the_model_beside_every_familys_baselines(tmp_path):
+    from perrec_eval import registry
+    from perrec_eval.cliconfig import load_settings
 
-    assert all("--overwrite" in argv for argv in perrecbench_commands(lines, "evaluate"))
-
-
-def test_make_demo_llm_runs_the_model_and_the_baselines_of_every_family_into_one_report(tmp_path):
-    from perrec_eval import tasks
-
-    (tmp_path / "demo_out" / "perrecbench").mkdir(parents=True)
-    _other_builds(tmp_path)
+    _builds(tmp_path, empty=True)
     lines = recipe("demo-llm", tmp_path)
-    evaluations = perrecbench_commands(lines, "evaluate")
-    family = {name: [argv for argv in evaluations if _task(argv) == name] for name in tasks.evaluable()}
-    for name, runs in family.items():  # the model and the baselines, on the same docs
-        engines = sorted(argv[argv.index("--engine") + 1] for argv in runs)
-        assert engines == ["baseline", "hf"], name
-        assert _docs(runs[0]) == _docs(runs[1]), name
-    (report,) = perrecbench_commands(lines, "report")
-    outs = [argv[argv.index("--out") + 1] for argv in evaluations]
-    assert sorted(report[1 : report.index("--out")]) == sorted(outs)
+    (suite,) = perrecbench_commands(lines, "evaluate")
+    assert (_flag(suite, "--task"), _flag(suite, "--engine"), _flag(suite, "--limit")) == ("all", "hf", "3")
+    assert _flag(suite, "--label") == "smollm2-135m" and {"--structured-outputs", "--overwrite"} <= set(suite)
+    sections = load_settings(REPO / _flag(suite, "--config"))
+    assert set(sections) == set(registry.evaluable())  # every family's cells, from the config file
+    assert not perrecbench_commands(lines, "report")  # the suite writes its report
     assert not any("tests." in line or "tests/" in line for line in lines)  # no user path needs the tests
 
 
-def _other_builds(root: Path) -> None:
-    """The demo's other builds, as folders (`make -n` runs the line that makes the demo when one lacks)."""
-    for name in ("llmrec", "recbench-plus"):
-        (root / "demo_out" / name).mkdir(parents=True, exist_ok=True)
+def test_make_demo_llm_runs_again_with_another_llm_limit(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _builds(tmp_path)
+    for limit in ("2", "3"):  # the docs invite changing LLM_LIMIT
+        (suite,) = perrecbench_commands(recipe("demo-llm", tmp_path, LLM_LIMIT=limit), "evaluate")
+        # the fake engine stands in for the model: count what it would be asked
+        model = suite.index("--model") + 1
+        suite[suite.index("--engine") + 1], suite[model] = "fake", "constant"
+        suite[suite.index("--config") + 1] = str(REPO / "perrec_eval" / "suites" / "demo-llm.yaml")
+        assert main([*suite, "--dry-run", "--no-progress"]) == 0, capsys.readouterr().err
+        assert "| perrecbench | " in capsys.readouterr().out
+    assert not (tmp_path / "demo_out" / "suite-llm").exists()  # a dry run writes nothing
 
 
-def _task(argv: list[str]) -> str:
-    return argv[argv.index("--task") + 1] if "--task" in argv else "perrecbench"
+def _flag(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
 
 
-def _docs(argv: list[str]) -> list[str]:
-    flags = ("--subsets", "--protocols", "--max-docs", "--levels", "--max-groups")
-    return [f"{flag}={argv[argv.index(flag) + 1]}" for flag in flags if flag in argv]
+def _builds(root: Path, *, empty: bool = False) -> None:
+    """The demo's builds (`make -n` runs the line that makes the demo when one lacks): folders, or tiny
+    real builds of every family."""
+    if empty:
+        for name in ("perrecbench", "llmrec", "recbench-plus"):
+            (root / "demo_out" / name).mkdir(parents=True, exist_ok=True)
+        return
+    from tests.dataset_builder.llmrec.fixture import synth_build
+    from tests.dataset_builder.recbench_plus.fixture import build as recbench_build
+    from tests.dataset_builder.recbench_plus.fixture import synth as recbench_synth
+
+    write_tiny_benchmark(root / "demo_out" / "perrecbench")
+    synth_build(root / "work").rename(root / "demo_out" / "llmrec")
+    recbench_build(root / "demo_out" / "recbench-plus", recbench_synth(root / "work" / "rb-raw"))
 
 
 def _written(page: str) -> set[str]:

@@ -66,11 +66,14 @@ def test_score_prints_the_table_of_the_cells_that_were_run_and_json_on_request(p
     assert main(["score", str(pointwise_run), "--variant", "paper"]) == 0
     printed = capsys.readouterr()
     table = printed.out.splitlines()  # the table `evaluate` prints, as every family's `score` does
-    assert table[0] == "| System | Groups | easy point | medium point | hard point | Avg. |"  # run cells only
+    assert table[0] == "## PerRecBench: ptc (higher is better)"
+    header = "| run | easy/pointwise: ptc (higher is better) | medium/pointwise: ptc (higher is better) | "
+    assert table[2].startswith(header) and "/pairwise" not in table[2]  # run cells only
     assert printed.err.strip().startswith("not saved")
     assert main(["score", str(pointwise_run), "--variant", "paper", "--json"]) == 0
     scores = json.loads(capsys.readouterr().out)  # --json: stdout is the scores alone
-    assert scores["variant"] == "paper" and {c["method"] for c in scores["cells"]} == {"pointwise"}
+    assert scores["extras"]["variant"] == "paper"
+    assert {c["protocol"] for c in scores["cells"]} == {"pointwise"}
 
 
 def test_report_names_the_fake_engines_constant_apart_and_never_best(bench, tmp_path, capsys):
@@ -85,19 +88,20 @@ def test_report_names_the_fake_engines_constant_apart_and_never_best(bench, tmp_
     rows = {line.split(" | ")[0][2:]: line for line in (out / "leaderboard.md").read_text().splitlines()}
     assert "fake:constant" in rows and "constant" in rows and "constant (baseline)" not in rows
     assert "**" not in rows["fake:constant"]  # scripted answers are never the best system
-    board = json.loads((out / "leaderboard.json").read_text())
-    fake = next(row for row in board["tables"][0]["rows"] if row["label"] == "fake:constant")
-    assert not fake["best_average"] and not any(cell["best"] for cell in fake["cells"])
+    (section,) = json.loads((out / "leaderboard.json").read_text())
+    fake = next(row for row in section["rows"] if row["label"] == "fake:constant")
+    assert not fake.get("average_best")
+    assert not any(cell["metrics"]["ptc"].get("best") for cell in fake["cells"].values())
 
 
 def test_a_table_on_too_few_groups_says_so_and_marks_no_best(bench, tmp_path, capsys):
     argv = ["evaluate", "--data", str(bench), "--engine", "baseline", "--model", "all", "--max-groups", "3"]
     assert main([*argv, "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "too few groups to compare (3)" in printed
-    assert "**" not in printed and "≈" not in printed and "Bold" not in printed
+    assert "Too few docs to compare (3)" in printed
+    assert "**" not in printed and "†" not in printed.split("95% bootstrap")[0]
     resolution = next(line for line in printed.splitlines() if line.startswith("| min. detectable Δ"))
-    values = [part.strip() for part in resolution.strip("|").split("|")[2:]]
+    values = [part.strip() for part in resolution.strip("|").split("|")[1:]]
     assert "> 2" in values and all(v == "> 2" or float(v) <= 2 for v in values)  # never past PTC's range
 
 
@@ -109,8 +113,8 @@ def test_tied_rows_are_ordered_by_label_whatever_order_the_runs_came_in(bench, t
     for listed in (["b", "a"], ["a", "b"]):
         out = tmp_path / f"report-{''.join(listed)}"
         assert main(["report", *(str(tmp_path / f) for f in listed), "--out", str(out), "--no-plots"]) == 0
-        board = json.loads((out / "leaderboard.json").read_text())
-        orders.append([row["label"] for row in board["tables"][0]["rows"]])
+        (section,) = json.loads((out / "leaderboard.json").read_text())
+        orders.append([row["label"] for row in section["rows"]])
     assert orders[0] == orders[1] == ["constant [a]", "constant [b]"]
 
 
@@ -203,13 +207,17 @@ def test_help_says_each_default_and_list_format_once(task, capsys, monkeypatch):
 
 
 def test_a_domain_of_one_group_is_said_in_the_singular():
-    from perrec_eval.tasks.perrecbench.leaderboard.render import domain_table
+    from types import SimpleNamespace
+
+    from perrec_eval.tasks.perrecbench.leaderboard.tables import analysis_tables
 
     by_domain = {"domains": ["Books", "Electronics"], "num_groups": {"Books": 1, "Electronics": 3}}
-    grid = domain_table(
-        {"by_domain": {**by_domain, "rows": [{"label": "m", "ptc": {"Books": 0.5, "Electronics": 0.1}}]}}
-    )
-    assert grid.header[1:] == ["Books (1 group)", "Electronics (3 groups)"]
+    by_domain["rows"] = [{"label": "m", "ptc": {"Books": 0.5, "Electronics": 0.1}}]
+    nothing = {"rows": [], "levels": [], "sizes": [], "methods": []}
+    analyses = {"by_domain": by_domain, "by_group_size": nothing, "by_method": nothing, "prompting": []}
+    analyses |= {"k_shots": [], "versus_baselines": [], "rating_errors": {"points": []}}
+    grid = analysis_tables(SimpleNamespace(columns=[]), analyses)[0]
+    assert grid["header"][1:] == ["Books (1 group)", "Electronics (3 groups)"]
 
 
 def test_convert_gguf_writes_the_weights_readable_like_the_files_beside_them(tmp_path, monkeypatch):

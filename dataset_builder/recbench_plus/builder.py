@@ -81,6 +81,11 @@ def _select_movielens(
     tick("read metadata")
     movies, bad_movies = movielens.read_lines(source, item.meta, cfg.on_bad_line)
     users, bad_users = movielens.read_lines(source, item.extra[0], cfg.on_bad_line)
+    for file, lines in ((item.reviews, ratings), (item.meta, movies)):
+        if not lines:  # else "no reviewed item has a title" blamed the titles
+            raise BuildError(
+                f"{file.uri} holds no line of {movielens.SHAPES[file.kind]}: pass MovieLens-1M's files"
+            )
     titles = {m[0].strip(): (m[1].strip(), m[2].strip()) for m in movies}
     tick("deduplicate")
     kept = {(u, m): int(ts) for u, m, _, ts in ratings if m in titles}  # a repeated rating: the last

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 from dataset_builder.config import BuildError
 from dataset_builder.recbench_plus.kg import Fact, normalize_value
 from dataset_builder.sources import InputFile, Source
+from perrec_eval.fileio import loads
 
 # MovieLens-1M's README: the codes of users.dat
 AGES: dict[int, str] = {
@@ -38,19 +38,56 @@ OCCUPATIONS: dict[int, str] = {
 GENDERS: dict[str, str] = {"M": "Male", "F": "Female"}
 _TITLE_YEAR = re.compile(r"\((\d{4})\)\s*$")
 _FIELDS = {"reviews": 4, "meta": 3, "users": 5}
-_SHAPES = {
+SHAPES = {
     "reviews": "UserID::MovieID::Rating::Timestamp",
     "meta": "MovieID::Title (Year)::Genres",
     "users": "UserID::Gender::Age::Occupation::Zip",
 }
 
 
-def _text(data: bytes) -> str:
-    """UTF-8 where the bytes are (some copies were converted), else GroupLens's Latin-1."""
+_MAX_TIMESTAMP = 2**63 - 1  # seconds, as the history's int64 column holds them
+
+
+def _lines(data: bytes) -> list[tuple[str, bool]]:
+    """Each line of a MovieLens file and whether it is text in the file's encoding: UTF-8 where at least
+    half of its non-ASCII lines are UTF-8 (some copies were converted; a line that is not is a bad line,
+    never a reason to read the whole file as Latin-1), else GroupLens's Latin-1 (where any byte is a
+    letter). A UTF-8 byte order mark at the start is not part of the first line.
+
+    >>> utf8 = b"1::Am\\xc3\\xa9lie (2001)::Drama\\n3::\\xc3\\x89t\\xc3\\xa9 (2002)::Drama\\n"
+    >>> _lines(b"\\xef\\xbb\\xbf" + utf8 + b"2::B\\xe9b\\xe9 (1990)::Drama")[::2]
+    [('1::Amélie (2001)::Drama', True), ('2::Bébé (1990)::Drama', False)]
+    >>> _lines(b"2::B\\xe9b\\xe9 (1990)::Drama")
+    [('2::Bébé (1990)::Drama', True)]
+    """
+    raw = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    wide = [line for line in raw if not line.isascii()]
+    good = sum(_is_utf8(line) for line in wide)  # a Latin-1 line is valid UTF-8 only by rare chance
+    utf8 = good > 0 and good * 2 >= len(wide)
+    if not utf8:
+        return [(line.decode("latin-1").rstrip("\r"), True) for line in raw]
+    return [
+        (line.decode("utf-8" if good else "latin-1").rstrip("\r"), good)
+        for line, good in ((line, _is_utf8(line)) for line in raw)
+    ]
+
+
+def _is_utf8(line: bytes) -> bool:
     try:
-        return data.decode("utf-8")
+        line.decode("utf-8")
     except UnicodeDecodeError:
-        return data.decode("latin-1")
+        return False
+    return True
+
+
+def _number(text: str) -> bool:
+    """Whether `text` is a whole number in ASCII digits (``"1²"`` and ``"١"`` pass ``isdigit`` but are not).
+
+    >>> _number("42"), _number(" 7 "), _number("1²"), _number("-1")
+    (True, True, False, False)
+    """
+    text = text.strip()
+    return text.isascii() and text.isdigit()
 
 
 def _problem(kind: str, parts: list[str]) -> str | None:
@@ -58,21 +95,25 @@ def _problem(kind: str, parts: list[str]) -> str | None:
 
     >>> _problem("reviews", ["1", "2", "5", "978300760"]), _problem("users", ["1", "X", "1", "10", "4"])
     (None, "gender must be M or F, got 'X'")
+    >>> _problem("reviews", ["1", "2", "5", "99999999999999999999999"])
+    'the timestamp must be seconds from 0 to 9223372036854775807, got 99999999999999999999999'
     """
     if len(parts) != _FIELDS[kind]:
-        return f"expected {_SHAPES[kind]}, got {len(parts)} fields"
-    if not parts[0].strip().isdigit():
+        return f"expected {SHAPES[kind]}, got {len(parts)} fields"
+    if not _number(parts[0]):
         return f"the id must be a number, got {parts[0]!r}"
-    if kind == "reviews" and not (parts[1].isdigit() and parts[2].isdigit() and parts[3].isdigit()):
+    if kind == "reviews" and not (_number(parts[1]) and _number(parts[2]) and _number(parts[3])):
         return "movie id, rating and timestamp must be numbers"
+    if kind == "reviews" and int(parts[3]) > _MAX_TIMESTAMP:
+        return f"the timestamp must be seconds from 0 to {_MAX_TIMESTAMP}, got {parts[3].strip()[:40]}"
     if kind == "meta" and not parts[1].strip():
         return "the title is empty"
     if kind == "users":
         if parts[1] not in GENDERS:
             return f"gender must be M or F, got {parts[1]!r}"
-        if not parts[2].isdigit() or int(parts[2]) not in AGES:
+        if not _number(parts[2]) or int(parts[2]) not in AGES:
             return f"age must be one of the codes {sorted(AGES)}, got {parts[2]!r}"
-        if not parts[3].isdigit() or int(parts[3]) not in OCCUPATIONS:
+        if not _number(parts[3]) or int(parts[3]) not in OCCUPATIONS:
             return f"occupation must be a code 0-20, got {parts[3]!r}"
     return None
 
@@ -80,19 +121,34 @@ def _problem(kind: str, parts: list[str]) -> str | None:
 def read_lines(source: Source, file: InputFile, on_bad_line: str) -> tuple[list[list[str]], dict[str, Any]]:
     """The split lines of one MovieLens file, and its bad-line record (`sources.BadLines.as_dict` shape).
 
+    A line is bad when its fields are not what the file's kind holds, when it is not text in the file's
+    encoding (`_lines`), or when it repeats the id of an earlier line of ``movies.dat`` or ``users.dat``
+    with other fields (the first is kept: a repeat must not rename a movie or regroup a user silently).
+
     Raises:
         BuildError: a bad line under ``--on-bad-line error`` (file, line, what is wrong, the fix).
     """
     from dataset_builder.sources import BadLines
 
     with source.fs.open(file.uri, "rb") as handle:
-        text = _text(handle.read())
+        lines = _lines(handle.read())
     rows, bad = [], BadLines(file.uri)
-    for number, line in enumerate(text.splitlines(), start=1):
+    first: dict[str, tuple[int, list[str]]] = {}  # movies.dat and users.dat: id -> (line, fields)
+    for number, (line, decoded) in enumerate(lines, start=1):
         if not line.strip():
             continue
-        parts = line.rstrip("\r").split("::")
-        problem = _problem(file.kind, parts)
+        parts = line.split("::")
+        problem = None if decoded else "the line is not UTF-8 text, as the rest of the file is"
+        problem = problem or _problem(file.kind, parts)
+        if problem is None and file.kind in ("meta", "users"):
+            key = parts[0].strip()
+            if key in first:
+                earlier, fields = first[key]
+                if [p.strip() for p in fields] == [p.strip() for p in parts]:
+                    continue  # the same line again: nothing to choose between
+                problem = f"id {key} is on line {earlier} too, with other fields (the first one is kept)"
+            else:
+                first[key] = (number, parts)
         if problem is None:
             rows.append(parts)
             continue
@@ -150,7 +206,7 @@ def read_item_attributes(path: str) -> Iterator[tuple[str, Fact]]:
             if not line.strip():
                 continue
             try:
-                records.append((number, json.loads(line)))
+                records.append((number, loads(line)))
             except ValueError:
                 raise BuildError(f"--item-attributes {path} line {number} is not JSON: {fix}") from None
     else:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perrec_eval import tasks
+from perrec_eval import registry
 from perrec_eval.cliconfig import option
 from perrec_eval.engines._common import coerce_fields, split_evenly
 from perrec_eval.engines.base import ResultsCallback
@@ -36,8 +36,8 @@ def constant(request: ChatRequest, params: GenParams, sample_index: int) -> str 
     Returns:
         The answer text, or a failed `Completion`.
     """
-    for name in tasks.evaluable():
-        answer = tasks.get(name).constant_answer(request)
+    for name in registry.evaluable():
+        answer = registry.get(name).constant_answer(request)
         if answer is not None:
             return answer
     return Completion(

@@ -313,7 +313,7 @@ class HFEngine:
         the answer in the format, so its size is about states x vocabulary (a bounded repetition such as
         ``{1,300}`` is 300 states; benchmarks/structured_bench.py measures each format's).
         """
-        from perrec_eval.tasks import answer_regex
+        from perrec_eval.registry import answer_regex
 
         backends = require("outlines.backends.outlines_core", "structured", by=_ENGINE)
         if self._structured is None:
@@ -336,7 +336,7 @@ class HFEngine:
         if not self._torch.cuda.is_available():
             raise ConfigError(f"device={self.device} but this torch sees no CUDA GPU: {fix}")
         count = self._torch.cuda.device_count()
-        if index and (not index.isdigit() or int(index) >= count):
+        if index and (not (index.isascii() and index.isdigit()) or int(index) >= count):
             raise ConfigError(f"device={self.device} but this machine has {count} CUDA GPU(s): {fix}")
 
     def _neutralize_generation_config(self) -> dict[str, Any]:

@@ -467,7 +467,7 @@ class OpenAIEngine:
 
     def _body(self, request: ChatRequest, params: GenParams, drawn: int) -> dict[str, Any]:
         """The arguments of the chat request for the samples after the first `drawn`."""
-        from perrec_eval import tasks
+        from perrec_eval import registry
 
         body: dict[str, Any] = {"model": self.adapter or self.model, "n": params.n - drawn, "stream": False}
         body["messages"] = [dict(message) for message in request.messages]
@@ -477,8 +477,8 @@ class OpenAIEngine:
             body["seed"] = seed
         extra, answer_format = dict(self.extra_body), params.answer_format
         if answer_format is not None and self.options.structured_outputs == "vllm":
-            extra["structured_outputs"] = {"regex": tasks.answer_regex(answer_format)}
-        elif answer_format is not None and (schema := tasks.json_schema(answer_format)) is not None:
+            extra["structured_outputs"] = {"regex": registry.answer_regex(answer_format)}
+        elif answer_format is not None and (schema := registry.json_schema(answer_format)) is not None:
             # no JSON schema describes a bare label or "text, then JSON": such answers go unconstrained
             schema = {"name": "answer", "schema": schema}
             body["response_format"] = {"type": "json_schema", "json_schema": schema}

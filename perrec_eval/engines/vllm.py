@@ -334,7 +334,7 @@ class VLLMEngine:
         seeded = params.temperature > 0 and self.seeding == "per_request"
         constraint = {}
         if params.answer_format is not None:
-            from perrec_eval.tasks import answer_regex
+            from perrec_eval.registry import answer_regex
 
             outputs = require("vllm.sampling_params", "vllm", by=_ENGINE).StructuredOutputsParams
             constraint["structured_outputs"] = outputs(regex=answer_regex(params.answer_format))

@@ -18,6 +18,18 @@ from string import Template
 from typing import Any
 
 DASH = "–"
+_LATEX_SPECIAL = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+}
 
 
 class Code(str):
@@ -220,3 +232,15 @@ def page(blocks: Sequence[Block], title: str) -> str:
     if html_blocks and html_blocks[0].startswith("<h1"):  # the contents right under the title
         html_blocks.insert(1, contents(blocks))
     return template.substitute(body="\n".join(html_blocks), title=html.escape(title))
+
+
+def latex_escape(text: str) -> str:
+    r"""`text` safe inside a LaTeX table: each special character replaced once (a backslash's
+    ``\textbackslash{}`` keeps its braces).
+
+    >>> latex_escape("k=4, 50% of a_b")
+    'k=4, 50\\% of a\\_b'
+    >>> print(latex_escape("a\\b{c}"))
+    a\textbackslash{}b\{c\}
+    """
+    return "".join(_LATEX_SPECIAL.get(char, char) for char in text)

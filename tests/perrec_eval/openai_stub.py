@@ -44,6 +44,7 @@ class StubServer:
     headers say how long to wait, so the client's retries are quick); ``("sleep", seconds)`` then ok;
     ``("echo-auth", code)`` (an error whose body repeats the Authorization header); ``"echo-key-ok"`` (a 200
     answer whose text repeats it); ``"echo-finish"`` (a 200 answer whose ``finish_reason`` repeats it);
+    ``"echo-body"`` (a 200 answer whose text repeats the request's JSON body, extra fields included);
     ``"empty"`` (200 with ``choices: []``); ``("null", finish_reason)`` (200 with ``content: null``);
     ``("trickle", seconds)`` (status and headers of an ok answer, then one byte of it every `seconds`).
     `default` is the action of unscripted requests. ``GET /v1/models`` answers `models`: ``"ok"`` (the
@@ -148,6 +149,9 @@ class StubServer:
                     kind = "ok"
                 if kind == "echo-key-ok":  # a successful answer that repeats the key it was sent
                     content = f"{content} {self.headers.get('Authorization')}"
+                    kind = "ok"
+                if kind == "echo-body":  # a successful answer that repeats everything it was sent
+                    content = f"{content} {json.dumps(body)}"
                     kind = "ok"
                 finish = self.headers.get("Authorization") if kind == "echo-finish" else "stop"
                 if kind in ("ok", "echo-finish", "trickle"):

@@ -18,8 +18,8 @@ from tests.dataset_builder.llmrec.fixture import synth_build
 @pytest.mark.parametrize(
     ("task", "shown"),
     [
-        ("llmrec", "rating=8, sequential=256, direct=256, sequential-candidates=256, explanation=64"),
-        ("recbench-plus", "recommend=256, recommend-k=128"),
+        ("llmrec", "rating=64, sequential=512, direct=512, sequential-candidates=512, explanation=96"),
+        ("recbench-plus", "recommend=512, recommend-k=256"),
         ("perrecbench", "pointwise=800, pairwise=512, listwise=800"),
     ],
 )
@@ -51,10 +51,10 @@ def test_answers_cut_at_the_budget_are_warned_about_in_one_line(build, tmp_path,
     with caplog.at_level(logging.WARNING, logger="perrec_eval.evaluation"):
         _run(build, tmp_path / "cut", "length")
     (line,) = [r.getMessage() for r in caplog.records if "budget" in r.getMessage()]
-    assert line.startswith("rating/rating: 4 of 4 answers stopped at the 8-token budget")
+    assert line.startswith("rating/rating: 4 of 4 answers stopped at the 64-token budget")
     assert "--max-new-tokens rating=N" in line and "\n" not in line
     info = json.loads((tmp_path / "cut" / "run.json").read_text())
-    assert info["generation"]["max_new_tokens"]["rating"] == 8
+    assert info["generation"]["max_new_tokens"]["rating"] == 64
 
 
 def test_answers_that_end_on_their_own_raise_no_budget_warning(build, tmp_path, caplog) -> None:

@@ -14,7 +14,7 @@ from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.evaluation import TaskEvalConfig, evaluate
 from perrec_eval.leaderboard import family
-from perrec_eval.tasks import get
+from perrec_eval.registry import get
 from perrec_eval.tasks.llmrec import data as llmrec_data
 from tests.dataset_builder.llmrec.fixture import synth_build
 from tests.dataset_builder.recbench_plus.fixture import build as recbench_build
@@ -117,6 +117,7 @@ def test_llmrec_average_counts_each_subset_once_and_one_metric(llmrec, tmp_path)
     assert section["average"] == {
         "metric": "ndcg@10",
         "higher_is_better": True,
+        "over": "subsets",
         "cells": ["sequential/sequential", "direct/direct"],  # sequential's docs once, no RMSE
     }
     row = _row(section, "popularity")
@@ -160,7 +161,7 @@ def test_llmrec_report_folder_has_every_file_plots_and_secondary_metrics(llmrec_
         assert metric in board
     assert "Ranking at k" in board
     rows = (out / "leaderboard.csv").read_text().splitlines()
-    assert rows[0].startswith("task,run_dir,label") and any(",hr@5," in row for row in rows)
+    assert rows[0].startswith("task,table,run_dir,label") and any(",hr@5," in row for row in rows)
     assert "\\toprule" in (out / "leaderboard.tex").read_text()
 
 
@@ -267,7 +268,7 @@ def test_predictions_beside_baselines_with_the_same_max_docs_and_seed(llmrec, tm
     capsys.readouterr()
     assert main(["--no-progress", "report", str(base), str(tmp_path / "all")]) == 2
     err = capsys.readouterr().err
-    assert "--max-docs 12" in err and "score --predictions" in err  # the flag that aligns them
+    assert "--limit 12" in err and "score --predictions" in err  # the flag that aligns them
     assert main([*score, "--max-docs", "12", "--seed", "0", "--out", str(tmp_path / "aligned")]) == 0
     capsys.readouterr()
     assert main(["--no-progress", "report", str(base), str(tmp_path / "aligned")]) == 0
@@ -327,8 +328,8 @@ def test_perrecbench_shows_the_failed_share_whenever_a_group_failed(tmp_path, ca
     run = write_run(tmp_path / "m", records)
     assert main(["--no-progress", "report", str(run), "--out", str(tmp_path / "rep"), "--no-plots"]) == 0
     board = (tmp_path / "rep" / "leaderboard.md").read_text()
-    assert "(10% failed)" in board  # one group of ten: shown, though far from "mostly failed"
-    assert "the share of the cell's groups that got no usable ranking" in board
+    assert "(1/10 failed, 10%)" in board  # one group of ten: shown, though far from "mostly failed"
+    assert "(n/N failed): docs without a usable answer" in board
 
 
 def test_published_rows_are_a_table_of_their_own_on_the_page_and_in_leaderboard_md() -> None:
@@ -350,7 +351,7 @@ def test_published_rows_are_a_table_of_their_own_on_the_page_and_in_leaderboard_
     runs, published = text.split("published rows (the released queries and answers, corrected scoring", 1)
     assert "| mine |" in runs and "DeepSeek-R1" in published and "| mine |" not in published
     page = document.page(blocks, "t")
-    assert page.count("<table") == 3  # the runs', the cell's every metric, the published rows'
+    assert page.count("<table") == 4  # the runs', the cell's every metric, the published rows' (both Ks)
 
 
 def _relabelled(run: Path, out: Path, label: str) -> Path:
@@ -384,3 +385,38 @@ def test_recbench_three_docs_are_too_few_to_compare(recbench, tmp_path, capsys) 
     text = family.markdown(section)
     assert "Too few docs to compare (3)" in text
     assert "**" not in "\n".join(line for line in text.splitlines() if line.startswith("| "))
+
+
+def test_h10_report_refuses_an_edited_scores_json_and_score_a_repeated_row(llmrec, tmp_path, capsys) -> None:
+    run = tmp_path / "a"
+    evaluate(_llmrec_config(llmrec, run, engine="baseline", model="global-mean", max_docs=20))
+    edited = json.loads((run / "scores.json").read_text())
+    for cell in edited["cells"]:
+        for value in cell["metrics"].values():
+            if value["value"] is not None:
+                value["value"] = 0.999
+    (run / "scores.json").write_text(json.dumps(edited))
+    assert main(["--no-progress", "report", str(run), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"score {run} --write" in err
+    assert "outside its own interval" in err or "but its predictions give" in err
+    assert main(["--no-progress", "score", str(run), "--write"]) == 0  # the fix the line names
+    assert main(["--no-progress", "report", str(run), "--no-plots"]) == 0
+    lines = (run / "predictions.jsonl").read_text().splitlines()
+    (run / "predictions.jsonl").write_text("\n".join([*lines, *lines[:5]]) + "\n")
+    capsys.readouterr()
+    assert main(["--no-progress", "score", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "repeats row" in err
+
+
+def test_h10_report_refuses_a_perrecbench_value_its_predictions_do_not_give(tmp_path, capsys) -> None:
+    from tests.perrec_eval.tasks.perrecbench.leaderboard.synthetic import pointwise_records, write_run
+
+    run = write_run(tmp_path / "m", pointwise_records([f"g{i}" for i in range(10)], [True] * 5 + [False] * 5))
+    edited = json.loads((run / "scores.json").read_text())
+    edited["cells"][0]["metrics"]["ptc"] |= {"value": 0.9, "ci_low": 0.8, "ci_high": 1.0}  # inside its CI
+    (run / "scores.json").write_text(json.dumps(edited))
+    assert main(["--no-progress", "report", str(run), "--no-plots"]) == 2
+    err = capsys.readouterr().err
+    assert "ptc is 0.9, but its predictions give 0.0" in err and f"score {run} --write" in err

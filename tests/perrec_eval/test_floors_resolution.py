@@ -11,8 +11,7 @@ from perrec_eval import ptc
 from perrec_eval.engines.fake import FakeEngine, constant
 from perrec_eval.results import RunInfo
 from perrec_eval.tasks.perrecbench.config import EvalConfig
-from perrec_eval.tasks.perrecbench.leaderboard.runs import run_of
-from perrec_eval.tasks.perrecbench.report import render_report
+from perrec_eval.tasks.perrecbench.report import family_run, render_report
 from perrec_eval.tasks.perrecbench.results import Scores
 from perrec_eval.tasks.perrecbench.run import evaluate, evaluate_baselines
 from perrec_eval.tasks.perrecbench.scoring import N_RESAMPLES, cell_resolution
@@ -97,7 +96,7 @@ def test_scores_record_the_ci_method_and_resample_count(bench, tmp_path):
     assert scores.n_resamples == N_RESAMPLES == 10_000
     assert scores.ci_method == "percentile bootstrap over groups"
     saved = json.loads((tmp_path / "scores.json").read_text())
-    assert saved["n_resamples"] == 10_000 and saved["resolution_basis"] == "null tau variance"
+    assert saved["n_resamples"] == 10_000 and saved["extras"]["resolution_basis"] == "null tau variance"
 
 
 def test_min_detectable_difference_comes_from_expected_resolution(bench, tmp_path):
@@ -138,7 +137,7 @@ def test_report_render_keeps_old_scores_readable(tmp_path):
     info = RunInfo.from_json(
         {"config": {}, "engine": {"model": "m"}, "metric": {"variant": "tau_b", "invalid": "zero"}}
     )
-    text = render_report([run_of(tmp_path, info, scores, [])])
+    text = render_report([family_run(tmp_path, info, scores, [])])
     assert "1,000 resamples" in text and "floor: constant rating" not in text
 
 
@@ -149,15 +148,15 @@ def test_report_of_several_systems_marks_the_best_and_the_untold_orderings(basel
         next(line for line in lines if line.startswith(f"| {name} |"))
         for name in ("constant", "history-affinity")
     ]
-    cells = [[c for c in row.strip("| ").split(" | ")[2:]] for row in rows]  # after System and Groups
-
-    def marks(value: str) -> list[bool]:
-        best = value.startswith("**")  # a bold value tied with the chosen best also shows ≈
-        return [best, "*" in value.replace("**", ""), "≈" in value and not best]
+    cells = [[c for c in row.strip("| ").split(" | ")[1:]] for row in rows]  # after the run
 
     for column in zip(*cells, strict=True):
         if column[0] == "–":
             continue
-        # Each value carries one mark: the best of the column (bold), below it (*), or not told apart (≈).
-        assert all(sum(marks(value)) == 1 for value in column)
-        assert any(marks(value)[0] for value in column)
+        # The best of the column is bold, unless they tie (=) or its lead is below what the groups detect
+        # while the test does not tell them apart (†); the other is below it (no mark) or not told apart (†).
+        bold = [value.startswith("**") for value in column]
+        tied = ["=" in value for value in column]
+        untold = ["†" in value for value in column]
+        assert sum(bold) == 1 or all(tied) or any(untold)
+        assert not any(b and u for b, u in zip(bold, untold, strict=True))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perrec_eval.cli import main
-from perrec_eval.tasks import get
+from perrec_eval.registry import get
 from perrec_eval.tasks.llmrec import data as llmrec_data
 from perrec_eval.tasks.recbench_plus.task import load_docs as recbench_docs
 from tests.dataset_builder.llmrec.fixture import synth_build
@@ -197,12 +197,12 @@ def test_predictions_file_needs_data_and_predictions_or_a_run(capsys):
 
 @pytest.fixture
 def toy_family(tmp_path):
-    from perrec_eval import tasks
+    from perrec_eval import registry
     from tests.perrec_eval.tasks import toy
 
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     yield toy.write_data(tmp_path / "toy-data")
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 def test_predictions_file_a_family_without_the_hook_reads_answer_text(toy_family, tmp_path, capsys):
@@ -227,3 +227,107 @@ def test_predictions_file_a_family_without_the_hook_reads_answer_text(toy_family
     ]
     assert main(args) == 2
     assert "takes the answer text" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- PerRecBench: another system's scores
+
+
+def _perrecbench_file(bench: Path, path: Path, value) -> Path:
+    """One line per group of every level: `value(group)` (scores, a ranking, or None)."""
+    from perrec_eval.tasks.perrecbench.context import load_groups
+
+    lines = []
+    for level in ("easy", "medium", "hard"):
+        for group in load_groups(bench, level, history=False):
+            lines.append({"config": level, "id": group.group_id, "prediction": value(group)})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.fixture(scope="module")
+def perrecbench(tmp_path_factory) -> Path:
+    from tests.benchmark_fixture import write_tiny_benchmark
+
+    return write_tiny_benchmark(tmp_path_factory.mktemp("byo") / "perrecbench", n_test=12)
+
+
+def test_perrecbench_predictions_file_is_scored_beside_the_baselines(perrecbench, tmp_path, capsys):
+    # a system that ranks each group's users in the build's order, reversed
+    path = _perrecbench_file(
+        perrecbench, tmp_path / "mine.jsonl", lambda g: {"ranking": list(range(len(g.users), 0, -1))}
+    )
+    argv = ["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]
+    assert main([*argv, "--out", str(tmp_path / "mine"), "--label", "mine"]) == 0
+    printed = capsys.readouterr().out
+    assert "| mine | " in printed and "easy/pointwise" in printed
+    assert main(["--no-progress", "evaluate", "--data", str(perrecbench), "--engine", "baseline", "--model",
+                 "all", "--out", str(tmp_path / "baselines")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert main(["--no-progress", "report", str(tmp_path / "mine"), str(tmp_path / "baselines"), "--no-plots",
+                 "--out", str(tmp_path / "report")]) == 0  # fmt: skip
+    (section,) = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
+    mine = next(row for row in section["rows"] if row["label"] == "mine")
+    cell = mine["cells"]["easy/pointwise"]["metrics"]["ptc"]
+    assert cell["ci_low"] <= cell["value"] <= cell["ci_high"] and ("vs_best" in cell or cell.get("best"))
+    info = json.loads((tmp_path / "mine" / "run.json").read_text())
+    assert (
+        info["engine"]["name"] == "predictions"
+        and info["label"] == "mine"
+        and "warning" not in info["engine"]
+    )
+
+
+def test_perrecbench_predictions_file_of_the_test_ratings_is_flagged_and_never_best(
+    perrecbench, tmp_path, capsys
+):
+    path = _perrecbench_file(perrecbench, tmp_path / "leak.jsonl", lambda g: [u.rating for u in g.users])
+    argv = ["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]
+    assert main([*argv, "--out", str(tmp_path / "leak")]) == 0
+    err = capsys.readouterr().err
+    assert "repeat the test split's own ratings" in err
+    assert main(["--no-progress", "evaluate", "--data", str(perrecbench), "--engine", "baseline", "--model",
+                 "random", "--out", str(tmp_path / "random")]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert (
+        main(["--no-progress", "report", str(tmp_path / "leak"), str(tmp_path / "random"), "--no-plots"]) == 0
+    )
+    out = capsys.readouterr().out
+    leak = next(line for line in out.splitlines() if line.startswith("| leak"))
+    assert "⚠" in leak and "**" not in leak and "never marked best" in out
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([1.0], "give one score per user"),
+        ({"ranking": [1, 1]}, "lists each of the group's"),
+        ("x", "give one"),
+    ],
+)
+def test_perrecbench_predictions_file_refuses_a_value_of_the_wrong_shape(
+    perrecbench, tmp_path, capsys, value, message
+):
+    path = _perrecbench_file(perrecbench, tmp_path / "bad.jsonl", lambda g: value)
+    assert main(["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 1" in err and message in err
+
+
+def test_perrecbench_marks_a_tie_with_equals_and_bolds_nothing(perrecbench, tmp_path, capsys):
+    """Issue 45 item 4: PerRecBench's table follows the shared rule: a tie is `=`, never bold."""
+    path = _perrecbench_file(
+        perrecbench, tmp_path / "same.jsonl", lambda g: {"ranking": list(range(len(g.users), 0, -1))}
+    )
+    for label in ("first", "second"):  # the same answers under two labels: tied in every cell
+        argv = ["--no-progress", "score", "--data", str(perrecbench), "--predictions", str(path)]
+        assert main([*argv, "--out", str(tmp_path / label), "--label", label]) == 0
+    report = tmp_path / "report"
+    runs = [str(tmp_path / "first"), str(tmp_path / "second")]
+    assert main(["--no-progress", "report", *runs, "--out", str(report), "--no-plots"]) == 0
+    (section,) = json.loads((report / "leaderboard.json").read_text())
+    assert not section["too_few_docs"]  # enough groups that a difference could have been marked
+    marks = [cell["metrics"]["ptc"] for row in section["rows"] for cell in row["cells"].values()]
+    assert len(marks) == 6 and not any(mark.get("best") for mark in marks)
+    assert all(mark.get("tied") for mark in marks)
+    table = next(part for part in (report / "leaderboard.md").read_text().split("\n\n") if "| first" in part)
+    assert "**" not in table and table.count("=") >= 6

@@ -12,7 +12,7 @@ import yaml
 from huggingface_hub import DatasetCard, SpaceCard, parse_eval_result_entries
 from huggingface_hub.repocard import metadata_load
 
-from perrec_eval import metric_path, ptc, stats, tasks
+from perrec_eval import metric_path, ptc, registry, stats
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.errors import ConfigError, DataError
@@ -150,13 +150,18 @@ def test_push_leaderboard_dry_run_is_the_report_as_a_static_space(capsys, at, tm
     assert (tmp_path / "s" / "index.html").read_bytes() == (at / "report" / "index.html").read_bytes()
 
 
-def test_push_leaderboard_refuses_a_report_with_absolute_paths(capsys, at, tmp_path):
-    assert (
-        main(["--no-progress", "report", str(at / "runs/model"), "--out", str(tmp_path / "r"), "--no-plots"])
-        == 0
+def test_push_leaderboard_publishes_a_report_of_runs_on_absolute_paths(capsys, at, tmp_path):
+    # a run on an absolute --data path, named by absolute paths: the report names the build by its
+    # fingerprint and the runs by paths relative to the report, so it pushes as written
+    run = tmp_path / "abs-run"
+    config = EvalConfig(
+        data=str(at / "bench"), engine="baseline", model="random", out=str(run), levels=("easy",)
     )
-    err = refusal(capsys, "leaderboard", str(tmp_path / "r"), "--repo", "org/board")
-    assert "absolute local path" in err and "refusing to push to org/board" in err
+    evaluate_baselines(config, ["random"])
+    assert main(["--no-progress", "report", str(run), "--out", str(tmp_path / "r")]) == 0
+    assert str(tmp_path) not in "".join(p.read_text() for p in (tmp_path / "r").glob("leaderboard.*"))
+    head, names = dry_run(capsys, "leaderboard", str(tmp_path / "r"), "--repo", "org/board")
+    assert head.startswith("dry run: would upload") and "index.html" in names
 
 
 def test_push_results_dry_run_writes_eval_results_the_hub_parses(capsys, at, tmp_path):
@@ -176,14 +181,14 @@ def test_push_results_dry_run_writes_eval_results_the_hub_parses(capsys, at, tmp
     data = yaml.safe_load((tmp_path / "s" / names[0]).read_text())
     entries = parse_eval_result_entries(data)
     scores = json.loads((at / "runs/model/scores.json").read_text())
-    spec = yaml.safe_load(eval_yaml(tasks.get("perrecbench"), ["easy", "medium", "hard"]))
+    spec = yaml.safe_load(eval_yaml(registry.get("perrecbench"), ["easy", "medium", "hard"]))
     ids = {task["id"] for task in spec["tasks"]}
     assert len(entries) == len(scores["cells"]) == 9
     for entry, cell in zip(entries, scores["cells"], strict=True):
         assert (entry.dataset_id, entry.dataset_revision) == (DATASET, REVISION)
-        assert entry.task_id == f"{cell['level']}_{cell['method']}" and entry.task_id in ids
-        assert entry.value == round(cell["ptc"], 4)
-        assert f"over {cell['num_groups']} groups" in entry.notes and "95% CI [" in entry.notes
+        assert entry.task_id == f"{cell['subset']}_{cell['protocol']}" and entry.task_id in ids
+        assert entry.value == round(cell["metrics"]["ptc"]["value"], 4)
+        assert f"over {cell['num_docs']} docs" in entry.notes and "95% CI [" in entry.notes
         assert "fingerprint sha256:" in entry.notes and "default prompts" in entry.notes
 
 
@@ -205,14 +210,14 @@ def test_push_results_refuses_runs_of_anything_else(capsys, at, run, repo, extra
 def test_push_results_refuses_a_run_of_another_task_in_one_line(capsys, at):
     from tests.perrec_eval.tasks import toy
 
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     try:
         err = refusal(
             capsys, "results", "runs/model", "--task", "toy", "--repo", "org/model", "--dataset", DATASET,
             "--dataset-revision", REVISION,
         )  # fmt: skip
     finally:
-        tasks.unregister("toy")
+        registry.unregister("toy")
     assert err.endswith("runs/model is perrecbench's (--task toy given): pass --task perrecbench or none")
 
 
@@ -425,7 +430,7 @@ def test_run_json_records_the_cost_and_the_leaderboard_shows_it(at):
     requests = len((at / "runs/model/samples.jsonl").read_text().splitlines())
     assert cost["requests"] == requests > 0 and cost["wall_seconds"] > 0
     assert cost["requests_per_second"] == pytest.approx(requests / cost["wall_seconds"], rel=1e-2)
-    (row,) = json.loads((at / "report/leaderboard.json").read_text())["tables"][0]["rows"]
+    ((row,),) = (section["rows"] for section in json.loads((at / "report/leaderboard.json").read_text()))
     assert row["cost"] == cost
     board = (at / "report/leaderboard.md").read_text()
     assert "### Cost (each run's last invocation)" in board and f"| org/model | {requests:,} | " in board

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from huggingface_hub import parse_eval_result_entries
 
-from perrec_eval import tasks
+from perrec_eval import registry
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.evaluation import TaskEvalConfig, evaluate
@@ -24,7 +24,7 @@ PUSH = ["--repo", "org/model", "--dataset", DATASET, "--dataset-revision", REVIS
 @pytest.fixture
 def toy_run(tmp_path, monkeypatch) -> Path:
     """A toy build and an oracle run of it recorded as one of org/model, named by relative paths."""
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     monkeypatch.chdir(tmp_path)
     toy.write_data(Path("data"))
     config = TaskEvalConfig(task="toy", data="data", engine="fake", model="oracle", out="run")
@@ -35,7 +35,7 @@ def toy_run(tmp_path, monkeypatch) -> Path:
     info["config"]["model"] = "org/model"
     Path("run/run.json").write_text(json.dumps(info), encoding="utf-8")
     yield Path("run")
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 def push(capsys, *argv: str) -> tuple[int, list[str], str]:
@@ -154,7 +154,7 @@ def test_publish_family_llmrec_files_every_cell_with_its_own_metric(llmrec_build
         and "(lower is better)" in entries["rating_rating"].notes
     )
     assert entries["sequential_sequential"].notes.startswith("ndcg@10 ")
-    assert "each cell's own metric" in out and "left out" not in out
+    assert "the cell's own metric" in out and "left out" not in out
 
 
 def test_publish_family_names_a_cell_it_leaves_out(llmrec_build, tmp_path, capsys):

@@ -114,9 +114,9 @@ def test_real_model_free_answers_are_parsed_and_counted(engine, bench, tmp_path)
     assert info["generation"]["structured_outputs"] is False
     scores = json.loads((out / "scores.json").read_text())
     for cell in scores["cells"]:
-        mine = [s for s in samples if (s["level"], s["method"]) == (cell["level"], cell["method"])]
+        mine = [s for s in samples if (s["level"], s["method"]) == (cell["subset"], cell["protocol"])]
         failed = sum(not sample["ok"] for sample in mine)
-        assert cell["parse_failure_rate"] == pytest.approx(failed / len(mine))
+        assert cell["extras"]["parse_failure_rate"] == pytest.approx(failed / len(mine))
         assert all(sample["reason"] for sample in mine if not sample["ok"])  # every failure says why
 
 
@@ -168,7 +168,7 @@ def test_real_model_llmrec_structured_ratings_are_numbers_in_range(engine, tmp_p
 
 
 def test_real_model_recbench_plus_structured_answers_are_lists_that_may_be_empty(engine, tmp_path_factory):
-    from perrec_eval.tasks import get
+    from perrec_eval.registry import get
     from tests.dataset_builder.recbench_plus.fixture import build, synth
 
     root = tmp_path_factory.mktemp("rb-real")

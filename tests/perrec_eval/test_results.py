@@ -23,10 +23,20 @@ def run(tmp_path):
     return write_run(tmp_path / "run", pointwise_records(GROUPS, coin_flips(20, 0.8, seed=1)))
 
 
+def _legacy(run: Path) -> dict:
+    """The run's scores.json rewritten in the layout of runs written before 2026-11-29 (and returned)."""
+    data = read_scores(run / "scores.json").to_json()
+    (run / "scores.json").write_text(json.dumps(data))
+    return data
+
+
 def test_results_scores_read_back_to_the_file_they_came_from(run):
-    written = json.loads((run / "scores.json").read_text())
-    assert read_scores(run / "scores.json").to_json() == written
-    assert list(Scores.from_json(written).to_json()) == list(written)  # the keys in the file's order
+    written = json.loads((run / "scores.json").read_text())  # the shared layout of every family
+    assert written["task"] == "perrecbench" and written["headline"] == "ptc"
+    assert read_scores(run / "scores.json").to_family().to_json() == written
+    legacy = _legacy(run)
+    assert read_scores(run / "scores.json").to_json() == legacy
+    assert list(Scores.from_json(legacy).to_json()) == list(legacy)  # the keys in the file's order
 
 
 def test_results_pointwise_cell_writes_its_floor_but_no_listwise_or_cluster_parts():
@@ -49,7 +59,7 @@ def test_results_run_info_of_an_older_baseline_reads_in_the_one_layout():
 
 
 def test_results_older_scores_read_with_the_values_of_their_time(run):
-    data = json.loads((run / "scores.json").read_text())
+    data = _legacy(run)
     for key in ("ci_method", "n_resamples", "complete", "num_engine_errors", "num_permanent_errors"):
         del data[key]
     for key in ("min_detectable_difference", "num_requests", "engine_error_rate", "constant_floor"):
@@ -70,15 +80,18 @@ def test_results_older_run_info_reads_missing_parts_as_none(run):
 
 
 @pytest.mark.parametrize(
-    ("edit", "message"),
+    ("legacy", "edit", "message"),
     [
-        (lambda d: d["cells"][0].update(ptc="abc"), "ptc='abc', not a number"),
-        (lambda d: d["cells"][0].pop("num_groups"), "not a run's scores"),
-        (lambda d: d.pop("variant"), "not a run's scores"),
+        (True, lambda d: d["cells"][0].update(ptc="abc"), "ptc='abc', not a number"),
+        (True, lambda d: d["cells"][0].pop("num_groups"), "not a run's scores"),
+        (True, lambda d: d.pop("variant"), "not a run's scores"),
+        (False, lambda d: d["cells"][0]["metrics"]["ptc"].update(value="abc"), "ptc='abc', not a number"),
+        (False, lambda d: d["cells"][0].pop("num_docs"), "not a run's scores"),
+        (False, lambda d: d.update(task="llmrec"), "holds the scores of task 'llmrec'"),
     ],
 )
-def test_results_damaged_scores_name_the_file_and_the_fix(run, edit, message):
-    data = json.loads((run / "scores.json").read_text())
+def test_results_damaged_scores_name_the_file_and_the_fix(run, legacy, edit, message):
+    data = _legacy(run) if legacy else json.loads((run / "scores.json").read_text())
     edit(data)
     (run / "scores.json").write_text(json.dumps(data))
     with pytest.raises(DataError, match=message) as err:

@@ -203,7 +203,7 @@ def test_load_groups_hides_history_items_without_metadata(tmp_path):
 
     from dataset_builder.perrecbench.schema import FEATURES
     from perrec_eval.tasks.perrecbench.context import load_groups
-    from tests.benchmark_fixture import make_rows
+    from tests.benchmark_fixture import make_rows, write_manifest
 
     rows = make_rows(1)
     rows[0]["users"][0]["history"][0]["title"] = None
@@ -217,6 +217,7 @@ def test_load_groups_hides_history_items_without_metadata(tmp_path):
         "---\nconfigs:\n- config_name: easy\n  data_files:\n"
         "  - split: test\n    path: easy/test-untitled.parquet\n---\n"
     )
+    write_manifest(folder)
     loaded = load_groups(folder, "easy")
     before = len(rows[0]["users"][0]["history"])
     assert len(loaded[0].users[0].history) == before - 1

@@ -136,7 +136,7 @@ def test_paper_mode_cell_where_every_group_failed_is_null_with_a_reason(bench, t
     text = (tmp_path / "scores.json").read_text()
     assert "NaN" not in text
     (cell,) = json.loads(text)["cells"]
-    assert cell["ptc"] is None and "every group" in cell["ptc_missing"]
+    assert cell["metrics"]["ptc"]["value"] is None and "every group" in cell["extras"]["ptc_missing"]
     assert "| – |" in (tmp_path / "report.md").read_text()
 
 

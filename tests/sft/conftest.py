@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import datasets
 import pytest
 
 from dataset_builder.perrecbench.schema import CONFIGS, FEATURES
-from tests.benchmark_fixture import make_rows
+from tests.benchmark_fixture import make_rows, write_manifest
 
 TARGETS = ("q_proj", "v_proj", "down_proj")
 
@@ -53,17 +52,19 @@ def write_sft_benchmark(
                 }
                 for row in rows
             ]
-            # Named by content: datasets 5.2 caches a folder by its name and relative file names, so two
-            # fixture folders called alike would otherwise share rows (PITFALLS 1).
-            digest = hashlib.sha256(json.dumps(level_rows, sort_keys=True).encode()).hexdigest()[:12]
-            name = f"{config}/{split}-{digest}.parquet"
+            # Named by content, as a build names its files (the check of every read holds the name to its
+            # bytes): datasets 5.2 caches a folder by its name and relative file names, so two fixture
+            # folders called alike would otherwise share rows (PITFALLS 1).
             (folder / config).mkdir(parents=True, exist_ok=True)
-            datasets.Dataset.from_list(level_rows, features=FEATURES).to_parquet(str(folder / name))
+            tmp = folder / config / f".{split}.parquet"
+            datasets.Dataset.from_list(level_rows, features=FEATURES).to_parquet(str(tmp))
+            name = f"{config}/{split}-{hashlib.sha256(tmp.read_bytes()).hexdigest()[:12]}.parquet"
+            tmp.replace(folder / name)
             lines += [f"  - split: {split}", f"    path: {name}"]
     (folder / "README.md").write_text(
         "\n".join([*lines, "---", "# tiny sft benchmark", ""]), encoding="utf-8"
     )
-    return folder
+    return write_manifest(folder)
 
 
 def make_lora(base: Path, out: Path, *, seed: int, r: int = 4, alpha: int = 8, targets=TARGETS) -> Path:

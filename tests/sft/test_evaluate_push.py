@@ -111,7 +111,7 @@ def test_model_card_renders_the_ptc_table_of_a_run(trained, run_dir):
     out, scores = run_dir
     card = model_card(read_info(adapter), name="pairwise", repo="org/tiny", systems=[("pairwise", out)])
     assert card.startswith("---\nlibrary_name: peft\n")
-    assert "| System | easy point | easy pair | easy list |" in card and "\n| pairwise | " in card
+    assert "| level | method | `pairwise` |" in card and "\n| easy | pointwise | " in card
     assert "--adapter pairwise=PATH_TO_THIS_FOLDER --no-profile" in card and "org/tiny" in card
     assert "{{" not in card
 
@@ -140,7 +140,8 @@ def test_push_dry_run_lists_the_upload_and_writes_nothing_into_the_folder(
     assert card.data.base_model == "org/tiny-base" and len(card.data.eval_results) == 3
     assert {r.dataset_revision for r in card.data.eval_results} == {"abc123"}
     text = card.text
-    assert "| base (org/tiny-base) | " in text and "\n| pairwise | " in text and "requests in" in text
+    assert "| `base (org/tiny-base)` | `pairwise` |" in text and "\n| easy | pairwise | " in text
+    assert "requests in" in text
     assert 'AutoTokenizer.from_pretrained("org/tiny-base")' in text
     assert "**not** the paper's recipe (§6): max steps 10 (paper: -1), effective batch 4 (paper: 32)" in text
     assert "learning rate 0.003 (paper: 1e-05), warmup 0 (paper: 0.1)." in text

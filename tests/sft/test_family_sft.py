@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
-from perrec_eval import tasks
+from perrec_eval import registry
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.errors import ConfigError, DataError
@@ -28,9 +28,9 @@ SHARED_FACTS = {
 
 @pytest.fixture(scope="module")
 def toy_registered():
-    tasks.register(toy.TASK, replace=True)
+    registry.register(toy.TASK, replace=True)
     yield
-    tasks.unregister("toy")
+    registry.unregister("toy")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ train interactions (what the baselines are fitted on)."""
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import random
 from collections.abc import Mapping
@@ -16,8 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.tasks.base import Doc
+from perrec_eval.task import Doc
 from perrec_eval.tasks.llmrec.parsing import TitleIndex
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def outputs(data: str) -> dict[str, dict[str, str]]:
     """
     path = Path(data) / "manifest.json"
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = fileio.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise DataError(f"{data} is not a build: make one with `perrecbench build --task llmrec`") from None
     if manifest.get("task") != "llmrec":

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perrec_eval.tasks.base import Cell
+from perrec_eval.task import Cell
 from perrec_eval.tasks.llmrec import data as build
 
 CATALOGUE_CELL = Cell("sequential", "sequential")

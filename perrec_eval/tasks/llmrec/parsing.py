@@ -22,51 +22,71 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from rapidfuzz import fuzz, process
-
-from perrec_eval.answers import entries, is_refusal, strip_think
-from perrec_eval.tasks.base import Parsed
+from perrec_eval.answers import MAX_ANSWER_CHARS, TOO_LONG, entries, is_refusal, strip_think, too_long
+from perrec_eval.task import Parsed
+from perrec_eval.titles import FUZZY_THRESHOLD, TitleMatcher, normalize_title
 
 __all__ = [
-    "RATING_RULES", "TitleIndex", "normalize", "parse_ranking", "parse_rating", "resolve", "strip_think"
+    "FUZZY_THRESHOLD", "RATING_RULES", "TitleIndex", "normalize_title", "parse_ranking", "parse_rating",
+    "resolve", "strip_think",
 ]  # fmt: skip
 
-# rapidfuzz's normalized Indel similarity (0..100) of two normalized titles: 90 accepts a dropped article
-# or a typo in a title of some length, and rejects two titles that share only a series name.
-FUZZY_THRESHOLD = 90.0
-_NUM = r"([-+]?\d+(?:\.\d+)?)"
-# The rules that read a rating, tried in order: (name, pattern whose group 1 is the rating).
+_NUM = r"(?<![\w.])([-+]?\d++(?:\.\d++)?)"  # a number that starts a word: "1111" is read once, not per digit
+# The rules that read a rating, tried in order: (name, pattern whose group 1 is the rating). None nests a
+# quantifier or can backtrack through a run of digits or spaces: a 40,000-character answer reads in
+# milliseconds.
 RATING_RULES: tuple[tuple[str, str], ...] = (
-    ("labelled", rf"\b(?:rating|score)\b[^0-9\n]{{0,60}}?(?:\bis\b|\bof\b|:|=|\bbe\b)\s*\**\s*{_NUM}"),
-    ("fraction", rf"{_NUM}\s*(?:/|out of)\s*5(?:\.0)?(?![\d.])"),
-    ("stars", rf"{_NUM}\s*-?\s*stars?\b"),
-    ("bold", rf"\*\*\s*{_NUM}\s*\*\*"),
+    ("final", rf"\b(?:final (?:answer|rating|prediction)|predicted rating|prediction|my (?:answer|prediction|"
+              rf"rating)|answer)\s*+[:=][\s*]*+{_NUM}"),
+    ("labelled", rf"\b(?:rating|score)\b[^0-9\n]{{0,60}}?(?:\bis\b|\bof\b|\bbe\b|:|=)[\s*]*+{_NUM}"),
+    ("fraction", rf"{_NUM}\s*+\(?\s*+(?:/|out of)\s*+5(?:\.0)?(?![\d.])"),
+    ("stars", rf"{_NUM}\s*+-?\s*+stars?\b"),
+    ("glyphs", r"(?<![★☆⭐])([★⭐]{1,5}+)(?:[☆✩]{0,4}+)(?![★☆⭐✩])"),
+    ("bold", rf"\*\*\s*+{_NUM}\s*+\*\*"),
     ("verb", rf"\b(?:rate[sd]?|give[sn]?|gave|predict(?:s|ed)?|assign(?:s|ed)?|estimate[sd]?)\b"
              rf"[^0-9\n]{{0,40}}?{_NUM}"),
-    ("number", rf"(?<![\w.]){_NUM}(?![\w]|\.\d)"),
-)
+    ("number", rf"{_NUM}(?![\w]|\.\d)"),
+)  # fmt: skip
 _RULES = tuple((name, re.compile(pattern, re.IGNORECASE)) for name, pattern in RATING_RULES)
-_QUOTED = re.compile(r'"[^"\n]*(?:"|$)|“[^”\n]*(?:”|$)|«[^»\n]*(?:»|$)', re.MULTILINE)  # or cut off
-_MARKER = re.compile(r"^\s*\d{1,3}[.)]\s", re.MULTILINE)  # "1. " of a listed line: no rating
-_YEAR = re.compile(r"[(\[]\s*(?:1[6-9]|20)\d\d\s*[)\]]")
+_QUOTED = re.compile(r'"[^"\n]*+(?:"|$)|“[^”\n]*+(?:”|$)|«[^»\n]*+(?:»|$)', re.MULTILINE)  # or cut off
+_MARKER = re.compile(r"^\s*+\d{1,3}[.)]\s", re.MULTILINE)  # "1. " of a listed line: no rating
+_YEAR = re.compile(r"[(\[]\s*+(?:1[6-9]|20)\d\d\s*+[)\]]")
 _COUNT = re.compile(
-    r"\b\d+(?:\.\d+)?\s*(?:%|percent|users?|reviews?|ratings|people|items|products|times|years?)(?!\w)", re.I
+    r"(?<![\w.])\d++(?:\.\d++)?\s*+"
+    r"(?:%|percent|users?|reviews?|ratings|people|items|products|times|years?)(?!\w)",
+    re.IGNORECASE,
 )
-_JSON = re.compile(r"\{[^{}]*\}")
+_ID = re.compile(  # "MLU196", "A2X", "User 196" (not "4stars")
+    r"\b(?!\d++stars?\b)(?=\w*+[^\W\d_])(?=\w*+\d)\w++|\b(?:user|id)\s*+#?\s*+\d++", re.IGNORECASE
+)
+_HISTORY = re.compile(  # a line of the prompt's history echoed back: '3. "Heat (1995)": 4 stars'
+    r'^\s*+(?:\d{1,3}[.)]\s*+)?"([^"\n]*+)"\s*+:\s*+\d(?:\.\d)?\s*+stars?\b[^\n]*+$',
+    re.MULTILINE | re.IGNORECASE,
+)
+_LAST_LINE_NUMBER = re.compile(r"\n\s*+(\d{1,3})\s*+$")  # "…\n3. Raiders of the Lost Ark\n4": a cut marker
+_JSON = re.compile(r"\{[^{}]*+\}")
+_GLYPHS = "★⭐"
 
 # P5's evaluation kept a rating only if it was one of "1.0" .. "4.9" (range(10, 50) / 10: 5.0 is dropped).
 P5_RANGE = (1.0, 4.9)
 
 
-def _mask(text: str, title: str | None) -> str:
-    """The answer with the item's title, quoted spans (one cut at the budget too), bracketed years, counts
-    and list markers blanked out."""
-    if title and title.strip():
-        text = re.sub(re.escape(title.strip()), " ", text, flags=re.IGNORECASE)
-    for pattern in (_QUOTED, _YEAR, _COUNT, _MARKER):
+def _mask(text: str, title: str | None, user: str | None = None) -> str:
+    """The answer with what is no rating blanked out: the item's title (with and without its year), the
+    user's id and any word mixing letters and digits ("MLU196", "A2X"), echoed history lines, quoted spans
+    (one cut at the budget too), bracketed years, counts, list markers and a list marker the budget cut."""
+    target = normalize_title(title) if title else ""
+    echoed = _HISTORY.sub
+    text = echoed(lambda m: m.group(0) if target and normalize_title(m.group(1)) == target else " ", text)
+    for name in (title, re.sub(r"\s*+[(\[]\s*+\d{4}\s*+[)\]]\s*+$", "", title or ""), user):
+        if name and name.strip():
+            text = re.sub(re.escape(name.strip()), " ", text, flags=re.IGNORECASE)
+    cut = _LAST_LINE_NUMBER.search(text)
+    if cut and re.search(rf"(?m)^\s*+{int(cut.group(1)) - 1}[.)]\s", text):
+        text = text[: cut.start()]
+    for pattern in (_QUOTED, _YEAR, _COUNT, _ID, _MARKER):
         text = pattern.sub(" ", text)
     return text
 
@@ -76,19 +96,21 @@ def _json_rating(text: str) -> str | None:
     for chunk in reversed(_JSON.findall(text)):
         try:
             data = json.loads(chunk)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         for key, value in data.items() if isinstance(data, dict) else ():
             if not re.search(r"rating|score|stars", str(key), re.IGNORECASE) or isinstance(value, bool):
                 continue
-            if isinstance(value, int | float) or re.fullmatch(_NUM, str(value).strip()):
+            if isinstance(value, int | float) or re.fullmatch(r"[-+]?\d++(?:\.\d++)?", str(value).strip()):
                 return str(value).strip()
     return None
 
 
-def read_rating(text: str | None, title: str | None = None) -> tuple[str | None, str]:
+def read_rating(
+    text: str | None, title: str | None = None, user: str | None = None
+) -> tuple[str | None, str]:
     """The rating an answer states, as written, and the rule that found it; or None and the failure's
-    reason (``ambiguous``, ``refused``, ``no_number``).
+    reason (``ambiguous``, ``refused``, ``no_number``, ``too_long``).
 
     >>> read_rating('I would rate "Coneheads (1993)" 4 stars.'), read_rating("Coneheads (1993): 4 stars")
     (('4', 'stars'), ('4', 'stars'))
@@ -96,23 +118,33 @@ def read_rating(text: str | None, title: str | None = None) -> tuple[str | None,
     ('4', 'labelled')
     >>> read_rating('{"rating": 3.5}'), read_rating("4/5"), read_rating("1 or 5"), read_rating("no idea")
     (('3.5', 'json'), ('4', 'fraction'), (None, 'ambiguous'), (None, 'no_number'))
+    >>> read_rating("★★★★☆"), read_rating("Heat: 5, Alien: 3, Fargo: 4.\\nPrediction: 4")
+    (('4', 'glyphs'), ('4', 'final'))
     """
+    if too_long(text):
+        return None, TOO_LONG
     answer = strip_think(text)
     found = _json_rating(answer)
     if found is not None:
         return found, "json"
-    masked = _mask(answer, title)
+    masked = _mask(answer, title, user)
     for name, rule in _RULES:
         values = [match.group(1) for match in rule.finditer(masked)]
+        if name == "glyphs":
+            values = [str(sum(value.count(glyph) for glyph in _GLYPHS)) for value in values]
         if not values:
             continue
+        if name == "final":
+            return values[-1], name  # the answer's own label decides, whatever came before it
         if len({float(value) for value in values}) > 1:  # e.g. the history's ratings echoed back
             return None, "ambiguous"
         return values[-1], name
     return None, "refused" if is_refusal(answer) else "no_number"
 
 
-def parse_rating(text: str | None, policy: str = "strict", title: str | None = None) -> Parsed:
+def parse_rating(
+    text: str | None, policy: str = "strict", title: str | None = None, user: str | None = None
+) -> Parsed:
     """A rating in 1..5 read from an answer (`read_rating`, the item's `title` masked); policy ``p5``: in
     1.0..4.9, P5's rule (a rating it drops fails with reason ``p5_dropped`` instead of vanishing).
 
@@ -123,7 +155,7 @@ def parse_rating(text: str | None, policy: str = "strict", title: str | None = N
     >>> parse_rating("5", policy="p5").reason, parse_rating("4.9", policy="p5").value
     ('p5_dropped', 4.9)
     """
-    found, rule = read_rating(text, title)
+    found, rule = read_rating(text, title, user)
     if found is None:
         return Parsed(False, reason=rule, detail=(text or "")[:200])
     value = float(found)
@@ -134,41 +166,19 @@ def parse_rating(text: str | None, policy: str = "strict", title: str | None = N
     return Parsed(True, value)
 
 
-def normalize(title: str) -> str:
-    """A title as titles are compared: NFKC, case-folded, quotes and edge punctuation gone, spaces collapsed.
+class TitleIndex(TitleMatcher):
+    """Items by title, for mapping generated titles back: the one title matcher of every family
+    (`perrec_eval.titles.TitleMatcher`), hashed by identity (a slot holds it). A title several items share
+    names all of them, in the order they were given.
 
-    >>> normalize('  "The  Hobbit!" ')
-    'the hobbit'
-    """
-    text = unicodedata.normalize("NFKC", title).casefold()
-    text = re.sub(r"\s+", " ", text)
-    return text.strip(" \t\"'`“”‘’.,;:!?")
-
-
-class TitleIndex:
-    """Items by normalized title, for mapping generated titles back (hashed by identity: a slot holds it).
-
-    A title several items share names all of them, in the order they were given.
+    >>> index = TitleIndex([
+    ...     ("1", "Usual Suspects, The (1995)"), ("2", "Heat (1995)"), ("3", "Best Men (1997)")
+    ... ])
+    >>> index.find("The Usual Suspects (1995)"), index.find("Heat"), index.find("The Best Men (1997)")
+    ((('1',), False), (('2',), False), (('3',), False))
     """
 
-    __slots__ = ("_by_title", "_titles")
-
-    def __init__(self, items: Iterable[tuple[str, str]]) -> None:
-        by_title: dict[str, list[str]] = {}
-        for asin, title in items:
-            named = by_title.setdefault(normalize(title), [])
-            if asin not in named:
-                named.append(asin)
-        self._by_title = {title: tuple(asins) for title, asins in by_title.items()}
-        self._titles = list(self._by_title)
-
-    def find(self, title: str) -> tuple[tuple[str, ...], bool]:
-        """The items a title names and whether it took the fuzzy match; ((), False) when none is close."""
-        key = normalize(title)
-        if key in self._by_title:
-            return self._by_title[key], False
-        best = process.extractOne(key, self._titles, scorer=fuzz.ratio, score_cutoff=FUZZY_THRESHOLD)
-        return (self._by_title[best[0]], True) if best else ((), False)
+    __hash__ = object.__hash__
 
 
 def resolve(items: Sequence[str | Sequence[str]], wanted: str) -> list[str]:
@@ -185,6 +195,21 @@ def resolve(items: Sequence[str | Sequence[str]], wanted: str) -> list[str]:
         if pick is not None and pick not in ranked:
             ranked.append(pick)
     return ranked
+
+
+def _comma_list(line: str) -> list[str]:
+    """A line of titles separated by commas (a last one after "and"), quotes around them removed.
+
+    >>> _comma_list("Heat (1995), 'Alien (1979)', and Casablanca")
+    ['Heat (1995)', 'Alien (1979)', 'Casablanca']
+    """
+    parts = re.split(r",\s*+(?:and\s++|or\s++)?", line)
+    return [part.strip().strip("\"'“”‘’").strip() for part in parts if part.strip()]
+
+
+def _unnamed_list(entry: str, index: TitleIndex) -> bool:
+    """Whether an entry is titles joined by commas: it names no item as a whole."""
+    return ", " in entry and not index.find(entry)[0]
 
 
 def parse_ranking(text: str | None, index: TitleIndex, catalogue: TitleIndex | None = None) -> Parsed:
@@ -212,10 +237,15 @@ def parse_ranking(text: str | None, index: TitleIndex, catalogue: TitleIndex | N
     >>> parse_ranking("I'm sorry, I cannot recommend anything.", index).reason
     'refused'
     """
+    if too_long(text):
+        return Parsed(False, reason=TOO_LONG, detail=f"over {MAX_ANSWER_CHARS:,} characters")
     listed = entries(text)
     answer = strip_think(text)
-    if not listed or (len(listed) == 1 and is_refusal(answer)):
+    if not listed:
         return Parsed(False, reason="refused" if is_refusal(answer) else "no_list", detail=(text or "")[:200])
+    listed = [  # "Heat (1995), Alien (1979), Casablanca (1942)" on one line
+        part for entry in listed for part in (_comma_list(entry) if _unnamed_list(entry, index) else [entry])
+    ]
     items: list[str | list[str]] = []
     taken: set[tuple[str, ...]] = set()
     fuzzy = unmatched = duplicates = not_candidate = 0

@@ -47,22 +47,24 @@ def plots(section: Mapping[str, Any], out: Path, prefix: str) -> list[Any]:
     if not cells:
         return []
     plt = drawing.pyplot()
-    keep, suffix = drawing.shown([row["label"] for row in section["rows"]])
     fig, axes = plt.subplots(2, len(cells), figsize=(4.0 * len(cells) + 2, 6.6), squeeze=False)
+    drawn: list[str] = []
     for column, cell in enumerate(cells):
         for line, (family, names) in enumerate(AT_K.items()):
             ax = axes[line][column]
             series = {}
-            for i in keep:
-                entry = section["rows"][i]["cells"].get(cell)
+            for row in section["rows"]:  # every run of the table that has the cell
+                entry = row["cells"].get(cell)
                 if entry is None or entry["num_failed"] == entry["num_docs"]:
                     continue
-                series[section["rows"][i]["label"]] = [entry["metrics"].get(name) for name in names]
-            drawing.lines(ax, [name.partition("@")[2] for name in names], series)
+                series[row["label"]] = [entry["metrics"].get(name) for name in names]
+            drawn += [name for name in drawing.lines(ax, [n.partition("@")[2] for n in names], series)]
             ax.set_title(f"{cell}: {family.upper()}@k")
             ax.set_xlabel("k (list length)")
             ax.set_ylabel(f"{family.upper()}@k (higher is better)")
-    drawing.legend(axes[0][-1], len(keep))
-    fig.suptitle(f"LLMRec: HR and NDCG at k (error bars: 95% bootstrap interval){suffix}")
+    drawn = list(dict.fromkeys(drawn))
+    drawing.panels_legend(list(axes.flat))
+    fig.suptitle("LLMRec: HR and NDCG at k (error bars: 95% bootstrap interval; no line: not run)")
     fig.tight_layout()
-    return [drawing.save(fig, out, f"{prefix}llmrec_at_k.png", "LLMRec: HR and NDCG at k", "at_k")]
+    title = "LLMRec: HR and NDCG at k"
+    return [drawing.save(fig, out, f"{prefix}llmrec_at_k.png", title, "at_k", series=drawn)]

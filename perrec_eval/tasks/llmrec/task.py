@@ -32,7 +32,7 @@ from typing import Any
 
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
-from perrec_eval.tasks.base import Doc, Parsed, Task
+from perrec_eval.task import Doc, Parsed, Task
 from perrec_eval.tasks.llmrec import baselines, leaks, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import report as report_hooks
@@ -55,6 +55,7 @@ class Ask:
     index: TitleIndex | None = None
     catalogue: TitleIndex | None = None  # direct: tells titles outside the candidates from hallucinations
     title: str | None = None  # rating: the item's title, masked in the answer (its year is no rating)
+    user: str | None = None  # rating: the user's id, masked too ("user MLU196 will rate it 4")
 
     def to_json(self) -> dict[str, str]:
         return {"kind": self.kind}
@@ -74,7 +75,7 @@ class Protocol:
 
     def _slot(self, doc: build.RecDoc) -> Ask:
         if self.name == "rating":
-            return Ask("rating", title=doc.title)
+            return Ask("rating", title=doc.title, user=doc.user_id)
         if self.name in CANDIDATE_PROTOCOLS:
             titles = _titles(doc)
             candidates = TitleIndex((asin, titles[asin]) for asin in doc.candidates)
@@ -110,7 +111,7 @@ class Protocol:
     def parse(self, text: str | None, slot: Any, *, policy: str = "strict") -> Parsed:
         """The answer read back; `policy` (``strict`` or ``p5``, `--invalid-policy`) for a rating."""
         if slot.kind == "rating":
-            return parse_rating(text, policy, title=slot.title)
+            return parse_rating(text, policy, title=slot.title, user=slot.user)
         return parse_ranking(text, slot.index, slot.catalogue)
 
     def combine(self, values: Sequence[Any]) -> Any:
@@ -129,11 +130,13 @@ class Protocol:
         return self.name
 
 
-# Default answer budgets (tokens), from what a correct answer needs: a rating is 1-3 tokens ("4", "3.5"; 8
-# leaves room for "Rating: 4.5"); a list of 10 titles as a Python list is 83 tokens on average on the demo's
-# titles (99 at most, SmolLM2's tokenizer) and real catalogue titles run longer: 99% of the 257,619
-# released RecBench+ title lists (about 10 titles each) fit in 227 tokens. Text budgets: the text module's.
-RATING_BUDGET, LIST_BUDGET = 8, 256
+# Default answer budgets (tokens, SmolLM2's tokenizer), from how instruct models answer, preamble included
+# (benchmarks/RESULTS.md, "Answer budgets"): a bare rating is 1-3 tokens, but SmolLM2-135M's free answers
+# reach their number after 13-20 tokens ("I predict that user MLU196 will rate "Toy Story (1995)" a 4." is
+# 25), so 64; every released RecBench+ answer of seven models (lists of about 10 titles, preambles, notes
+# and refusals included) has p99 228 tokens, 335 for Gemini-1.5-Pro, p99.9 477, so 512 for every list. A
+# reasoning model needs more (--max-new-tokens). Text budgets: the text module's.
+RATING_BUDGET, LIST_BUDGET = 64, 512
 PROTOCOLS = {
     "rating": Protocol("rating", RATING_BUDGET),
     "sequential": Protocol("sequential", LIST_BUDGET),
@@ -274,6 +277,10 @@ TASK = Task(
     answer_counts=("duplicates", "unmatched", "not_candidate"),
     invalid_policies=("strict", "p5"),
     report=report_hooks,
+    summary=(("ndcg@10", "direct/direct"), ("rmse", "rating/rating")),
+    # the rating and ranking tasks (docs/suites.md: the hour's arithmetic)
+    suite_defaults={"subsets": "rating,sequential,direct", "limit": 1000},
+    suite_build={"domains": "Books", "kcore": 10},
     hub_description=(
         "LLMRec's five tasks (rating, sequential and direct recommendation, explanation, review "
         "summarization) rebuilt from Amazon Reviews 2023 (leave-last-out per user). Score: NDCG@10 for "

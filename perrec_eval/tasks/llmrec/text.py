@@ -21,32 +21,74 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perrec_eval.answers import (
+    MAX_ANSWER_CHARS,
+    TOO_LONG,
+    closes_like_chat,
+    opens_like_chat,
+    strip_think,
+    too_long,
+)
 from perrec_eval.runner import OneShot
-from perrec_eval.tasks.base import Doc, Parsed
+from perrec_eval.task import Doc, Parsed
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import prompts, textmetrics
-from perrec_eval.tasks.llmrec.parsing import strip_think
 
 TEXT_KINDS = tuple(build.TEXT_TRUTHS)
 FIRST_WORDS = 4
 BASELINES = ("first-words", "common-sentence")
 CONSTANT = {"explanation": "This product is good.", "summarization": "Good product"}
-_LABEL = re.compile(r"^(?:explanation|summary|sentence)\s*:\s*", re.IGNORECASE)
+_LABEL = re.compile(
+    r"^(?:(?:a |the |my |\d++-word |short |one-sentence )*+"
+    r"(?:explanation|summary|sentence|answer|review summary))\s*+:\s*+",
+    re.IGNORECASE,
+)
+_OPENER = re.compile(r"(?:sure|certainly|of course|absolutely|okay|ok|alright|great)[!.,]++\s*+", re.I)
 _QUOTES = "\"'`“”‘’"
 
 
 def parse_text(text: str | None) -> Parsed:
-    """A generated sentence: reasoning blocks, a leading ``Explanation:``/``Summary:`` label and wrapping
-    quotes removed, white space collapsed; failed (``empty``) when nothing is left.
+    """A generated sentence: reasoning blocks removed; chat around it dropped (a heading such as "## Summary",
+    a label such as "**Explanation:**" or "Summary:", a lead-in ending in a colon such as "Sure! Here's a
+    10-word explanation:", an opener such as "Sure!", a closing such as "Let me know if you need anything
+    else!"); wrapping quotes removed, white space collapsed. Failed (``empty``) when nothing is left,
+    ``too_long`` for an answer over `perrec_eval.answers.MAX_ANSWER_CHARS` characters.
 
     >>> parse_text('Summary: "Smells lovely,\\n lasts long"').value
     'Smells lovely, lasts long'
+    >>> parse_text("Sure! Here's a short explanation:\\n\\nSoft and warm.\\n\\nLet me know if you need more!")
+    Parsed(ok=True, value='Soft and warm.', reason=None, detail=None)
     >>> parse_text("<think>hm</think>  ").reason
     'empty'
     """
-    answer = " ".join(strip_think(text).split())
+    if too_long(text):
+        return Parsed(False, reason=TOO_LONG, detail=f"over {MAX_ANSWER_CHARS:,} characters")
+    lines = [_OPENER.sub("", _plain(line)) for line in strip_think(text).splitlines()]
+    lines = [line for line in lines if line]
+    while len(lines) > 1 and _is_chat(lines[0], lead=True):
+        lines.pop(0)
+    while len(lines) > 1 and _is_chat(lines[-1], lead=False):
+        lines.pop()
+    answer = _OPENER.sub("", " ".join(" ".join(lines).split()))
+    head, colon, rest = answer.partition(": ")
+    if colon and rest and (opens_like_chat(head + ":") or _LABEL.fullmatch(head + ": ")):
+        answer = rest  # "Sure! Here's a 10-word explanation: Soft and warm."
     answer = _LABEL.sub("", answer).strip().strip(_QUOTES).strip()
     return Parsed(True, answer) if answer else Parsed(False, reason="empty")
+
+
+def _plain(line: str) -> str:
+    """A line without markdown heading marks and emphasis around it."""
+    return line.replace("**", "").strip().lstrip("#>").strip().strip("*_").strip()
+
+
+def _is_chat(line: str, *, lead: bool) -> bool:
+    """Whether a line before (`lead`) or after the text is chat: a lead-in or label ending in a colon, a
+    heading or label on its own ("Summary", "Explanation"), or after the text a closing ("I hope this
+    helps!")."""
+    if line.endswith(":") or _LABEL.fullmatch(line + ": "):
+        return True
+    return not lead and closes_like_chat(line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +138,12 @@ class TextProtocol:
         return self.name
 
 
+# Budgets with room for a preamble and a closing around the sentence ("Sure! Here's a 10-word explanation:"
+# and "Let me know if you need anything else!" are about 25 tokens): SmolLM2-135M's explanations took 16-32
+# tokens and its summaries 9-15 ("The sentence is: "…"").
 PROTOCOLS = {
-    "explanation": TextProtocol("explanation", 64),
-    "summarization": TextProtocol("summarization", 32),
+    "explanation": TextProtocol("explanation", 96),
+    "summarization": TextProtocol("summarization", 64),
 }
 ANSWER_REGEX = r"[^\n]+"  # one line of text (the answer budget bounds it; no {1,N}: see task.py)
 

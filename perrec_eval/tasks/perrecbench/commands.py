@@ -1,4 +1,4 @@
-"""PerRecBench's `perrecbench evaluate | score | profiles`: one config class and one handler each.
+"""PerRecBench's `perrecbench evaluate | score | profiles | sweep`: one config class and one handler each.
 
 The general command line (`perrec_eval.commands`) registers them for the default task through
 `Task.handlers`; their flags and outputs are PerRecBench's own.
@@ -6,48 +6,32 @@ The general command line (`perrec_eval.commands`) registers them for the default
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
 
 from perrec_eval import fileio
 from perrec_eval.config import BASELINE_ENGINE
+from perrec_eval.lock import folder_lock
 from perrec_eval.results import read_run_info
-from perrec_eval.tasks.perrecbench.config import EvalConfig, ProfilesConfig, ScoreConfig
+from perrec_eval.tasks.perrecbench.config import EvalConfig, ProfilesConfig, ScoreConfig, SweepConfig
 from perrec_eval.tasks.perrecbench.results import Scores
-
-
-def baseline_names(config: EvalConfig) -> tuple[str, ...]:
-    """`--model all`: every baseline; the CF ones only when the benchmark has interactions (else said why)."""
-    from perrec_eval.tasks.perrecbench import cf
-    from perrec_eval.tasks.perrecbench.baselines import BASELINES
-
-    if config.model != "all":
-        return (config.model,)
-    if cf.has_interactions(config.data):
-        return (*BASELINES, *cf.CF_BASELINES)
-    reason = cf.missing_interactions(config.data)
-    print(f"perrecbench evaluate: skipping {', '.join(cf.CF_BASELINES)}: {reason}", file=sys.stderr)
-    return BASELINES
 
 
 def evaluate(config: EvalConfig) -> int:
     from perrec_eval import rundir
     from perrec_eval.tasks.perrecbench import report, run
-    from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
+    # the runs just written: their predictions are not read back for the table
     if len(config.adapter) > 1 and config.engine != BASELINE_ENGINE:
-        systems = run.evaluate_adapters(config)
-        folders = [Path(config.out) / name for name, _ in systems]
-        print(report.table(load_runs(folders)))
-    else:  # the runs just written: their predictions are not read back for the table
-        written = (
-            run.baseline_runs(config, baseline_names(config))
-            if config.engine == BASELINE_ENGINE
-            else [(config.system_label, run.evaluate_run(config))]
-        )
-        systems = [(name, one.scores) for name, one in written]
-        print(report.table([one for _, one in written]))
+        written = run.evaluate_adapters(config)
+    elif config.engine == BASELINE_ENGINE:
+        written = run.baseline_runs(config, run.baseline_names(config))
+    else:
+        written = [(config.system_label, run.evaluate_run(config))]
+    systems = [(name, Scores.from_family(one.scores)) for name, one in written]
+    print(report.table([one for _, one in written]))
     if len(systems) > 1:
         print(f"\nwritten to {config.out}/<system>/ (one run folder each) and {config.out}/report.md")
     else:
@@ -108,18 +92,31 @@ def score(config: ScoreConfig) -> int:
     from perrec_eval.tasks.perrecbench import report
     from perrec_eval.tasks.perrecbench import rundir as run_files
 
+    if config.run_dir is None:  # another system's predictions file
+        from perrec_eval.tasks.perrecbench import external
+
+        scores, written = external.score_file(config)
+        if config.json:
+            json.dump(scores.to_family().to_json(), sys.stdout, indent=2)
+            print(flush=True)
+        else:
+            print(report.table([written]), flush=True)
+        if config.out is not None:
+            print(f"written to {config.out}/ (scores.json, predictions.jsonl, run.json)", file=sys.stderr)
+        return 0
     run_dir = rundir.one_run_folder(config.run_dir)
-    scores = run_files.rescore(run_dir, variant=config.variant, invalid=config.invalid)
-    rescored = [report.rescored(run_dir, scores)]
-    if config.write:
-        run_files.update_metric(run_dir, scores, report.render_report(rescored))
-    # stdout holds the table `evaluate` prints, as every family's `score` does; --json: the scores instead
-    # (for `> file` or `| jq`)
+    with folder_lock(run_dir) if config.write else contextlib.nullcontext():  # no writer of it meanwhile
+        scores = run_files.rescore(run_dir, variant=config.variant, invalid=config.invalid)
+        rescored = [report.rescored(run_dir, scores)]
+        if config.write:
+            run_files.update_metric(run_dir, scores, report.render_report(rescored))
+    # stdout holds the table `evaluate` prints, as every family's `score` does (its row named by the run's
+    # label); --json: the scores instead (for `> file` or `| jq`)
     if config.json:
-        json.dump(scores.to_json(), sys.stdout, indent=2)
+        json.dump(scores.to_family().to_json(), sys.stdout, indent=2)
         print(flush=True)
     else:
-        print(report.table(rescored, [rundir.run_name(run_dir)]), flush=True)
+        print(report.table(rescored), flush=True)
     if config.write:
         print(f"written to {run_dir}/ (scores.json, report.md, run.json's metric)", file=sys.stderr)
     else:
@@ -244,3 +241,42 @@ def _push_profiles(path: Path, repo_id: str, writer: str) -> None:
     )
     push(upload, dry_run=False)
     print(f"uploaded to https://huggingface.co/datasets/{repo_id}/blob/main/profiles/{path.name}")
+
+
+def sweep(config: SweepConfig) -> int:
+    """Evaluate one model at every (k, shots) point into ``OUT/k<K>-shots<S>/`` and report the grid into
+    ``OUT/report/`` (the shared report, its prompting and k × shots analyses included)."""
+    from pathlib import PurePosixPath
+
+    from perrec_eval import rundir
+    from perrec_eval.leaderboard import family
+    from perrec_eval.leaderboard import folder as reports
+    from perrec_eval.lock import folder_lock
+    from perrec_eval.tasks.perrecbench.leaderboard import sweep as grid
+
+    out = Path(config.out)
+    report_dir = out / "report"
+
+    def in_report(path: PurePosixPath) -> bool:
+        return path.parts[0] == "report" and reports.is_report_file(PurePosixPath(*path.parts[1:]))
+
+    rundir.check_out(config.out, rundir.local_inputs(config), runs=True, also=in_report, command="sweep")
+    with folder_lock(out):  # the grid and its report: another sweep on OUT is refused until both are written
+        reports.check_out(report_dir)  # before the grid runs
+        results = grid.run_grid(config)
+        sections = family.report([out], seed=config.seed, base=report_dir)
+        family.write(sections, report_dir, plots=config.plots)
+    for data in sections:
+        print(family.markdown(data))
+    incomplete = [name for name, scores in results if not scores.complete]
+    print(f"{len(results)} grid points in {out}/; report: {report_dir / 'index.html'}")
+    if incomplete:
+        print(
+            f"perrecbench sweep: provisional points (engine errors): {', '.join(incomplete)}", file=sys.stderr
+        )
+        print(
+            failure_summary([scores for _, scores in results if not scores.complete], "sweep"),
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -22,6 +22,7 @@ from perrec_eval.cliconfig import (
     check_seed,
     check_task,
     check_text,
+    one_limit,
     option,
 )
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
@@ -81,7 +82,8 @@ def token_budgets(spec: tuple[str, ...] | str, *, methods: bool = True) -> dict[
     for part in parts:
         name, sep, value = part.rpartition("=")
         targets = [name.strip()] if sep else list(names)
-        if not value.strip().isdigit() or int(value) < 1 or any(t not in names for t in targets):
+        number = value.isascii() and value.strip().isdigit()  # not "²", which int() refuses
+        if not number or int(value) < 1 or any(t not in names for t in targets):
             raise ConfigError(
                 f"--max-new-tokens {part!r}: write one number (e.g. 64) or NAME=N with NAME one of "
                 f"{', '.join(names)}, comma-separated (e.g. pointwise=16,listwise=64)"
@@ -103,11 +105,14 @@ class DataSpec:
     levels: tuple[str, ...] = option(
         "levels whose groups are used (sft data also takes full: the 5-user groups)", default=LEVELS
     )
-    max_groups: int | None = option(
-        "use N groups of each level (and split): a seeded sample, as even across domains as the groups "
-        "allow, the same in every command (run.json lists them)",
+    limit: int | None = option(
+        "use N groups of each level (and split), the docs of each cell: a seeded sample, as even across "
+        "domains as the groups allow, the same in every command (run.json lists them); every family's "
+        "--limit (--max-groups is its old name)",
         default=None,
+        shown="all",
     )
+    max_groups: int | None = option("the same as --limit", default=None, shown="all")
     seed: int = option(
         "seed of the --max-groups sample and of the command's other draws (sampling, few-shot picks, "
         "bootstrap intervals, the listwise presentation, the sft mix)",
@@ -117,6 +122,7 @@ class DataSpec:
     def __post_init__(self) -> None:
         check_choices(self)  # every Literal field of the config, its engine settings' included
         check_task(self.task)
+        one_limit(self, "max_groups")
         if not self.levels or any(level not in self.level_choices for level in self.levels):
             raise ConfigError(
                 f"--levels must be a non-empty subset of {','.join(self.level_choices)}, got {self.levels}"
@@ -305,6 +311,22 @@ class EvalConfig(_Budgets, EngineSpec, PromptSpec):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SweepConfig(EvalConfig):
+    """Settings of `perrecbench sweep`: one engine over every (k, shots) pair, one run folder each."""
+
+    replaced: ClassVar[dict[str, str]] = {"k": "--ks", "shots": "--shots-grid"}  # set per grid point
+    ks: tuple[int, ...] = option(
+        "retrieved history sizes k of the grid (replaces --k; the paper's Fig. 6 used 1,2,4,8,12,16)",
+        default=(2, 4, 8),
+    )
+    shots_grid: tuple[int, ...] = option(
+        "few-shot counts of the grid (replaces --shots; the paper's Fig. 6 used 0,1,2,3,4,5)",
+        default=(0, 1, 2, 3),
+    )
+    plots: bool = option("draw the PNG plots of the grid's report (needs the report extra)", default=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProfilesConfig(_Budgets, EngineSpec, DataSpec):
     """Settings of `perrecbench profiles`: one LLM-written profile per (group, user)."""
 
@@ -337,12 +359,40 @@ class ProfilesConfig(_Budgets, EngineSpec, DataSpec):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScoreConfig:
-    """Settings of `perrecbench score`: re-score a finished run from its saved predictions."""
+    """Settings of `perrecbench score`: re-score a finished run from its saved predictions, or score another
+    system's predictions file (``--data DIR --predictions FILE.jsonl``) like a run."""
 
-    run_dir: str = option("run folder written by `perrecbench evaluate`", positional=True)
+    run_dir: str | None = option(
+        "run folder written by `perrecbench evaluate` (or give --data and --predictions)",
+        positional=True,
+        default=None,
+    )
     task: str = option(
         "task family (`perrecbench tasks` lists them)", default="perrecbench"
     )
+    data: str | None = option("benchmark folder the --predictions answer (its --split groups)", default=None)
+    predictions: str | None = option(
+        'JSONL of another system, one line per group: {"config": LEVEL, "id": GROUP_ID, "prediction": '
+        'SCORES} with one score per user in the group\'s order (higher: preferred), or {"ranking": [1-based '
+        "users, best first]}; scored in the pointwise column, beside the no-LLM baselines",
+        default=None,
+    )
+    split: str = option("dataset split the --predictions answer", default="test")
+    limit: int | None = option(
+        "with --predictions: score N groups of each level, the seeded sample `evaluate --limit N --seed S` "
+        "takes (lines of other groups are left out), so the run is reported beside such runs",
+        default=None,
+        shown="all",
+    )
+    seed: int = option("with --predictions: seed of the --limit sample and the intervals", default=0)
+    label: str | None = option(
+        "with --predictions: the system's name in reports (default: the file's name)", default=None
+    )
+    out: str | None = option(
+        "with --predictions: also write a run folder that `perrecbench report` compares with model runs",
+        default=None,
+    )
+    overwrite: bool = option("with --out: replace a finished run of other settings there", default=False)
     variant: Literal["tau_b", "paper"] | None = option(
         "metric variant (default: the run's own)", default=None
     )
@@ -354,3 +404,19 @@ class ScoreConfig:
 
     def __post_init__(self) -> None:
         check_task(self.task)
+        check_seed(self.seed)
+        external = self.data is not None or self.predictions is not None
+        if self.run_dir is not None and external:
+            raise ConfigError("give a run folder, or --data and --predictions, not both")
+        if self.run_dir is None and (self.data is None or self.predictions is None):
+            raise ConfigError(
+                "give a run folder to score again, or --data DIR --predictions FILE.jsonl to score a file"
+            )
+        if not external and any(v is not None for v in (self.out, self.label, self.limit)):
+            raise ConfigError("--out, --label and --limit go with --predictions (a run folder keeps its own)")
+        if external and self.write:
+            raise ConfigError("--write rewrites a run folder: with --predictions, write one with --out")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"--limit must be >= 1, got {self.limit}")
+        if self.label is not None:
+            check_text("--label", self.label)

@@ -7,7 +7,6 @@ untitled-item rule applied once (see `perrec_eval.tasks.perrecbench.records`).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.errors import DataError
-from perrec_eval.tasks import DEFAULT_TASK
+from perrec_eval.registry import DEFAULT_TASK
 from perrec_eval.tasks.perrecbench.records import Group, UserKey, UserView
 from perrec_eval.tasks.perrecbench.retrieval import Retrieved
 
@@ -362,20 +361,19 @@ def check_data_files(data: str | os.PathLike, level: str, split: str) -> None:
     Raises:
         DataError: the file is missing or changed since the build, or the build is another family's.
     """
-    from dataset_builder.manifest import check_files
+    from dataset_builder.manifest import check_files, read_manifest
 
     folder = Path(data)
-    manifest = folder / "manifest.json"
-    if not folder.is_dir() or not manifest.is_file():
+    recorded = read_manifest(folder)  # a local folder without one is refused
+    if recorded is None:
         return
     try:
-        recorded = json.loads(manifest.read_text(encoding="utf-8"))
         family = recorded.get("task", DEFAULT_TASK)
         listed = recorded.get("outputs", {}).get(level, {}).get(split)
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
+    except AttributeError as err:
         raise DataError(
-            f"{manifest} is not the JSON object the build writes ({err}): rebuild the benchmark with "
-            "`perrecbench build --overwrite`"
+            f"{folder / 'manifest.json'} is not the JSON object the build writes ({err}): rebuild the "
+            "benchmark with `perrecbench build --overwrite`"
         ) from err
     if family != DEFAULT_TASK:
         raise DataError(f"{data} is a {family} build: pass --task {family}")
@@ -412,30 +410,28 @@ def sample_groups(groups: Sequence[Group], n: int, seed: int) -> list[Group]:
 
 
 def dataset_fingerprint(data: str | os.PathLike) -> str:
-    """sha256 of the build manifest (or of the data file names, which are content hashes).
+    """The build's fingerprint, computed from its files (`dataset_builder.manifest.fingerprint`: every
+    level's and split's file is checked).
 
     The interactions of ``build --with-interactions`` (for the CF baselines) leave the groups unchanged, so
     they are taken out first: the same build with and without them has one fingerprint, and the CF
     baselines' runs compare with LLM runs made on a build without them.
     """
-    folder = Path(data)
-    manifest = folder / "manifest.json"
-    if manifest.is_file():
-        from dataset_builder.manifest import without_checksums
+    from dataset_builder import manifest
 
-        text = without_checksums(manifest.read_bytes())
-        content = json.loads(text)
-        if "interactions" in content:
-            content.pop("interactions")
-            content["parameters"].pop("with_interactions", None)
-            text = (json.dumps(content, indent=2, ensure_ascii=False) + "\n").encode()
-        return hashlib.sha256(text).hexdigest()
-    names = (
-        sorted(str(p.relative_to(folder)) for p in folder.rglob("*.parquet"))
-        if folder.is_dir()
-        else [str(data)]
-    )
-    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+    recorded = manifest.read_manifest(Path(data))
+    groups = manifest.data_files({"outputs": recorded.get("outputs")}) if recorded is not None else None
+
+    def without_interactions(content: dict) -> bool:
+        if "interactions" not in content:
+            return False
+        content.pop("interactions")
+        parameters = content.get("parameters")
+        if isinstance(parameters, dict):
+            parameters.pop("with_interactions", None)
+        return True
+
+    return manifest.fingerprint(data, groups, leave_out=without_interactions)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ with `datasets.load_dataset("json", data_files=PATH)` and can be pushed to the H
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -255,7 +254,7 @@ def load_profile_flags(path: str | os.PathLike) -> dict[UserKey, list[str]]:
     flags: dict[UserKey, list[str]] = {}
     with Path(path).open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
-            record = json.loads(line) if line.strip() else {}
+            record = fileio.loads(line) if line.strip() else {}
             found = record.get("flags")
             if not found:
                 continue
@@ -281,9 +280,9 @@ def load_profiles(path: str | os.PathLike) -> dict[UserKey, str]:
     lines = text.split("\n")  # not splitlines: a profile may hold U+2028
     for lineno, line in enumerate(lines[:-1] if lines[-1] == "" else lines, 1):
         try:
-            record = json.loads(line)
+            record = fileio.loads(line)
             key, profile = (record["group_id"], record["user_id"]), record["profile"]
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
+        except (ValueError, KeyError, TypeError) as err:
             raise DataError(
                 f"{path}:{lineno}: not a profile record ({err}); "
                 "each line needs group_id, user_id, profile"
@@ -383,9 +382,9 @@ def file_writer(path: str | os.PathLike) -> dict[str, Any]:
     with path.open(encoding="utf-8") as f:
         first = next((line for line in f if line.strip()), "{}")
     try:
-        record = json.loads(first)
+        record = fileio.loads(first)
         writer = {key: record[key] for key in PROVENANCE_KEYS if key in record}
-    except (json.JSONDecodeError, TypeError) as err:
+    except (ValueError, TypeError) as err:
         raise DataError(f"{path}:1: not a profile record ({err}); {_OTHER_WRITER}") from err
     check_provenance(path, writer, fix="write each writer's profiles to a file of its own")
     return writer
@@ -435,9 +434,9 @@ def check_provenance(
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             try:
-                record = json.loads(line) if line.strip() else {}
+                record = fileio.loads(line) if line.strip() else {}
                 found = {key: record.get(key) for key in PROVENANCE_KEYS}
-            except (json.JSONDecodeError, AttributeError) as err:
+            except (ValueError, AttributeError) as err:
                 raise DataError(f"{path}:{lineno}: not a profile record ({err}); {fix}") from err
             if record and found != wanted:
                 differs = ", ".join(

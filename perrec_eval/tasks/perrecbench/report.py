@@ -1,7 +1,6 @@
-"""A run folder's report.md and the PTC table `perrecbench evaluate` / `score` print and a model card shows.
-
-Each is the leaderboard of the run(s) at hand (`perrec_eval.leaderboard`): the same Table 1, notes and
-per-cell tables as `perrecbench report`'s leaderboard.md, without its analyses, plots and published tables.
+"""A run folder's report.md and the table `perrecbench evaluate` / `score` print: the shared report section
+(`perrec_eval.leaderboard.family`) of the run(s) at hand, as every family's is, with PerRecBench's own
+rows, notes and tables (`leaderboard/hooks.py`).
 """
 
 from __future__ import annotations
@@ -10,67 +9,68 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.results import RunInfo, read_run_info
 from perrec_eval.tasks.perrecbench import rundir
-from perrec_eval.tasks.perrecbench.leaderboard import board, compare, render, runs
-from perrec_eval.tasks.perrecbench.leaderboard.published import load as load_published
 from perrec_eval.tasks.perrecbench.records import PredictionRecord
 from perrec_eval.tasks.perrecbench.results import Metric, Scores
 
 
-def report_of(loaded: Sequence[runs.Run], labels: Sequence[str] | None = None) -> board.Report:
-    """The leaderboard of `loaded` (one table per comparable set), rows named by `labels` where given."""
-    tables = [
-        board.build_table(comparable, number)
-        for number, comparable in enumerate(compare.partition(loaded), start=1)
-    ]
-    if labels is not None:
-        names = {id(run): label for run, label in zip(loaded, labels, strict=True)}
-        for table in tables:
-            for row in table.rows:
-                row.label = names[id(row.run)]
-    return board.Report(tables=tables, analyses=[], stats=[], published=load_published())
+def family_run(
+    folder: str | os.PathLike, info: RunInfo, scores: Scores, records: Sequence[PredictionRecord]
+) -> Any:
+    """A run still in memory as the shared reports load one (`family.FamilyRun`)."""
+    from perrec_eval.leaderboard.family import FamilyRun, run_label
+
+    folder = Path(folder)
+    docs = rundir.as_doc_predictions(records, info.metric)
+    return FamilyRun(folder, run_label(info, folder), info, scores.to_family(), tuple(docs))
 
 
-def table(
-    loaded: Sequence[runs.Run],
-    labels: Sequence[str] | None = None,
-    *,
-    compact: bool = False,
-    legend: bool = True,
-) -> str:
-    """Table 1 of `loaded` (`render.leaderboard_rows`, `compact` or not), with the legend unless `legend`
-    is off: the table `perrecbench evaluate` and `score` print and a model card shows."""
-    report = report_of(loaded, labels)
-    tables = [render.leaderboard_markdown(table, compact=compact) for table in report.tables]
-    return "\n\n".join([*tables, render.markdown_text(render.legend(report))][: None if legend else -1])
+def section(runs: Sequence[Any], *, seed: int = 0) -> dict[str, Any]:
+    """The shared section of `runs` (loaded run folders, or runs in memory: `family_run`)."""
+    from perrec_eval.leaderboard import family
+    from perrec_eval.registry import get
+
+    return family.section(get("perrecbench"), runs, seed=seed)
 
 
-def rescored(run_dir: str | os.PathLike, scores: Scores) -> runs.Run:
-    """The finished run at `run_dir` with re-computed `scores` (and their metric), as a `runs.Run`."""
+def table(runs: Sequence[Any]) -> str:
+    """The table `perrecbench evaluate` and `score` print: the section's heading, main table and notes."""
+    from perrec_eval.leaderboard import family
+
+    return family.markdown(section(runs))
+
+
+def rescored(run_dir: str | os.PathLike, scores: Scores) -> Any:
+    """The finished run at `run_dir` with re-computed `scores` (and their metric), as a run in memory."""
     info = replace(read_run_info(run_dir), metric=Metric(scores.variant, scores.invalid))
-    return runs.run_of(run_dir, info, scores, rundir.read_predictions(run_dir))
+    return family_run(run_dir, info, scores, rundir.read_predictions(run_dir))
 
 
-def render_report(loaded: Sequence[runs.Run]) -> str:
-    """The text of report.md for the runs of one run folder (or of a folder of run folders)."""
-    return render.markdown(render.run_document(report_of(loaded)))
+def render_report(runs: Sequence[Any]) -> str:
+    """The text of report.md for the runs of one run folder (or of a folder of run folders): the report
+    `perrecbench report` writes of them, without pictures."""
+    from perrec_eval.leaderboard import family
+    from perrec_eval.leaderboard.document import Para, markdown
+
+    data = section(runs)
+    blocks = family.document([data])
+    blocks.insert(1, Para("Pictures and the comparison with other runs: `perrecbench report`."))
+    return markdown(blocks)
 
 
 def render_run(
-    folder: str | os.PathLike,
-    info: RunInfo,
-    scores: Scores,
-    records: Sequence[PredictionRecord],
+    folder: str | os.PathLike, info: RunInfo, scores: Scores, records: Sequence[PredictionRecord]
 ) -> str:
-    """report.md of one run from what is in memory (`runs.run_of`)."""
-    return render_report([runs.run_of(folder, info, scores, records)])
+    """report.md of one run from what is in memory."""
+    return render_report([family_run(folder, info, scores, records)])
 
 
-def write_report(out: str | os.PathLike, loaded: Sequence[runs.Run]) -> Path:
+def write_report(out: str | os.PathLike, runs: Sequence[Any]) -> Path:
     """Write `out/report.md` (atomically) for the given runs."""
     path = Path(out) / "report.md"
-    fileio.write_text(path, render_report(loaded))
+    fileio.write_text(path, render_report(runs))
     return path

@@ -1,8 +1,11 @@
-"""PerRecBench's scores.json as typed records: the PTC of each (level, method) cell and the run's metric.
+"""PerRecBench's scores as typed records: the PTC of each (level, method) cell and the run's metric.
 
-Written by the runner with `to_json`, read by every reader with `read_scores` / `from_json`; the general
-run.json record (`perrec_eval.results.RunInfo`) holds this family's `Metric`. Fields added after the first
-runs were written are read with their value for those older files, each said once here.
+scores.json has the layout every family's has (`perrec_eval.results.FamilyScores`): `Scores.to_family`
+lays these records out in it (PTC, MAE and RMSE as metrics; the rest of a cell, such as its min. detectable
+difference and floor, in its `extras`), `Scores.from_family` reads them back. Runs written before
+2026-11-29 wrote `Scores.to_json` itself: `read_scores` and `legacy_scores` read that layout too. The
+general run.json record (`perrec_eval.results.RunInfo`) holds this family's `Metric`. Fields added after the
+first runs were written are read with their value for those older files, each said once here.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from typing import Any
 
 from perrec_eval import fileio
 from perrec_eval.errors import DataError
-from perrec_eval.results import is_number
+from perrec_eval.results import FamilyCell, FamilyScores, MetricValue, is_number
+
+TASK = "perrecbench"
+HEADLINE = "ptc"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,18 +117,100 @@ class Scores:
         known = {f.name: data[f.name] for f in fields(cls) if f.name in data}
         return cls(**{**known, "cells": tuple(CellScore.from_json(cell) for cell in data["cells"])})
 
+    def to_family(self) -> FamilyScores:
+        """These scores in the layout of every family's scores.json (the numbers as they are)."""
+        own = self.to_json()
+        return FamilyScores(
+            task=TASK,
+            headline=HEADLINE,
+            confidence_level=self.confidence_level,
+            ci_method=self.ci_method,
+            n_resamples=self.n_resamples,
+            complete=self.complete,
+            num_engine_errors=self.num_engine_errors,
+            first_engine_error=self.first_engine_error,
+            cells=tuple(_family_cell(cell) for cell in self.cells),
+            average=self.average,
+            extras={name: value for name, value in own.items() if name not in _SHARED_RUN},
+        )
+
+    @classmethod
+    def from_family(cls, scores: FamilyScores) -> Scores:
+        """The records `to_family` laid out, read back."""
+        data = {name: getattr(scores, name) for name in _SHARED_RUN if name != "cells"}
+        data |= dict(scores.extras or {})
+        return cls.from_json({**data, "cells": [_cell_json(cell) for cell in scores.cells]})
+
+
+# Fields of `Scores` and `CellScore` that the shared layout holds itself (the rest go to its extras).
+_SHARED_RUN = (
+    "confidence_level ci_method n_resamples complete num_engine_errors first_engine_error cells average"
+).split()
+_SHARED_CELL = {"level": "subset", "method": "protocol", "num_groups": "num_docs"}
+_SHARED_CELL |= {"num_invalid": "num_failed"}
+_SHARED_CELL |= {name: name for name in ("num_requests", "num_engine_errors", "num_clusters")}
+_METRIC_FIELDS = ("ptc", "ptc_ci_low", "ptc_ci_high", "mae", "rmse")
+
+
+def _family_cell(cell: CellScore) -> FamilyCell:
+    own = cell.to_json()
+    metrics = {HEADLINE: MetricValue(value=cell.ptc, ci_low=cell.ptc_ci_low, ci_high=cell.ptc_ci_high)}
+    for name in ("mae", "rmse"):  # where ratings were predicted; no interval (a statistic of the users)
+        if getattr(cell, name) is not None:
+            metrics[name] = MetricValue(value=getattr(cell, name), ci_low=None, ci_high=None)
+    return FamilyCell(
+        **{shared: getattr(cell, name) for name, shared in _SHARED_CELL.items()},
+        metrics=metrics,
+        extras={name: value for name, value in own.items() if name not in (*_SHARED_CELL, *_METRIC_FIELDS)},
+    )
+
+
+def _cell_json(cell: FamilyCell) -> dict[str, Any]:
+    data: dict[str, Any] = {name: getattr(cell, shared) for name, shared in _SHARED_CELL.items()}
+    ptc = cell.metrics[HEADLINE]
+    data |= {"ptc": ptc.value, "ptc_ci_low": ptc.ci_low, "ptc_ci_high": ptc.ci_high}
+    for name in ("mae", "rmse"):
+        if name in cell.metrics:
+            data[name] = cell.metrics[name].value
+    return data | dict(cell.extras or {})
+
+
+def legacy_scores(data: Mapping[str, Any], path: str | os.PathLike = "scores.json") -> FamilyScores:
+    """A scores.json written before 2026-11-29 (`Scores.to_json`) in the shared layout (`Task.legacy_scores`).
+
+    Raises:
+        DataError: not such a file; the message names it and the fix.
+    """
+    return _checked(Scores.from_json(data), path).to_family()
+
 
 def read_scores(path: str | os.PathLike) -> Scores:
-    """A scores.json, checked: a JSON object whose cells carry their level, method, counts and numbers.
+    """A scores.json, checked: a JSON object whose cells carry their level, method, counts and numbers, in
+    the shared layout or in the one of runs written before 2026-11-29.
 
     Raises:
         DataError: anything else; the message names the file (and the cell).
     """
     fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
     try:
-        scores = Scores.from_json(fileio.read_json(path))
+        data = fileio.read_json(path)
+        if isinstance(data, Mapping) and "headline" in data:
+            if data.get("task") != TASK:
+                raise DataError(f"{path} holds the scores of task {data.get('task')!r}, not {TASK}: {fix}")
+            return _checked(Scores.from_family(FamilyScores.from_json(data)), path)
+        scores = Scores.from_json(data)
     except (KeyError, TypeError, AttributeError) as err:
         raise DataError(f"{path} is not a run's scores ({type(err).__name__}: {err}): {fix}") from err
+    return _checked(scores, path)
+
+
+def _checked(scores: Scores, path: str | os.PathLike) -> Scores:
+    """`scores` when every cell carries its level, method, counts and numbers.
+
+    Raises:
+        DataError: else; the message names the file and the cell.
+    """
+    fix = f"rewrite it with `perrecbench score {Path(path).parent} --write`"
     for cell in scores.cells:
         if not isinstance(cell.level, str) or not isinstance(cell.method, str):
             raise DataError(f"{path}: a cell without its level and method: {fix}")

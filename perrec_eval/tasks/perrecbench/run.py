@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import shlex
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval.cache import CachedEngine
+from perrec_eval.config import BASELINE_ENGINE
 from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
@@ -29,7 +31,6 @@ from perrec_eval.rundir import check_out, claim, local_inputs, write_run
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, demonstrations, report
 from perrec_eval.tasks.perrecbench.config import EvalConfig
-from perrec_eval.tasks.perrecbench.leaderboard.runs import Run, load_runs, run_of
 from perrec_eval.tasks.perrecbench.records import Group, PredictionRecord, SampleRecord, UserKey
 from perrec_eval.tasks.perrecbench.results import Metric, Scores
 from perrec_eval.tasks.perrecbench.scoring import prediction_records, score_cells
@@ -117,11 +118,11 @@ def evaluate(config: EvalConfig, engine: Engine | None = None) -> Scores:
     Raises:
         DataError: as `evaluate_run`.
     """
-    return evaluate_run(config, engine).scores
+    return Scores.from_family(evaluate_run(config, engine).scores)
 
 
-def evaluate_run(config: EvalConfig, engine: Engine | None = None) -> Run:
-    """`evaluate`, returning the run written (as `load_run` would read it back).
+def evaluate_run(config: EvalConfig, engine: Engine | None = None) -> Any:
+    """`evaluate`, returning the run written as the shared reports load one (`family.FamilyRun`).
 
     Raises:
         DataError: another process works in `config.out`, it holds another config's finished run and
@@ -134,7 +135,7 @@ def evaluate_run(config: EvalConfig, engine: Engine | None = None) -> Run:
         return _evaluate(config, engine)
 
 
-def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Run:
+def _evaluate(config: EvalConfig, engine: Engine | None = None) -> Any:
     """Run the benchmark for one model and write the run folder; returns the run written.
 
     `engine` overrides the one named in the config (tests pass a FakeEngine). Requests go through the
@@ -220,10 +221,11 @@ def _test_groups(config: EvalConfig, *, history: bool = True) -> dict[str, list[
     }
 
 
-def _run(config: EvalConfig, system: System, test: Mapping[str, list[Group]]) -> Run:
+def _run(config: EvalConfig, system: System, test: Mapping[str, list[Group]]) -> Any:
     """Every cell of `config` answered by `system`, scored and written to `config.out`: the one path of
-    models and baselines. Returns the run as `load_run` reads it back, without reading its
-    predictions.jsonl again (run.json and scores.json as their JSON files hold them)."""
+    models and baselines. Returns the run as the shared reports load it (`family.FamilyRun`), without
+    reading its files again; its record is the redacted one run.json holds, so report.md and the printed
+    table show no secret of a label or model name either."""
     out = Path(config.out)
     records: list[PredictionRecord] = []
     samples: list[SampleRecord] | None = None
@@ -243,19 +245,41 @@ def _run(config: EvalConfig, system: System, test: Mapping[str, list[Group]]) ->
         groups={level: [g.group_id for g in groups] for level, groups in test.items()},
         **system.run_fields(scores),
     )
+    info = RunInfo.from_json(json.loads(json.dumps(redact(run_info.to_json()))), out / "run.json")
     write_run(
         out,
         samples=samples,
         records=records,
-        scores=scores,
-        run_info=run_info,
-        report=partial(report.render_run, out, run_info, scores, records),
+        scores=scores.to_family(),
+        run_info=info,
+        report=partial(report.render_run, out, info, scores, records),
     )
-    info = RunInfo.from_json(json.loads(json.dumps(run_info.to_json())), out / "run.json")
-    return run_of(out, info, Scores.from_json(json.loads(json.dumps(scores.to_json()))), records)
+    return report.family_run(out, info, scores, records)
 
 
-def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, Scores]]:
+def evaluate_any(config: EvalConfig, engine: Engine | None = None) -> Any:
+    """A run in Python (`Task.evaluate`, what a suite runs): the model's (`evaluate_run`, with `engine` when
+    given), or with ``--engine baseline`` the baselines' (`baseline_runs`)."""
+    if config.engine == BASELINE_ENGINE:
+        return baseline_runs(config, baseline_names(config))
+    return evaluate_run(config, engine)
+
+
+def baseline_names(config: EvalConfig) -> tuple[str, ...]:
+    """`--model all`: every baseline; the CF ones only when the benchmark has interactions (else said why)."""
+    from perrec_eval.tasks.perrecbench import cf
+    from perrec_eval.tasks.perrecbench.baselines import BASELINES
+
+    if config.model != "all":
+        return (config.model,)
+    if cf.has_interactions(config.data):
+        return (*BASELINES, *cf.CF_BASELINES)
+    reason = cf.missing_interactions(config.data)
+    print(f"perrecbench evaluate: skipping {', '.join(cf.CF_BASELINES)}: {reason}", file=sys.stderr)
+    return BASELINES
+
+
+def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[tuple[str, Any]]:
     """Evaluate several LoRA adapters on one loaded base model, one run folder each under ``out/<name>/``."""
     subs = {
         name: replace(config, adapter=(f"{name}={path}",), out=str(Path(config.out) / name))
@@ -267,19 +291,19 @@ def evaluate_adapters(config: EvalConfig, engine: Engine | None = None) -> list[
             claim(Path(sub.out), run_record(sub), overwrite=config.overwrite)
         base = engine if engine is not None else config.load_engine()
         systems = [
-            (name, evaluate(subs[name], engine=adapted)) for name, adapted in config.adapter_engines(base)
+            (name, evaluate_run(subs[name], engine=adapted)) for name, adapted in config.adapter_engines(base)
         ]
-        report.write_report(config.out, load_runs([Path(sub.out) for sub in subs.values()]))
+        report.write_report(config.out, [written for _, written in systems])
     return systems
 
 
 def evaluate_baselines(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Scores]]:
     """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder; see
     `baseline_runs`."""
-    return [(name, written.scores) for name, written in baseline_runs(config, names)]
+    return [(name, Scores.from_family(written.scores)) for name, written in baseline_runs(config, names)]
 
 
-def baseline_runs(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Run]]:
+def baseline_runs(config: EvalConfig, names: Sequence[str]) -> list[tuple[str, Any]]:
     """Score no-LLM baselines (pointwise: a predicted rating per user), each into its own run folder;
     returns the runs written.
 

@@ -2,7 +2,9 @@
 
 The general run folder (`perrec_eval.rundir`: `write_run`, `claim`, `run_folders`) writes the files; this
 module reads this family's records from them: `samples.jsonl` (`records.SampleRecord`), `predictions.jsonl`
-(`records.PredictionRecord`, one per (level, method, group)) and `scores.json` (`results.Scores`).
+(`records.PredictionRecord`, one per (level, method, group)) and `scores.json` (`results.Scores`, in the
+shared layout). `doc_predictions` gives the shared reports the predictions as every family's
+(`perrec_eval.docrecords.DocPrediction`), each group's tau computed once (`GroupAnswer`).
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perrec_eval import fileio
+from perrec_eval import fileio, ptc
+from perrec_eval.docrecords import DocPrediction
 from perrec_eval.engines.base import is_count
 from perrec_eval.errors import DataError
 from perrec_eval.results import RERUN, RunInfo, is_number, read_run_info
@@ -97,6 +100,50 @@ def _prediction_problem(line: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class GroupAnswer:
+    """A group's prediction record as the shared reports hold it, with its tau under the run's metric
+    (None: a failed group that the run's policy ``skip`` leaves out; 0.0 under ``zero``)."""
+
+    record: PredictionRecord
+    tau: float | None
+
+
+def doc_predictions(run_dir: str | os.PathLike, info: RunInfo) -> list[DocPrediction]:
+    """The run's predictions as the shared `DocPrediction`s (`Task.read_predictions`): one per (level,
+    method, group), its `GroupAnswer` as the prediction and the group's true relative ratings as the truth.
+
+    Raises:
+        DataError: as `read_predictions` and `check_complete`.
+    """
+    records = read_predictions(run_dir)
+    check_complete(run_dir, info, records)
+    return as_doc_predictions(records, info.metric)
+
+
+def as_doc_predictions(records: Sequence[PredictionRecord], metric: Metric) -> list[DocPrediction]:
+    """`records` as the shared `DocPrediction`s, each group's tau under `metric` computed once."""
+    by_cell: dict[tuple[str, str], list[PredictionRecord]] = {}
+    for record in records:
+        by_cell.setdefault((record.level, record.method), []).append(record)
+    taus: dict[int, float | None] = {}
+    for cell_records in by_cell.values():
+        values, valid = ptc.group_taus(
+            [r.references for r in cell_records],
+            [r.prediction or [] for r in cell_records],
+            prediction_format=cell_records[0].format,
+            variant=metric.variant,
+        )
+        for record, tau, ok in zip(cell_records, values.tolist(), valid.tolist(), strict=True):
+            taus[id(record)] = tau if ok else (None if metric.invalid == "skip" else 0.0)
+    return [
+        DocPrediction(
+            r.level, r.method, r.group_id, GroupAnswer(r, taus[id(r)]), tuple(r.references), r.cluster
+        )
+        for r in records
+    ]
+
+
 def check_complete(run_dir: str | os.PathLike, info: RunInfo, records: Iterable[PredictionRecord]) -> None:
     """Every (level, method, group) run.json lists has its line in predictions.jsonl, and only once.
 
@@ -158,7 +205,7 @@ def update_metric(run_dir: str | os.PathLike, scores: Scores, report: str) -> No
         info = replace(read_run_info(run_dir), metric=Metric(scores.variant, scores.invalid))
         fileio.replace_in_order(
             [
-                (run_dir / "scores.json", _json_text(scores.to_json())),
+                (run_dir / "scores.json", _json_text(scores.to_family().to_json())),
                 (run_dir / "report.md", report),
                 (run_dir / "run.json", _json_text(info.to_json())),
             ]

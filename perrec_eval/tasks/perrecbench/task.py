@@ -6,19 +6,36 @@ cells are level × method; the headline metric is PTC, the mean Kendall tau over
 
 from __future__ import annotations
 
+from typing import Any
+
 from perrec_eval.stats import MetricSpec, rmse
-from perrec_eval.tasks.base import Task
+from perrec_eval.task import Task
 from perrec_eval.tasks.perrecbench import structured
 from perrec_eval.tasks.perrecbench.baselines import BASELINES
 from perrec_eval.tasks.perrecbench.cf import CF_BASELINES
 from perrec_eval.tasks.perrecbench.fake import constant_answer
+from perrec_eval.tasks.perrecbench.leaderboard import hooks
 from perrec_eval.tasks.perrecbench.protocols import PROTOCOLS
-from perrec_eval.tasks.perrecbench.results import Metric
+from perrec_eval.tasks.perrecbench.results import Metric, legacy_scores
+from perrec_eval.tasks.perrecbench.rundir import doc_predictions
 from perrec_eval.tasks.perrecbench.vocabulary import LEVELS
 
 
 def _answer_formats(spec: str) -> tuple[str, dict | None]:
     return structured.answer_regex(spec), structured.json_schema(spec)
+
+
+def _score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
+    """A group's tau under its run's metric (`rundir.GroupAnswer`); the other metrics are over users."""
+    if metric != "ptc" or prediction is None:
+        return None
+    return prediction.tau
+
+
+def _fingerprint(data: str) -> str:
+    from perrec_eval.tasks.perrecbench.context import dataset_fingerprint
+
+    return dataset_fingerprint(data)
 
 
 TASK = Task(
@@ -46,13 +63,27 @@ TASK = Task(
         "averaged over groups (-1 to 1). One task per level (config) and ranking method."
     ),
     read_metric=Metric.from_json,
-    # Its own commands: files byte-identical to the ones PerRecBench always wrote.
+    score_doc=_score_doc,
+    legacy_scores=legacy_scores,
+    read_predictions=doc_predictions,
+    fingerprint=_fingerprint,
+    report=hooks,
+    average_over="cells",
+    summary=(("ptc", "average"),),
+    evaluate="perrec_eval.tasks.perrecbench.run:evaluate_any",
+    selection=("split", "levels", "max_groups", "seed"),
+    # every level and method on the paper's 200 test groups per level (docs/suites.md: the hour's arithmetic)
+    suite_defaults={"limit": 200},
+    suite_build={"with_interactions": True},
+    # Its own commands: its rankers, profiles and prediction records (scores in the shared layout).
     handlers={
         command: f"perrec_eval.tasks.perrecbench.commands:{config}:{command}"
         for command, config in (
             ("evaluate", "EvalConfig"),
             ("score", "ScoreConfig"),
             ("profiles", "ProfilesConfig"),
+            ("sweep", "SweepConfig"),
         )
-    },
+    }
+    | {"sft data": "sft.perrecbench.cli:DataConfig:run_data"},
 )

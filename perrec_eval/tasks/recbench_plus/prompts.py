@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from dataclasses import dataclass
 from functools import cache
@@ -79,3 +80,32 @@ def messages(
         {"role": "system", "content": chosen["system"].format(**values)},
         {"role": "user", "content": chosen["user"].format(**values)},
     ]
+
+
+def _pattern(line: str) -> str:
+    """A template line as a pattern: its placeholders any word, its spaces any run of spaces."""
+    fields = string.Formatter().parse(line)
+    parts = [re.escape(text) + ("\\w++" if name else "") for text, name, _, _ in fields]
+    return "".join(parts).replace("\\ ", "\\s++")
+
+
+@cache
+def answer_header() -> re.Pattern[str]:
+    """The prompts' own lines, as a pattern that finds them wherever a model echoes them (any item noun, any
+    case): the answer header ("Recommended books (separated by [SEP]):", the last line of each user message;
+    its colon optional), which the reader removes, and the lines before it ("The user has read the following
+    books:[…]", "Query: …"), which it removes with the rest of their line (an echoed history is no answer).
+
+    >>> answer_header().sub("|", "Recommended books (separated by [SEP]): Emma [SEP] Dune")
+    '| Emma [SEP] Dune'
+    >>> answer_header().sub("|", "The user has read the following books: ['A', 'B']\\nEmma [SEP] Dune")
+    '|\\nEmma [SEP] Dune'
+    """
+    headers, lines = set(), set()
+    for variant in templates().variants.values():
+        *before, last = variant["user"].split("\n")
+        headers.add(_pattern(last.strip().rstrip(":")))
+        for line in before:  # each up to its history or query
+            lines.add(_pattern(re.split(r"\{(?:history|query)\}", line, maxsplit=1)[0].strip()))
+    echoed = "(?m:^[^\\S\\n]*+(?:" + "|".join(sorted(lines)) + ")[^\\n]*+)"
+    return re.compile(f"{echoed}|(?:{'|'.join(sorted(headers))})\\s*+:?", re.IGNORECASE)

@@ -22,10 +22,13 @@ lines, or OpenAI batch output (``response.body.choices[0].message.content``).
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
@@ -33,6 +36,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from perrec_eval import fileio
+from perrec_eval.answers import MAX_ANSWER_CHARS
 from perrec_eval.cliconfig import check_seed, option
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.evaluation import CONFIDENCE_LEVEL, N_RESAMPLES, TaskScoreConfig
@@ -43,9 +48,7 @@ from perrec_eval.tasks.recbench_plus import metrics, parsing
 SEP = "[SEP]"
 RELEASED_THRESHOLD = 0.8  # the released movie evaluator's difflib ratio (0.65 for books)
 _RELEASED_YEAR = re.compile(r"\s\(\d{4}\)$")
-_ARTICLES = ("The", "A", "An", "La", "Le", "Les", "L'", "Il", "Das", "Der", "Die", "El", "Los", "Las")
-_TRAILING_ARTICLE = re.compile(rf"^(.*), ({'|'.join(_ARTICLES)})$")
-_BRACKETED = re.compile(r"\s*\(([^()]*)\)\s*$")
+MAX_K = 1_000  # --k: the answers' lengths matter, not a padding of millions of "none" titles
 COMPAT_METRICS = ("recall", "precision", "ndcg", "ftr")
 CORRECTED_METRICS = ("recall", "precision", "ndcg", "ftr", "not_in_catalogue")
 CI_METHOD = "percentile bootstrap over queries, resampling a group's (or a source user's) queries together"
@@ -85,13 +88,22 @@ def read_queries(path: str) -> list[ReleasedQuery]:
     if all("query & ground true" in r for r in records):
         return [q for i, record in enumerate(records) for q in _profile_queries(i, record)]
     if all("data_idx" in r and _subset_key(r) for r in records):
-        return [_condition_query(record) for record in records]
+        queries = [_condition_query(record) for record in records]
+        seen: set[str] = set()
+        for query in queries:
+            if query.id in seen:  # one response would be scored for both
+                raise DataError(
+                    f"{path}: data_idx {query.id} names two queries: not a released query file (each "
+                    "query's data_idx is its own)"
+                )
+            seen.add(query.id)
+        return queries
     raise DataError(shapes)
 
 
 def _read_json(path: str) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return fileio.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise DataError(
             f"{path}: no such file: fetch the released files (docs/reproducing-recbench-plus.md)"
@@ -144,7 +156,12 @@ def _condition_query(record: Mapping[str, Any]) -> ReleasedQuery:
     kind = (
         "misinformed" if "misinformed" in record else "implicit" if "multihop_info" in record else "explicit"
     )
-    key = str(record["data_idx"])
+    index = record["data_idx"]
+    if isinstance(index, bool) or not (isinstance(index, int) or (isinstance(index, str) and index.strip())):
+        raise DataError(
+            f"a query's data_idx is {str(index)[:40]!r}, not a number or a name: not a released query file"
+        )
+    key = str(index)
     text = record.get("query") or record.get("situational_description_query") or ""
     ids = record.get("movieSubsetId", record.get("bookSubsetId"))
     if ids is not None and (
@@ -152,6 +169,10 @@ def _condition_query(record: Mapping[str, Any]) -> ReleasedQuery:
     ):
         raise DataError(
             f"query {key}: its ground-truth ids are not a list of numbers: not a released query file"
+        )
+    if ids is not None and not all(0 <= i < 2**63 for i in ids):
+        raise DataError(
+            f"query {key}: a ground-truth id is not a movie id (0 to 2^63 - 1): not a released query file"
         )
     shared = record.get("sharedRelationships", ())
     if not isinstance(shared, list | tuple) or not all(isinstance(p, list) and len(p) == 2 for p in shared):
@@ -169,22 +190,35 @@ def _condition_query(record: Mapping[str, Any]) -> ReleasedQuery:
     )
 
 
-def read_responses(path: str) -> dict[str, str | None]:
-    """Each query id's raw answer (None: the request failed), from either released shape.
+@dataclass(frozen=True, slots=True)
+class Responses:
+    """A responses file read: each query id's raw answer (None: the request failed), and how many lines
+    answered an id a line before them had answered (`REPEATS`)."""
+
+    answers: dict[str, str | None]
+    repeats: int
+
+
+# A query answered on several lines (DeepSeek-R1's fixed-K movie files answer some ids twice) is scored by its
+# first answer; the others are counted, never scored and never a reason to refuse the file.
+REPEATS = "the first answer of a query answered more than once is scored; the later ones are counted"
+
+
+def response_lines(path: str) -> Iterator[tuple[str, str | None]]:
+    """Every answer line of a released responses file, in order: (query id, raw answer or None).
 
     Raises:
-        DataError: a line of an unknown shape, or an id answered twice; the message names the line.
+        DataError: no such file, or a line of an unknown shape (the message names the line).
     """
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise DataError(f"{path}: no such file: pass a released llm_results/ responses JSONL") from None
-    answers: dict[str, str | None] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = fileio.loads(line)
         except ValueError as err:
             if line.startswith("\ufeff"):
                 raise DataError(
@@ -198,11 +232,23 @@ def read_responses(path: str) -> dict[str, str | None]:
                 f'{path} line {number}: not a released response: lines are {{"id", "response"}} or OpenAI '
                 'batch output ({"custom_id", "response": {"body": {"choices": ...}}})'
             )
-        key, text = found
+        yield found
+
+
+def read_responses(path: str) -> Responses:
+    """Each query id's raw answer, the first where a query is answered more than once (`REPEATS`).
+
+    Raises:
+        DataError: a line of an unknown shape; the message names the line.
+    """
+    answers: dict[str, str | None] = {}
+    repeats = 0
+    for key, text in response_lines(path):
         if key in answers:
-            raise DataError(f"{path} line {number}: query {key!r} is answered twice: keep one line per query")
-        answers[key] = text
-    return answers
+            repeats += 1
+        else:
+            answers[key] = text
+    return Responses(answers, repeats)
 
 
 def _response(record: Mapping[str, Any]) -> tuple[str, str | None] | None:
@@ -213,8 +259,13 @@ def _response(record: Mapping[str, Any]) -> tuple[str, str | None] | None:
     if isinstance(response, str):
         return str(key), response
     if isinstance(response, dict):  # OpenAI batch output; a failed request has no choices
-        choices = (response.get("body") or {}).get("choices") or [{}]
-        content = (choices[0].get("message") or {}).get("content")
+        body = response.get("body") or {}
+        choices = (body.get("choices") or [{}]) if isinstance(body, dict) else None
+        first = choices[0] if isinstance(choices, list) else None
+        message = (first.get("message") or {}) if isinstance(first, dict) else None
+        if not isinstance(message, dict):
+            return None  # another shape: the caller names the line
+        content = message.get("content")
         return str(key), content if isinstance(content, str) else None
     if response is None and record.get("error") is not None:
         return str(key), None
@@ -246,15 +297,25 @@ def read_movies(path: str) -> list[Movie]:
         parts = line.split("::")
         if not line.strip():
             continue
-        if len(parts) != 3 or not parts[0].strip().isdigit() or not parts[1].strip():
+        if len(parts) != 3 or not _number(parts[0]) or not parts[1].strip():
             raise DataError(
-                f"{path} line {number} has no movie id and title: pass MovieLens-1M's movies.dat "
-                "(MovieID::Title (Year)::Genres) with --catalogue"
+                f"{path} line {number} has no movie id and title (MovieID::Title (Year)::Genres, the id in "
+                "digits 0-9): pass MovieLens-1M's movies.dat with --catalogue"
             )
         movies.append(Movie(int(parts[0]), parts[1].strip()))
     if not movies:
         raise DataError(f"{path} holds no movie: pass MovieLens-1M's movies.dat with --catalogue")
     return movies
+
+
+def _number(text: str) -> bool:
+    """Whether `text` is a whole number in ASCII digits (``"¹"`` passes ``isdigit`` but is none).
+
+    >>> _number(" 12 "), _number("¹"), _number("1²")
+    (True, False, False)
+    """
+    text = text.strip()
+    return text.isascii() and text.isdigit()
 
 
 def check_users(path: str) -> int:
@@ -276,35 +337,10 @@ def check_users(path: str) -> int:
     return len(lines)
 
 
-def title_variants(title: str) -> list[str]:
-    """The titles a MovieLens title stands for: the main one and each bracketed alternative, a trailing
-    article moved to the front, and also left out (answers often drop it).
-
-    >>> title_variants("Postino, Il (The Postman) (1994)")
-    ['Il Postino', 'Postino', 'The Postman']
-    >>> title_variants("Breakfast Club, The (1985)")
-    ['The Breakfast Club', 'Breakfast Club']
-    """
-    rest = _RELEASED_YEAR.sub("", title.strip())
-    alternatives = []
-    while (found := _BRACKETED.search(rest)) is not None and found.start() > 0:
-        alternatives.insert(0, found.group(1))
-        rest = rest[: found.start()]
-    out = []
-    for name in (rest, *alternatives):
-        moved = _TRAILING_ARTICLE.match(name.strip())
-        if moved:
-            out += [f"{moved.group(2)} {moved.group(1)}".replace("L' ", "L'"), moved.group(1)]
-        else:
-            out.append(name.strip())
-    return [name for name in out if name]
-
-
 def matcher(movies: Sequence[Movie]) -> parsing.Matcher:
-    """Every title variant of every movie, for `parsing.Matcher` (ties of equal titles: lower id first)."""
-    return parsing.Matcher(
-        (f"{movie.id:08d}", variant, 0) for movie in movies for variant in title_variants(movie.title)
-    )
+    """MovieLens-1M's movies by title (`parsing.Matcher`, which reads "Breakfast Club, The (1985)" and "Boat,
+    The (Das Boot) (1981)" in every form an answer writes them; equal titles: the lower id first)."""
+    return parsing.Matcher((f"{movie.id:08d}", movie.title, 0) for movie in movies)
 
 
 def corrected_scores(
@@ -339,13 +375,9 @@ def corrected_scores(
 
 
 def _key(title: str, titles_matcher: parsing.Matcher) -> str:
-    """The item a title names (its MovieLens id), else the title itself, normalized; a title written the
-    MovieLens way ("Boat, The (Das Boot) (1981)") is read as each of its variants too."""
-    for name in (title, *title_variants(title)):
-        found = titles_matcher.match(name)
-        if found:
-            return found[0]
-    return "title:" + parsing.normalize_title(title)
+    """The item a title names (its MovieLens id), else the title itself, normalized."""
+    found = titles_matcher.match(title)
+    return found[0] if found else "title:" + parsing.normalize_title(title)
 
 
 def released_titles(response: str) -> list[str]:
@@ -359,10 +391,40 @@ def released_titles(response: str) -> list[str]:
     return [_RELEASED_YEAR.sub("", piece.strip()).strip() for piece in pieces]
 
 
+class MovieIds:
+    """The released evaluator's reading of a title as a catalogue id, precomputed once per catalogue: the
+    first movie whose title without its year equals the title without its year (double quotes as single
+    ones), else the first whose title contains it; movies.dat stands in for the release's graph."""
+
+    def __init__(self, movies: Sequence[Movie]) -> None:
+        bare = [(movie.id, _RELEASED_YEAR.sub("", movie.title)) for movie in movies]
+        self._exact: dict[str, int] = {}
+        for movie_id, title in bare:
+            self._exact.setdefault(title, movie_id)
+        self._ids = [movie_id for movie_id, _ in bare]
+        self._starts = list(itertools.accumulate((len(title) + 1 for _, title in bare), initial=0))
+        self._joined = "\n".join(title for _, title in bare)  # one search: the first title holding a name
+        self._found: dict[str, int | None] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._ids)
+
+    def find(self, title: str) -> int | None:
+        name = _RELEASED_YEAR.sub("", title).strip().replace('"', "'")
+        if name in self._exact:
+            return self._exact[name]
+        if name not in self._found:
+            if len(self._found) > 100_000:
+                self._found.clear()
+            at = -1 if "\n" in name else self._joined.find(name)
+            self._found[name] = None if at < 0 else self._ids[bisect.bisect_right(self._starts, at) - 1]
+        return self._found[name]
+
+
 def released_scores(
     query: ReleasedQuery,
     response: str | None,
-    movies: Sequence[Movie] = (),
+    movies: Sequence[Movie] | MovieIds = (),
     *,
     k: int | None = None,
 ) -> dict[str, float]:
@@ -374,13 +436,15 @@ def released_scores(
     - recall = ground-truth titles found / ground-truth titles; precision = the same count / titles read
       (empty pieces and repeats included); NDCG = DCG of the titles (each one in the ground truth scores 1,
       repeats again) / DCG of as many hits as ground-truth titles;
-    - condition queries also read each title as a catalogue item (the title without its year equal to, else
-      contained in, a movie's title; movies.dat stands in for the release's graph) and each metric takes
-      the larger of the two readings separately.
+    - condition queries also read each title as a catalogue item (`MovieIds`) and each metric takes the
+      larger of the two readings separately.
 
-    A failed request reads as an empty answer.
+    A failed request reads as an empty answer, and so does an answer of more than
+    `perrec_eval.answers.MAX_ANSWER_CHARS` characters (the bound every reader keeps).
     """
     text = response or ""
+    if len(text) > MAX_ANSWER_CHARS:
+        text = ""
     titles = released_titles(text)
     if k:
         titles = titles[:k] + ["none"] * max(0, k - len(titles))
@@ -388,13 +452,14 @@ def released_scores(
     matched = [next((t for t in truth if _similar(title, t)), title) for title in titles]
     values = _released_metrics(matched, truth)
     if query.movie_ids is not None and movies:
-        ids = [_released_movie_id(title, movies) for title in titles]
-        by_id = _released_metrics(ids, list(query.movie_ids))
+        ids = movies if isinstance(movies, MovieIds) else MovieIds(movies)
+        by_id = _released_metrics([ids.find(title) for title in titles], list(query.movie_ids))
         values = {name: max(values[name], by_id[name]) for name in values}
     values["ftr"] = float(SEP not in text)
     return values
 
 
+@functools.lru_cache(maxsize=65_536)
 def _similar(left: str, right: str) -> bool:
     return SequenceMatcher(None, left, right).ratio() >= RELEASED_THRESHOLD
 
@@ -408,13 +473,6 @@ def _released_metrics(predicted: Sequence[Any], truth: Sequence[Any]) -> dict[st
         "precision": hits / len(predicted) if predicted else 0.0,
         "ndcg": float(dcg / ideal) if ideal else 0.0,
     }
-
-
-def _released_movie_id(title: str, movies: Sequence[Movie]) -> int | None:
-    name = _RELEASED_YEAR.sub("", title).strip().replace('"', "'")
-    bare = [(movie.id, _RELEASED_YEAR.sub("", movie.title)) for movie in movies]
-    exact = next((movie_id for movie_id, t in bare if t == name), None)
-    return exact if exact is not None else next((movie_id for movie_id, t in bare if name in t), None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -452,8 +510,8 @@ class ReleasedScoreConfig(TaskScoreConfig):
                 "--released-queries scores released files: leave out the run, --data, --predictions"
             )
         check_seed(self.seed)
-        if self.k is not None and self.k < 1:
-            raise ConfigError(f"--k must be >= 1, got {self.k}")
+        if self.k is not None and not 1 <= self.k <= MAX_K:
+            raise ConfigError(f"--k must be between 1 and {MAX_K:,} (titles an answer lists), got {self.k}")
 
 
 def score_released(
@@ -477,11 +535,12 @@ def score_released(
             f"{unknown[0]!r}): pass the query file these responses were made from"
         )
     titles_matcher = matcher(movies) if compat is None else None
+    ids = MovieIds(movies) if compat == "released" else None
     records = []
     for query in queries:
         response = responses.get(query.id)
         if compat == "released":
-            values = released_scores(query, response, movies, k=k)
+            values = released_scores(query, response, ids or (), k=k)
         else:
             values = corrected_scores(query, response, titles_matcher, k=k)
         extra = {"condition_num": query.condition_num} if query.condition_num is not None else {}
@@ -573,7 +632,8 @@ def _score_released_files(config: ReleasedScoreConfig, per_query: Path | None) -
     assert config.released_queries is not None
     assert config.responses is not None and config.catalogue is not None
     queries = read_queries(config.released_queries)
-    responses = read_responses(config.responses)
+    read = read_responses(config.responses)
+    responses = read.answers
     movies = read_movies(config.catalogue)
     users = check_users(config.users) if config.users is not None else None
     records = score_released(queries, responses, movies, compat=config.compat, k=config.k)
@@ -584,6 +644,8 @@ def _score_released_files(config: ReleasedScoreConfig, per_query: Path | None) -
         "responses": config.responses,
         "num_queries": len(queries),
         "num_responses": len(responses),
+        "num_repeated_answers": read.repeats,
+        "repeated_answers": REPEATS,
         "num_catalogue_items": len(movies),
         "num_users": users,
         "k": config.k,

@@ -11,7 +11,7 @@ beside it (`published.yaml`: the same queries under the same corrected scoring; 
 What the folder holds:
 
 - each query's ground truth as catalogue items: MovieLens ids where the file gives them (condition
-  queries' ``movieSubsetId``), else each title matched in ``movies.dat`` (`released.title_variants`: "The
+  queries' ``movieSubsetId``), else each title matched in ``movies.dat`` (`released.matcher`: "The
   Breakfast Club (1985)" is "Breakfast Club, The (1985)"); a title that names no movie is its own item, so
   an answer naming it still counts;
 - the catalogue: every movie of ``movies.dat`` (popularity: its ratings in ``--ratings``, else 0), with its
@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from perrec_eval.cliconfig import option
-from perrec_eval.errors import ConfigError, DataError
+from perrec_eval.errors import ConfigError, DataError, PerrecbenchError
 from perrec_eval.evaluation import TaskEvalConfig
 from perrec_eval.evaluation import evaluate_command as general_evaluate_command
 from perrec_eval.tasks.recbench_plus import released
@@ -106,20 +107,80 @@ class ReleasedEvalConfig(TaskEvalConfig):
 
 def evaluate_command(config: ReleasedEvalConfig) -> int:
     """`perrecbench evaluate --task recbench-plus`: a build, or a released query file written as one first;
-    ``--engine fake --model oracle`` answers every query with its ground truth (`oracle_engine`)."""
-    if config.released_queries is not None:
-        assert config.data is not None
+    ``--engine fake --model oracle`` answers every query with its ground truth (`oracle_engine`).
+
+    The released folder follows the output rule (`data_folder`), and the run holds its lock and the
+    ``--out`` lock from before it is written until the run ends: a second command on either is refused
+    before it writes anything, and the run's docs and fingerprint are those of the folder it wrote.
+    """
+    if config.released_queries is None:
+        return _evaluate(config)
+    from perrec_eval import outputs
+    from perrec_eval.lock import file_lock, folder_lock
+
+    assert config.data is not None
+    try:
+        folder = data_folder(config.data)
+        others = {"--out": config.out, "--released-queries": config.released_queries}
+        others |= {"--catalogue": config.catalogue, "--ratings": config.ratings}
+        outputs.refuse_overlap(folder, others, flag="--released-data", existing=False)
+    except PerrecbenchError as err:
+        if config.released_data is not None:
+            raise
+        raise type(err)(f"{err} (without --released-data it is {config.data}, beside --out)") from err
+    with file_lock(folder), folder_lock(config.out):
         types = write_folder(
-            config.released_queries, config.catalogue, config.ratings, Path(config.data), compat=config.compat
+            config.released_queries, config.catalogue, config.ratings, folder, compat=config.compat
         )
         if config.subsets is None:  # every subset the file answers
-            from perrec_eval.tasks import get
+            from perrec_eval.registry import get
 
             chosen = tuple(s for s in get(config.task).subsets if s.partition("-")[0] in types)
             config = dataclasses.replace(config, subsets=chosen)
+        return _evaluate(config)
+
+
+def _evaluate(config: ReleasedEvalConfig) -> int:
     general = config.general()
     oracle = general.engine == "fake" and general.model == ORACLE
     return general_evaluate_command(general, oracle_engine(general) if oracle else None)
+
+
+def data_folder(path: str | os.PathLike[str], *, flag: str = "--released-data") -> Path:
+    """The folder a released file is written into, checked by the output rule every output follows, and
+    resolved: named, not the current, home or root folder (`outputs.target`), not a file ("is a file":
+    a user's file is never moved aside), and, when it exists and holds anything, a folder this command
+    wrote (its manifest.json says ``source_kind: released``) holding only the files that manifest names
+    (`outputs.refuse_foreign`): it is replaced whole.
+
+    Raises:
+        ConfigError, DataError: the reason and the fix.
+    """
+    from dataset_builder.manifest import data_files
+    from perrec_eval import fileio, outputs
+
+    folder = outputs.target(path, flag=flag)
+    if folder.exists() and not folder.is_dir():
+        raise DataError(
+            f"{flag} {path} is a file: the released queries are written as a folder; choose a new folder"
+        )
+    try:
+        recorded = fileio.read_json(folder / "manifest.json")
+    except (OSError, ValueError):
+        recorded = None
+    released = isinstance(recorded, dict) and recorded.get("source_kind") == "released"
+    own = {"manifest.json", *data_files(recorded)} if released else set()
+    outputs.refuse_foreign(folder, lambda name: str(name) in own, command="evaluate --released-queries",
+                           flag=flag)  # fmt: skip
+    return folder
+
+
+def evaluate(config: ReleasedEvalConfig, engine: Any = None) -> Any:
+    """A run of a build in Python (`Task.evaluate`, what a suite runs): the general path's evaluate of the
+    settings the command records."""
+    from perrec_eval.evaluation import evaluate as general_evaluate
+
+    return general_evaluate(config.general(), engine)
 
 
 def oracle_engine(config: TaskEvalConfig) -> Any:
@@ -168,10 +229,10 @@ def ratings_of(path: str) -> tuple[dict[str, list[str]], dict[str, int]]:
         if not line.strip():
             continue
         parts = line.split("::")
-        if len(parts) != 4 or not all(part.strip().isdigit() for part in parts):
+        if len(parts) != 4 or not all(released._number(part) for part in parts) or int(parts[3]) >= 2**63:
             raise DataError(
-                f"{path} line {number} is not UserID::MovieID::Rating::Timestamp: pass MovieLens-1M's "
-                "ratings.dat with --ratings"
+                f"{path} line {number} is not UserID::MovieID::Rating::Timestamp (whole numbers, a timestamp "
+                "in seconds): pass MovieLens-1M's ratings.dat with --ratings"
             )
         user, movie, _, ts = (part.strip() for part in parts)
         rated.setdefault(user, []).append((int(ts), int(movie)))
@@ -181,15 +242,25 @@ def ratings_of(path: str) -> tuple[dict[str, list[str]], dict[str, int]]:
 
 def _raw_groups(path: str) -> dict[str, dict[str, Any]]:
     """A profile file's group index -> its group (``group_type``, ``group`` as a mapping); {} otherwise."""
-    records = json.loads(Path(path).read_text(encoding="utf-8"))
+    records = released._read_json(path)
     out = {}
     for i, record in enumerate(records):
         if isinstance(record, dict) and "group_type" in record:
-            names = str(record["group_type"]).split("_")
-            words = record["group"] if isinstance(record["group"], list) else [record["group"]]
+            kind, words = record["group_type"], record.get("group")
+            names = kind.split("_") if isinstance(kind, str) else []
+            words = words if isinstance(words, list) else [words] if isinstance(words, str | int) else None
+            if not names or set(names) - {"age", "gender", "occupation"} or words is None or (
+                len(words) != len(names) or not all(isinstance(w, str | int) for w in words)
+            ):
+                shown = f"group_type {str(kind)[:40]!r} and group {str(record.get('group'))[:60]!r}"
+                raise DataError(
+                    f"{path}: group {i} has {shown}: a group names one value of each of age, gender, "
+                    'occupation in group_type (e.g. "age_gender" and ["25-34", "Female"]): not a released '
+                    "query file"
+                )
             given = dict(zip(names, map(str, words), strict=True))
             group = {name: given.get(name) for name in ("age", "gender", "occupation")}  # as a build's rows
-            out[str(i)] = {"group_type": record["group_type"], "group": group}
+            out[str(i)] = {"group_type": kind, "group": group}
     return out
 
 
@@ -270,12 +341,9 @@ def folder_rows(
 
 
 def _movie_of(title: str, matcher: Any) -> str | None:
-    """The MovieLens id a released title names (itself, else one of its MovieLens forms), or None."""
-    for name in (title, *released.title_variants(title)):
-        found = matcher.match(name)
-        if found:
-            return str(int(found[0]))  # `released.matcher` keys movies by their zero-padded id
-    return None
+    """The MovieLens id a released title names (in any of its MovieLens forms), or None."""
+    found = matcher.match(title)
+    return str(int(found[0])) if found else None  # `released.matcher` keys movies by their zero-padded id
 
 
 def _parquet(folder: Path, name: str, rows: list[dict[str, Any]]) -> str:
@@ -315,7 +383,7 @@ def write_folder(
     Raises:
         DataError, ConfigError: a file that cannot be read, or a movie file without --catalogue.
     """
-    from perrec_eval import outputs
+    from perrec_eval import fileio, outputs
     from perrec_eval.fileio import write_json
 
     queries = released.read_queries(queries_path)
@@ -333,15 +401,10 @@ def write_folder(
         "ratings": _identity(ratings),
         "compat": compat,
     }
-    manifest_path = folder / "manifest.json"
-    recorded = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    folder = data_folder(folder)  # (again: a caller that holds its lock checked it before taking it)
+    recorded = fileio.read_json(folder / "manifest.json") if (folder / "manifest.json").is_file() else {}
     if recorded.get("released") == inputs:
         return list(recorded["queries"])
-    if folder.is_dir() and any(folder.iterdir()) and recorded.get("source_kind") != "released":
-        raise DataError(
-            f"{folder} holds other files than released queries written by this command: pass a new folder "
-            "with --released-data (or another --out)"
-        )
     movies = released.read_movies(catalogue) if catalogue is not None else None
     histories, popularity = ratings_of(ratings) if ratings is not None else (None, None)
     rows, items = folder_rows(
@@ -377,7 +440,7 @@ def write_folder(
 
 
 def _is_book(path: str) -> bool:
-    records = json.loads(Path(path).read_text(encoding="utf-8"))
+    records = released._read_json(path)
     first = records[0] if isinstance(records, list) and records else {}
     subset = (first.get("query & ground true") or [{}])[0] if "query & ground true" in first else first
     return any(key in subset for key in ("bookSubset", "book subset"))
@@ -392,6 +455,6 @@ def _genres(path: str) -> dict[int, str]:
     out = {}
     for line in text.splitlines():
         parts = line.split("::")
-        if len(parts) == 3 and parts[0].strip().isdigit():
+        if len(parts) == 3 and released._number(parts[0]):
             out[int(parts[0])] = parts[2].strip()
     return out

@@ -76,25 +76,24 @@ def plots(section: Mapping[str, Any], out: Path, prefix: str) -> list[Any]:
         if not kinds:
             continue
         plt = drawing.pyplot()
-        keep, suffix = drawing.shown([row["label"] for row in section["rows"]])
         fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds) + 2, 3.8), squeeze=False)
+        drawn: list[str] = []
         for ax, kind in zip(axes[0], kinds, strict=True):
             present = [(group, cell) for k, group, cell in groups if k == kind]
-            series = {
-                section["rows"][i]["label"]: [
-                    _point(section["rows"][i]["cells"].get(cell)) for _, cell in present
-                ]
-                for i in keep
+            series = {  # every run of the table; one with no point in this panel draws no line
+                row["label"]: [_point(row["cells"].get(cell)) for _, cell in present]
+                for row in section["rows"]
             }
-            drawing.lines(ax, [group for group, _ in present], series)
+            drawn += drawing.lines(ax, [group for group, _ in present], series)
             ax.set_title(kind)
             ax.set_xlabel("conditions in the query")
             ax.set_ylabel("recall (higher is better)")
-        drawing.legend(axes[0][-1], len(keep))
-        fig.suptitle(f"RecBench+: recall by condition count and query type ({protocol}){suffix}")
+        drawing.panels_legend(list(axes[0]))
+        fig.suptitle(f"RecBench+: recall by condition count and query type ({protocol}; 95% intervals)")
         fig.tight_layout()
         name = f"{prefix}recbench-plus_conditions_{drawing.slug(protocol)}.png"
-        pictures.append(drawing.save(fig, out, name, f"Recall by condition count ({protocol})", "conditions"))
+        title = f"Recall by condition count ({protocol})"
+        pictures.append(drawing.save(fig, out, name, title, "conditions", series=list(dict.fromkeys(drawn))))
     return pictures
 
 

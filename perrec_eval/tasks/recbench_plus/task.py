@@ -33,10 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from perrec_eval import fileio
 from perrec_eval.errors import DataError
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec
-from perrec_eval.tasks import Doc, Parsed, Task
+from perrec_eval.task import Doc, Parsed, Task
 from perrec_eval.tasks.recbench_plus import metrics, parsing, prompts, published, retrieval
 from perrec_eval.tasks.recbench_plus import report as report_hooks
 
@@ -44,7 +45,6 @@ TYPES = ("explicit", "implicit", "misinformed", "interest", "demographics")
 # each condition type, then its condition-count groups; a query is scored in both
 SUBSETS = (*(s for t in TYPES[:3] for s in (t, *(f"{t}-{g}" for g in metrics.CONDITION_GROUPS))), *TYPES[3:])
 OPTIONAL = ("demographics",)  # configs a build may lack (Amazon Reviews 2023 has no user attributes)
-MOVIELENS = "MovieLens-1M"  # the movie domain: its titles are matched in MovieLens's forms too
 SLOT = "recommend"
 RELEASED_SLOT = "recommend:released"  # a released query scored by the released evaluator's rules
 RELEASED_METRICS = ("recall", "precision", "ndcg", "ftr")
@@ -136,32 +136,9 @@ def catalogue_of(rows: Sequence[Mapping[str, Any]]) -> Catalogue:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _MovieLensMatcher:
-    """MovieLens titles ("Breakfast Club, The (1985)", "Boat, The (Das Boot) (1981)") under every form an
-    answer writes them in (`released.title_variants`), on both sides: an answer's "The Boat (Das Boot)"
-    is read as "The Boat" and "Das Boot" too when the whole title names nothing."""
-
-    matcher: parsing.Matcher
-
-    def match(self, title: str) -> tuple[str, ...]:
-        from perrec_eval.tasks.recbench_plus.released import title_variants
-
-        for name in (title, *title_variants(title)):
-            found = self.matcher.match(name)
-            if found:
-                return found
-        return ()
-
-
-def _matcher(domain: str, items: Sequence[tuple[str, str, int]]) -> Any:
-    """A domain's title matcher (`parsing.Matcher`; MovieLens-1M's reads its title forms too)."""
-    if domain != MOVIELENS:
-        return parsing.Matcher(items)
-    from perrec_eval.tasks.recbench_plus.released import title_variants
-
-    variants = [(asin, name, n) for asin, title, n in items for name in title_variants(title)]
-    return _MovieLensMatcher(parsing.Matcher([*items, *variants]))
+def _matcher(domain: str, items: Sequence[tuple[str, str, int]]) -> parsing.Matcher:
+    """A domain's title matcher (`parsing.Matcher`: MovieLens-1M's title forms are read in every domain)."""
+    return parsing.Matcher(items)
 
 
 def _holders(asins: Sequence[str], facts: Mapping[str, frozenset[tuple[str, str]]]) -> dict:
@@ -183,7 +160,7 @@ class QueryDoc(Doc):
 def _manifest(data: str) -> dict[str, Any]:
     path = Path(data) / "manifest.json"
     try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
+        recorded = fileio.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise DataError(
             f"{path}: {err}; pass a folder written by `perrecbench build --task recbench-plus`"
@@ -251,10 +228,12 @@ class Recommend:
     default prompt); a build with ``--dedupe-queries`` keeps one query per text instead."""
 
     name: str = "recommend"
-    # 99% of the 257,619 released answers of the non-reasoning models (RecAssistBench llm_results, [SEP]
-    # lists of about 10 titles) fit in 227 tokens (SmolLM2's tokenizer; median 62); the released runs
-    # allowed 2000, which a small model fills with repeats. Reasoning models need --max-new-tokens.
-    max_tokens: int = 256
+    # Every released answer of the seven models (RecAssistBench llm_results, preambles, refusals and notes
+    # included; SmolLM2's tokenizer): free-length p99 228 tokens over all, 335 for Gemini-1.5-Pro, p99.9
+    # 477; fixed K = 5: p99 111, p99.9 162, at most 282 (benchmarks/RESULTS.md). 512 and 256 leave room for
+    # the preamble of every model but a reasoning one (DeepSeek-R1's answers alone: p99 541), which needs
+    # --max-new-tokens; the released runs allowed 2000, which a small model fills with repeats.
+    max_tokens: int = 512
     variant: str = "history"
     fixed_k: bool = False
 
@@ -315,12 +294,12 @@ def released_prediction(doc: QueryDoc, text: str | None, k: int | None) -> dict[
 
 
 @cache
-def _movies(catalogue: Catalogue, domain: str) -> list[Any]:
+def _movies(catalogue: Catalogue, domain: str) -> Any:
     """A catalogue's MovieLens movies in the released evaluator's terms (its id reading of titles)."""
-    from perrec_eval.tasks.recbench_plus.released import Movie
+    from perrec_eval.tasks.recbench_plus.released import Movie, MovieIds
 
-    asins = sorted((a for a in catalogue.by_domain[domain] if a.isdigit()), key=int)
-    return [Movie(int(a), catalogue.titles[a]) for a in asins]
+    asins = sorted((a for a in catalogue.by_domain[domain] if a.isascii() and a.isdigit()), key=int)
+    return MovieIds([Movie(int(a), catalogue.titles[a]) for a in asins])
 
 
 def score_doc(metric: str, prediction: Any, truth: Any) -> float | None:
@@ -424,7 +403,7 @@ TASK = Task(
     subset_axis="query type",
     protocol_axis="protocol",
     subsets=SUBSETS,
-    protocols={"recommend": Recommend(), FIXED_K: Recommend(name=FIXED_K, max_tokens=128, fixed_k=True)},
+    protocols={"recommend": Recommend(), FIXED_K: Recommend(name=FIXED_K, max_tokens=256, fixed_k=True)},
     metrics=(
         MetricSpec("recall"),
         MetricSpec("precision"),
@@ -445,6 +424,15 @@ TASK = Task(
     published_rows=published,
     prompt_variants=("history", "default"),
     report=report_hooks,
+    evaluate="perrec_eval.tasks.recbench_plus.released_eval:evaluate",
+    summary=(("recall", "average"),),
+    # the paper's four query types, free-length answers (docs/suites.md: the hour's arithmetic)
+    suite_defaults={
+        "subsets": "explicit,implicit,misinformed,interest",
+        "protocols": "recommend",
+        "limit": 500,
+    },
+    suite_build={"domains": "Books"},
     # `score` also reads the released files (`released.py`); a run or a predictions file as every family's
     handlers={
         "score": "perrec_eval.tasks.recbench_plus.released:ReleasedScoreConfig:score_command",

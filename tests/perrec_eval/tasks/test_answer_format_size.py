@@ -14,7 +14,7 @@ import string
 
 import pytest
 
-from perrec_eval import tasks
+from perrec_eval import registry
 
 outlines_core = pytest.importorskip("outlines_core")
 
@@ -31,8 +31,8 @@ def _vocabulary():
 def _specs() -> list[tuple[str, str]]:
     """(family, format spec) for every protocol of every family (PerRecBench's listwise at 5 users)."""
     out = []
-    for name in tasks.names():
-        task = tasks.get(name)
+    for name in registry.names():
+        task = registry.get(name)
         for protocol in task.protocols:
             spec = f"{protocol}:5" if protocol == "listwise" else protocol
             out.append((name, spec))
@@ -42,13 +42,13 @@ def _specs() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("family", "spec"), _specs())
 def test_answer_format_index_stays_small(family, spec):
     vocabulary, size = _vocabulary()
-    transitions = outlines_core.Index(tasks.get(family).answer_regex(spec), vocabulary).get_transitions()
+    transitions = outlines_core.Index(registry.get(family).answer_regex(spec), vocabulary).get_transitions()
     per_token = sum(len(moves) for moves in transitions.values()) / size
     assert per_token <= PER_TOKEN, f"{family} {spec}: {per_token:.0f} transitions per vocabulary token"
 
 
 def test_answer_format_llmrec_list_takes_long_titles_up_to_ten():
-    regex = tasks.get("llmrec").answer_regex("direct")
+    regex = registry.get("llmrec").answer_regex("direct")
     long_title = "A" * 400  # no length bound but the answer budget's
     assert re.fullmatch(regex, f'["{long_title}", "B \\"quoted\\""]')
     assert re.fullmatch(regex, "[" + ", ".join(['"T"'] * 10) + "]")

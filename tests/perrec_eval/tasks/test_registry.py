@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from perrec_eval import tasks
+from perrec_eval import registry
 from perrec_eval.cli import main
 from perrec_eval.errors import ConfigError
-from perrec_eval.tasks.base import Cell
+from perrec_eval.task import Cell
 
 
 def test_registry_default_is_perrecbench_with_nine_cells():
-    task = tasks.get(tasks.DEFAULT_TASK)
+    task = registry.get(registry.DEFAULT_TASK)
     assert task.name == "perrecbench"
     assert [str(cell) for cell in task.cells()][:3] == ["easy/pointwise", "easy/pairwise", "easy/listwise"]
     assert len(task.cells()) == 9
@@ -23,25 +23,25 @@ def test_registry_default_is_perrecbench_with_nine_cells():
 
 def test_registry_unknown_task_is_one_line_naming_the_known_ones():
     with pytest.raises(ConfigError, match="unknown task 'llmrecc'.*perrecbench"):
-        tasks.get("llmrecc")
+        registry.get("llmrecc")
 
 
 def test_registry_answer_formats_resolve_through_the_family():
-    assert tasks.answer_regex("pairwise") == r"\[User [AB]\]"
-    assert tasks.json_schema("listwise:3")["properties"]["predicted_ranking"]["maxItems"] == 3
-    assert tasks.answer_regex("rating") == r"([1-4](\.[0-9])?|5(\.0)?)"  # LLMRec's: 1 to 5
-    assert tasks.json_schema("rating") == {"type": "number", "minimum": 1, "maximum": 5}
+    assert registry.answer_regex("pairwise") == r"\[User [AB]\]"
+    assert registry.json_schema("listwise:3")["properties"]["predicted_ranking"]["maxItems"] == 3
+    assert registry.answer_regex("rating") == r"([1-4](\.[0-9])?|5(\.0)?)"  # LLMRec's: 1 to 5
+    assert registry.json_schema("rating") == {"type": "number", "minimum": 1, "maximum": 5}
     with pytest.raises(ValueError, match="names no protocol"):
-        tasks.answer_regex("nope")
+        registry.answer_regex("nope")
 
 
 def test_registry_refuses_a_second_family_with_a_protocol_name_taken():
     import dataclasses
 
-    clash = dataclasses.replace(tasks.get("perrecbench"), name="clash")
+    clash = dataclasses.replace(registry.get("perrecbench"), name="clash")
     with pytest.raises(ValueError, match="protocol 'pointwise' is declared by tasks perrecbench and clash"):
-        tasks.register(clash)
-    assert "clash" not in tasks.names()
+        registry.register(clash)
+    assert "clash" not in registry.names()
 
 
 def test_tasks_command_lists_cells_metrics_and_baselines(capsys):

@@ -18,7 +18,7 @@ from typing import Any
 
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
-from perrec_eval.tasks import Doc, Parsed, Task
+from perrec_eval.task import Doc, Parsed, Task
 
 SYSTEM = "You are the toy rater."
 SUBSETS = ("small", "large")

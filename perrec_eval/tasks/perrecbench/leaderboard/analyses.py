@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from perrec_eval import fileio, ptc
+from perrec_eval.task import Cell as TaskCell
 from perrec_eval.tasks.perrecbench.leaderboard.board import N_RESAMPLES, Row, Table
 from perrec_eval.tasks.perrecbench.leaderboard.runs import PROMPTING, SETTINGS, Cell, Run
 from perrec_eval.tasks.perrecbench.leaderboard.versus import against_baselines
@@ -58,24 +59,46 @@ def _complete(table: Table) -> list[Row]:
     return [row for row in table.rows if row.average is not None]
 
 
-def by_domain(table: Table) -> dict[str, Any]:
-    """Per complete row and domain: the mean over the table's cells of PTC on that domain's groups."""
+def interval(
+    run: Run, cells: Sequence[Cell], groups: set[str] | frozenset[str] | None = None, *, seed: int = 0
+) -> list[float | None]:
+    """The 95% interval of the run's mean PTC over `cells` on `groups` (None: all), each level's groups
+    resampled together (`perrec_eval.leaderboard.family.mean_interval`); [None, None] for a paper-mode
+    run, whose failed groups leave the cells' group sets unaligned, or a run held only in memory."""
+    if run.source is None:
+        return [None, None]
+    from perrec_eval.leaderboard.family import mean_interval
+    from perrec_eval.registry import get
+
+    task_cells = [TaskCell(level, method) for level, method in cells]
+    low, high = mean_interval(
+        get("perrecbench"), run.source, "ptc", task_cells, docs=groups, n_resamples=N_RESAMPLES, seed=seed
+    )
+    return [low, high]
+
+
+def by_domain(table: Table, *, seed: int = 0) -> dict[str, Any]:
+    """Per complete row and domain: the mean over the table's cells of PTC on that domain's groups, with
+    its 95% interval (each level's groups of the domain resampled)."""
     groups: dict[str, set[str]] = {}
     for gid in table.rows[0].run.group_ids:
         groups.setdefault(domain_of(gid), set()).add(gid)
     domains = sorted(groups)
     rows = []
     for row in _complete(table):
-        values = {}
+        values, intervals = {}, {}
         for domain in domains:
             cells = [subset_ptc(row.run, cell, groups[domain]) for cell in table.columns]
             values[domain] = None if None in cells else sum(cells) / len(cells)
-        rows.append({"label": row.label, "ptc": values})
+            intervals[domain] = [None, None]
+            if values[domain] is not None:
+                intervals[domain] = interval(row.run, table.columns, groups[domain], seed=seed)
+        rows.append({"label": row.label, "ptc": values, "interval": intervals})
     return {"domains": domains, "num_groups": {d: len(groups[d]) for d in domains}, "rows": rows}
 
 
 def by_group_size(table: Table) -> dict[str, Any]:
-    """Per row and method: PTC at each level of the table (group sizes 2 / 3 / 4)."""
+    """Per row and method: PTC at each level of the table (group sizes 2 / 3 / 4), with its interval."""
     levels = [level for level in LEVELS if any(cell[0] == level for cell in table.columns)]
     methods = [method for method in METHODS if any(cell[1] == method for cell in table.columns)]
     rows = []
@@ -85,6 +108,9 @@ def by_group_size(table: Table) -> dict[str, Any]:
                 "label": row.label,
                 "ptc": {
                     method: {level: _ptc(row, (level, method)) for level in levels} for method in methods
+                },
+                "interval": {
+                    method: {level: _ci(row, (level, method)) for level in levels} for method in methods
                 },
             }
         )
@@ -96,22 +122,33 @@ def by_group_size(table: Table) -> dict[str, Any]:
     }
 
 
-def by_method(table: Table) -> dict[str, Any]:
-    """Per row and method: the mean PTC over the table's levels (None if a level is missing)."""
+def by_method(table: Table, *, seed: int = 0) -> dict[str, Any]:
+    """Per row and method: the mean PTC over the table's levels (None if a level is missing), with its
+    95% interval (each level's groups resampled on their own)."""
     methods = [method for method in METHODS if any(cell[1] == method for cell in table.columns)]
     rows = []
     for row in table.rows:
-        values = {}
+        values, intervals = {}, {}
         for method in methods:
-            cells = [_ptc(row, cell) for cell in table.columns if cell[1] == method]
+            columns = [cell for cell in table.columns if cell[1] == method]
+            cells = [_ptc(row, cell) for cell in columns]
             values[method] = None if None in cells or not cells else sum(cells) / len(cells)
-        rows.append({"label": row.label, "ptc": values})
+            ran = values[method] is not None
+            intervals[method] = interval(row.run, columns, seed=seed) if ran else [None, None]
+        rows.append({"label": row.label, "ptc": values, "interval": intervals})
     return {"methods": methods, "rows": rows}
 
 
 def _ptc(row: Row, cell: Cell) -> float | None:
     entry = row.entries.get(cell)
     return None if entry is None else entry.ptc
+
+
+def _ci(row: Row, cell: Cell) -> list[float | None]:
+    entry = row.entries.get(cell)
+    if entry is None:
+        return [None, None]
+    return [entry.scores.get("ptc_ci_low"), entry.scores.get("ptc_ci_high")]
 
 
 def prompting_name(settings: Mapping[str, Any]) -> str:
@@ -161,7 +198,11 @@ def prompting(table: Table) -> list[dict[str, Any]]:
                         "prompting": name,
                         "label": row.label,
                         "cells": {f"{lv}/{m}": _ptc(row, (lv, m)) for lv, m in table.columns},
+                        "intervals": {f"{lv}/{m}": _ci(row, (lv, m)) for lv, m in table.columns},
                         "average": row.average,
+                        "average_interval": (
+                            [None, None] if row.average is None else interval(row.run, table.columns)
+                        ),
                     }
                     for name, row in zip(names, rows, strict=True)
                 ],
@@ -256,26 +297,29 @@ def rating_errors(table: Table) -> dict[str, Any]:
 
 
 def benchmark_stats(runs: Sequence[Run]) -> list[dict[str, Any]]:
-    """Fig. 5: the distributions in ``stats.json`` of each benchmark folder (and split) the runs read."""
+    """Fig. 5: the distributions in ``stats.json`` of each benchmark folder (and split) the runs read, each
+    named by its build's fingerprint (a report holds no local path)."""
     out = []
     seen = set()
     for run in runs:
         if run.data is None or (run.data, run.split) in seen:
             continue
         seen.add((run.data, run.split))
+        build = f"build {(run.fingerprint or 'unknown')[:12]}"
         path = Path(run.data) / "stats.json"
         if not path.is_file():
-            out.append({"data": run.data, "split": run.split, "missing": f"no stats.json at {path}"})
+            found = "the Hub dataset" if not Path(run.data).exists() else "the build"
+            missing = f"no stats.json in {found} {build}"
+            out.append({"data": build, "split": run.split, "missing": missing})
             continue
         split = fileio.read_json(path).get("splits", {}).get(run.split)
         if not split:
-            out.append(
-                {"data": run.data, "split": run.split, "missing": f"{path} has no split {run.split!r}"}
-            )
+            missing = f"the stats.json of {build} has no split {run.split!r}"
+            out.append({"data": build, "split": run.split, "missing": missing})
             continue
         out.append(
             {
-                "data": run.data,
+                "data": build,
                 "split": run.split,
                 "distributions": split.get("distributions", {}),
                 "figures": split.get("all", {}),
@@ -287,9 +331,9 @@ def benchmark_stats(runs: Sequence[Run]) -> list[dict[str, Any]]:
 def analyse(table: Table, *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> dict[str, Any]:
     """Every analysis of one table (JSON-ready); the paired tests use `n_resamples` and `seed`."""
     return {
-        "by_domain": by_domain(table),
+        "by_domain": by_domain(table, seed=seed),
         "by_group_size": by_group_size(table),
-        "by_method": by_method(table),
+        "by_method": by_method(table, seed=seed),
         "prompting": prompting(table),
         "k_shots": k_shots(table),
         "rating_errors": rating_errors(table),

@@ -1,13 +1,15 @@
-"""The leaderboard of one comparable set of runs: rows, cells, averages, significance against the best.
+"""PerRecBench's view of a report section and the statistics only it has: its PTC paired tests, the
+min. detectable Δ and the constant-rating floor of each column.
 
-- Columns are the (level, method) cells any run of the table scored, in the paper's Table 1 order.
-- A row's "Avg." is the mean over *all* the table's columns, so it exists only for complete rows; a row
-  missing cells lists them instead.
-- Each cell is tested against the best row of its column, and each average against the best average,
-  with a paired test on the groups both runs share: per cell the metric's own `perrec_eval.ptc.paired_test`
-  (sign-flip permutation test on per-group tau differences); for the average the same sign-flip test on
-  each group's mean difference over the table's cells. Rows scored with another metric (variant or
-  failed-group policy) than the best are not tested against it.
+The section itself (rows, cells, best marks, the average) is the shared one
+(`perrec_eval.leaderboard.family`); `table_view` reads it, with the runs' prediction records, as a `Table`
+of `Row`s and `Entry`s for the paper's analyses (`analyses`, `versus`) and PerRecBench's own tables
+(`tables`).
+
+- The cell test of PTC is `perrec_eval.ptc.paired_test` (sign-flip permutation test on per-group tau
+  differences, on the groups both runs scored); the average's is the same test on each group's mean
+  difference over the averaged cells. Rows scored with another metric (variant or failed-group policy) than
+  the best are not tested against it.
 - Clustered runs (a level holds several groups of one query item: large-preset builds) are tested per query
   item: the cell tests flip signs and resample per item, the average test runs on each item's share of the
   average (`item_differences`), and min. detectable Δ carries the design effect observed on the runs
@@ -26,10 +28,8 @@ import numpy as np
 
 from perrec_eval import ptc, stats
 from perrec_eval.tasks.perrecbench import scoring
-from perrec_eval.tasks.perrecbench.leaderboard import compare
 from perrec_eval.tasks.perrecbench.leaderboard.diagnostics import cell_diagnostics
-from perrec_eval.tasks.perrecbench.leaderboard.published import Published
-from perrec_eval.tasks.perrecbench.leaderboard.runs import Cell, Run
+from perrec_eval.tasks.perrecbench.leaderboard.runs import Cell, Run, differing_settings
 from perrec_eval.tasks.perrecbench.records import clusters_of
 from perrec_eval.tasks.perrecbench.vocabulary import LEVELS, METHODS
 
@@ -235,43 +235,40 @@ class Table:
         }
 
 
-@dataclass(slots=True)
-class Report:
-    """Everything a report shows: one table per comparable set of runs, its analyses, statistics, plots.
+def build_table(runs: Sequence[Run], *, n_resamples: int = N_RESAMPLES, seed: int = 0) -> Table:
+    """The shared report section of loaded `runs` (`runs.load_runs`) as PerRecBench's `Table`, its rows in
+    the section's order (best average first)."""
+    from perrec_eval.leaderboard import family
+    from perrec_eval.registry import get
 
-    The model every format is rendered from (`render`, `html`, `plots`); `assemble` builds and writes it.
-    """
-
-    tables: list[Table]
-    analyses: list[dict[str, Any]]
-    stats: list[dict[str, Any]]
-    published: Published
-    n_resamples: int = N_RESAMPLES
-    plots: dict[str, list[Any]] = field(default_factory=dict)
+    sources = [run.source for run in runs]
+    data = family.section(get("perrecbench"), sources, n_resamples=n_resamples, seed=seed)
+    by_path = {str(run.path): run for run in runs}
+    ordered = [by_path[str(family_run.path)] for family_run in _section_runs(data, runs)]
+    return table_view(data, ordered)
 
 
-def build_table(
-    runs: Sequence[Run], number: int = 1, *, n_resamples: int = N_RESAMPLES, seed: int = 0
-) -> Table:
-    """The leaderboard of comparable `runs` (see `compare.check_comparable`), best average first, ties by
-    label."""
-    labels = compare.labels(runs)
-    columns = [cell for cell in CELLS if any(cell in run.cell_scores() for run in runs)]
-    rows = [_row(label, run, columns) for label, run in zip(labels, runs, strict=True)]
-    # best average first; ties (and rows without an average) by label, however the runs were listed
-    rows.sort(key=lambda row: (row.average is None, -(row.average or 0.0), row.label))
-    if min(len(run.group_ids) for run in runs) >= MIN_GROUPS_TO_COMPARE:
-        for cell in columns:
-            _mark_best_cell(rows, cell, n_resamples, seed)
-        _mark_best_average(rows, columns, n_resamples, seed)
+def _section_runs(data: Mapping[str, Any], runs: Sequence[Run]) -> list[Any]:
+    """The runs in the order of the section's rows (matched by their row labels' source paths)."""
+    from perrec_eval.leaderboard.family import shown_path
+
+    by_shown = {shown_path(run.path, None): run.source for run in runs}
+    return [by_shown[row["path"]] for row in data["rows"]]
+
+
+def table_view(section: Mapping[str, Any], runs: Sequence[Run]) -> Table:
+    """The shared `section` of `runs` (in its rows' order) as PerRecBench's `Table`: each row's entries
+    with its scores, diagnostics and marks, and each column's min. detectable Δ, floor and design effect."""
+    columns = [(cell.split("/", 1)[0], cell.split("/", 1)[1]) for cell in section["cells"]]
+    rows = [_row(data, run, columns) for data, run in zip(section["rows"], runs, strict=True)]
     sizes = _cell_sizes(runs, columns)
     bounds = {cell: stats.design_effect(ids) for cell, ids in _cell_clusters(runs, columns).items()}
     effects = _observed_effects(runs, columns)
     return Table(
-        number=number,
+        number=section.get("number") or 1,
         rows=rows,
         columns=columns,
-        differing=compare.differing_settings(runs),
+        differing=differing_settings(runs),
         paper_variant=any(run.variant == "paper" for run in runs),
         resolution={cell: scoring.cell_resolution(*size, effects[cell]) for cell, size in sizes.items()},
         average_resolution=scoring.average_resolution(
@@ -285,6 +282,52 @@ def build_table(
             cell: scoring.cell_resolution(*size, max(bounds[cell], effects[cell]))
             for cell, size in sizes.items()
         },
+    )
+
+
+def resolution(runs: Sequence[Run], cells: Sequence[Cell]) -> float | None:
+    """The min. detectable Δ of one column, or of the average over `cells` (`scoring.average_resolution`)."""
+    sizes = _cell_sizes(runs, cells)
+    effects = _observed_effects(runs, cells)
+    if not sizes:
+        return None
+    if len(cells) == 1:
+        (cell,) = sizes
+        return scoring.cell_resolution(*sizes[cell], effects[cell])
+    return scoring.average_resolution(list(sizes.values()), max(effects.values(), default=1.0))
+
+
+def _row(data: Mapping[str, Any], run: Run, columns: Sequence[Cell]) -> Row:
+    diagnostics = cell_diagnostics(run.samples())
+    scored = run.cell_scores()
+    entries = {}
+    for cell in columns:
+        if cell not in scored:
+            continue
+        marks = data["cells"][f"{cell[0]}/{cell[1]}"]["metrics"].get("ptc", {})
+        test = marks.get("vs_best")
+        entries[cell] = Entry(
+            level=cell[0],
+            method=cell[1],
+            scores={name: getattr(scored[cell], name) for name in _SCORE_FIELDS},
+            diagnostics=diagnostics.get(cell),
+            best=bool(marks.get("best")),
+            vs_best=None if test is None or "untested" in test else test,
+            untested=None if test is None else test.get("untested"),
+        )
+    missing = [cell for cell in columns if cell not in entries or entries[cell].ptc is None]
+    values = [entries[cell].ptc for cell in columns if cell not in missing]
+    test = data.get("average_vs_best")
+    return Row(
+        label=data["label"],
+        run=run,
+        entries=entries,
+        missing=missing,
+        # the mean over every column for a complete row (the section has an average column from two)
+        average=sum(values) / len(values) if values and not missing else None,
+        best=bool(data.get("average_best")),
+        vs_best=None if test is None or "untested" in test else test,
+        untested=None if test is None else test.get("untested"),
     )
 
 
@@ -335,85 +378,6 @@ def _floors(runs: Sequence[Run], columns: Sequence[Cell]) -> dict[Cell, float | 
             records = list(run.by_cell[cell].values())
             floors[cell] = scoring.constant_floor(records, variant=run.variant, invalid=run.invalid)
     return floors
-
-
-def _row(label: str, run: Run, columns: Sequence[Cell]) -> Row:
-    diagnostics = cell_diagnostics(run.samples())
-    scored = run.cell_scores()
-    entries = {
-        cell: Entry(
-            level=cell[0],
-            method=cell[1],
-            scores={name: getattr(scored[cell], name) for name in _SCORE_FIELDS},
-            diagnostics=diagnostics.get(cell),
-        )
-        for cell in columns
-        if cell in scored
-    }
-    missing = [cell for cell in columns if cell not in entries or entries[cell].ptc is None]
-    values = [entries[cell].ptc for cell in columns if cell not in missing]
-    average = sum(values) / len(values) if not missing and values else None
-    return Row(label=label, run=run, entries=entries, missing=missing, average=average)
-
-
-def _same_metric(a: Run, b: Run) -> bool:
-    return (a.variant, a.invalid) == (b.variant, b.invalid)
-
-
-def _contenders(rows: Sequence[Row]) -> list[Row]:
-    """The rows that may be the best: not the fake engine's scripted answers, unless only they are there
-    (a table of test doubles still has its best)."""
-    real = [row for row in rows if not row.run.is_fake]
-    return real or list(rows)
-
-
-def _mark_best_cell(rows: Sequence[Row], cell: Cell, n_resamples: int, seed: int) -> None:
-    # A mostly failed cell (`MOSTLY_FAILED`) is never the best, nor what others are tested against.
-    for row in rows:
-        if cell in row.entries and mostly_failed(row.entries[cell].scores):
-            row.entries[cell].untested = "mostly failed: more than half of its groups got no ranking"
-    scored = [
-        row
-        for row in rows
-        if cell in row.entries
-        and row.entries[cell].ptc is not None
-        and not mostly_failed(row.entries[cell].scores)
-    ]
-    if not scored:
-        return
-    contenders = _contenders(scored)
-    top = max(row.entries[cell].ptc for row in contenders)
-    best = next(row for row in contenders if row.entries[cell].ptc == top)
-    for row in scored:
-        entry = row.entries[cell]
-        entry.best = entry.ptc == top and any(row is other for other in contenders)
-        if row is best:
-            continue
-        if not _same_metric(row.run, best.run):
-            entry.untested = f"scored with another metric than the best ({best.label})"
-            continue
-        entry.vs_best = paired_cell(row.run, best.run, cell, n_resamples=n_resamples, seed=seed)
-        entry.vs_best["against"] = best.label
-
-
-def _mark_best_average(rows: Sequence[Row], columns: Sequence[Cell], n_resamples: int, seed: int) -> None:
-    for row in rows:
-        if row.average is not None and row.failed_cells:
-            row.untested = f"{len(row.failed_cells)} of its cells mostly failed"
-    complete = [row for row in rows if row.average is not None and not row.failed_cells]
-    if not complete:
-        return
-    contenders = _contenders(complete)
-    best = max(contenders, key=lambda row: row.average)
-    for row in complete:
-        row.best = row.average == best.average and any(row is other for other in contenders)
-        if row is best:
-            continue
-        if not _same_metric(row.run, best.run):
-            row.untested = f"scored with another metric than the best ({best.label})"
-            continue
-        row.vs_best = paired_average(row.run, best.run, columns, n_resamples=n_resamples, seed=seed)
-        row.vs_best["against"] = best.label
 
 
 def _aligned(a: Run, b: Run, cell: Cell):

@@ -1,24 +1,24 @@
-"""Run folders as the report sees them: what was run, on which groups, with which settings.
+"""PerRecBench's view of a run folder: its prediction records by cell, its metric and its settings.
 
-A `Run` holds a finished run folder's run.json, scores.json and prediction records, plus what comparing
-runs needs: the dataset fingerprint, split and group set (run.json's ``groups``, or the group ids of
-predictions.jsonl for runs that do not list them, such as the baselines), and the settings that can tell
-two runs of one model apart (`SETTINGS`). A setting that does not apply to a run (the pairwise strategy
-of a run without pairwise cells, the prompt of a no-LLM baseline) is None.
+The shared reports load every family's run folder (`perrec_eval.leaderboard.family.load`); `view` reads one
+as a `Run` for what only PerRecBench computes (its PTC paired tests, floors, the paper's analyses): the
+dataset fingerprint, split and group set (run.json's ``groups``, or the group ids of predictions.jsonl for
+runs that do not list them, such as the baselines), the records by cell, and the settings that can tell
+two runs of one model apart (`SETTINGS`). A setting that does not apply to a run (the pairwise strategy of a
+run without pairwise cells, the prompt of a no-LLM baseline) is None.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from perrec_eval import rundir
-from perrec_eval.config import default_label
 from perrec_eval.errors import DataError
-from perrec_eval.results import RunInfo, read_run_info
+from perrec_eval.results import RunInfo
 from perrec_eval.tasks.perrecbench import rundir as run_files
 from perrec_eval.tasks.perrecbench.records import PredictionRecord
 from perrec_eval.tasks.perrecbench.results import CellScore, Scores
@@ -61,6 +61,8 @@ class Run:
     settings: Mapping[str, Any]
     groups: Mapping[str, frozenset[str]]
     by_cell: Mapping[Cell, Mapping[str, PredictionRecord]]
+    # the loaded run folder this view reads (`perrec_eval.leaderboard.family.FamilyRun`); None in memory
+    source: Any = None
 
     @property
     def fingerprint(self) -> str | None:
@@ -124,24 +126,33 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> list[Run]:
 
 
 def load_run(folder: str | os.PathLike) -> Run:
-    """One finished run folder (run.json, scores.json, predictions.jsonl)."""
-    folder = Path(folder)
-    scores = run_files.load_scores(folder)
-    info = read_run_info(folder)
-    records = tuple(run_files.read_predictions(folder))
-    run_files.check_complete(folder, info, records)
-    return run_of(folder, info, scores, records)
+    """One finished run folder, loaded and checked as every family's is (`family.load`)."""
+    from perrec_eval.leaderboard import family
+
+    return view(family.load(folder))
+
+
+def view(run: Any) -> Run:
+    """A loaded run folder (`perrec_eval.leaderboard.family.FamilyRun`) as PerRecBench's `Run`."""
+    records = [prediction.prediction.record for prediction in run.predictions]
+    loaded = run_of(run.path, run.info, Scores.from_family(run.scores), records, label=run.label)
+    return replace(loaded, source=run)
 
 
 def run_of(
-    folder: str | os.PathLike, info: RunInfo, scores: Scores, records: Sequence[PredictionRecord]
+    folder: str | os.PathLike,
+    info: RunInfo,
+    scores: Scores,
+    records: Sequence[PredictionRecord],
+    *,
+    label: str | None = None,
 ) -> Run:
-    """A run from its parts, read from its folder or still in memory (run.json is written after report.md,
-    and `perrecbench score` shows scores it has not written)."""
+    """A run from its parts, read from its folder or still in memory (`perrecbench score` shows scores it
+    has not written); `label`: its row name (default: `system_name`)."""
     folder, records = Path(folder), tuple(records)
     return Run(
         path=folder,
-        model=system_name(info, folder),
+        model=label or system_name(info, folder),
         info=info,
         scores=scores,
         records=records,
@@ -161,7 +172,7 @@ def records_by_cell(records: Sequence[PredictionRecord]) -> dict[Cell, dict[str,
 
 def system_name(info: RunInfo, folder: Path) -> str:
     """The run's label (``--label``; the model's short name) or its model, with its LoRA adapter's name;
-    the fake engine's named scripts read ``fake:NAME`` (`perrec_eval.config.default_label`).
+    the fake engine's named scripts read ``fake:NAME`` (`perrec_eval.leaderboard.family.run_label`).
 
     >>> from dataclasses import replace
     >>> from perrec_eval.tasks.perrecbench.results import Metric
@@ -175,18 +186,9 @@ def system_name(info: RunInfo, folder: Path) -> str:
     >>> system_name(replace(info, config={}, engine={"name": "fake", "model": "constant"}), Path("x"))
     'fake:constant'
     """
-    engine_model = info.engine.get("model")
-    model = info.label or engine_model or folder.name
-    if info.is_fake and model == engine_model:  # runs before 2026-11-26 recorded a script's bare name
-        model = default_label(model, "fake")
-    adapters = info.config.get("adapter") or ()
-    if isinstance(adapters, str):
-        adapters = (adapters,)
-    names = []
-    for spec in adapters:
-        name, sep, path = spec.partition("=")
-        names.append(name if sep else Path(spec).name or spec)
-    return " + ".join([model, *names])
+    from perrec_eval.leaderboard.family import run_label
+
+    return run_label(info, folder)
 
 
 def group_sets(info: RunInfo, records: Sequence[PredictionRecord]) -> dict[str, frozenset[str]]:
@@ -245,3 +247,8 @@ def _budgets(info: RunInfo) -> str:
 
 def _profiles_name(profiles: Mapping[str, Any]) -> str:
     return profiles.get("file", "file") if profiles.get("source") == "file" else "generated"
+
+
+def differing_settings(runs: Sequence[Run]) -> list[str]:
+    """The settings (of `SETTINGS`) with more than one value among the runs it applies to."""
+    return [name for name in SETTINGS if len({run.settings.get(name) for run in runs} - {None}) > 1]

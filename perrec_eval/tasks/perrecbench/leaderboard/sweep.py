@@ -1,8 +1,8 @@
 """`perrecbench sweep`: one engine over a grid of retrieved-history sizes k and shot counts (paper Fig. 6).
 
 Each grid point is an ordinary `perrec_eval.tasks.perrecbench.run.evaluate` run into ``OUT/k<K>-shots<S>/``
-(so each resumes
-from its own cache), with the engine loaded once; the grid's report goes to ``OUT/report/``.
+(so each resumes from its own cache), with the engine loaded once; the grid's report goes to ``OUT/report/``
+(`commands.sweep`).
 """
 
 from __future__ import annotations

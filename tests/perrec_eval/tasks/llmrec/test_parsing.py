@@ -47,8 +47,9 @@ def test_parse_ranking_reads_lists_numbered_lists_and_lines(text) -> None:
 
 def test_parse_ranking_maps_close_titles_and_counts_what_it_drops() -> None:
     parsed = parse_ranking('["Blue Soap Bars", "Purple Shampoo", "blue soap bar", "Red Soap"]', INDEX)
-    # "Red Soap" lacks "The": ratio 88 < 90, unmatched; "Blue Soap Bars" is fuzzy; the repeat is dropped
-    assert parsed.value == {"items": ["B2"], "fuzzy": 1, "unmatched": 2, "duplicates": 1}
+    # "Red Soap" lacks "The" (the catalogue title without its article); "Blue Soap Bars" is fuzzy; the repeat
+    # is dropped
+    assert parsed.value == {"items": ["B2", "A1"], "fuzzy": 1, "unmatched": 1, "duplicates": 1}
 
 
 @pytest.mark.parametrize(("text", "reason"), [("", "no_list"), ('["Purple Shampoo"]', "no_item")])
@@ -103,7 +104,7 @@ def test_parse_rating_never_reads_a_year_even_without_the_title() -> None:
     [
         ("I'm sorry, but I cannot predict how this user will rate the product.", "refused"),
         ("It could be 2 or 4.", "ambiguous"),
-        ('1. "A Tale of Pastry": 4 stars\n2. "Sword and Dragon": 2 stars', "ambiguous"),  # the history echoed
+        ('1. "A Tale of Pastry": 4 stars\n2. "Sword and Dragon": 2 stars', "no_number"),  # the history echoed
         ('1. "A Tale of Pastry', "no_number"),  # an echoed history line, cut by the budget: "1." is no rating
         ("I would rate it 7 stars.", "out_of_range"),
         ("<think>It is probably a 4, but", "no_number"),  # cut inside its reasoning

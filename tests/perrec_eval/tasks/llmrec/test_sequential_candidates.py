@@ -11,7 +11,7 @@ import pytest
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.evaluation import TaskEvalConfig, evaluate
-from perrec_eval.tasks.base import Cell
+from perrec_eval.task import Cell
 from perrec_eval.tasks.llmrec import data
 from perrec_eval.tasks.llmrec.task import TASK
 from tests.dataset_builder.llmrec.fixture import read, synth_build

@@ -276,7 +276,7 @@ def test_cf_cli_all_runs_them_and_records_how(builds, tmp_path, capsys):
         assert info["cf"]["tuning"]["split"] == "train" and info["cf"]["params"]
         assert set(info["cf"]["cells"]) == {"easy/pointwise", "medium/pointwise", "hard/pointwise"}
         cells = json.loads((tmp_path / name / "scores.json").read_text())["cells"]
-        assert all(c["num_groups"] == 6 for c in cells)
+        assert all(c["num_docs"] == 6 for c in cells)
         easy = info["cf"]["cells"]["easy/pointwise"]
         cold, fallback = easy["cold_query_items"], easy["fallback_users"]
         shown = f"| {name} | easy | pointwise | {cold} of 6 | {fallback} of "
@@ -306,7 +306,7 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
     )
     assert main(["report", str(llm), str(cf_run), "--no-plots", "--out", str(tmp_path / "report")]) == 0
     board = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
-    assert len(board["tables"]) == 1  # one comparable set: same groups, same fingerprint
+    assert len(board) == 1  # one comparable set: same groups, same fingerprint
     table = (tmp_path / "report" / "leaderboard.md").read_text()
     assert "| mf |" in table and "### LLM runs against the baselines" in table
     assert "| fake:constant | mf | easy pointwise |" in table
@@ -317,7 +317,7 @@ def test_cf_report_compares_them_with_an_llm_run_on_the_build_without_interactio
     assert "| constant | hard |" not in table.split("### Cold start")[1].split("###")[0]
     assert main(["score", str(cf_run), "--variant", "paper", "--write"]) == 0  # rewrites report.md
     assert cold in (cf_run / "report.md").read_text()
-    versus = board["tables"][0]["analyses"]["versus_baselines"]
+    versus = board[0]["extras"]["analyses"]["versus_baselines"]
     assert {(v["model"], v["baseline"], v["level"], v["method"]) for v in versus} == {
         ("fake:constant", "mf", level, "pointwise") for level in ("easy", "medium", "hard")
     }
@@ -552,10 +552,10 @@ def test_cf_histories_read_as_columns_are_those_of_the_records(builds):
 def test_evaluate_prints_the_table_of_the_runs_it_wrote_without_reading_them_back(
     builds, tmp_path, capsys, monkeypatch
 ):
+    from perrec_eval.leaderboard.family import load_runs
     from perrec_eval.tasks.perrecbench import report
     from perrec_eval.tasks.perrecbench import rundir as run_files
     from perrec_eval.tasks.perrecbench.baselines import BASELINES
-    from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
     _, rich = builds
     args = ["evaluate", "--data", str(rich), "--engine", "baseline", "--model", "all", "--out", str(tmp_path)]

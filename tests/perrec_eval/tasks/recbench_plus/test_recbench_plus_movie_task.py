@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from perrec_eval.tasks import get
+from perrec_eval.registry import get
 from perrec_eval.tasks.recbench_plus.task import QueryDoc, catalogue_of, score_doc
 
 TASK = get("recbench-plus")

@@ -19,7 +19,7 @@ MOVIES = str(DATA / "movies.dat")
 
 
 def _score(*, compat: str | None = None, responses: str = "responses.jsonl", queries: str = QUERIES):
-    answers = released.read_responses(str(DATA / responses))
+    answers = released.read_responses(str(DATA / responses)).answers
     records = released.score_released(
         released.read_queries(queries), answers, released.read_movies(MOVIES), compat=compat
     )
@@ -34,8 +34,8 @@ def test_recbench_plus_released_profile_ids_count_the_non_empty_queries_of_a_gro
 
 
 def test_recbench_plus_released_both_response_shapes_read_alike():
-    plain = released.read_responses(str(DATA / "responses.jsonl"))
-    batch = released.read_responses(str(DATA / "batch_output.jsonl"))
+    plain = released.read_responses(str(DATA / "responses.jsonl")).answers
+    batch = released.read_responses(str(DATA / "batch_output.jsonl")).answers
     assert {k: v for k, v in batch.items() if k != "1-1"} == {k: v for k, v in plain.items() if k != "1-1"}
     assert batch["1-1"] is None  # a failed batch request: no answer
 
@@ -66,7 +66,10 @@ def test_recbench_plus_released_corrected_scoring_fixes_them():
 
 
 def test_recbench_plus_released_movielens_titles_are_read_with_their_article_and_alternatives():
-    assert released.title_variants("Boat, The (Das Boot) (1981)") == ["The Boat", "Boat", "Das Boot"]
+    from perrec_eval.titles import alternatives
+
+    assert alternatives("Boat, The (Das Boot) (1981)") == (["Boat, The (Das Boot) (1981)", "The Boat"],
+                                                          ["Boat", "Das Boot", "Boot"], [])  # fmt: skip
     matcher = released.matcher(released.read_movies(MOVIES))
     assert matcher.match("Das Boot") == matcher.match("the boat") == ("00000005",)
 
@@ -127,6 +130,33 @@ def test_recbench_plus_released_bad_files_end_in_one_line(tmp_path, capsys, flag
     assert main([*args, *(part for pair in files.items() for part in pair)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+def test_recbench_plus_released_query_answered_twice_scores_its_first_answer_and_counts_the_rest(
+    tmp_path, capsys
+):
+    responses = tmp_path / "twice.jsonl"
+    lines = (DATA / "responses.jsonl").read_text().splitlines()
+    repeated = [json.dumps({"id": "0-0", "response": "Heat"}), json.dumps({"id": "0-0", "response": "Alien"})]
+    responses.write_text("\n".join([*lines, *repeated]) + "\n")
+    assert released.read_responses(str(responses)).repeats == 2
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", QUERIES]
+    assert main([*args, "--responses", str(responses), "--catalogue", MOVIES]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["num_repeated_answers"] == 2 and "first answer" in printed["repeated_answers"]
+    once = tmp_path / "once.jsonl"
+    once.write_text("\n".join(lines) + "\n")
+    assert main([*args, "--responses", str(once), "--catalogue", MOVIES]) == 0
+    assert json.loads(capsys.readouterr().out)["query_types"] == printed["query_types"]
+
+
+@pytest.mark.parametrize("k", ["0", "1001", "100000000"])
+def test_recbench_plus_released_k_is_bounded(capsys, k):
+    args = ["--no-progress", "score", "--task", "recbench-plus", "--released-queries", QUERIES]
+    args += ["--responses", str(DATA / "responses.jsonl"), "--catalogue", MOVIES, "--compat", "released"]
+    assert main([*args, "--k", k]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--k must be between 1 and 1,000" in err
 
 
 def test_recbench_plus_released_needs_all_three_files(capsys):

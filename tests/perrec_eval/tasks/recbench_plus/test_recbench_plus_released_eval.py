@@ -53,7 +53,7 @@ def test_released_eval_report_shows_the_published_rows_unranked(tmp_path):
 def _released_answers(compat: str | None, tmp_path: Path) -> dict[str, dict]:
     """The released responses answered through the evaluate path (the fake engine says each response)."""
     queries = {q.query: q.id for q in released.read_queries(QUERIES)}
-    responses = released.read_responses(str(DATA / "responses.jsonl"))
+    responses = released.read_responses(str(DATA / "responses.jsonl")).answers
 
     def respond(request, params, index):
         text = request.messages[-1]["content"].removeprefix("Query: ").partition("\n")[0]
@@ -87,7 +87,7 @@ def test_released_eval_corrected_scoring_equals_score_released_files(tmp_path):
     predictions = _released_answers(None, tmp_path)
     reference = released.score_released(
         released.read_queries(QUERIES),
-        released.read_responses(str(DATA / "responses.jsonl")),
+        released.read_responses(str(DATA / "responses.jsonl")).answers,
         released.read_movies(MOVIES),
     )
     for expected in reference:

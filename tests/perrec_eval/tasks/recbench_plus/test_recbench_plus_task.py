@@ -11,7 +11,7 @@ import pytest
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.evaluation import TaskEvalConfig, evaluate
-from perrec_eval.tasks import get
+from perrec_eval.registry import get
 from perrec_eval.tasks.recbench_plus import metrics
 from perrec_eval.tasks.recbench_plus.task import TYPES, Recommend, load_docs
 from tests.dataset_builder.recbench_plus.fixture import build, synth
@@ -298,3 +298,12 @@ def test_recbench_plus_predictions_file_reads_the_first_k_titles_in_the_fixed_k_
     titles = [f"Zzyzx Qwerty Volume {n}" for n in range(7)] + [g["title"] for g in doc.truth["ground_truth"]]
     assert len(prediction_from(doc, "recommend-k", titles)) == 5
     assert len(prediction_from(doc, "recommend", titles)) == len(titles)
+
+
+@pytest.mark.parametrize("form", ["{t} by Erin Morgenstern", '"{t}" by Susanna Clarke', "{t} — Markus Zusak"])
+def test_recbench_plus_titles_written_with_their_author_match_their_books(bench, tmp_path, form):
+    plain = _run(bench, tmp_path / "plain", lambda titles: " [SEP] ".join(titles[:5]), max_docs=8)
+    named = _run(bench, tmp_path / "named",
+                 lambda titles: " [SEP] ".join(form.format(t=t) for t in titles[:5]), max_docs=8)  # fmt: skip
+    assert _metric(named, "recall") == _metric(plain, "recall")
+    assert max(_metric(named, "recall")) == 1.0 and set(_metric(named, "hallucination")) == {0.0}

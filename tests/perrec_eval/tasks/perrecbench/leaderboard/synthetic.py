@@ -83,5 +83,7 @@ def write_run(
         "groups": groups,
     }
     info = RunInfo.from_json(run_info)
-    rundir.write_run(Path(out), samples=None, records=records, scores=scores, run_info=info, report=None)
+    rundir.write_run(
+        Path(out), samples=None, records=records, scores=scores.to_family(), run_info=info, report=None
+    )
     return Path(out)

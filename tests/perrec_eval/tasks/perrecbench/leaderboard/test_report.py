@@ -10,7 +10,6 @@ import struct
 import pytest
 
 from perrec_eval.cli import main
-from perrec_eval.tasks.perrecbench.leaderboard.published import load
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +35,8 @@ def test_report_plots_are_non_empty_pngs(baselines_report):
 
     plots = sorted((baselines_report / "plots").glob("*.png"))
     kinds = {p.name for p in plots}
-    assert {"t1_leaderboard.png", "t1_by_domain.png", "t1_by_group_size.png", "t1_by_method.png"} <= kinds
-    assert {"t1_rating_errors.png", "benchmark_stats_1.png"} <= kinds
+    assert {"t1_perrecbench_ptc.png", "t1_by_domain.png", "t1_by_group_size.png", "t1_by_method.png"} <= kinds
+    assert {"t1_rating_errors.png", "benchmark_stats_t1_1.png"} <= kinds
     for plot in plots:
         width, height = _png_size(plot)
         assert width > 300 and height > 200
@@ -46,46 +45,44 @@ def test_report_plots_are_non_empty_pngs(baselines_report):
 
 
 def test_report_json_has_rows_tests_and_analyses(baselines_report):
-    data = json.loads((baselines_report / "leaderboard.json").read_text())
-    (table,) = data["tables"]
-    assert table["num_groups"] == 6 and table["columns"] == [
-        "easy/pointwise",
-        "medium/pointwise",
-        "hard/pointwise",
-    ]
-    assert len(table["rows"]) == 5 and sum(row["best_average"] for row in table["rows"]) >= 1
-    for row in table["rows"]:
-        assert row["average_cells"] == 3 and row["num_groups"] == 6
-        for cell in row["cells"]:
-            assert {"ptc", "ptc_ci_low", "ptc_ci_high", "parse_failure_rate", "engine_error_rate"} <= set(
-                cell
+    (section,) = json.loads((baselines_report / "leaderboard.json").read_text())
+    assert section["task"] == "perrecbench" and section["extras"]["num_groups"] == 6
+    assert section["cells"] == ["easy/pointwise", "medium/pointwise", "hard/pointwise"]
+    assert section["average"]["cells"] == section["cells"]
+    assert len(section["rows"]) == 5 and sum(bool(row.get("average_best")) for row in section["rows"]) <= 1
+    for row in section["rows"]:
+        assert row["average"] is not None
+        for cell in row["cells"].values():
+            ptc = cell["metrics"]["ptc"]
+            assert {"value", "ci_low", "ci_high"} <= set(ptc) and cell["num_docs"] == 6
+            assert (
+                ptc.get("best") or ptc.get("tied") or ptc.get("vs_best") is not None or section["undetected"]
             )
-            assert cell["best"] or cell["vs_best"] is not None
-    assert set(table["analyses"]) >= {"by_domain", "by_group_size", "by_method", "rating_errors", "k_shots"}
-    assert data["published"]["source"]["arxiv"] == "2501.13391"
-    assert {plot["kind"] for plot in table["plots"]} >= {"leaderboard", "by_domain", "rating_errors"}
+    extras = section["extras"]
+    assert set(extras["analyses"]) >= {"by_domain", "by_group_size", "by_method", "rating_errors", "k_shots"}
+    assert set(extras["min_detectable_difference"]) == set(section["cells"])
+    assert {plot["kind"] for plot in section["plots"]} >= {"cells", "by_domain", "rating_errors"}
 
 
-def test_report_csv_has_a_line_per_cell_and_average(baselines_report):
+def test_report_csv_has_a_line_per_cell_metric_and_average(baselines_report):
     rows = list(csv.DictReader(io.StringIO((baselines_report / "leaderboard.csv").read_text())))
-    runs = [row for row in rows if row["source"] == "run"]
-    assert len(runs) == 5 * (3 + 1)
-    assert {row["method"] for row in runs} == {"pointwise", "average"}
-    published = [row for row in rows if row["source"] == "published"]
-    assert len(published) == len(load().rows) * 10
+    ptc = [row for row in rows if row["metric"] == "ptc" and row["protocol"] == "pointwise"]
+    assert len(ptc) == 5 * 3
+    assert len([row for row in rows if row["protocol"] == "average"]) == 5
+    assert {row["task"] for row in rows} == {"perrecbench"}
 
 
-def test_report_latex_uses_the_table_1_layout(baselines_report):
+def test_report_latex_has_the_main_table(baselines_report):
     tex = (baselines_report / "leaderboard.tex").read_text()
-    assert r"\multicolumn{1}{c}{easy}" in tex and r"\toprule" in tex and r"\bottomrule" in tex
-    assert r"\textbf{" in tex and "history-affinity" in tex and r"\scriptsize[" in tex
+    assert "\\toprule" in tex and "\\bottomrule" in tex and "history-affinity" in tex
+    assert "min. detectable" in tex
 
 
-def test_report_markdown_names_groups_and_the_test(baselines_report):
+def test_report_markdown_names_the_test_and_the_published_tables(baselines_report):
     text = (baselines_report / "leaderboard.md").read_text()
-    assert "| System | Groups | easy point | medium point | hard point | Avg. |" in text
-    assert "paired sign-flip permutation test" in text
-    assert "## Published results (arXiv 2501.13391)" in text
+    assert "| run | easy/pointwise: ptc (higher is better) |" in text
+    assert "sign-flip permutation tests" in text
+    assert "### Published results (arXiv 2501.13391)" in text
     assert "### Published (paper-mode metric" not in text  # no paper-variant run in this table
 
 
@@ -95,7 +92,8 @@ def test_report_prints_the_leaderboard_and_the_page(runs, tmp_path, capsys):
         == 0
     )
     printed = capsys.readouterr().out
-    assert "| fake [truth] | 6 |" in printed and str(tmp_path / "r" / "index.html") in printed
+    assert "| fake [truth] | **1.000 [1.000, 1.000]** |" in printed
+    assert str(tmp_path / "r" / "index.html") in printed
     assert not (tmp_path / "r" / "plots").exists()
 
 
@@ -104,21 +102,21 @@ def test_report_shows_published_rows_next_to_paper_variant_runs(runs, tmp_path):
     assert main(["report", str(runs["paper"]), "--out", str(out), "--no-plots"]) == 0
     text = (out / "leaderboard.md").read_text()
     inline = text.index("### Published (paper-mode metric")
-    assert text.index("## Table 1") < inline < text.index("### Cells")
+    assert text.index("## PerRecBench") < inline < text.index("### Cells")
     assert "Claude-3.5-Sonnet" in text[inline:] and "published, paper-mode metric" in text
-    assert "Claude-3.5-Sonnet" in (out / "leaderboard.tex").read_text()
 
 
 def test_report_refusal_is_one_line_with_exit_2(runs, capsys):
     assert main(["report", str(runs["truth"]), str(runs["few4"])]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "group sets differ" in err and "--allow-mixed" in err
+    assert err.count("\n") == 1 and "differ in their doc sets" in err and "--allow-mixed" in err
 
 
 def test_report_row_missing_cells_says_so(runs, tmp_path, capsys):
     assert main(["report", str(runs["truth"]), str(runs["always_a"]), "--no-plots"]) == 0
     printed = capsys.readouterr().out
-    assert "– (3 of 9 cells)" in printed
+    always_a = next(line for line in printed.splitlines() if line.startswith("| fake [always_a]"))
+    assert always_a.endswith("| – |")  # no average without every cell
 
 
 def test_report_without_matplotlib_names_the_extra(runs, tmp_path, monkeypatch, capsys):
@@ -138,16 +136,15 @@ def test_report_without_matplotlib_names_the_extra(runs, tmp_path, monkeypatch, 
 
 
 def test_report_run_report_is_the_leaderboard_of_its_runs(baselines_report, runs):
+    from perrec_eval.leaderboard import family
     from perrec_eval.tasks.perrecbench import report
-    from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
     board = (baselines_report / "leaderboard.md").read_text()
-    run_md = report.render_report(load_runs([runs["baselines"]]))
-    # One renderer: the run folder's report.md shows the leaderboard's Table 1 header, notes and cell tables.
-    for line in ("| System | Groups | easy point | medium point | hard point | Avg. |", "### Cells"):
+    run_md = report.render_report(family.load_runs([runs["baselines"]]))
+    # One renderer: the run folder's report.md shows the leaderboard's main table, notes and cell tables.
+    for line in ("| run | easy/pointwise: ptc (higher is better) |", "### Cells"):
         assert line in board and line in run_md
-    assert run_md.split("\n\n")[1].startswith(board.split("\n\n")[2])  # the legend, said once
-    assert "## Published results" not in run_md and "### By group size" not in run_md
+    assert "![" not in run_md  # no pictures in a run's report
 
 
 def test_report_page_and_markdown_are_one_document(baselines_report):
@@ -159,30 +156,29 @@ def test_report_page_and_markdown_are_one_document(baselines_report):
     headings = re.findall(r"^#+ (.+)$", board, flags=re.M)
     shown = [html_lib.unescape(h) for h in re.findall(r"<h\d[^>]*>(.+?)</h\d>", page)]
     assert headings == shown
-    assert "<strong>Bold</strong>" in page and "<code>ptc.expected_resolution</code>" in page
+    assert "<strong>" in page and "<code>ptc.expected_resolution</code>" in page
     assert "**" not in page and "`" not in page  # markdown marks became tags, none left over
 
 
-def test_report_console_table_of_one_run_has_no_marks(runs):
+def test_report_table_of_one_run_has_no_marks(runs):
+    from perrec_eval.leaderboard import family
     from perrec_eval.tasks.perrecbench import report
-    from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs
 
-    text = report.table(load_runs([runs["truth"]]), legend=False)
-    assert "**" not in text and "≈" not in text and "| fake [truth] | 6 |" not in text
-    compact = report.table(load_runs([runs["truth"]]), ["truth"], compact=True, legend=False)
-    assert compact.splitlines()[0].count("|") == 12  # System, the nine cells of Table 1, Avg.
-    assert compact.splitlines()[2].startswith("| truth | ")
+    text = report.table(family.load_runs([runs["truth"]]))
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert not any("**" in line or "†" in line or "[truth]" in line for line in rows)
+    assert rows[2].count("|") == 12  # run, the nine cells, the average
 
 
 def test_report_of_one_run_compares_it_with_nothing(runs, tmp_path):
-    # one run: no best / significance legend and no "against the best" table (there is nothing to test)
+    # one run: no "against the best" table (there is nothing to test)
     assert main(["report", str(runs["truth"]), "--out", str(tmp_path / "one"), "--no-plots"]) == 0
     alone = (tmp_path / "one" / "leaderboard.md").read_text()
-    assert "best in the column" not in alone and "### Average against the best" not in alone
+    assert "**" not in alone.split("### Every metric")[0] and "### Average against the best" not in alone
     two = ["report", str(runs["truth"]), str(runs["reverse"]), "--out", str(tmp_path / "two"), "--no-plots"]
     assert main(two) == 0
     both = (tmp_path / "two" / "leaderboard.md").read_text()
-    assert "best in the column" in both and "### Average against the best" in both
+    assert "**1.000" in both and "### Average against the best" in both
 
 
 @pytest.mark.parametrize(("field", "value"), [("resamples", 10**20), ("resamples", 0), ("seed", -1)])

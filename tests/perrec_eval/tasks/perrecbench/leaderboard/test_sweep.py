@@ -9,7 +9,7 @@ import pytest
 from perrec_eval.cli import main
 from perrec_eval.engines.fake import FakeEngine
 from perrec_eval.errors import ConfigError
-from perrec_eval.leaderboard.cli import SweepConfig
+from perrec_eval.tasks.perrecbench.config import SweepConfig
 from perrec_eval.tasks.perrecbench.leaderboard import analyses
 from perrec_eval.tasks.perrecbench.leaderboard.board import build_table
 from perrec_eval.tasks.perrecbench.leaderboard.runs import load_runs

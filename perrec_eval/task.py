@@ -152,6 +152,30 @@ class Task:
     # What a family adds to its report section (`perrec_eval.leaderboard.family.ReportHooks`: its main
     # table's cells, its own tables and plots; None: the shared section alone)
     report: Any = field(default=None, repr=False)
+    # A family whose runs once wrote another scores.json layout reads it into the shared one:
+    # `legacy_scores(data, path) -> results.FamilyScores` (PerRecBench: runs before 2026-11-29)
+    legacy_scores: Callable[[Mapping[str, Any], Any], Any] | None = field(default=None, repr=False)
+    # A family whose predictions.jsonl lines are its own reads them as the shared `DocPrediction`s:
+    # `read_predictions(run_dir, info) -> list[DocPrediction]` (None: the shared lines)
+    read_predictions: Callable[[Any, Any], Sequence[Any]] | None = field(default=None, repr=False)
+    # The build's fingerprint as the family's runs record it (None: `perrec_eval.evaluation.fingerprint`)
+    fingerprint: Callable[[str], str] | None = field(default=None, repr=False)
+    # What the average column of a report averages: "subsets" (the shown metric over one cell per subset,
+    # each doc set once) or "cells" (over every main cell, PerRecBench's Avg. of the paper's Table 1)
+    average_over: str = "subsets"
+    # What the suite's summary table shows of the family: (metric, cell "subset/protocol" or "average")
+    # pairs, each with its interval and direction (None: the headline's average)
+    summary: tuple[tuple[str, str], ...] | None = None
+    # The family's evaluate in Python, "module:function" taking (config, engine=None): a model's run, or
+    # with engine "baseline" its baselines' runs (what `perrecbench evaluate` runs, for a suite)
+    evaluate: str = "perrec_eval.evaluation:evaluate"
+    # The evaluate settings that choose a run's docs and cells: a suite runs the baselines with these of
+    # the model's run, and runs them once per build and these settings
+    selection: tuple[str, ...] = ("split", "subsets", "protocols", "max_docs", "seed")
+    # A suite's defaults of the family's evaluate settings (``limit`` for its doc limit) and build settings
+    # (`perrecbench evaluate --task all`: about an hour of an 8B model on one GPU; docs/suites.md)
+    suite_defaults: Mapping[str, Any] | None = None
+    suite_build: Mapping[str, Any] | None = None
     # The fewest docs (clusters where docs share one) on which a report marks a cell's best run: a paired
     # sign-flip test over fewer than 6 never reaches p < 0.05 (its smallest p is 2 / 2**n)
     min_docs_to_compare: int = 6
