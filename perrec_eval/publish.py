@@ -914,7 +914,7 @@ def upload_notes(info: RunInfo, skipped: Sequence[str], family: str | None = Non
     """What `push results` says it files for one run: each cell's own metric, the cells it leaves out
     (`left_out`) and quantized weights (`quantized_weights`); `family` names the run's family in a suite."""
     of = f"{family}: " if family else ""
-    notes = [f"{of}one entry per scored cell, with the cell's own metric (its notes name it and its interval)"]
+    notes = [f"{of}one entry per scored cell, with the cell's own metric (its notes name it and its CI)"]
     notes += [f"{of}left out: {cell}" for cell in skipped]
     weights = quantized_weights(info)
     if weights is not None:
