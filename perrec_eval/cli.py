@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataset_builder import cli as builder_cli
 from perrec_eval import cliconfig, commands, progress, push_cli
 from perrec_eval.errors import PerrecbenchError
+from perrec_eval.harness import cli as harness_cli
 from perrec_eval.leaderboard import cli as leaderboard_cli
 from perrec_eval.logs import setup_logging
 from perrec_eval.secrets import redact_text, redact_tracebacks
@@ -37,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     cliconfig.add_common_arguments(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for part in (builder_cli, commands, leaderboard_cli, sft_cli, push_cli):  # the order --help lists them
+    # the order --help lists them
+    for part in (builder_cli, commands, leaderboard_cli, harness_cli, sft_cli, push_cli):
         part.register(subparsers)
     return parser
 

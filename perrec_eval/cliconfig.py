@@ -727,6 +727,23 @@ def one_limit(config: object, name: str) -> None:
     object.__setattr__(config, "limit", None)
 
 
+def check_score_input(config: Any, file: str = "FILE.jsonl") -> bool:
+    """Refuse a `score` config given a run folder and ``--data``/``--predictions`` both, or neither; return
+    whether it scores a predictions file.
+
+    Raises:
+        ConfigError: both, or neither, naming what to give.
+    """
+    external = config.data is not None or config.predictions is not None
+    if config.run_dir is not None and external:
+        raise ConfigError("give a run folder, or --data and --predictions, not both")
+    if config.run_dir is None and (config.data is None or config.predictions is None):
+        raise ConfigError(
+            f"give a run folder to score again, or --data DIR --predictions {file} to score a file"
+        )
+    return external
+
+
 def check_text(flag: str, value: str) -> None:
     """Refuse text with a control character or bytes that are not UTF-8 (set from Python; the parser's
     `coerce` refuses them in every option).

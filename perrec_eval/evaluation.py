@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from perrec_eval import fileio
 from perrec_eval.cache import CachedEngine
-from perrec_eval.cliconfig import check_seed, check_task, one_limit, option
+from perrec_eval.cliconfig import check_score_input, check_seed, check_task, one_limit, option
 from perrec_eval.config import BASELINE_ENGINE, EngineSpec, default_label
 from perrec_eval.docrecords import DocPrediction, DocSample, read_predictions, read_samples
 from perrec_eval.engines.base import Engine
@@ -138,19 +138,7 @@ class TaskEvalConfig(EngineSpec):
     def token_budgets(self) -> dict[str, int]:
         """The answer budget of each protocol: its default, or ``--max-new-tokens`` (N, or NAME=N,...)."""
         protocols = getattr(self, "task", None) and self.family.protocols
-        budgets = {name: p.max_tokens for name, p in (protocols or {}).items()}
-        for part in self.max_new_tokens:
-            for entry in (e.strip() for e in part.split(",") if e.strip()):
-                name, sep, value = entry.rpartition("=")
-                targets = [name] if sep else list(budgets)
-                number = value.isascii() and value.isdigit()  # not "²", which int() refuses
-                if not number or int(value) < 1 or any(t not in budgets for t in targets):
-                    raise ConfigError(
-                        f"--max-new-tokens {entry!r}: one number, or NAME=N with NAME one of "
-                        f"{', '.join(budgets)}"
-                    )
-                budgets.update(dict.fromkeys(targets, int(value)))
-        return budgets
+        return token_budgets(protocols or {}, self.max_new_tokens)
 
     def params(self, protocol: str, doc: Doc | None = None) -> GenParams:
         answer_format = None
@@ -164,6 +152,31 @@ class TaskEvalConfig(EngineSpec):
             seed=self.seed,
             answer_format=answer_format,
         )
+
+
+def token_budgets(protocols: Mapping[str, Any], spec: Sequence[str]) -> dict[str, int]:
+    """The answer budget of each protocol (name → protocol): its default, or ``--max-new-tokens`` (N for
+    all, or NAME=N,...).
+
+    Raises:
+        ConfigError: an entry that is not a number >= 1 or names no protocol.
+
+    >>> from types import SimpleNamespace as P
+    >>> token_budgets({"rating": P(max_tokens=8), "direct": P(max_tokens=256)}, ["direct=64"])
+    {'rating': 8, 'direct': 64}
+    """
+    budgets = {name: protocol.max_tokens for name, protocol in protocols.items()}
+    for part in spec:
+        for entry in (e.strip() for e in part.split(",") if e.strip()):
+            name, sep, value = entry.rpartition("=")
+            targets = [name] if sep else list(budgets)
+            number = value.isascii() and value.isdigit()  # not "²", which int() refuses
+            if not number or int(value) < 1 or any(t not in budgets for t in targets):
+                raise ConfigError(
+                    f"--max-new-tokens {entry!r}: one number, or NAME=N with NAME one of {', '.join(budgets)}"
+                )
+            budgets.update(dict.fromkeys(targets, int(value)))
+    return budgets
 
 
 def run_cell(
@@ -253,14 +266,12 @@ def score(
         metrics = {}
         for metric in task.metrics:
             items = [task.score_doc(metric.name, r.prediction, r.truth) for r in records]
-            if all(item is None for item in items):  # not a metric of this cell (`Task.score_doc`)
+            # None: not a metric of this cell (`Task.score_doc`), or undefined on its docs (RMSE when every
+            # doc failed)
+            value = None if all(item is None for item in items) else cell_value(metric, items)
+            if value is None:
                 metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
                 continue
-            if metric.aggregation == "corpus" and not math.isfinite(metric.corpus(items)):
-                # undefined on these docs (e.g. RMSE when every doc failed): no value, said as None
-                metrics[metric.name] = MetricValue(value=None, ci_low=None, ci_high=None)
-                continue
-            value = metric.value(items)
             keep = resampled_docs(metric, items)
             low, high = metric.interval(
                 [items[i] for i in keep],
@@ -309,6 +320,20 @@ def _leak(
     if task.leak_check is None or docs is None or cell.subset not in docs:
         return None
     return task.leak_check(cell, docs[cell.subset], {record.id: record.prediction for record in records})
+
+
+def cell_value(metric: Any, items: Sequence[Any]) -> float | None:
+    """A cell's value of `metric` (a `stats.MetricSpec`) over its docs' items; None where it is undefined on
+    them (no docs, or e.g. RMSE when every doc failed).
+
+    >>> from perrec_eval.stats import MetricSpec, rmse
+    >>> error = MetricSpec("rmse", aggregation="corpus", corpus=rmse)
+    >>> cell_value(MetricSpec("hit"), [1.0, 0.0]), cell_value(error, [[]])
+    (0.5, None)
+    """
+    if not items or (metric.aggregation == "corpus" and not math.isfinite(metric.corpus(items))):
+        return None
+    return _number(metric.value(items))
 
 
 def _number(value: float) -> float | None:
@@ -558,7 +583,9 @@ class TaskScoreConfig:
     data: str | None = option("benchmark folder the --predictions answer (its --split rows)", default=None)
     predictions: str | None = option(
         'JSONL of another system, one line per row and cell: {"config": C, "protocol": P, "id": ROW_ID, '
-        '"prediction": VALUE} ("protocol" may be left out where one cell of --protocols asks about C)',
+        '"prediction": VALUE} ("protocol" may be left out where one cell of --protocols asks about C); or a '
+        "harness's answers to `perrecbench export` tasks (lm-eval's samples, lighteval's details, or the "
+        "run's output folder)",
         default=None,
     )
     split: str = option("dataset split the --predictions answer", default="test")
@@ -598,13 +625,7 @@ class TaskScoreConfig:
         check_task(self.task)
         check_seed(self.seed)
         one_limit(self, "max_docs")
-        external = self.data is not None or self.predictions is not None
-        if self.run_dir is not None and external:
-            raise ConfigError("give a run folder, or --data and --predictions, not both")
-        if self.run_dir is None and (self.data is None or self.predictions is None):
-            raise ConfigError(
-                "give a run folder to score again, or --data DIR --predictions FILE.jsonl to score a file"
-            )
+        external = check_score_input(self)
         selection = (self.out, self.label, self.protocols, self.subsets, self.max_docs)
         if not external and any(value is not None for value in selection):
             raise ConfigError(
@@ -735,6 +756,10 @@ def read_external(
     configs; `max_docs` scores the seeded sample of each config that `evaluate --max-docs N --seed S`
     takes (lines of rows outside it are left out).
 
+    A harness's answers to exported tasks (`perrec_eval.harness.samples`: lm-eval's samples, lighteval's
+    details, or a folder of one run's) are read as they are: each cell's answers as answer text, on the
+    docs the export chose (`_harness_predictions`).
+
     Raises:
         DataError: a line that is not such an object, an unknown config, protocol or id, a cell the line
             does not name where several could be meant, a repeated row, a value of the wrong type or a NaN;
@@ -743,9 +768,73 @@ def read_external(
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} scores its own runs only: it reads no predictions file")
     from dataset_builder.manifest import check_files
+    from perrec_eval.harness.samples import read_harness
 
     check_files(data)  # the build the predictions are scored against, as `evaluate` checks it
+    harness = read_harness(path, task.name)
+    if harness is not None:
+        given = {"--protocols": protocols, "--subsets": subsets, "--max-docs": max_docs}
+        return _harness_predictions(task, data, path, harness, given)
     lines = prediction_lines(path, protocols=True)
+    chosen = {"protocols": protocols, "subsets": subsets, "max_docs": max_docs, "seed": seed}
+    return _predictions_of_lines(task, data, path, lines, split=split, **chosen)
+
+
+def _harness_predictions(
+    task: Task, data: str, path: str, harness: Any, given: Mapping[str, Any]
+) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
+    """Each cell a harness answered, its docs those the export chose and answered (a harness run with a
+    limit answers some of them)."""
+    flags = [flag for flag, value in given.items() if value is not None]
+    if flags:
+        raise ConfigError(
+            f"{flags[0]}: a harness's answers carry their cells and docs (the export's): drop {flags[0]}"
+        )
+    docs: dict[str, list[Doc]] = {}
+    predictions: list[DocPrediction] = []
+    for answers in harness.by_cell().values():
+        selection = answers[0].selection_json
+        if fingerprint(data) != selection["fingerprint"]:
+            raise DataError(
+                f"{answers[0].where} answers the build {selection['source']}, not --data {data}: pass the "
+                "build the tasks were exported from"
+            )
+        lines = [
+            PredictionLine(number, a.subset, a.doc_id, a.text, a.protocol)
+            for number, a in enumerate(answers, start=1)
+        ]
+        cell_docs, cell_predictions = _predictions_of_lines(
+            task,
+            data,
+            path,
+            lines,
+            split=selection["split"],
+            protocols=[answers[0].protocol],
+            max_docs=selection["max_docs"],
+            seed=selection["seed"],
+        )
+        answered = {a.doc_id for a in answers}
+        for subset, subset_docs in cell_docs.items():
+            known = {doc.id for doc in docs.get(subset, [])}
+            kept = [doc for doc in subset_docs if doc.id in answered and doc.id not in known]
+            docs.setdefault(subset, []).extend(kept)
+        predictions += [p for p in cell_predictions if p.id in answered]
+    return docs, predictions
+
+
+def _predictions_of_lines(
+    task: Task,
+    data: str,
+    path: str,
+    lines: list[PredictionLine],
+    *,
+    split: str = "test",
+    protocols: Sequence[str] | None = None,
+    subsets: Sequence[str] | None = None,
+    max_docs: int | None = None,
+    seed: int = 0,
+) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
+    """`read_external` of the lines of a predictions file (`PredictionLine`)."""
     if subsets is not None:
         lines = [line for line in lines if line.subset in subsets]
         if not lines:

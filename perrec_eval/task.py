@@ -158,6 +158,10 @@ class Task:
     # A family whose predictions.jsonl lines are its own reads them as the shared `DocPrediction`s:
     # `read_predictions(run_dir, info) -> list[DocPrediction]` (None: the shared lines)
     read_predictions: Callable[[Any, Any], Sequence[Any]] | None = field(default=None, repr=False)
+    # A family a one-round harness asks its own way: "module:NAME" of its harness adapter
+    # (`perrec_eval.harness.requests.Adapter`; None: the general path's; PerRecBench: its rows are requests,
+    # its items carry their group)
+    harness: str | None = None
     # The build's fingerprint as the family's runs record it (None: `perrec_eval.evaluation.fingerprint`)
     fingerprint: Callable[[str], str] | None = field(default=None, repr=False)
     # What the average column of a report averages: "subsets" (the shown metric over one cell per subset,

@@ -137,6 +137,7 @@ def _base(command: str, shared: Path, tmp: Path) -> list[tuple[str | None, list[
             ("--out", [str(tmp / "out")]),
             *extra,
         ]
+    export = [("--subsets", ["easy"]), ("--protocols", ["pointwise"]), ("--max-docs", ["1"])]
     table: dict[str, list[tuple[str | None, list[str]]]] = {
         "synth": [("--out", [str(tmp / "raw")]), ("--reviews-per-domain", ["200"]), ("--domains", ["Books"])],
         "tasks": [],
@@ -158,6 +159,8 @@ def _base(command: str, shared: Path, tmp: Path) -> list[tuple[str | None, list[
             ("--dry-run", []),
         ],
         "push benchmark": [(None, [str(tmp / "bench")]), ("--repo", ["org/x"]), ("--dry-run", [])],
+        "export lm-eval": [(None, [bench]), *export, ("--out", [str(tmp / "tasks")])],
+        "export lighteval": [(None, [bench]), *export, ("--out", [str(tmp / "tasks.py")])],
     }
     return table[command]
 

@@ -91,7 +91,7 @@ def why_not_run(argv: list[str], documented: set[str]) -> str | None:
     return None
 
 
-_OUTPUT_OPTIONS = ("--out", "--output_dir", "--output-dir")
+_OUTPUT_OPTIONS = ("--out", "--output_dir", "--output-dir", "--output_path")  # lm_eval's is --output_path
 _PATH_OPTIONS = ("--data", "--source", "--profiles", "--run", "--base-run", "--adapter", "--model")
 
 

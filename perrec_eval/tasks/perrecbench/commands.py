@@ -92,8 +92,14 @@ def score(config: ScoreConfig) -> int:
     from perrec_eval.tasks.perrecbench import report
     from perrec_eval.tasks.perrecbench import rundir as run_files
 
-    if config.run_dir is None:  # another system's predictions file
-        from perrec_eval.tasks.perrecbench import external
+    if config.run_dir is None:
+        from perrec_eval.harness.samples import is_harness_output
+
+        if is_harness_output(config.predictions):  # a harness's answers (`perrecbench export`)
+            from perrec_eval.tasks.perrecbench.harness import score_command
+
+            return score_command(config)
+        from perrec_eval.tasks.perrecbench import external  # another system's predictions file
 
         scores, written = external.score_file(config)
         if config.json:

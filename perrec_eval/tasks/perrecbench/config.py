@@ -19,6 +19,7 @@ from perrec_eval.cliconfig import (
     check_choices,
     check_hub_id,
     check_once,
+    check_score_input,
     check_seed,
     check_task,
     check_text,
@@ -90,6 +91,18 @@ def token_budgets(spec: tuple[str, ...] | str, *, methods: bool = True) -> dict[
             )
         budgets.update(dict.fromkeys(targets, int(value)))
     return budgets
+
+
+def prompt_variant(*, cot: bool, profile: bool) -> str:
+    """The prompt variant (`prompts.VARIANTS`) of prompts with or without chain of thought and profiles.
+
+    >>> prompt_variant(cot=False, profile=True), prompt_variant(cot=True, profile=False)
+    ('default', 'cot_no_profile')
+    """
+    base = "cot" if cot else "default"
+    if profile:
+        return base
+    return "no_profile" if base == "default" else "cot_no_profile"
 
 
 @dataclass(frozen=True, kw_only=True)  # no slots: a config may combine it with EngineSpec's
@@ -277,10 +290,7 @@ class EvalConfig(_Budgets, EngineSpec, PromptSpec):
 
     @property
     def variant(self) -> str:
-        base = "cot" if self.cot else "default"
-        if self.no_profile:
-            return "no_profile" if base == "default" else "cot_no_profile"
-        return base
+        return prompt_variant(cot=self.cot, profile=not self.no_profile)
 
     @property
     def metric_variant(self) -> str:
@@ -360,7 +370,8 @@ class ProfilesConfig(_Budgets, EngineSpec, DataSpec):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScoreConfig:
     """Settings of `perrecbench score`: re-score a finished run from its saved predictions, or score another
-    system's predictions file (``--data DIR --predictions FILE.jsonl``) like a run."""
+    system's predictions file or a harness's answers to exported tasks (``--data DIR --predictions FILE``)
+    like a run."""
 
     run_dir: str | None = option(
         "run folder written by `perrecbench evaluate` (or give --data and --predictions)",
@@ -374,7 +385,9 @@ class ScoreConfig:
     predictions: str | None = option(
         'JSONL of another system, one line per group: {"config": LEVEL, "id": GROUP_ID, "prediction": '
         'SCORES} with one score per user in the group\'s order (higher: preferred), or {"ranking": [1-based '
-        "users, best first]}; scored in the pointwise column, beside the no-LLM baselines",
+        "users, best first]}; scored in the pointwise column, beside the no-LLM baselines. Or a harness's "
+        "answers to `perrecbench export` tasks: lm-eval's samples (--log_samples) or lighteval's details "
+        "(--save-details), a file or a run's output folder",
         default=None,
     )
     split: str = option("dataset split the --predictions answer", default="test")
@@ -405,13 +418,7 @@ class ScoreConfig:
     def __post_init__(self) -> None:
         check_task(self.task)
         check_seed(self.seed)
-        external = self.data is not None or self.predictions is not None
-        if self.run_dir is not None and external:
-            raise ConfigError("give a run folder, or --data and --predictions, not both")
-        if self.run_dir is None and (self.data is None or self.predictions is None):
-            raise ConfigError(
-                "give a run folder to score again, or --data DIR --predictions FILE.jsonl to score a file"
-            )
+        external = check_score_input(self, "FILE.jsonl")
         if not external and any(v is not None for v in (self.out, self.label, self.limit)):
             raise ConfigError("--out, --label and --limit go with --predictions (a run folder keeps its own)")
         if external and self.write:

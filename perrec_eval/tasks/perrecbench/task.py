@@ -66,6 +66,7 @@ TASK = Task(
     score_doc=_score_doc,
     legacy_scores=legacy_scores,
     read_predictions=doc_predictions,
+    harness="perrec_eval.tasks.perrecbench.harness:ADAPTER",
     fingerprint=_fingerprint,
     report=hooks,
     average_over="cells",
