@@ -42,6 +42,7 @@ logger = logging.getLogger("recbench_released")
 
 SECTION = "## RecBench+ released files"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "reproducing-recbench-plus.md"
+README = Path(__file__).resolve().parents[1] / "README.md"
 DOC_TABLE = re.compile(r"(<!-- published rows -->\n).*?(<!-- /published rows -->)", re.DOTALL)
 SHOWN = ("recall", "precision", "ndcg", "ftr", "not_in_catalogue")
 TESTED = ("recall", "ndcg")
@@ -168,7 +169,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--write", action="store_true",
-        help=f"replace '{SECTION}' in RESULTS.md, published.yaml and the table of the reproduction page",
+        help=f"replace '{SECTION}' in RESULTS.md, published.yaml and the tables of the reproduction page "
+        "and README",
     )  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -183,9 +185,10 @@ def main() -> None:
     if args.write:
         write_section(body, SECTION)
         _replace(published.DATA, published.dump(data))
-        page = DOC.read_text(encoding="utf-8")
-        _replace(DOC, DOC_TABLE.sub(lambda m: m.group(1) + published.doc_table(data) + m.group(2), page))
-        logger.info("wrote %s to benchmarks/RESULTS.md, published.yaml and %s", SECTION, DOC.name)
+        for path in (DOC, README):
+            page = path.read_text(encoding="utf-8")
+            _replace(path, DOC_TABLE.sub(lambda m: m.group(1) + published.doc_table(data) + m.group(2), page))
+        logger.info("wrote %s to benchmarks/RESULTS.md, published.yaml, %s and README.md", SECTION, DOC.name)
 
 
 if __name__ == "__main__":

@@ -445,9 +445,12 @@ def check_out(config: SuiteConfig) -> Path:
 
 def run_suite(config: SuiteConfig, engine: Any = None) -> list[FamilyResult]:
     """Every family of the suite: build (when asked), baselines (once per build and doc set), the model."""
+    from perrec_eval.engines import check_installed
     from perrec_eval.lock import folder_lock
 
     out = check_out(config)
+    if engine is None:  # before any build or baseline: a missing extra would stop the suite only after them
+        check_installed(config.engine)
     with folder_lock(out):
         out.mkdir(parents=True, exist_ok=True)
         record = read_record(out)

@@ -24,20 +24,26 @@ class _Backend(NamedTuple):
     module: str
     engine: str  # class name in `module`
     options: str  # class name in `module`
+    needs: tuple[tuple[str, str], ...] = ()  # (module, extra) the engine cannot load without
 
 
 # `baseline` is not here: it is the ranking runner's business, not an LLM backend.
 _BACKENDS: dict[str, _Backend] = {
     "fake": _Backend("perrec_eval.engines.fake", "FakeEngine", "FakeOptions"),
-    "hf": _Backend("perrec_eval.engines.hf", "HFEngine", "HFOptions"),
-    "openai": _Backend("perrec_eval.engines.openai", "OpenAIEngine", "OpenAIOptions"),
-    "vllm": _Backend("perrec_eval.engines.vllm", "VLLMEngine", "VLLMOptions"),
+    "hf": _Backend(
+        "perrec_eval.engines.hf", "HFEngine", "HFOptions", (("torch", "hf"), ("transformers", "hf"))
+    ),
+    "openai": _Backend(
+        "perrec_eval.engines.openai", "OpenAIEngine", "OpenAIOptions", (("openai", "openai"),)
+    ),
+    "vllm": _Backend("perrec_eval.engines.vllm", "VLLMEngine", "VLLMOptions", (("vllm", "vllm"),)),
 }
 ENGINE_NAMES: tuple[str, ...] = tuple(_BACKENDS)
 
 __all__ = [
     "ENGINE_NAMES",
     "Engine",
+    "check_installed",
     "MissingExtraError",
     "ResultsCallback",
     "checked",
@@ -95,6 +101,23 @@ def parse_options(name: str, pairs: Sequence[str] = (), /, **given: Any) -> Any:
     (4, 'cpu', 'auto')
     """
     return options_from_pairs(options_class(name), pairs, f"the {name!r} engine", **given)
+
+
+def check_installed(name: str) -> None:
+    """Fail now, with the pip command, when engine `name`'s extra is not installed: for work that would run
+    long (a suite's builds and baselines) before the engine is loaded. Imports nothing.
+
+    Raises:
+        MissingExtraError: a package the engine needs is not installed.
+    """
+    from importlib.util import find_spec
+
+    from perrec_eval.extras import require
+
+    backend = _BACKENDS.get(name)
+    for module, extra in backend.needs if backend is not None else ():
+        if find_spec(module) is None:
+            require(module, extra, by=f"the '{name}' engine")  # raises, naming the extra
 
 
 def load_engine(

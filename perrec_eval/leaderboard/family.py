@@ -864,7 +864,8 @@ def failed_text(entry: Mapping[str, Any]) -> str:
 def value_text(entry: Mapping[str, Any] | None, metric: str, *, marks: bool = True) -> Text:
     """A cell's value of `metric`: ``v [lo, hi]``, with its coverage where it covers the answered docs
     only, its failed share, and (with `marks`) bold for the best, † where the paired test finds no
-    difference from the best, = on a tie; ``all N failed`` where no doc answered; ``–`` not run."""
+    difference from the best, = on a tie (and then no †); ``all N failed`` where no doc answered; ``–``
+    not run."""
     if entry is None:
         return DASH
     value = entry["metrics"].get(metric)
@@ -888,8 +889,8 @@ def value_text(entry: Mapping[str, Any] | None, metric: str, *, marks: bool = Tr
         return text
     if value.get("best"):
         return (Strong(text),)
-    if value.get("tied"):
-        text += " ="
+    if value.get("tied"):  # tied with the best: its test against one of its twins says nothing more
+        return text + " ="
     test = value.get("vs_best")
     if test is not None and test.get("p_value") is not None and not test["p_value"] < ALPHA:
         text += " †"
@@ -909,7 +910,7 @@ def average_text(row: Mapping[str, Any], *, marks: bool = True) -> Text:
     if row.get("average_best"):
         return (Strong(text),)
     if row.get("average_tied"):
-        text += " ="
+        return text + " ="
     test = row.get("average_vs_best")
     if test is not None and test.get("p_value") is not None and not test["p_value"] < ALPHA:
         text += " †"

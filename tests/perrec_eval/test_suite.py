@@ -330,3 +330,18 @@ def test_push_results_of_a_quantized_suite_needs_quantized_and_says_what_each_fa
     for name in FAMILIES:
         assert f"{name}: weights: the GGUF file m.Q4_1.gguf (quantized weights)" in out
         assert f"{name}: one entry per scored cell" in out
+
+
+def test_suite_without_the_engines_extra_stops_before_building_anything(suite, tmp_path, monkeypatch, capsys):
+    """A missing engine extra is the one-line error naming the pip command, before the builds and baselines
+    that would otherwise run first (minutes to hours at Amazon size) and nothing is written."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    gone = lambda name, *a: None if name == "vllm" else real(name, *a)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", gone)
+    raw = suite[0].parent / "raw"
+    argv = ["--no-progress", "evaluate", "--task", "all", "--source", str(raw), "--engine", "vllm"]
+    assert main([*argv, "--model", "some/model", "--out", str(tmp_path / "suite")]) == 2
+    assert 'pip install "perrecbench[vllm]"' in capsys.readouterr().err
+    assert not (tmp_path / "suite").exists()
