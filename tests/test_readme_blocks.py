@@ -4,6 +4,9 @@ commands) and the fake engine where a block names a model, end in one report hol
 every baseline's (PerRecBench's collaborative-filtering baselines included: the block's build keeps their
 data).
 
+The quick start's suite command (`evaluate --task all --source RAW`), capped with its `--limit`, ends in one
+suite folder and one report too, on raw files of the demo's size.
+
 tests/test_docs.py runs the same blocks but stops before the model run (it needs a model) and so before the
 report that reads it; here the whole block runs.
 """
@@ -24,9 +27,13 @@ SECTION = "## Evaluate your model in four commands"
 MODEL_ENGINES = {"vllm", "hf", "openai"}
 
 
-def section() -> str:
+def section_text(heading: str) -> str:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    return text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    return text.split(heading, 1)[1].split("\n## ", 1)[0]
+
+
+def section() -> str:
+    return section_text(SECTION)
 
 
 def family_blocks() -> dict[str, list[list[str]]]:
@@ -57,7 +64,7 @@ def as_tested(argv: list[str]) -> list[str]:
         argv[option["--engine"] + 1] = "fake"
         argv[option["--model"] + 1] = "constant"
     if argv[0] == "evaluate":
-        argv += cap()
+        argv += cap()  # the suite's --limit too: the docs of each family's cells
     return shrink(argv) if argv[0] == "build" else argv
 
 
@@ -94,3 +101,35 @@ def test_readme_four_commands_end_in_a_report_with_a_capped_model_run(family, ra
     assert list(engines.values()).count("fake") == 1 and "baseline" in engines.values(), engines
     if family == "perrecbench":
         assert {"mf", "item-knn"} <= set(engines)
+
+
+def suite_command() -> list[str]:
+    """The README's one command for a model on every family (its quick start)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    found = [
+        argv[1:]
+        for language, code, _ in blocks(text)
+        if language == "bash"
+        for argv in commands(code, {})
+        if argv[:2] == ["perrecbench", "evaluate"]
+        and "--task" in argv
+        and argv[argv.index("--task") + 1] == "all"
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_readme_suite_command_ends_in_one_report_with_a_capped_model_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    demo_size = ["--reviews-per-domain", "60000", "--seed", "0"]  # `make demo`'s raw files (RAW's example)
+    assert main(["synth", "--out", "RAW", *demo_size, "--no-progress"]) == 0
+    argv = suite_command()
+    assert "--limit" in " ".join(section_text("## Quick start").split())
+    assert main([*as_tested(argv), "--no-progress"]) == 0
+    out = Path(argv[argv.index("--out") + 1])
+    boards = json.loads((out / "report" / "leaderboard.json").read_text(encoding="utf-8"))["sections"]
+    assert (out / "report" / "index.html").is_file()
+    assert {board["task"] for board in boards} == {"perrecbench", "llmrec", "recbench-plus"}
+    for board in boards:
+        engines = [row["engine"] for row in board["rows"]]
+        assert engines.count("fake") == 1 and "baseline" in engines, board["task"]
