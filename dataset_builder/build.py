@@ -75,7 +75,7 @@ def build(config: BuildSpec) -> Path:
         except duckdb.OutOfMemoryException as err:  # a family's write may query too: one line
             raise out_of_memory(config.memory_limit, "writing the benchmark", err) from err
         record_checksums(tmp)  # every family's files, named by its manifest: `manifest.check_files`
-    logger.info("wrote %s", out)
+    logger.debug("wrote %s", out)  # the summary line names it as the user did
     if config.push_to_hub:
         push_to_hub(out, config.push_to_hub, synthetic=provenance["source_kind"] != "raw")
     return out
@@ -83,10 +83,10 @@ def build(config: BuildSpec) -> Path:
 
 @contextlib.contextmanager
 def timed(stage: str) -> Iterator[None]:
-    """Log a stage's wall time (``benchmarks/build_bench.py`` reads these lines)."""
+    """Log a stage's wall time at debug level (`-v`; ``benchmarks/build_bench.py`` reads these lines)."""
     started = time.perf_counter()
     yield
-    logger.info("%s took %.2f s", stage, time.perf_counter() - started)
+    logger.debug("%s took %.2f s", stage, time.perf_counter() - started)
 
 
 def push_to_hub(folder: Path, repo_id: str, *, synthetic: bool) -> None:

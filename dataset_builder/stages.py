@@ -136,9 +136,9 @@ def _select(
 
     def tick(stage: str) -> None:
         now = time.perf_counter()
-        if started:  # benchmarks/build_bench.py reads these lines
+        if started:  # at debug level (-v): benchmarks/build_bench.py reads these lines
             bar.update(1)
-            logger.info("%s: %s took %.2f s", item.domain, started[-1][0], now - started[-1][1])
+            logger.debug("%s: %s took %.2f s", item.domain, started[-1][0], now - started[-1][1])
         started.append((stage, now))
         bar.set_postfix_str(stage)
 

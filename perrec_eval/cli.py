@@ -31,7 +31,9 @@ _MAX_MESSAGE = 2000  # characters of an error line
 def build_parser() -> argparse.ArgumentParser:
     parser = cliconfig.OneLineParser(
         prog="perrecbench",
-        description="PerRecBench: build the benchmark, evaluate models on it, fine-tune them.",
+        description="perrecbench: three LLM-recommendation benchmarks, PerRecBench, LLMRec and RecBench+ "
+        "(task families, picked with --task; `perrecbench tasks` lists them): build each one, evaluate "
+        "models and baselines on it, score other systems' predictions, report, fine-tune and publish.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     cliconfig.add_common_arguments(parser)

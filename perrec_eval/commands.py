@@ -38,29 +38,52 @@ def budgets_help(task_name: str | None) -> str:
     return f"default answer budgets of {task.name} (tokens; --max-new-tokens NAME=N sets one): {budgets}"
 
 
+def family_words(task_name: str | None) -> str:
+    """Which family a command's options are, and how to see another's (for `--help`)."""
+    from perrec_eval import registry
+
+    name = task_name or registry.DEFAULT_TASK
+    if name not in registry.evaluable():  # a family with a builder only: no options of its own here
+        return ""
+    others = ", ".join(other for other in registry.evaluable() if other != name)
+    return (
+        f"The options below are {registry.get(name).title}'s (--task {name}); `perrecbench {{command}} "
+        f"--task NAME --help` shows another family's ({others}; `perrecbench tasks` lists them)."
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     epilog = engine_options_help()
+    family = family_words(selected_task())
     add_command(
         subparsers,
         "evaluate",
         *for_task("evaluate", *default_command("evaluate")),
         epilog="\n\n".join(filter(None, (budgets_help(selected_task()), epilog))),
-        help="rank the benchmark's groups with a model (or a no-LLM baseline) and score PTC",
-        description="Evaluate a model on a built benchmark; writes run.json, samples.jsonl, "
-        "predictions.jsonl, "
-        "scores.json and report.md into --out. Running the same command again resumes from the cache.",
+        help="run a model (or the no-LLM baselines) on a family's benchmark (--task: PerRecBench, LLMRec, "
+        "RecBench+) and score it",
+        description="Evaluate a model (or the no-LLM baselines) on a built benchmark of a task family; "
+        "writes run.json, samples.jsonl, predictions.jsonl and scores.json into --out (PerRecBench also "
+        "report.md). Running the same command again resumes from the cache. "
+        + family.format(command="evaluate"),
     )
     add_command(
         subparsers,
         "score",
         *for_task("score", *default_command("score")),
-        help="re-score a finished run from its saved predictions, or score a predictions file",
+        help="re-score a finished run from its saved predictions, or score another system's predictions "
+        "file (--task picks the family)",
+        description="Re-score a finished run from its saved predictions; where a family takes them "
+        "(--predictions among its options), score another system's predictions file on a build. "
+        + family.format(command="score"),
     )
     add_command(
         subparsers,
         "profiles",
         *for_task("profiles", *default_command("profiles")),
-        help="write one user profile per (group, user) with an LLM",
+        help="PerRecBench only: write one LLM profile per (group, user), shared by every model you compare",
+        description="PerRecBench only (LLMRec and RecBench+ ask without profiles): write one user profile "
+        "per (group, user) with an LLM, read by `perrecbench evaluate --profiles FILE`.",
         epilog=epilog,
     )
     add_command(
@@ -104,14 +127,11 @@ def list_tasks(config: TasksConfig) -> int:
     return 0
 
 
-CONVERTED = "convert_gguf.json"
-"""The record `convert-gguf` writes into its model folder: the GGUF file's name and every file written."""
-
-
 def convert_gguf(config: ConvertGGUFConfig) -> int:
     """Write the model folder into a temp sibling and swap it in, holding the lock beside `--out`; a folder
     that an earlier `convert-gguf` did not write is refused (`perrec_eval.outputs`)."""
     from perrec_eval import fileio, outputs
+    from perrec_eval.engines._common import CONVERTED
     from perrec_eval.engines.hf import convert_gguf as convert
     from perrec_eval.lock import file_lock
 
@@ -131,6 +151,8 @@ def convert_gguf(config: ConvertGGUFConfig) -> int:
 
 def _converted_files(out: Path) -> Callable[[PurePosixPath], bool]:
     """Whether a path in `out` is a file an earlier `convert-gguf` wrote (its record lists them)."""
+    from perrec_eval.engines._common import CONVERTED
+
     try:
         listed = set(json.loads((out / CONVERTED).read_text(encoding="utf-8"))["files"])
     except (OSError, ValueError, KeyError, TypeError):

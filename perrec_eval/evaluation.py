@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from perrec_eval import fileio
 from perrec_eval.cache import CachedEngine
@@ -238,8 +238,10 @@ def score(
     *,
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
+    docs: Mapping[str, Sequence[Doc]] | None = None,
 ) -> FamilyScores:
-    """Every metric of every cell, with its interval over docs (by cluster where docs share one)."""
+    """Every metric of every cell, with its interval over docs (by cluster where docs share one); with the
+    cells' `docs` (by subset), the family's check of answers a cell's rows cannot give (`Task.leak_check`)."""
     by_cell: dict[Cell, list[DocPrediction]] = {}
     for record in predictions:
         by_cell.setdefault(record.cell, []).append(record)
@@ -291,6 +293,7 @@ def score(
                 num_engine_errors=per_cell_errors.get(cell, 0),
                 num_clusters=len(set(clusters)) if clustered else None,
                 answer_counts=per_cell_counts.get(cell),
+                leak=_leak(task, cell, docs, records),
                 metrics=metrics,
             )
         )
@@ -308,6 +311,15 @@ def score(
         cells=tuple(cells),
         average=sum(values) / len(values) if values else None,
     )
+
+
+def _leak(
+    task: Task, cell: Cell, docs: Mapping[str, Sequence[Doc]] | None, records: Sequence[DocPrediction]
+) -> Mapping[str, Any] | None:
+    """The family's leak check of a cell's answers (None: no docs to check them against, or no check)."""
+    if task.leak_check is None or docs is None or cell.subset not in docs:
+        return None
+    return task.leak_check(cell, docs[cell.subset], {record.id: record.prediction for record in records})
 
 
 def cell_value(metric: Any, items: Sequence[Any]) -> float | None:
@@ -474,7 +486,7 @@ def _run(
         predictions += cell_predictions
         if cell_samples is not None:
             samples = [*(samples or []), *cell_samples]
-    scores = score(task, predictions, samples or (), seed=config.seed)
+    scores = score(task, predictions, samples or (), seed=config.seed, docs=docs)
     info = _run_info(config, scores, docs, engine=engine)
     if model_fields is not None:
         info = dataclasses.replace(info, **model_fields(scores, samples or []))
@@ -496,8 +508,34 @@ def _run_info(
 
 
 def rescore(run_dir: str | Path, task: Task, *, seed: int = 0) -> FamilyScores:
-    """The scores of a finished general-path run, computed again from its predictions and samples."""
-    return score(task, read_predictions(run_dir, task), read_samples(run_dir), seed=seed)
+    """The scores of a finished general-path run, computed again from its predictions and samples.
+
+    The family's leak check runs again where the run's build is still there (the same fingerprint); where it
+    is not, each cell keeps the check its scores.json recorded (the predictions and the build are those it
+    was made on)."""
+    from perrec_eval.results import read_family_scores, read_run_info
+
+    predictions = read_predictions(run_dir, task)
+    docs = _run_docs(task, read_run_info(run_dir), {p.subset for p in predictions})
+    scores = score(task, predictions, read_samples(run_dir), seed=seed, docs=docs)
+    recorded = Path(run_dir) / "scores.json"
+    if docs is not None or task.leak_check is None or not recorded.is_file():
+        return scores
+    kept = {(c.subset, c.protocol): c.leak for c in read_family_scores(recorded).cells}
+    cells = tuple(dataclasses.replace(c, leak=kept.get((c.subset, c.protocol))) for c in scores.cells)
+    return dataclasses.replace(scores, cells=cells)
+
+
+def _run_docs(task: Task, info: RunInfo, subsets: Iterable[str]) -> dict[str, list[Doc]] | None:
+    """A run's docs read again from its build, when the family checks leaks and the build is the run's."""
+    config = info.config
+    data = config.get("data")
+    if task.leak_check is None or task.load_docs is None or not data:
+        return None
+    if not (Path(data) / "manifest.json").is_file() or fingerprint(data) != info.dataset_fingerprint:
+        return None
+    split, max_docs, seed = config.get("split", "test"), config.get("max_docs"), config.get("seed", 0)
+    return {s: list(task.load_docs(data, s, split, max_docs=max_docs, seed=seed)) for s in subsets}
 
 
 def evaluate_command(config: TaskEvalConfig, engine: Engine | None = None) -> int:
@@ -544,7 +582,8 @@ class TaskScoreConfig:
     write: bool = option("rewrite scores.json with the new scores", default=False)
     data: str | None = option("benchmark folder the --predictions answer (its --split rows)", default=None)
     predictions: str | None = option(
-        'JSONL of another system, one line per row: {"config": C, "id": ROW_ID, "prediction": VALUE}; or a '
+        'JSONL of another system, one line per row and cell: {"config": C, "protocol": P, "id": ROW_ID, '
+        '"prediction": VALUE} ("protocol" may be left out where one cell of --protocols asks about C); or a '
         "harness's answers to `perrecbench export` tasks (lm-eval's samples, lighteval's details, or the "
         "run's output folder)",
         default=None,
@@ -563,10 +602,10 @@ class TaskScoreConfig:
     )
     max_docs: int | None = option("the same as --limit", default=None, shown="all")
     protocols: tuple[str, ...] | None = option(
-        "with --predictions: the protocols the configs are scored in, each config in the first that asks "
-        "about it (comma-separated; `perrecbench tasks` lists the cells)",
+        "with --predictions: the protocols a line that names none may mean (comma-separated; one per config: "
+        "`perrecbench tasks` lists the cells)",
         default=None,
-        shown="each config's first",
+        shown="every protocol",
     )
     out: str | None = option(
         "with --predictions: also write a run folder that `perrecbench report` compares with model runs",
@@ -670,7 +709,7 @@ def score_predictions_file(config: TaskScoreConfig) -> tuple[FamilyScores, Any]:
 
     def scored() -> tuple[FamilyScores, RunInfo, list[DocPrediction]]:
         docs, predictions = read_external(task, config.data, config.predictions, **selection)
-        scores = score(task, predictions, seed=config.seed)
+        scores = score(task, predictions, seed=config.seed, docs=docs)
         info = RunInfo(
             config=run_record(config),
             metric=FamilyMetric(scores.task, scores.headline),
@@ -706,21 +745,25 @@ def read_external(
     max_docs: int | None = None,
     seed: int = 0,
 ) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
-    """Every row of the configs a predictions file names, with its prediction (None: failed or left out).
+    """Every row of the cells a predictions file names, with its prediction (None: failed or left out).
 
-    A line is ``{"config": C, "id": ROW_ID, "prediction": VALUE}``; a string VALUE is read as a model's
-    answer is (`answer_prediction`), any other through the family's `Task.prediction_from`; null is a failed
-    row. Each config is scored in the first cell that asks about it (of `protocols`, `--protocols`).
-    `subsets` keeps only the lines of those configs; `max_docs` scores the seeded sample of each config that
-    `evaluate --max-docs N --seed S` takes (lines of rows outside it are left out).
+    A line is ``{"config": C, "protocol": P, "id": ROW_ID, "prediction": VALUE}``: it names its cell
+    (config C asked with protocol P). ``protocol`` may be left out where one cell of `protocols`
+    (``--protocols``; default: every protocol) asks about C; where several do, such a line is refused:
+    which cell an answer belongs to is the system's to say (cells of one config may show different
+    columns). A string VALUE is read as a model's answer is (`answer_prediction`), any other through the
+    family's `Task.prediction_from`; null is a failed row. `subsets` keeps only the lines of those
+    configs; `max_docs` scores the seeded sample of each config that `evaluate --max-docs N --seed S`
+    takes (lines of rows outside it are left out).
 
     A harness's answers to exported tasks (`perrec_eval.harness.samples`: lm-eval's samples, lighteval's
     details, or a folder of one run's) are read as they are: each cell's answers as answer text, on the
     docs the export chose (`_harness_predictions`).
 
     Raises:
-        DataError: a line that is not such an object, an unknown config or id, a repeated row, a value of
-            the wrong type or a NaN; the message names the line and the fix.
+        DataError: a line that is not such an object, an unknown config, protocol or id, a cell the line
+            does not name where several could be meant, a repeated row, a value of the wrong type or a NaN;
+            the message names the line and the fix.
     """
     if task.load_docs is None:
         raise ConfigError(f"task {task.name} scores its own runs only: it reads no predictions file")
@@ -732,7 +775,7 @@ def read_external(
     if harness is not None:
         given = {"--protocols": protocols, "--subsets": subsets, "--max-docs": max_docs}
         return _harness_predictions(task, data, path, harness, given)
-    lines = prediction_lines(path)
+    lines = prediction_lines(path, protocols=True)
     chosen = {"protocols": protocols, "subsets": subsets, "max_docs": max_docs, "seed": seed}
     return _predictions_of_lines(task, data, path, lines, split=split, **chosen)
 
@@ -756,7 +799,10 @@ def _harness_predictions(
                 f"{answers[0].where} answers the build {selection['source']}, not --data {data}: pass the "
                 "build the tasks were exported from"
             )
-        lines = [(number, a.subset, a.doc_id, a.text) for number, a in enumerate(answers, start=1)]
+        lines = [
+            PredictionLine(number, a.subset, a.doc_id, a.text, a.protocol)
+            for number, a in enumerate(answers, start=1)
+        ]
         cell_docs, cell_predictions = _predictions_of_lines(
             task,
             data,
@@ -780,7 +826,7 @@ def _predictions_of_lines(
     task: Task,
     data: str,
     path: str,
-    lines: list[tuple[int, str, str, Any]],
+    lines: list[PredictionLine],
     *,
     split: str = "test",
     protocols: Sequence[str] | None = None,
@@ -788,53 +834,80 @@ def _predictions_of_lines(
     max_docs: int | None = None,
     seed: int = 0,
 ) -> tuple[dict[str, list[Doc]], list[DocPrediction]]:
-    """`read_external` of the lines of a predictions file (number, config, id, value)."""
+    """`read_external` of the lines of a predictions file (`PredictionLine`)."""
     if subsets is not None:
-        lines = [line for line in lines if line[1] in subsets]
+        lines = [line for line in lines if line.subset in subsets]
         if not lines:
             raise DataError(
                 f"{path} holds no line of --subsets {','.join(subsets)}: choose configs the file answers"
             )
-    configs = list(dict.fromkeys(config for _, config, _, _ in lines))
-    for number, config, _, _ in lines:
-        if config not in task.subsets or not task.cells([config]):
-            raise DataError(
-                f"{path} line {number}: task {task.name} has no config {config!r}: use one of "
-                f"{', '.join(task.subsets)}"
-            )
-        if not task.cells([config], protocols):
-            raise ConfigError(
-                f"no protocol of --protocols asks about config {config} ({path} line {number}): add one of "
-                f"{', '.join(cell.protocol for cell in task.cells([config]))}"
-            )
+    cells = [_line_cell(task, path, line.number, line.subset, line.protocol, protocols) for line in lines]
+    configs = list(dict.fromkeys(cell.subset for cell in cells))
     docs = {
         config: list(task.load_docs(data, config, split, max_docs=max_docs, seed=seed)) for config in configs
     }
     by_id = {config: {doc.id: doc for doc in subset_docs} for config, subset_docs in docs.items()}
+    keep = [True] * len(lines)
     if max_docs is not None:  # rows outside the seeded sample are left out, as `evaluate --max-docs` does
         every = {config: {doc.id for doc in task.load_docs(data, config, split)} for config in configs}
-        lines = [line for line in lines if line[2] in by_id[line[1]] or line[2] not in every[line[1]]]
-    protocol_of = {config: task.cells([config], protocols)[0].protocol for config in configs}
-    values = line_values(
-        path,
-        lines,
-        by_id,
-        lambda config, doc, value: _prediction_of(task, task.protocols[protocol_of[config]], doc, value),
-        where=(data, split, "config", "row", "id"),
-    )
-    predictions = [
-        DocPrediction(
-            config, protocol_of[config], doc.id, values.get((config, doc.id)), doc.truth, doc.cluster
+        keep = [line.id in by_id[line.subset] or line.id not in every[line.subset] for line in lines]
+    values: dict[tuple[Cell, str], Any] = {}
+    for cell in dict.fromkeys(cells):  # a row may be answered once per cell of its config
+        protocol = task.protocols[cell.protocol]
+        cell_values = line_values(
+            path,
+            [line for line, of, kept in zip(lines, cells, keep, strict=True) if kept and of == cell],
+            by_id,
+            lambda _, doc, value, protocol=protocol: _prediction_of(task, protocol, doc, value),
+            where=(data, split, "config", "row", "id"),
         )
-        for config, subset_docs in docs.items()
-        for doc in subset_docs
+        values |= {(cell, doc_id): value for (_, doc_id), value in cell_values.items()}
+    predictions = [
+        DocPrediction(cell.subset, cell.protocol, doc.id, values.get((cell, doc.id)), doc.truth, doc.cluster)
+        for cell in dict.fromkeys(cells)
+        for doc in docs[cell.subset]
     ]
     return docs, predictions
 
 
+def _line_cell(
+    task: Task, path: str, number: int, config: str, protocol: str | None, chosen: Sequence[str] | None
+) -> Cell:
+    """The cell a predictions line names: its config and protocol, or the one cell of `chosen` asking
+    about its config."""
+    where = f"{path} line {number}"
+    if config not in task.subsets or not task.cells([config]):
+        known = ", ".join(task.subsets)
+        raise DataError(f"{where}: task {task.name} has no config {config!r}: use one of {known}")
+    known = [cell.protocol for cell in task.cells([config])]
+    if protocol is not None:
+        if protocol not in known:
+            raise DataError(
+                f"{where}: config {config} is not asked with protocol {protocol!r}: use one of "
+                f"{', '.join(known)}"
+            )
+        if chosen is not None and protocol not in chosen:
+            raise ConfigError(
+                f"{where} names protocol {protocol}: add it to --protocols (or leave --protocols out)"
+            )
+        return Cell(config, protocol)
+    allowed = task.cells([config], chosen)
+    if not allowed:
+        raise ConfigError(
+            f"no protocol of --protocols asks about config {config} ({where}): add one of {', '.join(known)}"
+        )
+    if len(allowed) > 1:
+        named = " or ".join(f'"protocol": "{cell.protocol}"' for cell in allowed)
+        raise DataError(
+            f"{where}: config {config} is asked in {len(allowed)} cells ({', '.join(map(str, allowed))}): "
+            f"name the line's cell with {named}, or pass --protocols"
+        )
+    return allowed[0]
+
+
 def line_values(
     path: str,
-    lines: list[tuple[int, str, str, Any]],
+    lines: Sequence[PredictionLine],
     by_id: dict[str, dict[str, Any]],
     value_of: Callable[[str, Any, Any], Any],
     *,
@@ -852,7 +925,7 @@ def line_values(
     data, split, kind, item, id_field = where
     values: dict[tuple[str, str], Any] = {}
     first_line: dict[tuple[str, str], int] = {}
-    for number, subset, doc_id, value in lines:
+    for number, subset, doc_id, value, _ in lines:
         at = f"{path} line {number}"
         doc = by_id[subset].get(doc_id)
         if doc is None:
@@ -888,8 +961,23 @@ def _refuse_constant(name: str) -> float:
     raise _NotFinite(name)
 
 
-def prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
-    """(line number, config, id, value) of each line; blank lines skipped."""
+class PredictionLine(NamedTuple):
+    """One line of a predictions file: its number, config (a family's subset), row id, value, and the
+    protocol it names (None: it names none)."""
+
+    number: int
+    subset: str
+    id: str
+    value: Any
+    protocol: str | None = None
+
+
+_LINE_KEYS = {"config", "id", "prediction"}
+
+
+def prediction_lines(path: str, *, protocols: bool = False) -> list[PredictionLine]:
+    """Each line of a predictions file, blank lines skipped; with `protocols`, a line may name its cell's
+    protocol ("protocol")."""
     import json
 
     task_lines = []
@@ -913,11 +1001,20 @@ def prediction_lines(path: str) -> list[tuple[int, str, str, Any]]:
             raise DataError(f"{where} is not JSON ({err}): write one JSON object per line") from None
         except RecursionError:
             raise DataError(f"{where} is nested too deeply to read: write one JSON object per line") from None
-        if not isinstance(record, dict) or set(record) != {"config", "id", "prediction"}:
-            raise DataError(f'{where}: each line must be {{"config": C, "id": ROW_ID, "prediction": VALUE}}')
+        keys = set(record) if isinstance(record, dict) else set()
+        if not _LINE_KEYS <= keys <= ({"protocol"} if protocols else set()) | _LINE_KEYS:
+            shape = '"protocol": P, ' if protocols else ""
+            raise DataError(
+                f'{where}: each line must be {{"config": C, {shape}"id": ROW_ID, "prediction": VALUE}}'
+                + (' ("protocol" may be left out where the config is asked in one cell)' if protocols else "")
+            )
+        protocol = record.get("protocol")
         if not isinstance(record["config"], str) or not isinstance(record["id"], str | int):
             raise DataError(f"{where}: config must be a string and id a string (the row's id)")
-        task_lines.append((number, record["config"], str(record["id"]), record["prediction"]))
+        if protocol is not None and not isinstance(protocol, str):
+            raise DataError(f"{where}: protocol must be a string (the cell's protocol)")
+        line = PredictionLine(number, record["config"], str(record["id"]), record["prediction"], protocol)
+        task_lines.append(line)
     if not task_lines:
         raise DataError(f"{path} holds no prediction: write one line per row of the configs you score")
     return task_lines

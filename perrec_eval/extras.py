@@ -24,7 +24,10 @@ _FOREIGN_WARNINGS = {
     "trl": (FutureWarning, r"`is_gradient_checkpointing` is deprecated"),
 }
 # Said wherever torch comes in: a bare `pip install torch` (or an extra that needs it) pulls the CUDA build.
-_TORCH_FIRST = "; install torch first (pip install torch==2.13.0 is the CPU build, else your CUDA's build)"
+_TORCH_FIRST = (
+    "; install torch first (the CPU build: pip install torch==2.13.0 --index-url "
+    "https://download.pytorch.org/whl/cpu; else your CUDA's build)"
+)
 
 
 def require(module: str, extra: str, *, by: str) -> ModuleType:

@@ -88,6 +88,7 @@ class Upload:
     commit_message: str
     space_sdk: str | None = None
     delete_patterns: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())  # what the upload says about itself (e.g. what it leaves out)
 
     @property
     def url(self) -> str:
@@ -630,6 +631,24 @@ def check_run_of_model(
         raise DataError(f"{run_dir} is a run of adapter {specs[0]!r}, not of {named}")
 
 
+def quantized_weights(info: RunInfo) -> str | None:
+    """What a run's weights were when they are not a checkpoint's own: a GGUF file (quantized, dequantized by
+    transformers) or a folder `convert-gguf` wrote from one; None for a checkpoint.
+
+    >>> run = RunInfo(config={"model": "m/x.Q4_1.gguf"}, metric=FamilyMetric("llmrec", "ndcg@10"), engine={})
+    >>> quantized_weights(run)
+    'the GGUF file x.Q4_1.gguf (quantized weights)'
+    >>> quantized_weights(RunInfo(config={"model": "Org/Model"}, metric=run.metric, engine={})) is None
+    True
+    """
+    engine, model = info.engine, str(info.config.get("model") or "")
+    gguf = engine.get("gguf_file") or (Path(model).name if model.endswith(".gguf") else None)
+    if gguf:
+        return f"the GGUF file {gguf} (quantized weights)"
+    source = engine.get("converted_from")
+    return None if source is None else f"a folder converted from the GGUF file {source} (quantized weights)"
+
+
 def run_setup(info: RunInfo) -> tuple[str, str]:
     """(file slug, words) of what distinguishes a run's setup: prompt variant, shots, CoT, metric variant.
 
@@ -639,8 +658,15 @@ def run_setup(info: RunInfo) -> tuple[str, str]:
     ('no_profile_2shot', 'prompt variant no_profile, 2-shot')
     """
     config = info.config
-    if isinstance(info.metric, FamilyMetric):
-        return _family_setup(config)
+    slug, words = _family_setup(config) if isinstance(info.metric, FamilyMetric) else _perrecbench_setup(info)
+    if quantized_weights(info) is not None:
+        slug = "_".join(part for part in (slug, "gguf") if part)
+    return slug, words
+
+
+def _perrecbench_setup(info: RunInfo) -> tuple[str, str]:
+    """`run_setup` of a PerRecBench run."""
+    config = info.config
     slug, words = [], []
     variant = info.prompt_variant or "default"
     if variant != "default":
@@ -678,15 +704,19 @@ def _family_setup(config: Mapping[str, Any]) -> tuple[str, str]:
 def eval_result_entries(
     run_dir: Path, info: RunInfo, scores: FamilyScores, *, dataset: str, revision: str
 ) -> list[Any]:
-    """One `huggingface_hub.EvalResultEntry` per scored cell of a run: its headline metric, the task of
-    its cell (`task_id`), the interval and the counts in its notes."""
+    """One `huggingface_hub.EvalResultEntry` per scored cell of a run: the cell's own headline metric
+    (`cell_metric`), the task of its cell (`task_id`), the metric, its interval, the counts and, for
+    quantized weights, what they were in its notes."""
     from huggingface_hub import EvalResultEntry
 
     _, words = run_setup(info)
+    weights = quantized_weights(info)
+    if weights is not None:
+        words += f"; weights: {weights}, not the original checkpoint"
     date = datetime.fromtimestamp((run_dir / "run.json").stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     version = (info.versions or {}).get("perrecbench")
     fingerprint = f"dataset fingerprint sha256:{info.dataset_fingerprint[:16]}; perrecbench {version}"
-    scored = _family_cells(scores, words)
+    scored = _family_cells(scores, registry.get(scores.task), words)
     entries = [
         EvalResultEntry(
             dataset_id=dataset,
@@ -703,22 +733,42 @@ def eval_result_entries(
     return entries
 
 
-def _family_cells(scores: FamilyScores, words: str) -> Iterator[tuple[Cell, float, str]]:
-    """(cell, headline value, notes) of each scored cell of a run through the general path."""
+def cell_metric(task: Task, cell: Any) -> Any:
+    """The metric a cell of a run is published with: the family's headline where the cell has it, else the
+    first of the family's metrics with a value there (LLMRec's rating cell: RMSE; its text cells: ROUGE-L),
+    as reports show it; None where no metric has a value (every doc failed)."""
+    valued = [name for name, metric in cell.metrics.items() if metric.value is not None]
+    return next((spec for spec in (task.headline, *task.metrics) if spec.name in valued), None)
+
+
+def _family_cells(scores: FamilyScores, task: Task, words: str) -> Iterator[tuple[Cell, float, str]]:
+    """(cell, value of its metric, notes) of each scored cell of a run."""
     for cell in scores.cells:
-        metric = cell.metrics[scores.headline]
-        if metric.value is None:
+        spec = cell_metric(task, cell)
+        if spec is None:
             continue
+        metric = cell.metrics[spec.name]
         interval = (
             f"[{metric.ci_low:.4f}, {metric.ci_high:.4f}]"
             if metric.ci_low is not None and metric.ci_high is not None
             else "n/a"
         )
+        direction = "higher is better" if spec.higher_is_better else "lower is better"
         notes = (
-            f"{scores.headline} {metric.value:.4f}, {scores.confidence_level:.0%} CI {interval} over "
+            f"{spec.name} {metric.value:.4f} ({direction}), {scores.confidence_level:.0%} CI {interval} over "
             f"{cell.num_docs} docs ({cell.num_failed} failed); {words}"
         )
         yield Cell(cell.subset, cell.protocol), metric.value, notes
+
+
+def left_out(scores: FamilyScores) -> list[str]:
+    """The cells of a run that `push results` files no entry for, each with the reason."""
+    task = registry.get(scores.task)
+    return [
+        f"{cell.subset}/{cell.protocol} (no metric has a value: all {cell.num_docs} docs failed)"
+        for cell in scores.cells
+        if cell_metric(task, cell) is None
+    ]
 
 
 def results_files(
@@ -729,21 +779,25 @@ def results_files(
     model_ids: tuple[str, ...],
     adapter: Path | None,
     task: str | None = None,
+    quantized: bool = False,
 ) -> dict[str, bytes]:
     """``.eval_results/<task>[_<setup>].yaml`` of one checked run folder (see `check_run_of_model`): one
     entry per scored cell (`eval_result_entries`).
 
     Args:
         task: the family the run must be of (None: any).
+        quantized: the run's weights may be a GGUF file of the model (or a folder converted from one):
+            every entry then says so (`quantized_weights`); without it such a run is refused.
 
     Raises:
-        ConfigError: a run of another family than `task`.
+        ConfigError: a run of another family than `task`, or of quantized weights without `quantized`.
         DataError: a run that may not be published as this model's (`check_run_of_model`), or without
             scores.
     """
-    _, files = _run_results(
-        run, dataset=dataset, revision=revision, model_ids=model_ids, adapter=adapter, task=task
-    )
+    _, files, _ = _run_results(
+        run, dataset=dataset, revision=revision, model_ids=model_ids, adapter=adapter, task=task,
+        quantized=quantized,
+    )  # fmt: skip
     return files
 
 
@@ -755,7 +809,9 @@ def _run_results(
     model_ids: tuple[str, ...],
     adapter: Path | None,
     task: str | None,
-) -> tuple[RunInfo, dict[str, bytes]]:
+    quantized: bool = False,
+) -> tuple[RunInfo, dict[str, bytes], list[str]]:
+    """The run's info, its results file and the cells it leaves out (`left_out`)."""
     from huggingface_hub import eval_result_entries_to_yaml
 
     from perrec_eval.rundir import one_run_folder
@@ -765,6 +821,14 @@ def _run_results(
     if task is not None and info.task != task:
         raise ConfigError(f"{run_dir} is a run of task {info.task}, not {task}: pass --task {info.task}")
     check_run_of_model(run_dir, info, model_ids=model_ids, adapter=adapter)
+    weights = quantized_weights(info)
+    if weights is not None and not quantized:
+        raise ConfigError(
+            f"{run_dir} ran {weights}, not the checkpoint of {model_ids[0]}: pass --quantized to file its "
+            "results as those weights' (every entry says so), or push them to the GGUF file's own repository"
+        )
+    if weights is None and quantized:
+        raise ConfigError(f"--quantized: {run_dir} ran a checkpoint, not a GGUF file: leave --quantized out")
     data = info.config.get("data")
     if data and not Path(data).exists() and data != dataset:
         raise DataError(
@@ -775,7 +839,7 @@ def _run_results(
     slug, _ = run_setup(info)
     name = f"{EVAL_RESULTS_FOLDER}/{info.task}{'_' + slug if slug else ''}.yaml"
     text = yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True)
-    return info, {name: text.encode()}
+    return info, {name: text.encode()}, left_out(scores)
 
 
 def _load_scores(run_dir: Path, info: RunInfo) -> FamilyScores:
@@ -806,6 +870,7 @@ def results_upload(
     model: str | None = None,
     adapter: str | os.PathLike | None = None,
     task: str | None = None,
+    quantized: bool = False,
 ) -> Upload:
     """A run's results into the model repository `repo` (``.eval_results/``), for that model only.
 
@@ -817,6 +882,7 @@ def results_upload(
         adapter: the adapter folder, when `repo` holds an adapter: the run must have used exactly it, on
             its base model.
         task: the task family the run must be of (None: any).
+        quantized: the run's weights may be a GGUF file of the model (see `results_files`).
     """
     check_repo_id(
         repo,
@@ -832,15 +898,28 @@ def results_upload(
         ids = base_model_ids(folder)
     else:
         folder, ids = None, (repo, *((model,) if model else ()))
-    info, files = _run_results(
-        run, dataset=dataset, revision=revision, model_ids=ids, adapter=folder, task=task
+    info, files, skipped = _run_results(
+        run, dataset=dataset, revision=revision, model_ids=ids, adapter=folder, task=task, quantized=quantized
     )
     return Upload(
         repo=repo,
         repo_type="model",
         files=dict(files),
         commit_message=f"perrecbench push results: {_headline(info)} on {dataset}@{revision}",
+        notes=tuple(upload_notes(info, skipped)),
     )
+
+
+def upload_notes(info: RunInfo, skipped: Sequence[str], family: str | None = None) -> list[str]:
+    """What `push results` says it files for one run: each cell's own metric, the cells it leaves out
+    (`left_out`) and quantized weights (`quantized_weights`); `family` names the run's family in a suite."""
+    of = f"{family}: " if family else ""
+    notes = [f"{of}one entry per scored cell, with the cell's own metric (its notes name it and its CI)"]
+    notes += [f"{of}left out: {cell}" for cell in skipped]
+    weights = quantized_weights(info)
+    if weights is not None:
+        notes.append(f"{of}weights: {weights}; every entry says so")
+    return notes
 
 
 def parse_datasets(spec: str, revision: str | None) -> dict[str | None, tuple[str, str]]:
@@ -879,6 +958,7 @@ def suite_results_upload(
     *,
     datasets: Mapping[str | None, tuple[str, str]],
     model: str | None = None,
+    quantized: bool = False,
 ) -> Upload:
     """Every family's results of one model in a suite folder (`perrec_eval.suite`) into the model's
     repository, in one commit: each family's ``.eval_results`` entries with its own dataset and revision.
@@ -893,21 +973,24 @@ def suite_results_upload(
     ids = (repo, *((model,) if model else ()))
     runs = model_runs(suite_dir, ids)
     files: dict[str, Any] = {}
-    headlines = []
+    headlines, notes = [], []
     for family, run_dir in runs.items():
         if family not in datasets and None not in datasets:
             raise ConfigError(
                 f"{suite_dir} holds a {family} run: name its dataset with --dataset {family}=ORG/NAME@REV"
             )
         dataset, revision = datasets.get(family) or datasets[None]
-        info, found = _run_results(
-            run_dir, dataset=dataset, revision=revision, model_ids=ids, adapter=None, task=family
-        )
+        info, found, skipped = _run_results(
+            run_dir, dataset=dataset, revision=revision, model_ids=ids, adapter=None, task=family,
+            quantized=quantized,
+        )  # fmt: skip
         files |= found
+        notes += upload_notes(info, skipped, family)
         headlines.append(f"{_headline(info)} on {dataset}@{revision}")
     return Upload(
         repo=repo,
         repo_type="model",
         files=files,
         commit_message="perrecbench push results: " + "; ".join(headlines),
+        notes=tuple(notes),
     )

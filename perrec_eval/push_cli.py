@@ -110,6 +110,11 @@ class PushResultsConfig:
         "model",
         default=None,
     )
+    quantized: bool = option(
+        "the run's weights are a GGUF file of --repo's model (or a folder converted from one): file them as "
+        "such, every entry saying so (such a run is refused without it)",
+        default=False,
+    )
     private: bool = option("create the repository as private", default=False)
     create_pr: bool = option(
         "open a pull request instead of committing: for a repository you cannot write to (the model's "
@@ -175,6 +180,8 @@ def report(upload, *, dry_run: bool, private: bool, stage: str | None, create_pr
     print(f"{verb} {count} file{'' if count == 1 else 's'} to {url or upload.url} ({kind}):")
     for line in upload.describe():
         print(f"  {line}")
+    for note in upload.notes:
+        print(note)
     if stage:
         print(f"staged in {staged}; nothing was sent: read them, then push again without --stage")
     return 0
@@ -209,7 +216,9 @@ def run_results(config: PushResultsConfig) -> int:
     if (Path(config.run) / SUITE_FILE).is_file():
         if config.adapter:
             raise ConfigError("a suite evaluates a model (merged adapters included): drop --adapter")
-        upload = suite_results_upload(config.run, config.repo, datasets=datasets, model=config.model)
+        upload = suite_results_upload(
+            config.run, config.repo, datasets=datasets, model=config.model, quantized=config.quantized
+        )
     elif set(datasets) != {None}:
         raise ConfigError("--dataset FAMILY=ORG/NAME entries are for a suite folder; one run takes ORG/NAME")
     else:
@@ -222,6 +231,7 @@ def run_results(config: PushResultsConfig) -> int:
             model=config.model,
             adapter=config.adapter,
             task=config.task,
+            quantized=config.quantized,
         )
     return report(
         upload, dry_run=config.dry_run, private=config.private, stage=config.stage, create_pr=config.create_pr

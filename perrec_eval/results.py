@@ -45,6 +45,8 @@ class FamilyCell:
     num_clusters: int | None = None
     # what the family counts in its parsed answers, summed over the cell (`Task.answer_counts`)
     answer_counts: Mapping[str, int] | None = None
+    # the family's flag of answers a cell's rows cannot give (`Task.leak_check`), where it flags the cell
+    leak: Mapping[str, Any] | None = None
     metrics: Mapping[str, MetricValue]
     # what the family records of a cell beyond its metrics (PerRecBench: min. detectable difference, floor,
     # parse failures, listwise position bias): JSON values, read by the family's report hooks
@@ -52,7 +54,7 @@ class FamilyCell:
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("metrics", "extras")}
-        for name in ("num_clusters", "answer_counts"):  # absent where they do not apply
+        for name in ("num_clusters", "answer_counts", "leak"):  # absent where they do not apply
             if out[name] is None:
                 del out[name]
         out["metrics"] = {name: vars_of(value) for name, value in self.metrics.items()}

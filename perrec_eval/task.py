@@ -138,6 +138,13 @@ class Task:
     # gives; None: failed), raising ValueError that names the value it takes. A string value is always read
     # as a model's answer is (the protocol's parser), so a family without this hook takes answer text only.
     prediction_from: Callable[[Doc, str, Any], Any] | None = field(default=None, repr=False)
+    # Who may read what, checked when answers come back: `leak_check(cell, docs, predictions)` (predictions
+    # by doc id) flags a cell whose answers could only come from a column the cell does not show (LLMRec:
+    # catalogue-wide answers made of the rows' candidates), as a JSON-ready record with ``flagged`` and the
+    # counts, or None (not flagged). `score` keeps it in scores.json; reports mark the cell, never crown it.
+    leak_check: Callable[[Cell, Sequence[Doc], Mapping[str, Any]], Mapping[str, Any] | None] | None = field(
+        default=None, repr=False
+    )
     # Published numbers of another dataset shown beside a report's runs, never ranked with them: an object
     # with `for_cells(cells) -> data | None` (None: none apply to these cells) and `markdown(data) -> lines`
     # (RecBench+: the released models' corrected rows, `tasks/recbench_plus/published.py`)

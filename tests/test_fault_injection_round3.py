@@ -247,7 +247,8 @@ def test_push_results_names_a_run_scored_from_a_predictions_file(rbp_build, tmp_
     manifest = json.loads((rbp_build / "manifest.json").read_text(encoding="utf-8"))
     rows = pq.read_table(rbp_build / manifest["outputs"]["explicit"]["test"]).to_pylist()
     predictions = tmp_path / "mine.jsonl"
-    lines = [json.dumps({"config": "explicit", "id": row["id"], "prediction": "x"}) for row in rows]
+    cell = {"config": "explicit", "protocol": "recommend"}
+    lines = [json.dumps({**cell, "id": row["id"], "prediction": "x"}) for row in rows]
     predictions.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "run"
     args = ["--no-progress", "score", "--task", "recbench-plus", "--data", str(rbp_build)]

@@ -151,10 +151,11 @@ def test_log_lines_never_land_inside_a_progress_bars_line(tmp_path):
     synth = ["synth", "--out", str(tmp_path / "raw"), "--reviews-per-domain", "8000", "--domains", "Books"]
     subprocess.run([*cli, *synth, "--no-progress"], env=env, check=True, capture_output=True)
     build = ["build", "--source", str(tmp_path / "raw"), "--out", str(tmp_path / "b"), "--domains", "Books"]
-    done = subprocess.run([*cli, *build, "--test-groups", "6"], env=env, capture_output=True, text=True)
+    # -v: the build's stage timings are debug lines, logged while its bars run
+    done = subprocess.run([*cli, "-v", *build, "--test-groups", "6"], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     shown = [line.split("\r")[-1] for line in done.stderr.split("\n")]  # what a terminal keeps of each line
-    logged = [line for line in shown if " INFO " in line]
+    logged = [line for line in shown if " INFO " in line or " DEBUG dataset_builder" in line]
     assert logged and all(line.startswith("20") for line in logged), logged  # no "Books: 14%|...2026 INFO"
 
 

@@ -34,7 +34,7 @@ def test_evaluate_with_vllm_writes_all_nine_cells(full_run):
     scores = read_json(full_run / "scores.json")
     assert run["complete"] is True, run["engine_errors"]
     assert len(run["engine_calls"]) == 9
-    cells = {(cell["level"], cell["method"]) for cell in scores["cells"]}
+    cells = {(cell["subset"], cell["protocol"]) for cell in scores["cells"]}  # the shared layout
     assert cells == {
         (lv, m) for lv in ("easy", "medium", "hard") for m in ("pointwise", "pairwise", "listwise")
     }

@@ -1,6 +1,8 @@
 """`perrecbench build --task llmrec`: the stage (titled items, k-core), the plan and the files.
 
-Configs: ``rating``, ``sequential``, ``direct`` (splits train / validation / test, `splits`),
+Configs: ``rating``, ``sequential``, ``direct`` (splits train / validation / test, `splits`; sequential and
+direct have the same rows, ids and targets, and only direct's carry the candidates, which the
+sequential-candidates cell ranks),
 ``explanation`` and ``summarization`` (the same rows with a ground-truth text, `text`; left out for a source
 without review texts), plus
 ``items`` (the catalogue: every item after the k-core, with its title) and ``interactions`` (every train
@@ -56,7 +58,9 @@ _COMMON = [
 _CANDIDATES = [("candidates", pa.list_(pa.string())), ("target_position", pa.int64())]
 SCHEMAS = {
     "rating": pa.schema([*_COMMON, ("rating", pa.float64())]),
-    "sequential": pa.schema([*_COMMON, *_CANDIDATES]),
+    # The catalogue cell's rows carry no candidates: a system answering them must not be offered the
+    # candidates cell's list (the `direct` rows, same ids, hold it for sequential-candidates).
+    "sequential": pa.schema(_COMMON),
     "direct": pa.schema([*_COMMON, *_CANDIDATES]),
     "explanation": pa.schema(
         [*_COMMON, ("rating", pa.float64()), ("explanation", pa.string()), ("feature", pa.string())]
@@ -136,7 +140,7 @@ def _write(
 
     text: dict[str, Any] = {"funnel": {}, "skipped": []}
     ties: dict[str, dict[str, int]] = {}
-    sinks = stream.Sinks(folder, SCHEMAS, copies={"direct": "sequential"})
+    sinks = stream.Sinks(folder, SCHEMAS)
     for domain in plan:
         texts = bool(results[domain]["review_texts"])
         made = stream.write_domain(

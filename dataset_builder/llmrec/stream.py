@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -316,7 +315,7 @@ def write_domain(
     cfg: BuildConfig, domain: str, interactions: Path, items: Path, texts: bool, sinks: Sinks
 ) -> DomainCounts:
     """Every config's rows of one domain, handed to `sinks` a chunk at a time (configs as in
-    `builder.SCHEMAS`; sequential and direct share their rows, written once and copied)."""
+    `builder.SCHEMAS`; sequential's rows are direct's without the candidates)."""
     cat = catalogue(cfg, interactions, items, texts)
     offset = sinks.catalogue(cat.asins)
     item_table = pq.read_table(items)
@@ -385,7 +384,8 @@ def _chunk_rows(
             "candidates": _candidate_array(drawn, offset),
             "target_position": pa.array(at, pa.int64()),
         }
-        sinks.add("sequential", split, pa.table({**common, **candidates}))
+        sinks.add("sequential", split, pa.table(common))  # the catalogue cell's rows: no candidates
+        sinks.add("direct", split, pa.table({**common, **candidates}))
         if cat.vocabulary is not None:
             reviews = (review_title, review_text)
             _text_rows(cfg, chunk, split, rows, common, rated, reviews, train, cat, sinks, counts)
@@ -512,8 +512,8 @@ class Sink:
 class Sinks:
     """A sink per config and split; `finish` gives the files and row counts in the configs' order."""
 
-    def __init__(self, folder: Path, schemas: dict[str, pa.Schema], copies: dict[str, str]) -> None:
-        self.folder, self.schemas, self.copies = folder, schemas, copies
+    def __init__(self, folder: Path, schemas: dict[str, pa.Schema]) -> None:
+        self.folder, self.schemas = folder, schemas
         self.sinks: dict[tuple[str, str], Sink] = {}
         self.catalogues: list[pa.Array] = []
         self.names: pa.ChunkedArray | None = None
@@ -543,13 +543,6 @@ class Sinks:
             name = sink.finish()
             if name is not None:
                 written[(config, split)] = (name, sink.rows)
-        for copy, source in self.copies.items():  # the same rows under another config: the same bytes
-            for (config, split), (name, rows) in list(written.items()):
-                if config == source:
-                    target = f"{copy}/{name.split('/', 1)[1]}"
-                    (self.folder / copy).mkdir(exist_ok=True)
-                    shutil.copyfile(self.folder / name, self.folder / target)
-                    written[(copy, split)] = (target, rows)
         for config in order:
             for split in SPLITS:
                 if (config, split) in written:

@@ -123,7 +123,7 @@ def plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> Plan:
         split = merge_splits(level_splits)
         if split.dropped:
             total = len(split.dropped) + len(split.train)
-            logger.info(
+            logger.debug(  # the build's summary says it
                 "--split-rule %s dropped %d of %d train groups", cfg.split_rule, len(split.dropped), total
             )
     return Plan(index, level_splits, split)

@@ -15,6 +15,24 @@ from perrec_eval.cliconfig import coerce
 from perrec_eval.errors import ConfigError
 from perrec_eval.types import ChatRequest
 
+CONVERTED = "convert_gguf.json"
+"""The record `convert-gguf` writes into its model folder: the GGUF file's name and every file written."""
+
+
+def converted_from(model: str) -> str | None:
+    """The GGUF file a local model folder was converted from (`perrecbench convert-gguf`'s record), if any:
+    engines record it, so a run of converted weights is never published as the original model's.
+
+    >>> converted_from("HuggingFaceTB/SmolLM2-135M-Instruct") is None
+    True
+    """
+    try:
+        record = json.loads((Path(os.path.expanduser(model)) / CONVERTED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = record.get("gguf") if isinstance(record, dict) else None
+    return name if isinstance(name, str) else None
+
 
 def check_local_path(path: str, what: str) -> None:
     """Fail, naming the path, when `path` looks like a local folder (not a Hub id) and is not there.

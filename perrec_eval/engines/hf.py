@@ -37,7 +37,12 @@ from typing import Any, Literal
 
 from perrec_eval import progress
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import check_local_path, coerce_fields, sample_seed, split_evenly
+from perrec_eval.engines._common import (
+    check_local_path,
+    coerce_fields,
+    converted_from,
+    sample_seed,
+)
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.extras import require
@@ -68,6 +73,11 @@ class HFOptions:
     """Options of the transformers engine (``--engine-arg KEY=VALUE``)."""
 
     batch_size: int = option("requests per forward batch (each yields n sequences)", default=8)
+    max_batch_tokens: int = option(
+        "prompt tokens one forward batch may hold (its rows × its longest prompt, padding included): bounds "
+        "the prefill's memory, about 0.1 GB per 1,000 tokens for a 135M model; a longer prompt goes alone",
+        default=4096,
+    )
     device: str | None = option(
         '"cpu", "cuda", "cuda:1", ...; none: CUDA if available, else CPU', default=None
     )
@@ -83,6 +93,11 @@ class HFOptions:
         coerce_fields(self)
         if self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1 (requests per forward batch), got {self.batch_size}")
+        if self.max_batch_tokens < 1:
+            raise ConfigError(
+                f"max_batch_tokens must be >= 1 (prompt tokens per forward batch), got "
+                f"{self.max_batch_tokens}"
+            )
         if self.device is not None and not self.device.strip():
             raise ConfigError("device must name a torch device (cpu, cuda, cuda:1, ...) or be none (auto)")
 
@@ -148,6 +163,29 @@ def convert_gguf(path: str, out: str) -> str:
     lm.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def token_batches(lengths: Sequence[int], size: int, max_tokens: int) -> list[range]:
+    """Consecutive batches of requests sorted longest first: at most `size` requests and, padded to the
+    batch's first (longest) one, at most `max_tokens` tokens; a request longer than that goes alone.
+
+    Args:
+        lengths: each request's prompt tokens (times its rows), longest first.
+
+    Returns:
+        The batches as ranges of positions in `lengths`.
+
+    >>> token_batches([900, 800, 300, 200, 100], 8, 2000)
+    [range(0, 2), range(2, 5)]
+    >>> token_batches([5000, 10, 10], 2, 4096)
+    [range(0, 1), range(1, 3)]
+    """
+    batches, start = [], 0
+    while start < len(lengths):
+        fits = max(1, min(size, max_tokens // max(lengths[start], 1)))
+        batches.append(range(start, min(start + fits, len(lengths))))
+        start += fits
+    return batches
 
 
 class _TokenCount:
@@ -263,13 +301,17 @@ class HFEngine:
         self.ignored_generation_defaults = self._neutralize_generation_config()
         self.max_positions: int | None = getattr(self.lm.config, "max_position_embeddings", None)
         self._structured: Any = None  # the outlines backend, built on the first constrained request
-        self._indexes: dict[str, Any] = {}  # answer format -> outlines-core index of its regex
+        self._formats: dict[str, str] = {}  # answer format -> its regex (formats may share one)
+        self._indexes: dict[str, Any] = {}  # regex -> its outlines-core index, built once
 
     def format_processor(self, answer_format: str) -> Any:
         """A fresh logits processor that keeps every row of one batch within `answer_format`.
 
         Fresh per batch: it tracks each row's position in the format from its first call. The index of
-        a format's regex is built once per engine (the vocabulary is walked once, on first use).
+        a regex is built once per engine and shared by the formats that have that regex (LLMRec's
+        sequential and direct lists): it stores, per state of the regex's automaton, every token that keeps
+        the answer in the format, so its size is about states x vocabulary (a bounded repetition such as
+        ``{1,300}`` is 300 states; benchmarks/structured_bench.py measures each format's).
         """
         from perrec_eval.registry import answer_regex
 
@@ -279,12 +321,11 @@ class HFEngine:
             self._structured = backends.OutlinesCoreBackend(
                 outlines.from_transformers(self.lm, self.tokenizer)
             )
-        if answer_format not in self._indexes:
+        regex = self._formats.setdefault(answer_format, answer_regex(answer_format))
+        if regex not in self._indexes:
             index_class = require("outlines_core", "structured", by=_ENGINE).Index
-            self._indexes[answer_format] = index_class(
-                answer_regex(answer_format), self._structured.vocabulary
-            )
-        return backends.OutlinesCoreLogitsProcessor(self._indexes[answer_format], "torch")
+            self._indexes[regex] = index_class(regex, self._structured.vocabulary)
+        return backends.OutlinesCoreLogitsProcessor(self._indexes[regex], "torch")
 
     def _check_device(self) -> None:
         """Refuse a device this machine does not have before anything is loaded."""
@@ -312,7 +353,7 @@ class HFEngine:
             if field not in _TOKEN_ID_FIELDS and field != "transformers_version"
         }
         if dropped:
-            logger.info("ignoring generation defaults of %s: %s", self.model, dropped)
+            logger.debug("ignoring generation defaults of %s: %s", self.model, dropped)  # run.json has them
         self.lm.generation_config = self._transformers.GenerationConfig(
             **{field: value for field, value in kept.items() if value is not None}
         )
@@ -402,11 +443,14 @@ class HFEngine:
             on_results([(index, result) for index, result in enumerate(results) if result is not None])
 
         order = sorted(runnable, key=lambda index: -len(encoded[index]))
+        rows = params.n if params.temperature > 0 else 1  # a sampled request is n rows
+        lengths = [len(encoded[index]) * rows for index in order]
         seeds = self._row_seeds(requests, params)
         bar = progress.requests(len(requests), f"hf {self.model}")
         bar.update(len(requests) - len(runnable))
         self._counted = _TokenCount(bar) if progress.enabled() else None
-        for batch in split_evenly(order, self.options.batch_size):
+        for span in token_batches(lengths, self.options.batch_size, self.options.max_batch_tokens):
+            batch = order[span.start : span.stop]
             finished = self._run_batch(batch, encoded, seeds, params)
             for index, completion in finished:
                 results[index] = completion
@@ -557,6 +601,7 @@ class HFEngine:
             "device": self.device,
             "dtype": str(self.lm.dtype),
             "batch_size": self.options.batch_size,
+            "max_batch_tokens": self.options.max_batch_tokens,
             "transformers_version": self._transformers.__version__,
             "torch_version": self._torch.__version__,
             "ignored_generation_defaults": self.ignored_generation_defaults,
@@ -564,11 +609,13 @@ class HFEngine:
         if self._gguf:
             info["gguf_file"] = self._gguf["gguf_file"]
             info["weights"] = f"GGUF dequantized to {self.lm.dtype} by transformers"
+        elif (source := converted_from(self.model)) is not None:
+            info["converted_from"] = source  # `perrecbench convert-gguf` wrote the folder
         if self._structured is not None:
             info["structured_outputs"] = {
                 "backend": "outlines-core",
                 "outlines_version": importlib.metadata.version("outlines"),
-                "formats": sorted(self._indexes),
+                "formats": sorted(self._formats),
             }
         if self.adapter is not None:
             info["peft_version"] = require("peft", "hf", by=_ENGINE).__version__

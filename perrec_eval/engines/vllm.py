@@ -41,7 +41,13 @@ from typing import Any, Literal
 
 from perrec_eval import progress
 from perrec_eval.cliconfig import option
-from perrec_eval.engines._common import check_local_path, coerce_fields, sample_seed, split_evenly
+from perrec_eval.engines._common import (
+    check_local_path,
+    coerce_fields,
+    converted_from,
+    sample_seed,
+    split_evenly,
+)
 from perrec_eval.engines.base import ResultsCallback
 from perrec_eval.errors import ConfigError
 from perrec_eval.extras import require
@@ -459,6 +465,8 @@ class VLLMEngine:
             hf_config = config.hf_config
             checkpoint = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
             info["checkpoint_dtype"] = str(checkpoint) if checkpoint is not None else None
+        if (source := converted_from(self.model)) is not None:
+            info["converted_from"] = source  # `perrecbench convert-gguf` wrote the folder
         if self.adapter is not None:
             info["adapter_name"] = self.adapter_name
         return info

@@ -19,6 +19,8 @@ The rules, for every family and metric:
   below it the section says "too few docs to compare (N)";
 - the average column averages one metric (one direction and scale) over cells of distinct doc sets (each
   subset once), or there is none;
+- a cell whose answers the family's leak check flags (`Task.leak_check`: answers only a column the cell
+  does not show could give) says ``(leak)``, is never marked best and gives its row no average;
 - each column's heading names its metric and direction.
 """
 
@@ -570,6 +572,8 @@ def _row(
                 if m.name in scored.metrics
             },
         }
+        if scored.leak is not None and scored.leak["flagged"]:
+            row_cells[str(cell)]["leak"] = dict(scored.leak)
     row: dict[str, Any] = {
         "label": label,
         "path": shown_path(run.path, base),
@@ -633,6 +637,7 @@ def _mark_best(
         for row, run, entry in scored
         if entry["num_failed"] <= MOSTLY_FAILED * entry["num_docs"]
         and not (entry["metrics"][metric.name].get("answered_only") and entry["num_failed"])
+        and not entry.get("leak")
     ])  # fmt: skip
     if not candidates:
         return None
@@ -821,8 +826,8 @@ def _row_average(row: dict, average: dict | None) -> float | None:
     for cell in average["cells"]:
         entry = row["cells"].get(cell)
         value = None if entry is None else entry["metrics"].get(average["metric"], {}).get("value")
-        if value is None:
-            return None  # a row without every averaged cell has no average
+        if value is None or entry.get("leak"):
+            return None  # a row without every averaged cell (or with a leaking one) has no average
         values.append(value)
     return sum(values) / len(values)
 
@@ -878,6 +883,8 @@ def value_text(entry: Mapping[str, Any] | None, metric: str, *, marks: bool = Tr
         text += f" (answered {docs - failed}/{docs})"
     elif failed:
         text += failed_text(entry)
+    if entry.get("leak"):
+        text += " (leak)"
     if not marks:
         return text
     if value.get("best"):
@@ -991,6 +998,7 @@ def notes(data: Mapping[str, Any]) -> list[Text]:
             f"No bold in {', '.join(undetected)}: the best's lead over the runner-up is below the smallest "
             "difference these docs detect, and the paired test does not tell them apart."
         )
+    out += leak_notes(data)
     average = data.get("average")
     if average is not None:
         what = "every cell" if average.get("over") == "cells" else "one metric, each subset's docs once"
@@ -1009,6 +1017,23 @@ def notes(data: Mapping[str, Any]) -> list[Text]:
     if family_notes is not None:
         out += family_notes(data)
     return out
+
+
+def leak_notes(data: Mapping[str, Any]) -> list[str]:
+    """One line per cell the family's leak check flagged (`Task.leak_check`).
+
+    >>> leak = {"inside": 9, "answered": 10, "expected": 0.0, "what": "made of X", "fix": "answer Y"}
+    >>> leak_notes({"rows": [{"label": "mine", "cells": {"s/s": {"leak": leak}}}]})[0][:85]
+    'Leak (mine, s/s): 9 of 10 answers are made of X, where chance would give 0: answer Y.'
+    """
+    return [
+        f"Leak ({row['label']}, {cell}): {leak['inside']:,} of {leak['answered']:,} answers are "
+        f"{leak['what']}, where chance would give {leak['expected']:g}: {leak['fix']}. Marked (leak): never "
+        "best, no average for its row."
+        for row in data["rows"]
+        for cell, entry in row["cells"].items()
+        if (leak := entry.get("leak"))
+    ]
 
 
 def metrics_grid(data: Mapping[str, Any], cell: str) -> Grid:

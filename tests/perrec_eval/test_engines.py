@@ -212,7 +212,7 @@ def test_parse_options_rejects_unknown_keys_listing_the_valid_ones():
         parse_options("hf", ["batch=4"])
     assert str(err.value) == (
         "the 'hf' engine has no option 'batch'; valid ones: "
-        "batch_size, device, dtype, merge_adapter, trust_remote_code"
+        "batch_size, max_batch_tokens, device, dtype, merge_adapter, trust_remote_code"
     )
 
 

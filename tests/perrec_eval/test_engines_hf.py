@@ -55,6 +55,26 @@ def test_hf_engine_reports_each_batch(engine):
     assert sorted(i for batch in reported for i in batch) == list(range(len(MIXED)))
 
 
+def test_hf_engine_batches_hold_at_most_max_batch_tokens_prompt_tokens(tiny_model_dir):
+    """The prefill's memory grows with a batch's rows × its longest prompt: a batch holds at most
+    `max_batch_tokens` of them (a longer prompt goes alone), whatever `batch_size` allows."""
+    lengths = {}
+    engine = load_engine("hf", str(tiny_model_dir), options=HFOptions(batch_size=8, max_batch_tokens=60))
+    for index, request in enumerate(MIXED):
+        lengths[index] = len(engine.encode(request))
+    reported: list[list[int]] = []
+    completions = engine.generate(
+        MIXED, GREEDY, on_results=lambda done: reported.append([i for i, _ in done])
+    )
+    assert sorted(i for batch in reported for i in batch) == list(range(len(MIXED)))
+    for batch in reported:
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 60, (batch, lengths)
+    assert len(reported) > 1  # batch_size alone would have made one batch
+    assert [c.texts for c in completions] == [c.texts for c in load_engine(
+        "hf", str(tiny_model_dir), options=HFOptions(batch_size=8, device="cpu")
+    ).generate(MIXED, GREEDY)]  # fmt: skip
+
+
 def test_hf_engine_greedy_is_deterministic_and_repeats_for_n(engine):
     single = engine.generate(MIXED[:2], GREEDY)
     repeated = engine.generate(MIXED[:2], GenParams(temperature=0.0, max_tokens=10, n=3))

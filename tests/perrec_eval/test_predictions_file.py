@@ -47,13 +47,18 @@ def _llmrec_truth(bench: Path) -> list[dict]:
     for config in ("rating", "sequential", "direct"):
         for doc in llmrec_data.load_docs(str(bench), config, "test"):
             value = doc.truth if config == "rating" else [doc.truth]
-            lines.append({"config": config, "id": doc.id, "prediction": value})
+            lines.append({"config": config, "protocol": config, "id": doc.id, "prediction": value})
     return lines
 
 
 def _recbench_truth(bench: Path, config: str = "explicit") -> list[dict]:
     return [
-        {"config": config, "id": doc.id, "prediction": [g["title"] for g in doc.truth["ground_truth"]]}
+        {
+            "config": config,
+            "protocol": "recommend",
+            "id": doc.id,
+            "prediction": [g["title"] for g in doc.truth["ground_truth"]],
+        }
         for doc in recbench_docs(str(bench), config, "test")
     ]
 
@@ -147,17 +152,21 @@ def _score_run(capsys, run: Path) -> dict:
         ("not json", "is not JSON"),
         ('{"config": "explicit", "id": "x"}', '"prediction": VALUE'),
         ('{"config": "nope", "id": "x", "prediction": []}', "has no config 'nope'"),
-        ('{"config": "explicit", "id": "no-such-row", "prediction": []}', "has no test row with id"),
-        ('{"config": "explicit", "id": "ID", "prediction": 3}', "takes a list of titles"),
-        ('{"config": "explicit", "id": "ID", "prediction": [1, 2]}', "takes a list of titles"),
+        ('{CELL, "id": "no-such-row", "prediction": []}', "has no test row with id"),
+        ('{CELL, "id": "ID", "prediction": 3}', "takes a list of titles"),
+        ('{CELL, "id": "ID", "prediction": [1, 2]}', "takes a list of titles"),
         ('{"config": "explicit", "id": "ID", "prediction": NaN}', "NaN is not a finite number"),
-        ('{"config": "explicit", "id": "ID", "prediction": []}\n' * 2, "is also on line 1"),
+        ('{CELL, "id": "ID", "prediction": []}\n' * 2, "is also on line 1"),
+        ('{"config": "explicit", "id": "ID", "prediction": []}', '"protocol": "recommend" or "protocol": '),
+        ('{"config": "explicit", "protocol": "nope", "id": "ID", "prediction": []}', "use one of recommend"),
+        ('{"config": "explicit", "protocol": 3, "id": "ID", "prediction": []}', "protocol must be a string"),
     ],
 )
 def test_predictions_file_malformed_is_refused_in_one_line(recbench, tmp_path, capsys, line, message):
     row_id = recbench_docs(str(recbench), "explicit", "test")[0].id
     path = tmp_path / "bad.jsonl"
-    path.write_text(line.replace("ID", row_id), encoding="utf-8")
+    cell = '"config": "explicit", "protocol": "recommend"'
+    path.write_text(line.replace("ID", row_id).replace("CELL", cell), encoding="utf-8")
     args = ["--no-progress", "score", "--task", "recbench-plus", "--data", str(recbench), "--predictions"]
     assert main([*args, str(path)]) == 2
     err = capsys.readouterr().err.strip()
@@ -172,7 +181,8 @@ def test_predictions_file_llmrec_wrong_types_are_refused(llmrec, tmp_path, capsy
         ("rating", doc.id, True, "takes a number 1..5"),
         ("sequential", seq.id, 4.0, "list of parent_asin"),
     ):
-        path = _write(tmp_path / "bad.jsonl", [{"config": config, "id": row, "prediction": value}])
+        line = {"config": config, "protocol": config, "id": row, "prediction": value}
+        path = _write(tmp_path / "bad.jsonl", [line])
         args = ["--no-progress", "score", "--task", "llmrec", "--data", str(llmrec), "--predictions"]
         assert main([*args, str(path)]) == 2
         err = capsys.readouterr().err.strip()
@@ -199,7 +209,8 @@ def test_predictions_file_a_family_without_the_hook_reads_answer_text(toy_family
     from tests.perrec_eval.tasks import toy
 
     docs = toy.load_docs(str(toy_family), "small", "test")
-    lines = [{"config": "small", "id": doc.id, "prediction": str(doc.truth)} for doc in docs]
+    cell = {"config": "small", "protocol": "toy-rate"}
+    lines = [{**cell, "id": doc.id, "prediction": str(doc.truth)} for doc in docs]
     scores = _score(capsys, "toy", toy_family, _write(tmp_path / "p.jsonl", lines))
     (cell,) = scores["cells"]
     assert cell["protocol"] == "toy-rate" and cell["metrics"]["accuracy"]["value"] == 1.0

@@ -69,7 +69,8 @@ def test_publish_family_results_have_one_entry_per_cell_with_the_headline_metric
         assert entry.task_id == f"{cell['subset']}_{cell['protocol']}" and entry.task_id in ids
         assert (entry.dataset_id, entry.dataset_revision) == (DATASET, REVISION)
         assert entry.value == round(accuracy["value"], 4) == 1.0
-        ci = f"accuracy 1.0000, 95% CI [{accuracy['ci_low']:.4f}, {accuracy['ci_high']:.4f}] over 12 docs"
+        interval = f"[{accuracy['ci_low']:.4f}, {accuracy['ci_high']:.4f}]"
+        ci = f"accuracy 1.0000 (higher is better), 95% CI {interval} over 12 docs"
         assert entry.notes.startswith(f"{ci} (0 failed); default prompts, one sample per request; ")
         assert "fingerprint sha256:" in entry.notes
 
@@ -110,3 +111,86 @@ def test_publish_family_push_benchmark_refuses_a_build_of_an_unknown_task(toy_ru
     code, _, err = push(capsys, "benchmark", "data", "--repo", "org/x", "--dry-run")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "data/manifest.json names task 'nope', not one this perrecbench can publish (perrecbench" in err
+
+
+@pytest.fixture(scope="module")
+def llmrec_build(tmp_path_factory) -> Path:
+    from tests.dataset_builder.llmrec.fixture import synth_build
+
+    return synth_build(tmp_path_factory.mktemp("publish-llmrec"))
+
+
+def _llmrec_run(build: Path, out: Path, engine: dict, model: str) -> Path:
+    """A fake-engine LLMRec run (rating and sequential, 8 docs) recorded as one of `engine` and `model`."""
+    argv = ["--no-progress", "evaluate", "--task", "llmrec", "--data", str(build), "--engine", "fake"]
+    cells = ["--subsets", "rating,sequential", "--protocols", "rating,sequential", "--max-docs", "8"]
+    assert main([*argv, "--model", "constant", *cells, "--out", str(out)]) == 0
+    info = json.loads((out / "run.json").read_text())
+    info["engine"] = engine
+    info["config"]["model"] = model
+    (out / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    return out
+
+
+def _entries(folder: str, names: list[str]) -> dict[str, object]:
+    (name,) = names
+    return {e.task_id: e for e in parse_eval_result_entries(yaml.safe_load(Path(folder, name).read_text()))}
+
+
+def test_publish_family_llmrec_files_every_cell_with_its_own_metric(llmrec_build, tmp_path, capsys):
+    engine = {"name": "openai", "model": "org/model", "adapter": None}
+    run = _llmrec_run(llmrec_build, tmp_path / "run", engine, "org/model")
+    push_args = ["results", str(run), "--task", "llmrec", *PUSH, "--stage", str(tmp_path / "s")]
+    capsys.readouterr()
+    assert main(["push", *push_args]) == 0
+    out = capsys.readouterr().out
+    entries = _entries(str(tmp_path / "s"), [line.split("  (")[0].strip() for line in out.splitlines()
+                                             if line.startswith("  ")])  # fmt: skip
+    scores = {c["subset"]: c["metrics"] for c in json.loads((run / "scores.json").read_text())["cells"]}
+    assert set(entries) == {"rating_rating", "sequential_sequential"}  # the rating cell is not left out
+    assert entries["rating_rating"].value == round(scores["rating"]["rmse"]["value"], 4)
+    assert (
+        entries["rating_rating"].notes.startswith("rmse ")
+        and "(lower is better)" in entries["rating_rating"].notes
+    )
+    assert entries["sequential_sequential"].notes.startswith("ndcg@10 ")
+    assert "the cell's own metric" in out and "left out" not in out
+
+
+def test_publish_family_names_a_cell_it_leaves_out(llmrec_build, tmp_path, capsys):
+    run = _llmrec_run(llmrec_build, tmp_path / "run", {"name": "openai", "model": "org/model"}, "org/model")
+    scores = json.loads((run / "scores.json").read_text())
+    for cell in scores["cells"]:
+        if cell["subset"] == "rating":  # every doc failed: no metric has a value
+            cell["num_failed"] = cell["num_docs"]
+            cell["metrics"] = {k: {"value": None, "ci_low": None, "ci_high": None} for k in cell["metrics"]}
+    (run / "scores.json").write_text(json.dumps(scores), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["push", "results", str(run), "--task", "llmrec", *PUSH]) == 0
+    out = capsys.readouterr().out
+    assert "left out: rating/rating (no metric has a value: all 8 docs failed)" in out
+
+
+def test_publish_family_a_gguf_run_is_not_filed_as_the_original_model(llmrec_build, tmp_path, capsys):
+    gguf = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    engine = {"name": "hf", "model": f"models/{gguf}", "gguf_file": gguf}
+    run = _llmrec_run(llmrec_build, tmp_path / "run", engine, f"models/{gguf}")
+    original = ["--repo", "org/model", "--model", f"models/{gguf}"]
+    argv = ["push", "results", str(run), "--task", "llmrec", *original, *PUSH[2:]]
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"ran the GGUF file {gguf} (quantized weights)" in err
+    assert "--quantized" in err
+    assert main([*argv, "--quantized", "--stage", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr().out
+    names = [line.split("  (")[0].strip() for line in out.splitlines() if line.startswith("  ")]
+    assert names == [".eval_results/llmrec_gguf.yaml"]  # never the original's file
+    for entry in _entries(str(tmp_path / "s"), names).values():
+        assert (
+            f"weights: the GGUF file {gguf} (quantized weights), not the original checkpoint" in entry.notes
+        )
+    converted = {"name": "vllm", "model": "models/smol", "converted_from": gguf}
+    run = _llmrec_run(llmrec_build, tmp_path / "run2", converted, "models/smol")
+    assert main(["push", "results", str(run), "--task", "llmrec", "--model", "models/smol", *PUSH]) == 2
+    assert "a folder converted from the GGUF file" in capsys.readouterr().err

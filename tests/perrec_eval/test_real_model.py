@@ -184,7 +184,7 @@ def test_real_model_recbench_plus_structured_answers_are_lists_that_may_be_empty
         assert not finished or sample["ok"], sample
     # the constrained decoder itself accepts the empty list as a whole answer: the model can decline
     engine.format_processor("recommend")
-    index = engine._indexes["recommend"]
+    index = engine._indexes[regex]  # one index per regex
     state = index.get_initial_state()
     for token in engine.tokenizer.encode("[]", add_special_tokens=False):
         state = index.get_next_state(state, token)

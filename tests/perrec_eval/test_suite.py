@@ -304,6 +304,34 @@ def test_dry_run_marks_what_depends_on_the_models_answers_as_an_estimate():
     assert "| perrecbench | 4 | 100 (estimate: the model's profiles" in text
 
 
+def test_push_results_of_a_quantized_suite_needs_quantized_and_says_what_each_family_files(
+    suite, tmp_path, capsys
+):
+    import shutil
+
+    source, _ = suite
+    folder = tmp_path / "suite"
+    shutil.copytree(source, folder)
+    for name in FAMILIES:  # the runs of a GGUF file of org/model (the hf engine records which file)
+        path = folder / "runs" / name / "fake-constant" / "run.json"
+        info = json.loads(path.read_text())
+        info["engine"] = {"name": "hf", "model": "org/model", "adapter": None, "gguf_file": "m.Q4_1.gguf"}
+        info["config"]["model"] = "org/model"
+        path.write_text(json.dumps(info))
+    datasets = "perrecbench=org/pb@r1,llmrec=org/lr@r2,recbench-plus=org/rb@r3"
+    argv = ["push", "results", str(folder), "--repo", "org/model", "--dataset", datasets, "--dry-run"]
+    capsys.readouterr()
+    assert main(argv) != 0
+    assert "pass --quantized" in capsys.readouterr().err
+    assert main([*argv, "--quantized", "--stage", str(tmp_path / "staged")]) == 0
+    out = capsys.readouterr().out
+    staged = sorted(p.name for p in (tmp_path / "staged" / ".eval_results").iterdir())
+    assert staged == [f"{name}_gguf.yaml" for name in ("llmrec", "perrecbench", "recbench-plus")]
+    for name in FAMILIES:
+        assert f"{name}: weights: the GGUF file m.Q4_1.gguf (quantized weights)" in out
+        assert f"{name}: one entry per scored cell" in out
+
+
 def test_suite_without_the_engines_extra_stops_before_building_anything(suite, tmp_path, monkeypatch, capsys):
     """A missing engine extra is the one-line error naming the pip command, before the builds and baselines
     that would otherwise run first (minutes to hours at Amazon size) and nothing is written."""

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from perrec_eval import fileio
@@ -20,6 +22,9 @@ from perrec_eval.tasks.llmrec.parsing import TitleIndex
 
 logger = logging.getLogger(__name__)
 
+# The configs whose rows are ranked with another config's candidates (same ids): sequential's rows are the
+# catalogue cell's and carry none; its candidates cell ranks the direct rows' list.
+CANDIDATES_FROM = {"sequential": "direct"}
 # The text configs' ground-truth columns: a text doc's truth is ``{column: text}`` (a mapping keeps it apart
 # from a ranking's `parent_asin` in predictions.jsonl).
 TEXT_TRUTHS = {"explanation": "explanation", "summarization": "summary"}
@@ -141,6 +146,7 @@ def load_docs(
     if max_docs is not None and max_docs < len(chosen):
         keep = sorted(random.Random(seed).sample(range(len(chosen)), max_docs))
         chosen = [chosen[i] for i in keep]
+    candidates = _candidates(data, subset, split, chosen)
     return [
         RecDoc(
             row["id"],
@@ -152,13 +158,30 @@ def load_docs(
             title=row["title"],
             timestamp=row["timestamp"],
             history=tuple(row["history"]),
-            candidates=tuple(row.get("candidates") or ()),
+            candidates=candidates.get(row["id"], ()),
             source=data,
             rating=row.get("rating"),
             review_text=row.get("review_text") or "",
         )
         for row in chosen
     ]
+
+
+def _candidates(
+    data: str, subset: str, split: str, chosen: list[dict[str, Any]]
+) -> dict[str, tuple[str, ...]]:
+    """Each chosen row's candidates by id: the row's own (direct), or for a sequential row those of the
+    direct row with its id (`CANDIDATES_FROM`: the sequential-candidates cell ranks them; the catalogue
+    cell's rows do not carry them). A build made before that split carried them in both."""
+    if chosen and "candidates" in chosen[0]:
+        return {row["id"]: tuple(row["candidates"] or ()) for row in chosen}
+    source = CANDIDATES_FROM.get(subset)
+    files = outputs(data).get(source or "", {})
+    if not chosen or split not in files:
+        return {}
+    table = pq.read_table(Path(data) / files[split], columns=["id", "candidates"])
+    table = table.filter(pc.is_in(table["id"], value_set=pa.array([row["id"] for row in chosen])))
+    return dict(zip(table["id"].to_pylist(), map(tuple, table["candidates"].to_pylist()), strict=True))
 
 
 def _truth(subset: str, row: dict[str, Any]) -> Any:

@@ -33,7 +33,7 @@ from typing import Any
 from perrec_eval.runner import OneShot
 from perrec_eval.stats import MetricSpec, rmse
 from perrec_eval.task import Doc, Parsed, Task
-from perrec_eval.tasks.llmrec import baselines, metrics, prompts
+from perrec_eval.tasks.llmrec import baselines, leaks, metrics, prompts
 from perrec_eval.tasks.llmrec import data as build
 from perrec_eval.tasks.llmrec import report as report_hooks
 from perrec_eval.tasks.llmrec import text as text_tasks
@@ -198,7 +198,11 @@ def predict_baseline(
     return baselines.predict(name, docs, data=data, seed=seed, candidates=protocol in CANDIDATE_PROTOCOLS)
 
 
-_TITLE_REGEX = r'"(?:[^"\\\n]|\\.){1,300}"'  # a JSON string, escaped quotes included
+# A JSON string (escaped quotes included) of any length: the answer budget bounds it. No bounded repetition
+# such as {1,300}: an engine's regex index (outlines-core) holds a state per character of the bound, each
+# allowing almost the whole vocabulary, which cost gigabytes for a 135M model (benchmarks/RESULTS.md,
+# "Structured outputs' memory").
+_TITLE_REGEX = r'"(?:[^"\\\n]|\\.)+"'
 _LIST_REGEX = rf"\[ ?{_TITLE_REGEX}(, ?{_TITLE_REGEX}){{0,9}} ?\]"
 
 
@@ -265,6 +269,7 @@ TASK = Task(
     score_doc=score_doc,
     predict_baseline=predict_baseline,
     prediction_from=prediction_from,
+    leak_check=leaks.leak_check,
     subset_protocols=SUBSET_PROTOCOLS,
     prompt_variants=tuple(prompts.VARIANTS),
     sft_prompts="p5",

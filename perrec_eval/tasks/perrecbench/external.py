@@ -74,12 +74,12 @@ def read_file(config: ScoreConfig) -> tuple[dict[str, list[Group]], list[Predict
     assert config.data is not None and config.predictions is not None
     check_files(config.data)  # the build the predictions are scored against, as `evaluate` checks it
     lines = prediction_lines(config.predictions)
-    levels = [level for level in LEVELS if any(line[1] == level for line in lines)]
-    for number, level, _, _ in lines:
-        if level not in LEVELS:
+    levels = [level for level in LEVELS if any(line.subset == level for line in lines)]
+    for line in lines:
+        if line.subset not in LEVELS:
             raise DataError(
-                f"{config.predictions} line {number}: PerRecBench has no level {level!r}: use one of "
-                f"{', '.join(LEVELS)}"
+                f"{config.predictions} line {line.number}: PerRecBench has no level {line.subset!r}: use one "
+                f"of {', '.join(LEVELS)}"
             )
     groups = {
         level: load_groups(config.data, level, config.split, config.limit, seed=config.seed, history=False)
@@ -89,7 +89,7 @@ def read_file(config: ScoreConfig) -> tuple[dict[str, list[Group]], list[Predict
              for level in levels} if config.limit is not None else None  # fmt: skip
     by_id = {level: {g.group_id: g for g in level_groups} for level, level_groups in groups.items()}
     if every is not None:  # groups outside the --limit sample are left out, as `evaluate --limit` does
-        lines = [line for line in lines if line[2] in by_id[line[1]] or line[2] not in every[line[1]]]
+        lines = [line for line in lines if line.id in by_id[line.subset] or line.id not in every[line.subset]]
     values = line_values(
         config.predictions,
         lines,

@@ -77,11 +77,10 @@ def _user_items(out: Path) -> dict[str, set[str]]:
 def test_build_llmrec_negatives_of_either_sampler_are_never_an_item_of_the_user(which, request) -> None:
     out = request.getfixturevalue(which)
     items = _user_items(out)
-    for config in ("sequential", "direct"):
-        for split in SPLITS:
-            for row in read(out, config, split):
-                negatives = set(row["candidates"]) - {row["parent_asin"]}
-                assert len(negatives) == 19 and not negatives & items[row["user_id"]]
+    for split in SPLITS:
+        for row in read(out, "direct", split):
+            negatives = set(row["candidates"]) - {row["parent_asin"]}
+            assert len(negatives) == 19 and not negatives & items[row["user_id"]]
 
 
 def test_build_llmrec_popularity_negatives_favour_popular_items(raw, popular) -> None:
@@ -98,13 +97,11 @@ def test_build_llmrec_popularity_negatives_favour_popular_items(raw, popular) ->
     assert mean_count(popular) > 1.2 * mean_count(uniform)
 
 
-def test_build_llmrec_sequential_rows_carry_the_candidates_and_the_targets_position(popular) -> None:
+def test_build_llmrec_direct_rows_carry_the_candidates_and_the_targets_position(popular) -> None:
     for split in SPLITS:
-        direct = {row["id"]: row for row in read(popular, "direct", split)}
-        for row in read(popular, "sequential", split):
+        for row in read(popular, "direct", split):
             assert row["candidates"][row["target_position"]] == row["parent_asin"]
             assert row["candidates"].count(row["parent_asin"]) == 1
-            assert row["candidates"] == direct[row["id"]]["candidates"]
     positions = Counter(row["target_position"] for row in read(popular, "direct", "train"))
     assert len(positions) > 10  # shuffled: the target is not always in one place
 
@@ -123,3 +120,14 @@ def test_build_llmrec_a_category_without_reviews_ends_in_one_line(tmp_path, caps
     assert build(source, tmp_path / "out", "--domains", "Books") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Books" in err[0], err
+
+
+def test_build_llmrec_sequential_rows_are_the_direct_rows_without_their_candidates(popular) -> None:
+    """The catalogue cell's rows never offer the candidates cell's list: only direct's rows carry it."""
+    for split in SPLITS:
+        direct = read(popular, "direct", split)
+        sequential = read(popular, "sequential", split)
+        assert [row["id"] for row in sequential] == [row["id"] for row in direct]
+        for seq, row in zip(sequential, direct, strict=True):
+            assert "candidates" not in seq and "target_position" not in seq
+            assert seq == {key: value for key, value in row.items() if key in seq}

@@ -1,4 +1,5 @@
-"""LLMRec's sequential candidate variant: the sequential rows' candidates ranked (`sequential-candidates`)."""
+"""LLMRec's sequential candidate variant: the sequential rows ranked over the candidates of the direct rows
+of the same ids (`sequential-candidates`)."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def test_sequential_candidates_from_the_cli_random_constant_and_popularity(build
     assert 0.2 / (NEGATIVES + 1) < random_cell["hr@1"] < 3 / (NEGATIVES + 1)
     assert random_cell["hr@10"] == pytest.approx(10 / (NEGATIVES + 1), abs=0.15)
     # `constant` ranks the first 10 candidates as listed: a hit wherever the target was put among them
-    test = read(build, "sequential", "test")
+    test = read(build, "direct", "test")  # the same rows as sequential's, with the candidates
     (constant,) = _cells(tmp_path / "c").values()
     assert constant["hr@10"] == pytest.approx(sum(r["target_position"] < 10 for r in test) / len(test))
     assert constant["hr@1"] == pytest.approx(sum(r["target_position"] == 0 for r in test) / len(test))
@@ -110,8 +111,17 @@ def test_sequential_candidates_scores_a_predictions_file(build, tmp_path, capsys
     assert list(cells) == [("sequential", "sequential-candidates")]
     assert {cells["sequential", "sequential-candidates"][m] for m in ("hr@1", "hr@10", "ndcg@10")} == {1.0}
     capsys.readouterr()
-    assert main([*argv, "--json"]) == 0  # without --protocols: the config's first cell, the full catalogue's
-    assert [c["protocol"] for c in json.loads(capsys.readouterr().out)["cells"]] == ["sequential"]
+    assert main([*argv, "--json"]) == 2  # without --protocols a line must name its cell: two ask sequential
+    err = capsys.readouterr().err
+    assert '"protocol": "sequential" or "protocol": "sequential-candidates"' in err
+    assert len(err.strip().splitlines()) == 1
+    named = [{**line, "protocol": "sequential-candidates"} for line in lines]
+    path.write_text("".join(json.dumps(line) + "\n" for line in named))
+    assert main([*argv, "--json"]) == 0
+    assert [c["protocol"] for c in json.loads(capsys.readouterr().out)["cells"]] == ["sequential-candidates"]
+    assert main([*argv, "--protocols", "sequential"]) == 2  # the line names a cell --protocols leaves out
+    assert "names protocol sequential-candidates: add it to --protocols" in capsys.readouterr().err
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert main([*argv, "--protocols", "direct"]) == 2
     err = capsys.readouterr().err
     assert "no protocol of --protocols asks about config sequential" in err
