@@ -77,7 +77,7 @@ class DiskSampler:
 
 
 _LINE = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO dataset_builder\.[\w.]+: "
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (?:INFO|DEBUG) dataset_builder\.[\w.]+: "
     r"(?:[\w]+: )?(.+?) took ([\d.]+) s",
     re.MULTILINE,
 )

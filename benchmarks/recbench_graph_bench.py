@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def build(code: Path, source: Path, out: Path, attributes: Path | None, extra: list[str]) -> dict:
-    command = [sys.executable, "-m", "perrec_eval.cli", "build", "--task", "recbench-plus", "--source",
+    command = [sys.executable, "-m", "perrec_eval.cli", "-v", "build", "--task", "recbench-plus", "--source",
                str(source), "--out", str(out), "--overwrite", "--no-progress", *extra]  # fmt: skip
     if attributes is not None:
         command += ["--item-attributes", str(attributes)]

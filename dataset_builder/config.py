@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,8 +236,6 @@ class SynthConfig:
             raise BuildConfigError(f"--shape must be one of {', '.join(SYNTH_SHAPES)}, got {self.shape!r}")
         if self.shape == "amazon" and (self.dirty or self.twins):
             raise BuildConfigError("--shape amazon plants no faults or twins: drop --dirty and --twins")
-        if self.shape == "amazon":
-            self._check_disk()
         per_review = SYNTH_AMAZON_BYTES_PER_REVIEW if self.shape == "amazon" else SYNTH_BYTES_PER_REVIEW
         memory = _physical_memory()
         if memory and n * per_review > memory:  # refused before numpy tries to allocate it
@@ -250,24 +247,6 @@ class SynthConfig:
             )
         if self.seed < 0:  # numpy's generators take no negative seed
             raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")
-
-    def _check_disk(self) -> None:
-        """Refuse an Amazon-shaped write larger than the free disk (a whole category is tens of GB)."""
-        from dataset_builder.synth.amazon import estimated_bytes
-
-        need = sum(estimated_bytes(name, self.reviews_per_domain) for name in self.domains)
-        if self.gzip:
-            need //= 4
-        folder = Path(self.out).resolve()
-        while not folder.exists():
-            folder = folder.parent
-        free = shutil.disk_usage(folder).free
-        if need > free:
-            raise BuildConfigError(
-                f"--shape amazon with --reviews-per-domain {self.reviews_per_domain:,} writes about "
-                f"{need / 1e9:,.1f} GB, more than the {free / 1e9:,.1f} GB free under {folder}: free space, "
-                "write fewer reviews or domains, or add --gzip"
-            )
 
 
 @dataclass(frozen=True, slots=True)

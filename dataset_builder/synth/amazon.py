@@ -42,13 +42,15 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from dataset_builder.config import MS_PER_DAY
+from dataset_builder.config import MS_PER_DAY, BuildConfigError, SynthConfig
 from dataset_builder.synth import model
 from dataset_builder.synth.vocab import AUTHOR_CATEGORIES, REVIEW_TEMPLATES, date_text, vocab
 from perrec_eval import progress
@@ -144,6 +146,27 @@ def lomax_scale(mean: float, shape: float, cap: int) -> float:
         else:
             high = mid
     return math.sqrt(low * high)
+
+
+def check_disk(config: SynthConfig) -> None:
+    """Refuse an Amazon-shaped write larger than the free disk (a whole category is tens of GB).
+
+    Raises:
+        BuildConfigError: the files would not fit under ``config.out``.
+    """
+    need = sum(estimated_bytes(name, config.reviews_per_domain) for name in config.domains)
+    if config.gzip:
+        need //= 4
+    folder = Path(config.out).resolve()
+    while not folder.exists():
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if need > free:
+        raise BuildConfigError(
+            f"--shape amazon with --reviews-per-domain {config.reviews_per_domain:,} writes about "
+            f"{need / 1e9:,.1f} GB, more than the {free / 1e9:,.1f} GB free under {folder}: free space, "
+            "write fewer reviews or domains, or add --gzip"
+        )
 
 
 def estimated_bytes(name: str, reviews: int) -> int:

@@ -420,6 +420,8 @@ def write_synthetic(
     out, names = config.out, config.domains
     if out.exists() and not out.is_dir():
         raise BuildConfigError(f"--out {out} is a file; pass a folder path")
+    if shape == "amazon":
+        amazon.check_disk(config)
     suffix = ".jsonl.gz" if gzip else ".jsonl"
     claim_files(out, [f for name in names for f in (f"{name}{suffix}", f"meta_{name}{suffix}")])
     started = time.perf_counter()

@@ -125,9 +125,13 @@ def test_amazon_shape_refuses_faults_and_a_full_disk(tmp_path, monkeypatch):
     class Usage:
         free = 10**9
 
-    monkeypatch.setattr("dataset_builder.config.shutil.disk_usage", lambda path: Usage)
+    def never(*args, **kwargs):
+        raise AssertionError("the disk check comes before any line is written")
+
+    monkeypatch.setattr("dataset_builder.synth.amazon.shutil.disk_usage", lambda path: Usage)
+    monkeypatch.setattr("dataset_builder.synth.writer._write_amazon_domain", never)
     with pytest.raises(BuildConfigError, match=r"writes about 3[0-9]\.\d GB, more than the 1\.0 GB free"):
-        SynthConfig(out=tmp_path / "x", shape="amazon", reviews_per_domain=29_500_000, domains=("Books",))
+        synth.write_synthetic(tmp_path / "x", reviews_per_domain=29_500_000, domains="Books", shape="amazon")
 
 
 def test_amazon_shape_cli_prints_its_counts(tmp_path, capsys):

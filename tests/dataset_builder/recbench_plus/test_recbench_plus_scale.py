@@ -92,7 +92,7 @@ def test_item_attributes_repeating_facts_are_added_once(tmp_path, movielens_sour
 
 def test_plan_logs_each_step_with_its_time(movielens_source, tmp_path, caplog):
     out = tmp_path / "out"
-    with caplog.at_level(logging.INFO, logger="dataset_builder.build"):
+    with caplog.at_level(logging.DEBUG, logger="dataset_builder.build"):  # the stages' times: debug lines
         args = ["build", "--task", "recbench-plus", "--source", str(movielens_source), "--out", str(out)]
         assert main([*args, "--no-progress"]) == 0
     steps = [r.getMessage() for r in caplog.records if " took " in r.getMessage()]
