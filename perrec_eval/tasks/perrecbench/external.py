@@ -118,7 +118,7 @@ def score_file(config: ScoreConfig) -> tuple[Any, Any]:
     and the run as the shared reports load one (`family.FamilyRun`)."""
     from perrec_eval.lock import folder_lock
     from perrec_eval.results import RunInfo
-    from perrec_eval.rundir import check_out, claim, versions, write_run
+    from perrec_eval.rundir import check_out, claim, versions
     from perrec_eval.secrets import redact
     from perrec_eval.tasks.perrecbench import report
     from perrec_eval.tasks.perrecbench.context import dataset_fingerprint
@@ -161,14 +161,7 @@ def score_file(config: ScoreConfig) -> tuple[Any, Any]:
         claim(out, record, overwrite=config.overwrite)
         scores, info, records = scored()
         out.mkdir(parents=True, exist_ok=True)
-        write_run(
-            out,
-            samples=None,
-            records=records,
-            scores=scores.to_family(),
-            run_info=info,
-            report=lambda: report.render_run(out, info, scores, records),
-        )
+        report.write_scored(out, info, scores, records)
     return scores, report.family_run(out, info, scores, records)
 
 

@@ -217,7 +217,6 @@ def score_command(config: Any) -> int:
     `perrecbench report` compares with the other runs on these groups."""
     import dataclasses
     import sys
-    from functools import partial
     from pathlib import Path
 
     from perrec_eval.errors import ConfigError
@@ -225,7 +224,7 @@ def score_command(config: Any) -> int:
     from perrec_eval.harness.samples import read_harness
     from perrec_eval.lock import folder_lock
     from perrec_eval.results import RunInfo
-    from perrec_eval.rundir import check_out, claim, write_run
+    from perrec_eval.rundir import check_out, claim
     from perrec_eval.tasks.perrecbench import report
 
     output = read_harness(config.predictions, TASK.name)
@@ -275,14 +274,7 @@ def score_command(config: Any) -> int:
         with folder_lock(out):
             claim(out, info.config, overwrite=config.overwrite)
             out.mkdir(parents=True, exist_ok=True)
-            write_run(
-                out,
-                samples=samples,
-                records=records,
-                scores=scores.to_family(),
-                run_info=info,
-                report=partial(report.render_run, out, info, scores, records),
-            )
+            report.write_scored(out, info, scores, records, samples)
         print(f"written to {config.out}/ (scores.json, predictions.jsonl, run.json)", file=sys.stderr)
     return 0
 

@@ -62,6 +62,27 @@ def render_report(runs: Sequence[Any]) -> str:
     return markdown(blocks)
 
 
+def write_scored(
+    out: Path,
+    info: RunInfo,
+    scores: Scores,
+    records: Sequence[PredictionRecord],
+    samples: Sequence[Any] | None = None,
+) -> None:
+    """A scored run's files into `out` (held locked by the caller): scores in the shared layout, its
+    predictions (and samples) and run.json, and report.md rendered from what is in memory."""
+    from perrec_eval.rundir import write_run
+
+    write_run(
+        out,
+        samples=samples,
+        records=records,
+        scores=scores.to_family(),
+        run_info=info,
+        report=lambda: render_run(out, info, scores, records),
+    )
+
+
 def render_run(
     folder: str | os.PathLike, info: RunInfo, scores: Scores, records: Sequence[PredictionRecord]
 ) -> str:

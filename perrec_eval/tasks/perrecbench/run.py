@@ -17,7 +17,6 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from perrec_eval.engines.base import Engine
 from perrec_eval.errors import ConfigError, DataError
 from perrec_eval.lock import folder_lock
 from perrec_eval.results import RunInfo
-from perrec_eval.rundir import check_out, claim, local_inputs, write_run
+from perrec_eval.rundir import check_out, claim, local_inputs
 from perrec_eval.secrets import redact
 from perrec_eval.tasks.perrecbench import context, demonstrations, report
 from perrec_eval.tasks.perrecbench.config import EvalConfig
@@ -246,14 +245,7 @@ def _run(config: EvalConfig, system: System, test: Mapping[str, list[Group]]) ->
         **system.run_fields(scores),
     )
     info = RunInfo.from_json(json.loads(json.dumps(redact(run_info.to_json()))), out / "run.json")
-    write_run(
-        out,
-        samples=samples,
-        records=records,
-        scores=scores.to_family(),
-        run_info=info,
-        report=partial(report.render_run, out, info, scores, records),
-    )
+    report.write_scored(out, info, scores, records, samples)
     return report.family_run(out, info, scores, records)
 
 
