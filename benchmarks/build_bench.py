@@ -207,6 +207,16 @@ def naive_reviews(source: Path, domain: str, texts: bool = False):
     return reviews.drop_duplicates(["user_id", "parent_asin"], keep="first")
 
 
+def with_moments(reviews):
+    """The reviews with ``n_before`` and ``s_before``: the count and sum of the user's ratings strictly
+    before each review (equal timestamps excluded), the obvious way with pandas."""
+    moments = reviews.groupby(["user_id", "timestamp"]).rating.agg(["count", "sum"]).reset_index()
+    per_user = moments.groupby("user_id", sort=False)
+    moments["n_before"] = per_user["count"].cumsum() - moments["count"]
+    moments["s_before"] = per_user["sum"].cumsum() - moments["sum"]
+    return reviews.merge(moments.drop(columns=["count", "sum"]), on=["user_id", "timestamp"])
+
+
 def naive_pass(
     source: Path, domains: tuple[str, ...], window_ms: int, min_history: int, min_gap: float, k: int
 ) -> dict[str, int]:
@@ -226,12 +236,7 @@ def naive_pass(
 
     found = {}
     for domain in domains:
-        reviews = naive_reviews(source, domain)
-        moments = reviews.groupby(["user_id", "timestamp"]).rating.agg(["count", "sum"]).reset_index()
-        per_user = moments.groupby("user_id", sort=False)
-        moments["n_before"] = per_user["count"].cumsum() - moments["count"]
-        moments["s_before"] = per_user["sum"].cumsum() - moments["sum"]
-        reviews = reviews.merge(moments.drop(columns=["count", "sum"]), on=["user_id", "timestamp"])
+        reviews = with_moments(naive_reviews(source, domain))
         cand = reviews[reviews.n_before > min_history].copy()
         cand["rel"] = cand.rating - cand.s_before / cand.n_before
         meta = pd.read_json(source / f"meta_{domain}.jsonl", lines=True, dtype={"parent_asin": str})

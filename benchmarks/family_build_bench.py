@@ -21,6 +21,7 @@ import argparse
 import functools
 import json
 import logging
+import os
 import platform
 import shutil
 import subprocess
@@ -30,15 +31,19 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_bench import naive_reviews, run_measured, stage_seconds  # noqa: E402
+from build_bench import naive_reviews, run_measured, stage_seconds, with_moments  # noqa: E402
 from metric_bench import write_section  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SECTION = "## Family builders"
-FAMILIES = ("llmrec", "recbench-plus")
+FAMILIES = ("perrecbench", "llmrec", "recbench-plus")
+SHAPES = ("dense", "long", "amazon")
+# The long-history shape: the dense model with heavy users (users up to 1,500 reviews, a mean of ~15).
+LONG = {"user_pareto_shape": 1.5, "user_pareto_scale": 8.0, "user_max_reviews": 1500}
 DOMAINS = ("Books", "Clothing_Shoes_and_Jewelry", "Home_and_Kitchen", "Electronics")
 # The Python parts of each family's plan and write steps, timed by --run-build: (module, function).
 PARTS = {
+    "perrecbench": (),
     "llmrec": (
         ("dataset_builder.llmrec.stream", "catalogue"),  # the first pass: popularity counts, vocabulary
         ("dataset_builder.llmrec.stream", "_candidates"),  # each row's own generator: the draws
@@ -204,51 +209,205 @@ def naive_llmrec(source: Path, out: Path, k: int = 5) -> dict:
     return {"domains": found, "files": files, "counts": counts}
 
 
-def naive_recbench(
-    source: Path, min_items: int = 3, max_share: float = 0.2, min_history: int = 5, min_subset: int = 2
-) -> dict[str, dict[str, int]]:
-    """Each domain's RecBench+ graph and users with pandas, in memory: every titled reviewed item's relation
-    values (`kg.item_facts`, the builder's normalization), the values held by ``min_items`` to ``max_share``
-    of the items, the users with ``min_history`` titled items and those among them whose history holds a
-    kept value shared by ``min_subset`` items (a query can be made)."""
-    import pandas as pd
+def _content_named(out: Path, name: str, table) -> str:
+    """Write `table` as ``<name>-<sha12>.parquet`` under `out` (the builds' naming); return its path."""
+    import hashlib
+    import io
 
-    from dataset_builder.recbench_plus import kg
+    import pyarrow.parquet as pq
 
-    found = {}
-    for domain in DOMAINS:
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    data = sink.getvalue()
+    path = f"{name}-{hashlib.sha256(data).hexdigest()[:12]}.parquet"
+    (out / path).parent.mkdir(parents=True, exist_ok=True)
+    (out / path).write_bytes(data)
+    return path
+
+
+def naive_perrecbench(source: Path, out: Path, domains: tuple[str, ...] = DOMAINS) -> dict:
+    """`build` (paper preset, its defaults) done the obvious way, in memory: each domain's reviews and
+    metadata read whole with pandas, duplicates dropped, the running averages strictly before each review,
+    the candidates of every titled item drawn by the builder's own `groups.find_group` (with its per-item
+    random stream: the same groups), then every chosen user's history (every earlier review, oldest first,
+    with its item's title and author) as Python records, and the groups written as one parquet file. No
+    twins, split, levels or statistics: the build does those on top. Returns the groups and history rows."""
+    import pyarrow as pa
+
+    from dataset_builder.perrecbench.config import BuildConfig
+    from dataset_builder.perrecbench.groups import Candidate, find_group, item_rng
+
+    cfg = BuildConfig(source=str(source), out=out / "unused")
+    rows: list[dict] = []
+    found: dict[str, int] = {}
+    for domain in domains:
+        reviews = with_moments(naive_reviews(source, domain))
+        meta = _meta(source, domain)
+        meta["author_name"] = meta["author"].map(lambda a: a.get("name") if isinstance(a, dict) else a) if (
+            "author" in meta) else None  # fmt: skip
+        for column in ("title", "author_name"):  # missing: None, not NaN (a text column)
+            meta[column] = meta[column].astype(object).where(meta[column].notna(), None)
+        info = meta.set_index("parent_asin")
+        cand = reviews[reviews.n_before > cfg.min_history].copy()
+        cand["avg"] = cand.s_before / cand.n_before
+        cand["rel"] = cand.rating - cand["avg"]
+        titled = info.index[info.title.fillna("").str.strip() != ""]
+        cand = cand[cand.parent_asin.isin(titled)].sort_values(["parent_asin", "timestamp", "user_id"])
+        by_user = {
+            user: group for user, group in reviews.sort_values(["user_id", "timestamp", "parent_asin"])
+            .merge(meta[["parent_asin", "title", "author_name"]], on="parent_asin", how="left", sort=False)
+            .groupby("user_id", sort=False)
+        }  # fmt: skip
+        found[domain] = 0
+        for item, group in cand.groupby("parent_asin", sort=True):
+            if len(group) < cfg.group_size:
+                continue
+            cands = [
+                Candidate(r, t, u) for r, t, u in zip(group.rel, group.timestamp, group.user_id, strict=True)
+            ]
+            rng = item_rng(cfg.seed, domain, item)
+            choice = find_group(
+                cands, window_ms=cfg.window_ms, min_gap=cfg.min_gap, group_size=cfg.group_size, rng=rng
+            )
+            if choice is None:
+                continue
+            found[domain] += 1
+            users = []
+            for member in choice.members:
+                mine = by_user[member.user_id]
+                earlier = mine[mine.timestamp < member.timestamp]
+                users.append({
+                    "user_id": member.user_id, "timestamp": member.timestamp, "relative_rating": member.rel,
+                    "history": [
+                        {"parent_asin": a, "title": t if t == t else None, "author": w if w == w else None,
+                         "rating": r, "timestamp": ts}
+                        for a, t, w, r, ts in zip(earlier.parent_asin, earlier.title, earlier.author_name,
+                                                  earlier.rating, earlier.timestamp, strict=True)
+                    ],
+                })  # fmt: skip
+            query = info.loc[item]
+            rows.append({"group_id": f"{domain}:{item}", "domain": domain,
+                         "query": {"parent_asin": item, "title": query.title, "author": query.author_name},
+                         "users": users})  # fmt: skip
+        del reviews, meta, info, cand, by_user
+    out.mkdir(parents=True, exist_ok=True)
+    path = _content_named(out, "full/test", pa.Table.from_pylist(rows))
+    history = sum(len(u["history"]) for row in rows for u in row["users"])
+    return {"groups": found, "history_rows": history, "file": path}
+
+
+def naive_recbench_queries(source: Path, out: Path, domains: tuple[str, ...] = DOMAINS) -> dict:
+    """`build --task recbench-plus` (its defaults) done the obvious way, in memory: each domain's reviews
+    and metadata read whole with pandas, duplicates dropped, the titled reviewed items (the catalogue, by
+    id), every item's relation values with `kg.item_facts` (a Python record per item), the graph and the
+    queries with the builder's own pure functions (`kg.build_graph`, `queries.candidates`, `choose`,
+    `rows_of_user`: the same queries) over every user's history held as a Python list, and every file
+    written from Python records. Returns the files (content-named, as the build names them) and counts."""
+    import random
+
+    import pyarrow as pa
+
+    from dataset_builder.recbench_plus import kg, queries
+    from dataset_builder.recbench_plus.builder import CONFIGS, SPLITS
+    from dataset_builder.recbench_plus.config import BuildConfig
+
+    cfg = BuildConfig(source=str(source), out=out / "unused")
+    written: dict[str, dict[str, list[dict]]] = {c: {s: [] for s in SPLITS} for c in CONFIGS}
+    catalogue_rows: list[dict] = []
+    for domain in domains:
         reviews = naive_reviews(source, domain)
         meta = _meta(source, domain)
-        meta = meta[meta.title.fillna("").str.strip() != ""]
-        meta = meta[meta.parent_asin.isin(reviews.parent_asin)]
-        keys = kg.detail_keys(domain)
+        meta = meta[meta.title.fillna("").astype(str).str.strip() != ""]
+        popularity = reviews.parent_asin.value_counts()
+        meta = meta[meta.parent_asin.isin(popularity.index)].sort_values("parent_asin")
+        asins = meta.parent_asin.tolist()
+        index = {a: i for i, a in enumerate(asins)}
+        keys = kg.detail_keys(domain, cfg.details_keys)
+        records = meta.to_dict("records")
 
-        def facts(row, keys=keys) -> list[tuple[str, str]]:
-            author, store = getattr(row, "author", None), getattr(row, "store", None)
-            author = author.get("name") if isinstance(author, dict) else author
-            categories = getattr(row, "categories", None)
-            categories = categories if isinstance(categories, list) else None
-            details = getattr(row, "details", None)
-            details = details if isinstance(details, dict) else None
-            return [f.key for f in kg.item_facts(author, store, categories, details, keys)]
+        def name(author):
+            return (
+                author.get("name")
+                if isinstance(author, dict)
+                else author
+                if isinstance(author, str)
+                else None
+            )
 
-        pairs = pd.DataFrame(
-            [(row.parent_asin, key) for row in meta.itertuples() for key in facts(row)],
-            columns=["parent_asin", "value"],
+        facts = [
+            kg.item_facts(name(r.get("author")), r.get("store") if isinstance(r.get("store"), str) else None,
+                          r.get("categories") if isinstance(r.get("categories"), list) else None,
+                          r.get("details") if isinstance(r.get("details"), dict) else None, keys)
+            for r in records
+        ]  # fmt: skip
+        graph = kg.build_graph(facts, min_items=cfg.min_items, max_share=cfg.max_share)
+        items = [
+            queries.Item(a, str(r["title"]).strip(), int(popularity[a]))
+            for a, r in zip(asins, records, strict=True)
+        ]
+        catalogue = queries.Catalogue.of(graph, items)
+        history = reviews[reviews.parent_asin.isin(index)].sort_values(
+            ["user_id", "timestamp", "parent_asin"]
         )
-        holders = pairs.groupby("value").parent_asin.nunique()
-        kept = holders[(holders >= min_items) & (holders <= max_share * len(meta))].index
-        pairs = pairs[pairs.value.isin(kept)]
-        history = reviews[reviews.parent_asin.isin(meta.parent_asin)]
-        sizes = history.groupby("user_id").size()
-        eligible = history[history.user_id.isin(sizes[sizes >= min_history].index)]
-        shared = eligible.merge(pairs, on="parent_asin").groupby(["user_id", "value"]).size()
-        found[domain] = {
-            "values_kept": len(kept),
-            "eligible_users": int((sizes >= min_history).sum()),
-            "users_with_subset": int(shared[shared >= min_subset].index.get_level_values(0).nunique()),
-        }
-    return found
+        histories: dict[str, list[int]] = {}
+        for user, asin in zip(history.user_id, history.parent_asin, strict=True):
+            histories.setdefault(user, []).append(index[asin])
+        rng = random.Random(f"{cfg.seed}-{domain}")
+        eligible = [u for u in sorted(histories) if len(histories[u]) >= cfg.min_history]
+        rng.shuffle(eligible)
+        counts: dict[str, int] = {}
+        wanted, users = {"test": cfg.users, "train": cfg.train_users}, {"test": 0, "train": 0}
+        for user in eligible:
+            split = "test" if users["test"] < wanted["test"] else "train"
+            if users[split] >= wanted[split]:
+                break
+            found = queries.candidates(
+                histories[user], graph, min_subset=cfg.min_subset, max_subset=cfg.max_subset
+            )
+            chosen = queries.choose(found, cfg.queries_per_user, rng)
+            if not chosen:
+                continue
+            users[split] += 1
+            made = queries.rows_of_user(user, histories[user], chosen, catalogue, domain, counts)
+            for config in queries.TYPES:
+                written[config][split] += made[config]
+        catalogue_rows += [
+            {"parent_asin": a, "title": i.title, "domain": domain, "popularity": i.popularity,
+             "relations": [f.to_json() for f in graph.item_facts(n)]}
+            for n, (a, i) in enumerate(zip(asins, items, strict=True))
+        ]  # fmt: skip
+        del reviews, meta, records, facts, history, histories
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        config: {split: _content_named(out, f"{config}/{split}", pa.Table.from_pylist(rows))
+                 for split, rows in by_split.items() if rows}
+        for config, by_split in written.items()
+    }  # fmt: skip
+    files["catalogue"] = {
+        "items": _content_named(out, "catalogue/items", pa.Table.from_pylist(catalogue_rows))
+    }
+    return {"files": {c: f for c, f in files.items() if f}}
+
+
+def synth_long(out: Path, per_domain: int) -> None:
+    """The long-history shape: `perrecbench synth`'s dense model with the heavy users of :data:`LONG`."""
+    import dataclasses
+
+    from dataset_builder.synth import model, writer
+
+    model.generate = functools.partial(model.generate, signal=dataclasses.replace(model.SIGNAL, **LONG))
+    writer.write_synthetic(out, reviews_per_domain=per_domain, seed=7)
+
+
+def synth(raw: Path, shape: str, total: int) -> None:
+    """Synthetic raw data of `total` reviews over the four domains in one of :data:`SHAPES`."""
+    if shape == "long":
+        command = [sys.executable, __file__, "--synth-long", str(raw), str(total // 4)]
+    else:
+        kind = "amazon" if shape == "amazon" else "dense"
+        command = [sys.executable, "-m", "perrec_eval.cli", "synth", "--out", str(raw), "--no-progress",
+                   "--reviews-per-domain", str(total // 4), "--shape", kind]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, cwd=REPO)
 
 
 def build_run(family: str, raw: Path, out: Path, threads: int) -> dict:
@@ -257,7 +416,8 @@ def build_run(family: str, raw: Path, out: Path, threads: int) -> dict:
     command += ["--overwrite", "--no-progress", "--threads", str(threads)]
     wall, peak, _, log, cpu = run_measured(command, cwd=REPO)
     recorded = json.loads((out / "manifest.json").read_text())
-    return {"wall": wall, "cpu": cpu, "peak_rss": peak, "stages": stage_seconds(log), "manifest": recorded}
+    return {"wall": wall, "cpu": cpu, "peak_rss": peak, "stages": stage_seconds(log), "manifest": recorded,
+            "load": os.getloadavg()[0]}  # fmt: skip
 
 
 def naive_run(family: str, raw: Path, out: Path) -> dict:
@@ -265,7 +425,13 @@ def naive_run(family: str, raw: Path, out: Path) -> dict:
     command = [sys.executable, __file__, "--naive", family, str(raw), str(out)]
     wall, peak, found, _, cpu = run_measured(command, cwd=REPO)
     shutil.rmtree(out, ignore_errors=True)
-    return {"wall": wall, "cpu": cpu, "peak_rss": peak, "found": json.loads(found)}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "peak_rss": peak,
+        "found": json.loads(found),
+        "load": os.getloadavg()[0],
+    }
 
 
 def check(family: str, build: dict, naive: dict) -> dict[str, int]:
@@ -290,14 +456,15 @@ def check(family: str, build: dict, naive: dict) -> dict[str, int]:
         if same < small:
             raise RuntimeError(f"llmrec: {same} files byte-identical, fewer than the {small} small ones")
         return {"files": sum(len(v) for v in recorded["outputs"].values()), "identical": same}
-    for domain, found in naive["found"].items():
-        pairs = [(key, recorded["graph"][domain][key]) for key in ("values_kept", "eligible_users")]
-        for key, value in pairs:
-            if found[key] != value:
-                raise RuntimeError(
-                    f"{family} {domain}: the naive pass finds {key} {found[key]}, the build {value}"
-                )
-    return {}
+    if family == "perrecbench":
+        built = {d: f["items_with_group"] for d, f in recorded["selection"].items()}
+        if naive["found"]["groups"] != built:
+            raise RuntimeError(f"perrecbench: naive groups {naive['found']['groups']} != the build's {built}")
+        return {}
+    if naive["found"]["files"] != recorded["outputs"]:
+        raise RuntimeError(f"recbench-plus: naive files {naive['found']['files']} != {recorded['outputs']}")
+    files = sum(len(v) for v in recorded["outputs"].values())
+    return {"files": files, "identical": files}
 
 
 def _range(values: list[float], fmt: str = "{:.1f}") -> str:
@@ -305,12 +472,14 @@ def _range(values: list[float], fmt: str = "{:.1f}") -> str:
     return fmt.format(low) if fmt.format(low) == fmt.format(high) else f"{fmt.format(low)}-{fmt.format(high)}"
 
 
-def table(total: int, threads: int, runs: dict[str, dict[str, list[dict]]], flat: list[dict]) -> str:
+def table(
+    total: int, threads: int, runs: dict[str, dict[str, list[dict]]], flat: list[dict], shape: str = "dense"
+) -> str:
     families = [f for f in FAMILIES if runs[f]["build"]]
     rounds = len(runs[families[0]]["build"])
     lines = [
         f"`benchmarks/family_build_bench.py --total {total} --repeat {rounds} --threads {threads} "
-        f"--families {','.join(families)}"
+        f"--families {','.join(families)} --shape {shape}"
         + (f" --flat {flat[0]['total']}`" if flat else "`")
         + f" ({platform.python_version()}, {platform.machine()}; 2 CPU cores shared with other work: ranges "
         "over the rounds, build and naive pass alternating in each round under the same load; fresh builds, "
@@ -328,12 +497,16 @@ def table(total: int, threads: int, runs: dict[str, dict[str, list[dict]]], flat
                 f"| {family} | {name} | {_range([r['wall'] for r in rs])} | {_range([r['cpu'] for r in rs])} "
                 f"| {_range([r['peak_rss'] / 2**20 for r in rs], '{:,.0f}')} |"
             )
-    lines.append("")
+    loads = [r["load"] for f in families for kind in ("build", "naive") for r in runs[f][kind]]
+    lines += ["", f"Load average (1 min) at the end of each run: {min(loads):.1f}–{max(loads):.1f}.", ""]
     for family in families:
         pairs = list(zip(runs[family]["build"], runs[family]["naive"], strict=True))
-        wall = _range([b["wall"] / n["wall"] for b, n in pairs], "{:.2f}")
+        wall = ", ".join(f"{b['wall'] / n['wall']:.2f}" for b, n in pairs)
+        cpu = ", ".join(f"{b['cpu'] / n['cpu']:.2f}" for b, n in pairs)
         peak = _range([b["peak_rss"] / n["peak_rss"] for b, n in pairs], "{:.2f}")
-        lines.append(f"- {family}: build / naive pass in each round: wall {wall}×, peak RSS {peak}×.")
+        lines.append(
+            f"- {family}: build / naive pass in each round: wall {wall}×; CPU {cpu}×; peak RSS {peak}×."
+        )
     for family in families:
         rs = runs[family]["build"]
         if family == "llmrec" and rs:
@@ -364,7 +537,15 @@ def main() -> None:
         return
     if len(sys.argv) > 2 and sys.argv[1] == "--naive":
         family, source, out = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
-        print(json.dumps(naive_llmrec(source, out) if family == "llmrec" else naive_recbench(source)))
+        passes = {
+            "perrecbench": naive_perrecbench,
+            "llmrec": naive_llmrec,
+            "recbench-plus": naive_recbench_queries,
+        }
+        print(json.dumps(passes[family](source, out)))
+        return
+    if len(sys.argv) > 2 and sys.argv[1] == "--synth-long":
+        synth_long(Path(sys.argv[2]), int(sys.argv[3]))
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", type=int, default=2_000_000, help="reviews over the four domains")
@@ -373,6 +554,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()), help="where data goes")
     parser.add_argument("--raw", type=Path, help="existing synth output to reuse (not deleted)")
     parser.add_argument("--families", default=",".join(FAMILIES), help="the families to measure")
+    parser.add_argument("--shape", default="dense", choices=SHAPES, help="the synthetic data's shape")
     parser.add_argument(
         "--flat", type=int, default=0, help="then build LLMRec once on this many reviews (memory flat?)"
     )
@@ -383,11 +565,7 @@ def main() -> None:
     try:
         raw = args.raw or work / "raw"
         if args.raw is None:
-            subprocess.run(
-                [sys.executable, "-m", "perrec_eval.cli", "synth", "--out", str(raw), "--no-progress",
-                 "--reviews-per-domain", str(args.total // 4)],
-                check=True, capture_output=True, cwd=REPO,
-            )  # fmt: skip
+            synth(raw, args.shape, args.total)
         families = [f for f in FAMILIES if f in args.families.split(",")]
         runs: dict[str, dict[str, list[dict]]] = {f: {"build": [], "naive": []} for f in FAMILIES}
         for round_ in range(args.repeat):
@@ -421,7 +599,7 @@ def main() -> None:
             logger.info(
                 "llmrec on %d reviews: %.1f s, %.0f MB", args.flat, run["wall"], run["peak_rss"] / 2**20
             )
-        body = table(args.total, args.threads, runs, flat)
+        body = table(args.total, args.threads, runs, flat, args.shape)
         print(body)
         if args.write:
             write_section(body, SECTION)

@@ -112,6 +112,7 @@ def _run_synth(config: SynthConfig) -> int:
         gzip=config.gzip,
         dirty=config.dirty,
         twins=config.twins,
+        shape=config.shape,
     )
     print(f"wrote {summary['out']} in {summary['seconds']} s ({summary['reviews_per_second']:,} reviews/s)")
     for name, info in summary["domains"].items():

@@ -49,6 +49,8 @@ MIN_REVIEWS_PER_DOMAIN = 200
 MAX_WINDOW_DAYS = 36_500
 MAX_THREADS = 4096  # DuckDB's threads setting; more than any machine's cores
 SYNTH_BYTES_PER_REVIEW = 500  # peak memory of `synth` per review of a domain (measured: about 470)
+SYNTH_AMAZON_BYTES_PER_REVIEW = 48  # the same with --shape amazon (dataset_builder/synth/amazon.py)
+SYNTH_SHAPES = ("dense", "amazon")
 
 
 class BuildError(PerrecbenchError):
@@ -212,6 +214,13 @@ class SynthConfig:
         "reviewed (same rating) ten days before the original by its reviewers; recorded in synth_truth.json",
         default=False,
     )
+    shape: str = option(
+        "dense (the planted model: every user active, many groups per review; the demo's) or amazon (a "
+        "real category's sparsity, sizes and text lengths: most users with one or two reviews, a 5-core of a "
+        "third of the reviews; written a block of users at a time, so a whole category fits in memory; "
+        "docs/performance.md)",
+        default="dense",
+    )
 
     def __post_init__(self) -> None:
         outputs.target(self.out)  # never the current, home or root folder
@@ -223,12 +232,18 @@ class SynthConfig:
             raise BuildConfigError(f"--reviews-per-domain must be an integer, got {n!r}")
         if n < MIN_REVIEWS_PER_DOMAIN:
             raise BuildConfigError(f"--reviews-per-domain must be at least {MIN_REVIEWS_PER_DOMAIN}, got {n}")
+        if self.shape not in SYNTH_SHAPES:
+            raise BuildConfigError(f"--shape must be one of {', '.join(SYNTH_SHAPES)}, got {self.shape!r}")
+        if self.shape == "amazon" and (self.dirty or self.twins):
+            raise BuildConfigError("--shape amazon plants no faults or twins: drop --dirty and --twins")
+        per_review = SYNTH_AMAZON_BYTES_PER_REVIEW if self.shape == "amazon" else SYNTH_BYTES_PER_REVIEW
         memory = _physical_memory()
-        if memory and n * SYNTH_BYTES_PER_REVIEW > memory:  # refused before numpy tries to allocate it
+        if memory and n * per_review > memory:  # refused before numpy tries to allocate it
             raise BuildConfigError(
-                f"--reviews-per-domain {n:,} needs about {n * SYNTH_BYTES_PER_REVIEW / 2**30:,.0f} GiB of "
+                f"--reviews-per-domain {n:,} needs about {n * per_review / 2**30:,.0f} GiB of "
                 f"memory, more than this machine's {memory / 2**30:,.0f} GiB: write at most "
-                f"{memory // SYNTH_BYTES_PER_REVIEW:,} reviews per domain"
+                f"{memory // per_review:,} reviews per domain"
+                + ("" if self.shape == "amazon" else " (or --shape amazon, which needs far less)")
             )
         if self.seed < 0:  # numpy's generators take no negative seed
             raise BuildConfigError(f"--seed must be an integer >= 0, got {self.seed}")

@@ -107,6 +107,69 @@ def _check_bad(
     return total, located
 
 
+def _review_rows(file: InputFile, text: bool) -> str:
+    """SQL of a review file's rows: ``user_id, parent_asin, asin, rating, ts [, title, text], ok`` (``ok``:
+    the line passes the checks; a bad line's values are NULL where they do not parse)."""
+    columns = _REVIEW_COLUMNS + (_REVIEW_TEXT_COLUMNS if text else "")
+    inner_text = f", {_text('title')}, {_text('text')}" if text else ""
+    outer_text = "title, text," if text else ""
+    # Each JSON value is typed and converted once, in the inner projection (written inline, DuckDB
+    # evaluated json_type and the casts once per use: ≈ 5% more CPU for this stage).
+    return f"""
+        SELECT uid AS user_id, pid AS parent_asin, coalesce(asin, '') AS asin,
+               CASE WHEN rt IN {_NUMBER} THEN r END AS rating, CASE WHEN tt IN {_INTEGER} THEN tv END AS ts,
+               {outer_text}
+               coalesce(ut = 'VARCHAR' AND uid <> '' AND pt = 'VARCHAR' AND pid <> ''
+                        AND rt IN {_NUMBER} AND r BETWEEN 1 AND 5
+                        AND tt IN {_INTEGER} AND tv >= 0, false) AS ok
+        FROM (SELECT json_type(user_id) AS ut, user_id ->> '$' AS uid, json_type(parent_asin) AS pt,
+                     parent_asin ->> '$' AS pid, asin, json_type(rating) AS rt,
+                     TRY_CAST(rating AS DOUBLE) AS r, json_type(t) AS tt, TRY_CAST(t AS BIGINT) AS tv
+                     {inner_text}
+              FROM (SELECT *, coalesce("timestamp", sort_timestamp, sortTimestamp) AS t
+                    FROM {_read_json(file.uri, columns)}))"""
+
+
+def review_texts(con: duckdb.DuckDBPyConnection, file: InputFile, table: str) -> None:
+    """The table ``texts`` (``user_id, parent_asin, title, text``): the review title and text of every
+    (user, item) pair of `table` (read by :func:`read_reviews` without texts), from a second read of the
+    review file keeping the lines of the table's pairs only, so that only the texts a family keeps are ever
+    held (a whole category's reviews hold tens of GB of text). Of a pair reviewed more than once, the
+    earliest review's texts: the review :func:`read_reviews` keeps with ``text=True`` (the texts deciding
+    last among equal times, ratings and asins).
+    """
+    con.sql(f"""
+        CREATE OR REPLACE TABLE texts AS
+        SELECT user_id, parent_asin, asin, rating, ts, title, text FROM ({_review_rows(file, True)}) r
+        WHERE ok AND hash(user_id, parent_asin) IN (SELECT hash(user_id, parent_asin) FROM {table})""")
+    _keep_earliest(con, "texts", ", 'title': title, 'text': text")
+    con.sql("ALTER TABLE texts DROP COLUMN asin")
+    con.sql("ALTER TABLE texts DROP COLUMN rating")
+    con.sql("ALTER TABLE texts DROP COLUMN ts")
+
+
+def _keep_earliest(con: duckdb.DuckDBPyConnection, table: str, key: str, where: str = "true") -> None:
+    """Delete, in place, every row of `table` but the earliest of its (user, item) pair (ties by rating,
+    asin, then `key`'s further fields) and the rows failing `where`. Only the pairs with more than one row
+    are looked at (found by a 64-bit hash of the pair, so no table of every pair is made): the rows' texts
+    are never copied, hashed or compared unless their pair repeats."""
+    con.sql(f"""
+        CREATE OR REPLACE TEMP TABLE repeated AS
+        SELECT h FROM (SELECT hash(user_id, parent_asin) AS h FROM {table} WHERE {where})
+        GROUP BY h HAVING count(*) > 1""")
+    con.sql(f"""
+        CREATE OR REPLACE TEMP TABLE losers AS
+        SELECT rowid AS id FROM {table}
+        WHERE {where} AND hash(user_id, parent_asin) IN (SELECT h FROM repeated)
+        EXCEPT
+        SELECT arg_min(rowid, {{'ts': ts, 'rating': rating, 'asin': asin{key}}}) FROM {table}
+        WHERE {where} AND hash(user_id, parent_asin) IN (SELECT h FROM repeated)
+        GROUP BY user_id, parent_asin""")
+    con.sql(f"DELETE FROM {table} WHERE NOT ({where}) OR rowid IN (SELECT id FROM losers)")
+    for temp in ("repeated", "losers"):
+        con.sql(f"DROP TABLE {temp}")
+
+
 def read_reviews(
     con: duckdb.DuckDBPyConnection,
     source: Source,
@@ -135,40 +198,19 @@ def read_reviews(
     """
     counts: dict[str, int] = {}
     bad_lines: list[dict[str, Any]] = []
-    columns = _REVIEW_COLUMNS + (_REVIEW_TEXT_COLUMNS if text else "")
-    inner_text = f", {_text('title')}, {_text('text')}" if text else ""
-    outer_text = "title, text," if text else ""
     tick("read reviews")
-    # Each JSON value is typed and converted once, in the inner projection (written inline, DuckDB
-    # evaluated json_type and the casts once per use: ≈ 5% more CPU for this stage).
-    con.sql(f"""
-        CREATE OR REPLACE TABLE raw AS
-        SELECT uid AS user_id, pid AS parent_asin, coalesce(asin, '') AS asin,
-               CASE WHEN rt IN {_NUMBER} THEN r END AS rating, CASE WHEN tt IN {_INTEGER} THEN tv END AS ts,
-               {outer_text}
-               coalesce(ut = 'VARCHAR' AND uid <> '' AND pt = 'VARCHAR' AND pid <> ''
-                        AND rt IN {_NUMBER} AND r BETWEEN 1 AND 5
-                        AND tt IN {_INTEGER} AND tv >= 0, false) AS ok
-        FROM (SELECT json_type(user_id) AS ut, user_id ->> '$' AS uid, json_type(parent_asin) AS pt,
-                     parent_asin ->> '$' AS pid, asin, json_type(rating) AS rt,
-                     TRY_CAST(rating AS DOUBLE) AS r, json_type(t) AS tt, TRY_CAST(t AS BIGINT) AS tv
-                     {inner_text}
-              FROM (SELECT *, coalesce("timestamp", sort_timestamp, sortTimestamp) AS t
-                    FROM {_read_json(file.uri, columns)}))""")
+    con.sql(f"CREATE OR REPLACE TABLE raw AS {_review_rows(file, text)}")
     counts["lines"], bad = _check_bad(con, source, file, "raw", on_bad_line)
     if bad is not None:
         bad_lines.append(bad.as_dict())
     counts["bad_lines"] = bad.count if bad else 0
 
     tick("deduplicate")
-    kept = ", k.title AS title, k.text AS text" if text else ""
-    key = ", 'title': title, 'text': text" if text else ""
-    con.sql(f"""
-        CREATE OR REPLACE TABLE rev AS
-        SELECT user_id, parent_asin, k.ts AS ts, k.rating AS rating{kept}
-        FROM (SELECT user_id, parent_asin, min({{'ts': ts, 'rating': rating, 'asin': asin{key}}}) AS k
-              FROM raw WHERE ok GROUP BY user_id, parent_asin)""")
-    con.sql("DROP TABLE raw")
+    _keep_earliest(con, "raw", ", 'title': title, 'text': text" if text else "", where="ok")
+    con.sql("ALTER TABLE raw DROP COLUMN ok")
+    con.sql("ALTER TABLE raw DROP COLUMN asin")
+    con.sql("DROP TABLE IF EXISTS rev")
+    con.sql("ALTER TABLE raw RENAME TO rev")
     counts["reviews"], counts["users"], counts["items"], max_ts = con.sql(
         "SELECT count(*), count(DISTINCT user_id), count(DISTINCT parent_asin), max(ts) FROM rev"
     ).fetchall()[0]

@@ -84,7 +84,7 @@ def _select(
 ) -> StageOutput:
     con = raw.connect(cfg, work, source)
     try:
-        funnel, bad = raw.read_reviews(con, source, item.reviews, cfg.on_bad_line, text=True, tick=tick)
+        funnel, bad = raw.read_reviews(con, source, item.reviews, cfg.on_bad_line, tick=tick)
         tick("read metadata")
         counts, meta_bad = raw.read_meta(
             con, source, item.meta, cfg.on_bad_line, items="SELECT DISTINCT parent_asin FROM rev"
@@ -92,6 +92,9 @@ def _select(
         tick("k-core")
         titled = titled_interactions(con)
         rounds = kcore(con, cfg.kcore)
+        tick("review texts")  # read again, for the k-core's reviews only
+        raw.review_texts(con, item.reviews, "inter")
+        tick("write sorted")
         kept = write_sorted(con, files["interactions_path"], files["items_path"])
     finally:
         con.close()
@@ -104,7 +107,7 @@ def _stage(cfg: BuildConfig) -> StageSpec:
         version=3,
         params={"kcore": cfg.kcore},
         flags={},
-        steps=("read reviews", "deduplicate", "read metadata", "k-core"),
+        steps=("read reviews", "deduplicate", "read metadata", "k-core", "review texts", "write sorted"),
         files={"interactions_path": "interactions.parquet", "items_path": "items.parquet"},
         select=partial(_select, cfg),
     )

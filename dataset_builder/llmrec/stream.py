@@ -167,8 +167,70 @@ class Catalogue:
     """A domain's items in `parent_asin` order, and what the candidates are drawn with."""
 
     asins: pa.Array
-    weights: np.ndarray | None  # popularity sampling: 1 + each item's train interactions
+    weights: np.ndarray | None  # popularity sampling: 1 + each item's train interactions (int64)
     vocabulary: dict[str, int] | None  # the text tasks' feature vocabulary (None: no text tasks)
+    cumulative: np.ndarray | None = None  # 0, then the running sums of `weights` (int64)
+
+
+_LOW_BITS = np.uint64(27)  # x * 2**53 split into 26 high and 27 low bits: every product fits in 64 bits
+_MAX_TOTAL = 2**37
+
+
+def _floor_times(x: np.ndarray, total: int) -> np.ndarray:
+    """``floor(x * total)`` exactly, for numpy's uniform doubles ``x`` (each ``k / 2**53``, k an integer
+    below 2**53) and an integer ``total`` below 2**37: ``(k * total) >> 53`` in 64-bit pieces.
+
+    >>> _floor_times(np.array([0.0, 0.5, 1 - 2**-53]), 10).tolist()
+    [0, 5, 9]
+    """
+    k = (x * 2.0**53).astype(np.uint64)
+    t = np.uint64(total)
+    high = (k >> _LOW_BITS) * t  # < 2**63
+    low = (k & np.uint64((1 << 27) - 1)) * t  # < 2**64
+    return ((high + (low >> _LOW_BITS)) >> np.uint64(26)).astype(np.int64)
+
+
+def weighted_draw(
+    rng: np.random.Generator, count: int, cumulative: np.ndarray, weights: np.ndarray, excluded: np.ndarray
+) -> np.ndarray:
+    """`count` distinct catalogue indices outside `excluded` (sorted), drawn in proportion to the integer
+    `weights` of the items left, in draw order.
+
+    These are the draws of numpy's ``Generator.choice(len(pool), count, replace=False, p=pool_weights /
+    pool_weights.sum())`` over the pool of the items outside `excluded` (each round: ``rng.random`` for the
+    draws still missing, the items already drawn given weight 0, each draw the first item whose running
+    share exceeds it, repeats kept once), mapped to the catalogue; computed on exact integer running sums
+    instead of a float cumulative sum of the pool, so a draw lands where numpy's lands unless numpy's
+    rounding moved an item's boundary past it, and without making the pool: the work and memory of a draw
+    follow `excluded` and `count`, never the catalogue (`cumulative`, the catalogue's running sums, is made
+    once per domain).
+
+    >>> weights, excluded = np.array([1, 1, 5, 1, 1, 1, 9]), np.array([0, 2])
+    >>> pool = np.array([1, 3, 4, 5, 6])  # the items outside `excluded`
+    >>> p = weights[pool] / weights[pool].sum()
+    >>> numpy = pool[np.random.default_rng(0).choice(len(pool), 3, replace=False, p=p)]
+    >>> cumulative = np.concatenate([[0], np.cumsum(weights)])
+    >>> drawn = weighted_draw(np.random.default_rng(0), 3, cumulative, weights, excluded)
+    >>> drawn.tolist(), drawn.tolist() == numpy.tolist()
+    ([6, 5, 1], True)
+    """
+    total = int(cumulative[-1])
+    if total >= _MAX_TOTAL:
+        raise ValueError(f"popularity weights summing to {total:,} (at most {_MAX_TOTAL:,})")
+    found = np.empty(0, dtype=np.int64)
+    while found.size < count:
+        x = rng.random(count - found.size)
+        gone = np.union1d(excluded, found)
+        removed = np.concatenate([[0], np.cumsum(weights[gone])])  # weight gone before each segment
+        draws = _floor_times(x, total - int(removed[-1]))
+        # the pool's running sum where each segment between gone items ends, then the item in that segment
+        ends = cumulative[np.append(gone, len(weights))] - removed
+        shift = removed[np.searchsorted(ends, draws, side="right")]
+        new = np.searchsorted(cumulative, draws + shift, side="right") - 1
+        first = np.unique(new, return_index=True)[1]
+        first.sort()
+        found = np.concatenate([found, new[first]])
+    return found
 
 
 def catalogue(cfg: BuildConfig, interactions: Path, items: Path, texts: bool) -> Catalogue:
@@ -191,23 +253,27 @@ def catalogue(cfg: BuildConfig, interactions: Path, items: Path, texts: bool) ->
         if texts:
             reviews = chunk.table["review_text"].filter(pa.array(train)).to_pylist()
             document_frequency((text or "" for text in reviews), into=frequency)
-    return Catalogue(
-        asins, 1.0 + counts if popular else None, ranked_vocabulary(frequency) if texts else None
-    )
+    weights = 1 + counts if popular else None
+    vocabulary = ranked_vocabulary(frequency) if texts else None
+    cumulative = np.concatenate([[0], np.cumsum(weights)]) if weights is not None else None
+    return Catalogue(asins, weights, vocabulary, cumulative)
 
 
 def _candidates(
     chunk: Chunk, rows: np.ndarray, ids: list[str], cat: Catalogue, cfg: BuildConfig
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's candidates (catalogue indices) and its target's position: the draws of
-    `splits.candidates` with `splits.row_rng`, on indices (the pool of a user's unreviewed items is never
-    made for uniform sampling: a draw's index among them is mapped to the catalogue)."""
+    `splits.candidates` with `splits.row_rng`, on indices. The pool of a user's unreviewed items is never
+    made: a uniform draw's index among them is mapped to the catalogue, a popularity draw is made on the
+    catalogue's running sums less the user's items (`weighted_draw`), so a user costs what their items do,
+    not what the catalogue does."""
     item = chunk.table["item"].to_numpy().astype(np.int64)
     width = cfg.negatives + 1
     out = np.empty((len(rows), width), dtype=np.int64)
     at = np.empty(len(rows), dtype=np.int64)
     listed = np.empty(width, dtype=np.int64)  # the drawn negatives, then the target
-    current, pool_size, shift, p = -1, 0, np.empty(0, dtype=np.int64), None
+    current, pool_size = -1, 0
+    excluded = shift = np.empty(0, dtype=np.int64)
     for k, row in enumerate(rows.tolist()):
         if chunk.user[row] != current:
             current = chunk.user[row]
@@ -215,15 +281,13 @@ def _candidates(
             excluded = np.sort(item[first : first + chunk.size[row]])
             shift = excluded - np.arange(len(excluded))
             pool_size = len(cat.asins) - len(excluded)
-            if cat.weights is not None:
-                keep = np.ones(len(cat.weights), dtype=bool)
-                keep[excluded] = False
-                pool = cat.weights[keep]
-                p = pool / pool.sum()
         rng = row_rng(cfg.seed, ids[k])
-        drawn = rng.choice(pool_size, size=cfg.negatives, replace=False, p=p)
-        listed[: cfg.negatives] = drawn
-        listed[: cfg.negatives] += shift.searchsorted(drawn, side="right")
+        if cat.weights is None:
+            drawn = rng.choice(pool_size, size=cfg.negatives, replace=False)
+            listed[: cfg.negatives] = drawn + shift.searchsorted(drawn, side="right")
+        else:
+            assert cat.cumulative is not None
+            listed[: cfg.negatives] = weighted_draw(rng, cfg.negatives, cat.cumulative, cat.weights, excluded)
         listed[cfg.negatives] = item[row]
         order = rng.permutation(width)
         out[k] = listed[order]

@@ -58,7 +58,7 @@ STOPWORDS = frozenset(
 )
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[a-z]+")
+_WORD = re.compile(r"[a-z]{3,}")  # a run of 3 or more letters, whole (shorter runs are never terms)
 _TOKEN = re.compile(r"\w+")
 _NUMBER = r"(?:one|two|three|four|five|[1-5](?:\.0)?)"
 _STARS = re.compile(
@@ -76,13 +76,13 @@ def sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(_BREAK.sub("\n", text)) if part.strip()]
 
 
-def terms(text: str) -> list[str]:
-    """The candidate feature terms of a text, in order (repeats kept).
+def terms(text: str) -> set[str]:
+    """The candidate feature terms of a text.
 
-    >>> terms("The scent of this soap is great; the SOAP lasts.")
-    ['scent', 'soap', 'soap', 'lasts']
+    >>> sorted(terms("The scent of this soap is great; the SOAP lasts."))
+    ['lasts', 'scent', 'soap']
     """
-    return [w for w in _WORD.findall(text.casefold()) if len(w) >= 3 and w not in STOPWORDS]
+    return set(_WORD.findall(text.casefold())) - STOPWORDS
 
 
 def feature_vocabulary(texts: Iterable[str], size: int = VOCABULARY_SIZE) -> dict[str, int]:
@@ -102,7 +102,7 @@ def document_frequency(texts: Iterable[str], into: Counter | None = None) -> Cou
     """
     frequency = Counter() if into is None else into
     for text in texts:
-        frequency.update(set(terms(text)))
+        frequency.update(terms(text))
     return frequency
 
 
@@ -125,11 +125,14 @@ def explanation(text: str, vocabulary: Mapping[str, int]) -> tuple[str, str] | N
     >>> explanation("Soap!", vocabulary) is None  # too short a sentence
     True
     """
+    # the vocabulary holds terms only (no stop word, 3 letters or more): a word in it is a term
+    if vocabulary.keys().isdisjoint(_WORD.findall(text.casefold())):
+        return None  # (a sentence's words are the text's: none can name a feature)
     best: tuple[int, str, str] | None = None
     for sentence in sentences(text):
         if not MIN_WORDS <= len(sentence.split()) <= MAX_WORDS:
             continue
-        ranks = [(vocabulary[t], t) for t in terms(sentence) if t in vocabulary]
+        ranks = [(vocabulary[t], t) for t in _WORD.findall(sentence.casefold()) if t in vocabulary]
         if ranks and (best is None or min(ranks)[0] < best[0]):
             rank, term = min(ranks)
             best = (rank, sentence, term)

@@ -76,16 +76,26 @@ def write_groups(
     Returns:
         The number of groups written.
     """
-    scope = "AND a.ts < c.ts" if avg_scope == "history" else ""
+    # Each chosen user (a member: group key and search position) numbered in the rows' order, and every
+    # review of theirs before their query review, once (twins of the query included: the mode counts them).
+    con.sql("""
+        CREATE OR REPLACE TABLE members AS
+        SELECT gkey, pos, user_id, ts, row_number() OVER (ORDER BY gkey, pos) - 1 AS m FROM chosen""")
+    con.sql("""
+        CREATE OR REPLACE TABLE earlier AS
+        SELECT b.m, a.parent_asin, a.ts, a.rating
+        FROM members b JOIN act a ON a.user_id = b.user_id AND a.ts < b.ts""")
+    reviews = "earlier" if avg_scope == "history" else (
+        "(SELECT b.m, a.parent_asin, a.ts, a.rating FROM members b JOIN act a ON a.user_id = b.user_id)"
+    )  # fmt: skip
     con.sql(f"""
         CREATE OR REPLACE TABLE modes AS
-        SELECT gkey, pos, rating AS mode FROM (
-            SELECT *, row_number() OVER (PARTITION BY gkey, pos ORDER BY n DESC, first) AS r
-            FROM (SELECT c.gkey, c.pos, a.rating, count(*) AS n,
-                         min({{'ts': a.ts, 'item': a.parent_asin}}) AS first
-                  FROM chosen c JOIN act a ON a.user_id = c.user_id {scope}
-                  GROUP BY ALL))
-        WHERE r = 1""")
+        SELECT b.gkey, b.pos, o.rating AS mode
+        FROM (SELECT *, row_number() OVER (PARTITION BY m ORDER BY n DESC, first) AS r
+              FROM (SELECT m, rating, count(*) AS n, min({{'ts': ts, 'item': parent_asin}}) AS first
+                    FROM {reviews} GROUP BY m, rating)) o
+        JOIN members b USING (m)
+        WHERE o.r = 1""")
     _find_twins(con, keep_twins)
     escaped = domain.replace("'", "''")
     groups = _Stream(
@@ -108,23 +118,11 @@ def write_groups(
            FROM chosen c LEFT JOIN modes o USING (gkey, pos)
            ORDER BY c.gkey, c.pos""",
     )
-    history = (
-        con.cursor()
-        .sql("""
-        SELECT c.gkey AS _key, c.pos AS _pos, a.parent_asin, m.title, m.author, a.rating,
-               a.ts AS timestamp
-        FROM chosen c JOIN act a ON a.user_id = c.user_id AND a.ts < c.ts
-        LEFT JOIN meta m ON m.parent_asin = a.parent_asin
-        WHERE NOT EXISTS (SELECT 1 FROM twin_rows t
-                          WHERE t.gkey = c.gkey AND t.pos = c.pos AND t.parent_asin = a.parent_asin)
-        ORDER BY c.gkey, c.pos, a.ts, a.parent_asin""")
-        .to_arrow_reader(_BATCH_ROWS)
-    )
+    history = _histories(con)
     pending: pa.Table | None = None
     rows = 0
     with atomic_open(path, "wb") as handle, pa.ipc.new_file(handle, ARROW_SCHEMA) as writer:
-        for batch in history:
-            table = pa.Table.from_batches([batch])
+        for table in history:
             pending = table if pending is None else pa.concat_tables([pending, table])
             keys = pending.column("_key")
             # Rows of the last item may continue in the next batch; everything before it is complete.
@@ -137,6 +135,48 @@ def write_groups(
         if users.take(1).num_rows or groups.take(1).num_rows:
             raise RuntimeError("internal error: a chosen user without history rows")
     return rows
+
+
+def _histories(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Table]:
+    """The members' history rows (``_key, _pos, parent_asin, title, author, rating, timestamp``) in the
+    rows' order: by group key, position, time, then ``parent_asin``, twins of the query left out.
+
+    Sorted on integers only (the member's number, the time, the item's place in ``parent_asin`` order), the
+    item's id, title and author taken afterwards from a table of the distinct history items: a member's
+    reviews are read once, and no title or author string is moved by the sort.
+    """
+    con.sql("""
+        CREATE OR REPLACE TABLE history AS
+        SELECT e.* FROM earlier e
+        WHERE NOT EXISTS (SELECT 1 FROM twin_rows t JOIN members b USING (gkey, pos)
+                          WHERE b.m = e.m AND t.parent_asin = e.parent_asin)""")
+    con.sql("""
+        CREATE OR REPLACE TABLE history_items AS
+        SELECT parent_asin, row_number() OVER (ORDER BY parent_asin) - 1 AS k
+        FROM (SELECT DISTINCT parent_asin FROM history)""")
+    items = con.sql("""
+        SELECT i.parent_asin, m.title, m.author FROM history_items i LEFT JOIN meta m USING (parent_asin)
+        ORDER BY i.k""").to_arrow_table()
+    members = con.sql("SELECT gkey, pos FROM members ORDER BY m").to_arrow_table()
+    reader = (
+        con.cursor()
+        .sql("""SELECT h.m, i.k, h.rating, h.ts FROM history h JOIN history_items i USING (parent_asin)
+                ORDER BY h.m, h.ts, i.k""")
+        .to_arrow_reader(_BATCH_ROWS)
+    )
+    for batch in reader:
+        m, k = batch.column("m"), batch.column("k")
+        yield pa.table(
+            {
+                "_key": members.column("gkey").take(m),
+                "_pos": members.column("pos").take(m),
+                "parent_asin": items.column("parent_asin").take(k),
+                "title": items.column("title").take(k),
+                "author": items.column("author").take(k),
+                "rating": batch.column("rating"),
+                "timestamp": batch.column("ts"),
+            }
+        )
 
 
 def _write(writer: pa.ipc.RecordBatchFileWriter, table: pa.Table) -> int:
@@ -158,8 +198,7 @@ def _find_twins(con: duckdb.DuckDBPyConnection, keep_twins: bool) -> None:
         return
     items = con.sql("""
         SELECT parent_asin, title, author FROM meta WHERE parent_asin IN (
-            SELECT parent_asin FROM chosen
-            UNION SELECT a.parent_asin FROM chosen c JOIN act a ON a.user_id = c.user_id AND a.ts < c.ts)
+            SELECT parent_asin FROM chosen UNION SELECT parent_asin FROM earlier)
         ORDER BY parent_asin""").fetchall()
     keys = pa.table(
         {
@@ -173,10 +212,10 @@ def _find_twins(con: duckdb.DuckDBPyConnection, keep_twins: bool) -> None:
     con.unregister("twin_keys_view")
     con.sql("""
         INSERT INTO twin_rows
-        SELECT c.gkey, c.pos, a.parent_asin
-        FROM chosen c JOIN twin_keys q ON q.parent_asin = c.parent_asin
-        JOIN act a ON a.user_id = c.user_id AND a.ts < c.ts AND a.parent_asin <> c.parent_asin
-        JOIN twin_keys h ON h.parent_asin = a.parent_asin AND h.tkey = q.tkey
+        SELECT c.gkey, c.pos, e.parent_asin
+        FROM chosen c JOIN members b USING (gkey, pos) JOIN twin_keys q ON q.parent_asin = c.parent_asin
+        JOIN earlier e ON e.m = b.m AND e.parent_asin <> c.parent_asin
+        JOIN twin_keys h ON h.parent_asin = e.parent_asin AND h.tkey = q.tkey
         WHERE q.akey = '' OR h.akey = '' OR q.akey = h.akey""")
     con.sql("""
         INSERT INTO twin_counts

@@ -29,6 +29,8 @@ _NON_WORD = re.compile(r"[^0-9a-z]+")
 
 
 def _fold(text: str) -> str:
+    if text.isascii():  # nothing to decompose (most titles): the same result, without a loop per character
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
 

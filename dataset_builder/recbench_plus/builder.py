@@ -14,20 +14,29 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import random
+import shutil
 from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from dataset_builder import raw
-from dataset_builder.config import AMAZON_LAYOUT, MOVIELENS_LAYOUT, BuildError
+from dataset_builder.build import timed
+from dataset_builder.config import AMAZON_LAYOUT, MOVIELENS_LAYOUT, BuildError, duckdb_settings
 from dataset_builder.manifest import manifest
 from dataset_builder.recbench_plus import card, demographics, kg, movielens, phrasing, queries
 from dataset_builder.recbench_plus.config import BuildConfig
 from dataset_builder.sources import Source
 from dataset_builder.stages import DomainInputs, StageOutput, StageSpec, Tick
 from dataset_builder.tasks import Builder
+from perrec_eval import progress
 from perrec_eval.fileio import write_json, write_text
 from perrec_eval.tasks.recbench_plus import metrics
 
@@ -51,16 +60,24 @@ def _select(
             con, source, item.meta, cfg.on_bad_line, items="SELECT parent_asin FROM rev", details=True
         )
         # the catalogue: reviewed items with a title; popularity = their reviews in this source
+        # popularity counted on the reviews alone (narrow), then joined to the one metadata row per item
         con.sql(f"""
             COPY (SELECT m.parent_asin, trim(m.title) AS title, m.author, m.store, m.categories, m.details,
-                         count(*) AS popularity
-                  FROM meta m JOIN rev r USING (parent_asin)
+                         p.popularity
+                  FROM meta m
+                  JOIN (SELECT parent_asin, count(*) AS popularity FROM rev GROUP BY parent_asin) p
+                  USING (parent_asin)
                   WHERE trim(coalesce(m.title, '')) <> ''
-                  GROUP BY ALL ORDER BY m.parent_asin) TO '{files["items_path"]}' (FORMAT parquet)""")
+                  ORDER BY m.parent_asin) TO '{files["items_path"]}' (FORMAT parquet)""")
+        # each review's item by its place in the catalogue (the items file's row), so the plan needs no ids
         con.sql(f"""
-            COPY (SELECT user_id, parent_asin, ts FROM rev
-                  WHERE parent_asin IN (SELECT parent_asin FROM meta WHERE trim(coalesce(title, '')) <> '')
-                  ORDER BY user_id, ts, parent_asin) TO '{files["history_path"]}' (FORMAT parquet)""")
+            CREATE OR REPLACE TEMP TABLE catalogue AS
+            SELECT parent_asin, CAST(row_number() OVER (ORDER BY parent_asin) - 1 AS INTEGER) AS item
+            FROM read_parquet('{files["items_path"]}')""")
+        con.sql(f"""
+            COPY (SELECT r.user_id, r.parent_asin, r.ts, c.item
+                  FROM rev r JOIN catalogue c USING (parent_asin) ORDER BY r.user_id, r.ts, r.parent_asin)
+            TO '{files["history_path"]}' (FORMAT parquet)""")
         titled = con.sql("SELECT count(*) FROM meta WHERE trim(coalesce(title, '')) <> ''").fetchall()[0][0]
     finally:
         con.close()
@@ -98,10 +115,12 @@ def _select_movielens(
         for m in sorted(popularity, key=int)
     ]
     pq.write_table(pa.Table.from_pylist(items), files["items_path"])
+    index = {item["parent_asin"]: n for n, item in enumerate(items)}
     columns = {
         "user_id": pa.array([u for (u, _), _ts in history], pa.string()),
         "parent_asin": pa.array([m for (_, m), _ts in history], pa.string()),
         "ts": pa.array([ts for _, ts in history], pa.int64()),
+        "item": pa.array([index[m] for (_, m), _ts in history], pa.int32()),
     }
     interactions = len(history)
     del history
@@ -134,7 +153,7 @@ def _select_any(
 
 def _stage(cfg: BuildConfig) -> StageSpec:
     return StageSpec(
-        version=2,
+        version=3,  # 3: each history row carries its item's place in the catalogue
         params={"details": True},  # the stage reads the raw files only: the query settings act after it
         flags={},
         steps=("read reviews", "deduplicate", "read metadata"),
@@ -147,82 +166,174 @@ def _stage(cfg: BuildConfig) -> StageSpec:
     )
 
 
-def _facts(cfg: BuildConfig, domain: str, rows: list[dict[str, Any]]) -> dict[str, list[kg.Fact]]:
-    """Every catalogue item's relation values before the thresholds: its metadata's (Amazon) or its genres
-    and year (MovieLens-1M), and the rows of ``--item-attributes`` (items outside the catalogue ignored)."""
-    if rows and "genres" in rows[0]:
-        facts = {r["parent_asin"]: movielens.movie_facts(r["genres"], r["title"]) for r in rows}
+_BLOCK_USERS = 2048  # users whose histories are read at a time while queries are written
+
+
+def _fact_rows(cfg: BuildConfig, domain: str, items: pa.Table, items_path: Path) -> kg.FactRows:
+    """Every catalogue item's relation values before the thresholds, in precedence order: its metadata's
+    (Amazon: author, store, each category, the details keys, as `kg.item_facts` orders them, read by DuckDB
+    column by column; MovieLens-1M: its genres and year), then the rows of ``--item-attributes`` in file
+    order (items outside the catalogue ignored; a value an item already has is not added again: the graph
+    keeps an item's first row of a key, so a file of a million rows costs one pass)."""
+    rows = kg.FactRows()
+    n = items.num_rows
+    if "genres" in items.column_names:
+        genres, titles = items["genres"].to_pylist(), items["title"].to_pylist()
+        rows.add_facts(range(n), [movielens.movie_facts(g, t) for g, t in zip(genres, titles, strict=True)])
     else:
-        keys = kg.detail_keys(domain, cfg.details_keys)
-        facts = {
-            r["parent_asin"]: kg.item_facts(r["author"], r["store"], r["categories"], r["details"], keys)
-            for r in rows
-        }
+        con = _connect(cfg)
+        try:
+            source = f"read_parquet('{_sql_text(str(items_path))}', file_row_number = true)"
+            parts = [("author", "author"), ("store", "store")]
+            for relation, column in parts:
+                _add_values(
+                    rows, con, relation, f"SELECT file_row_number AS item, {column} AS raw FROM {source}"
+                )
+            _add_values(rows, con, "categories", f"""
+                SELECT item, raw FROM (SELECT file_row_number AS item, unnest(categories) AS raw,
+                                              generate_subscripts(categories, 1) AS level FROM {source})
+                ORDER BY item, level""")  # fmt: skip
+            for key in kg.detail_keys(domain, cfg.details_keys):
+                pointer = _sql_text("/" + key.replace("~", "~0").replace("/", "~1"))
+                _add_values(rows, con, f"details.{key}", f"""
+                    SELECT file_row_number AS item, json_extract_string(details, '{pointer}') AS raw
+                    FROM {source}
+                    WHERE json_type(json_extract(details, '{pointer}')) = 'VARCHAR'""")  # fmt: skip
+        finally:
+            con.close()
+            shutil.rmtree(_spill(cfg), ignore_errors=True)
     if cfg.item_attributes is not None:
-        for asin, fact in movielens.read_item_attributes(cfg.item_attributes):
-            if asin in facts and fact.key not in {f.key for f in facts[asin]}:
-                facts[asin].append(fact)
-    return facts
+        ids, facts = [], []
+        for item_id, fact in movielens.read_item_attributes(cfg.item_attributes):
+            ids.append(item_id)
+            facts.append(fact)
+        where = pc.index_in(pa.array(ids, pa.string()), value_set=items["parent_asin"]).to_pylist()
+        known = [(i, [f]) for i, f in zip(where, facts, strict=True) if i is not None]
+        rows.add_facts([i for i, _ in known], [f for _, f in known])
+    return rows
+
+
+def _connect(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection of the plan: the build's memory limit and threads, spilling beside the stages
+    (DuckDB's default is a ``.tmp`` folder in the current directory)."""
+    return duckdb.connect(":memory:", config=duckdb_settings(cfg.memory_limit, cfg.threads, _spill(cfg)))
+
+
+def _spill(cfg: BuildConfig) -> Path:
+    return cfg.stage_root / f"plan-spill-{os.getpid()}"
+
+
+def _sql_text(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _add_values(rows: kg.FactRows, con: duckdb.DuckDBPyConnection, relation: str, sql: str) -> None:
+    """Rows of one relation from a query of ``item, raw``: each distinct raw text normalized once (a
+    relation of millions of items has far fewer distinct values), empty ones dropped."""
+    table = con.sql(f"SELECT item, raw FROM ({sql}) WHERE raw IS NOT NULL").to_arrow_table()
+    if not table.num_rows:
+        return
+    encoded = table["raw"].combine_chunks().dictionary_encode()
+    normalized = pa.array(
+        [kg.normalize_value(t, relation) for t in encoded.dictionary.to_pylist()], pa.string()
+    )
+    values = normalized.take(encoded.indices)
+    keep = pc.not_equal(values, "")
+    items = table["item"].combine_chunks().filter(keep).to_numpy()
+    rows.add_arrow(items, relation, values.filter(keep))
+
+
+class _Histories:
+    """The users' histories in the stage's file (user, time, item), read with DuckDB as they are needed: the
+    users with enough items, and the items of a block of users (a category's 30M reviews never become
+    Python objects)."""
+
+    def __init__(self, cfg: BuildConfig, path: Path) -> None:
+        self.con = _connect(cfg)
+        self.source = f"read_parquet('{_sql_text(str(path))}')"
+
+    def close(self) -> None:
+        self.con.close()
+
+    def eligible(self, min_history: int) -> list[str]:
+        """The users with at least `min_history` items, sorted."""
+        found = self.con.sql(
+            f"SELECT user_id FROM {self.source} GROUP BY user_id HAVING count(*) >= {int(min_history)}"
+        ).to_arrow_table()
+        return sorted(found["user_id"].to_pylist())
+
+    def of(self, users: list[str]) -> dict[str, list[int]]:
+        """The items of `users` in time order (ties by id), as catalogue indices."""
+        self.con.register("wanted", pa.table({"user_id": pa.array(users, pa.string())}))
+        try:
+            table = self.con.sql(f"""
+                SELECT user_id, item FROM {self.source} WHERE user_id IN (SELECT user_id FROM wanted)
+                ORDER BY user_id, ts, parent_asin""").to_arrow_table()
+        finally:
+            self.con.unregister("wanted")
+        out: dict[str, list[int]] = {user: [] for user in users}
+        for user, item in zip(table["user_id"].to_pylist(), table["item"].to_pylist(), strict=True):
+            out[user].append(item)
+        return out
 
 
 def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dict[str, Any]:
-    """One domain's graph, catalogue rows and query rows per config and split, with its counts."""
+    """One domain's graph, catalogue rows and query rows per config and split, with its counts. Each step
+    logs its time; the users' queries show a progress bar."""
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(stage["items_path"]).to_pylist()
-    facts = _facts(cfg, domain, rows)
-    if not rows:
-        raise BuildError(
-            f"{domain}: no reviewed item has a title in its metadata; pass --source files whose metadata "
-            "carries titles (RecBench+ answers are matched to the catalogue by title)"
-        )
-    graph = kg.build_graph(facts, min_items=cfg.min_items, max_share=cfg.max_share)
-    if not graph.holders:
+    with timed(f"{domain}: knowledge graph"):
+        names = pq.read_schema(stage["items_path"]).names
+        wanted = ["parent_asin", "title", "popularity", *(["genres"] if "genres" in names else [])]
+        items = pq.read_table(stage["items_path"], columns=wanted)
+        if not items.num_rows:
+            raise BuildError(
+                f"{domain}: no reviewed item has a title in its metadata; pass --source files whose metadata "
+                "carries titles (RecBench+ answers are matched to the catalogue by title)"
+            )
+        rows = _fact_rows(cfg, domain, items, Path(stage["items_path"]))
+        items = items.select(["parent_asin", "title", "popularity"])
+        graph = kg.graph_from_rows(rows, items.num_rows, min_items=cfg.min_items, max_share=cfg.max_share)
+        del rows
+    if not graph.facts:
         raise BuildError(
             f"{domain}: no relation value of the metadata is held by {cfg.min_items} to {cfg.max_share:g} of "
             "the items: name other --details-keys, or lower --min-items, or raise --max-share"
         )
-    items = {r["parent_asin"]: queries.Item(r["parent_asin"], r["title"], r["popularity"]) for r in rows}
-    histories: dict[str, list[str]] = {}
-    for r in pq.read_table(stage["history_path"]).to_pylist():
-        histories.setdefault(r["user_id"], []).append(r["parent_asin"])
-    rng = random.Random(f"{cfg.seed}-{domain}")
-    eligible = [u for u in sorted(histories) if len(histories[u]) >= cfg.min_history]
-    if not eligible:
-        raise BuildError(
-            f"{domain}: no user has {cfg.min_history} reviewed items with a titled metadata line; lower "
-            "--min-history or pass a larger --source"
-        )
-    rng.shuffle(eligible)
-    catalogue = queries.Catalogue(graph, items)
-    counts: dict[str, int] = {
-        "eligible_users": len(eligible),
-        **{f"values_{k}": v for k, v in graph.dropped.items()},
-    }
-    counts["values_kept"] = len(graph.holders)
-    counts.update({f"{config}_skipped": 0 for config in queries.TYPES[1:]})
-    counts["implicit_ambiguous"] = 0
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {c: {s: [] for s in SPLITS} for c in CONFIGS}
-    wanted = {"test": cfg.users, "train": cfg.train_users}
-    users = {"test": 0, "train": 0}
-    for user in eligible:
-        split = "test" if users["test"] < wanted["test"] else "train"
-        if users[split] >= wanted[split]:
-            break
-        found = queries.candidates(
-            histories[user], graph, min_subset=cfg.min_subset, max_subset=cfg.max_subset
-        )
-        chosen = queries.choose(found, cfg.queries_per_user, rng)
-        if not chosen:
-            continue
-        users[split] += 1
-        made = queries.rows_of_user(user, histories[user], chosen, catalogue, domain, counts)
-        for config in queries.TYPES:
-            out[config][split] += made[config]
-    counts.update({f"{split}_users": n for split, n in users.items()})
-    people = pq.read_table(stage["users_path"]).to_pylist()
-    if people:
-        out[DEMOGRAPHICS]["test"] = _demographics(cfg, domain, people, histories, catalogue, counts)
+    catalogue = queries.Catalogue(
+        graph,
+        items["parent_asin"].combine_chunks(),
+        items["title"].combine_chunks(),
+        items["popularity"].to_numpy().astype(np.int64),
+    )
+    histories = _Histories(cfg, Path(stage["history_path"]))
+    try:
+        with timed(f"{domain}: eligible users"):
+            eligible = histories.eligible(cfg.min_history)
+        if not eligible:
+            raise BuildError(
+                f"{domain}: no user has {cfg.min_history} reviewed items with a titled metadata line; lower "
+                "--min-history or pass a larger --source"
+            )
+        rng = random.Random(f"{cfg.seed}-{domain}")
+        rng.shuffle(eligible)
+        counts: dict[str, int] = {
+            "eligible_users": len(eligible),
+            **{f"values_{k}": v for k, v in graph.dropped.items()},
+        }
+        counts["values_kept"] = len(graph.facts)
+        counts.update({f"{config}_skipped": 0 for config in queries.TYPES[1:]})
+        counts["implicit_ambiguous"] = 0
+        with timed(f"{domain}: queries"):
+            out, users = _user_queries(cfg, domain, eligible, histories, catalogue, rng, counts)
+        counts.update({f"{split}_users": n for split, n in users.items()})
+        people = pq.read_table(stage["users_path"]).to_pylist()
+        if people:
+            with timed(f"{domain}: demographics"):
+                out[DEMOGRAPHICS]["test"] = _demographics(cfg, domain, people, histories, catalogue, counts)
+    finally:
+        histories.close()
+        shutil.rmtree(_spill(cfg), ignore_errors=True)
     for config in CONFIGS[:3]:  # queries by condition count, both splits
         for group in metrics.CONDITION_GROUPS:
             rows_n = [
@@ -230,30 +341,97 @@ def _domain_queries(cfg: BuildConfig, domain: str, stage: dict[str, Any]) -> dic
                 if metrics.condition_group(len(r["conditions"])) == group
             ]  # fmt: skip
             counts[f"{config}_{group}_condition"] = len(rows_n)
-    catalogue = [
-        {"parent_asin": a, "title": i.title, "domain": domain, "popularity": i.popularity,
-         "relations": [f.to_json() for f in graph.facts[a]]}
-        for a, i in items.items()
-    ]  # fmt: skip
-    return {"rows": out, "catalogue": catalogue, "counts": counts}
+    with timed(f"{domain}: catalogue rows"):
+        table = _catalogue_table(domain, items, graph)
+    return {"rows": out, "catalogue": table, "counts": counts}
+
+
+def _user_queries(
+    cfg: BuildConfig,
+    domain: str,
+    eligible: list[str],
+    histories: _Histories,
+    catalogue: queries.Catalogue,
+    rng: random.Random,
+    counts: dict[str, int],
+) -> tuple[dict[str, dict[str, list[dict[str, Any]]]], dict[str, int]]:
+    """The query rows of the eligible users, in their shuffled order, until the test and train users wanted
+    have queries; their histories are read a block of users at a time."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {c: {s: [] for s in SPLITS} for c in CONFIGS}
+    wanted = {"test": cfg.users, "train": cfg.train_users}
+    users = {"test": 0, "train": 0}
+    holdings = queries.Holdings(catalogue.graph)
+    block: dict[str, list[int]] = {}
+    bar = progress.bar(
+        total=cfg.users + cfg.train_users, desc=f"  {domain} queries", unit="user", leave=False
+    )
+    with bar:
+        for n, user in enumerate(eligible):
+            split = "test" if users["test"] < wanted["test"] else "train"
+            if users[split] >= wanted[split]:
+                break
+            if user not in block:
+                block = histories.of(eligible[n : n + _BLOCK_USERS])
+            history = block[user]
+            found = queries.candidates(
+                history, catalogue.graph, min_subset=cfg.min_subset, max_subset=cfg.max_subset,
+                holdings=holdings,
+            )  # fmt: skip
+            chosen = queries.choose(found, cfg.queries_per_user, rng)
+            if not chosen:
+                continue
+            users[split] += 1
+            bar.update(1)
+            made = queries.rows_of_user(user, history, chosen, catalogue, domain, counts)
+            for config in queries.TYPES:
+                out[config][split] += made[config]
+    return out, users
+
+
+def _catalogue_table(domain: str, items: pa.Table, graph: kg.Graph) -> pa.Table:
+    """The catalogue file's rows of a domain (``parent_asin, title, domain, popularity, relations``), made
+    from the graph's index arrays: no Python record per item."""
+    relation = pa.array([f.relation for f in graph.facts], pa.string())
+    value = pa.array([f.value for f in graph.facts], pa.string())
+    picked = pa.array(graph.item_values)
+    facts = pa.StructArray.from_arrays(
+        [relation.take(picked), value.take(picked)], names=["relation", "value"]
+    )
+    return pa.table(
+        {
+            "parent_asin": items["parent_asin"].combine_chunks(),
+            "title": items["title"].combine_chunks(),
+            "domain": pa.array([domain] * items.num_rows, pa.string()),
+            "popularity": items["popularity"].combine_chunks().cast(pa.int64()),
+            "relations": pa.ListArray.from_arrays(pa.array(graph.item_start, pa.int32()), facts),
+        }
+    )
 
 
 def _demographics(
     cfg: BuildConfig,
     domain: str,
     people: list[dict[str, Any]],
-    histories: dict[str, list[str]],
+    stored: _Histories,
     catalogue: queries.Catalogue,
     counts: dict[str, int],
 ) -> list[dict[str, Any]]:
     """The demographics rows of a domain with user attributes (`demographics` module docstring); every
-    group is a test "user" (a group's queries are resampled together)."""
+    group is a test "user" (a group's queries are resampled together). Reads every user's history (a
+    source with user attributes is MovieLens-1M's size)."""
+    asins = catalogue.asins.to_pylist()
+    indexed = stored.of([p["user_id"] for p in people])
+    histories = {user: [asins[i] for i in items] for user, items in indexed.items() if items}
     users = {p["user_id"]: p for p in people if p["user_id"] in histories}
     raters: dict[str, int] = {}
     for user in users:
         for asin in dict.fromkeys(histories[user]):
             raters[asin] = raters.get(asin, 0) + 1
     rows = []
+
+    def facts(asin: str) -> tuple[kg.Fact, ...]:
+        return catalogue.graph.item_facts(catalogue.index_of(asin))
+
     chosen = demographics.groups(users, per_type=cfg.groups_per_type, min_size=cfg.min_group_size)
     noun = queries.NOUNS.get(domain, "items")
     for number, (group, members) in enumerate(chosen):
@@ -263,10 +441,11 @@ def _demographics(
         if len(best) < 2:
             continue
         top = [
-            {**catalogue.items[d.item].to_json(), "score": d.score, "raters": d.raters, "share": d.share}
+            {**catalogue.to_json(catalogue.index_of(d.item)), "score": d.score, "raters": d.raters,
+             "share": d.share}
             for d in best
-        ]
-        found = demographics.subsets(best, catalogue.graph, queries=cfg.queries_per_group)
+        ]  # fmt: skip
+        found = demographics.subsets(best, facts, queries=cfg.queries_per_group)
         for n, (named, subset) in enumerate(found):
             text = demographics.query_text(group, named, noun, queries.condition_phrase)
             rows.append(
@@ -276,7 +455,7 @@ def _demographics(
                     "domain": domain,
                     "query": text,
                     "conditions": [fact.to_json() for fact in named],
-                    "ground_truth": [catalogue.items[a].to_json() for a in subset],
+                    "ground_truth": [catalogue.to_json(catalogue.index_of(a)) for a in subset],
                     "history": [],
                     "group_type": group.type,
                     "group": group.mapping(),
@@ -347,13 +526,13 @@ def _plan(cfg: BuildConfig, results: dict[str, dict[str, Any]]) -> dict[str, dic
     return planned
 
 
-def _parquet(folder: Path, name: str, rows: list[dict[str, Any]]) -> str:
-    """Write `rows` as ``<name>-<sha12>.parquet`` under `folder`; return the relative path."""
-    import pyarrow as pa
+def _parquet(folder: Path, name: str, rows: list[dict[str, Any]] | pa.Table) -> str:
+    """Write `rows` (records, or a table) as ``<name>-<sha12>.parquet`` under `folder`; return the relative
+    path."""
     import pyarrow.parquet as pq
 
     buffer = io.BytesIO()
-    pq.write_table(pa.Table.from_pylist(rows), buffer)
+    pq.write_table(rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows), buffer)
     data = buffer.getvalue()
     path = f"{name}-{hashlib.sha256(data).hexdigest()[:12]}.parquet"
     (folder / path).parent.mkdir(parents=True, exist_ok=True)
@@ -372,7 +551,7 @@ def _write(
             if rows:
                 files.setdefault(config, {})[split] = _parquet(folder, f"{config}/{split}", rows)
                 sizes.setdefault(config, {})[split] = len(rows)
-    catalogue = [row for domain in cfg.domains for row in plan[domain]["catalogue"]]
+    catalogue = pa.concat_tables([plan[domain]["catalogue"] for domain in cfg.domains]).combine_chunks()
     files["catalogue"] = {"items": _parquet(folder, "catalogue/items", catalogue)}
     counts = {domain: plan[domain]["counts"] for domain in cfg.domains}
     outputs = {"outputs": files, "queries": sizes, "graph": counts}

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dataset_builder.recbench_plus.kg import Fact, Graph
+from dataset_builder.recbench_plus.kg import Fact
 
 GROUP_TYPES: tuple[tuple[str, ...], ...] = (
     ("age",), ("gender",), ("occupation",), ("age", "gender"), ("age", "occupation"),
@@ -117,16 +117,17 @@ def distinctive(
 
 
 def subsets(
-    best: Sequence[Distinctive], graph: Graph, *, queries: int
+    best: Sequence[Distinctive], facts: Callable[[str], Sequence[Fact]], *, queries: int
 ) -> list[tuple[tuple[Fact, ...], tuple[str, ...]]]:
     """The (named values, ground truth) of a group's queries: the group alone with its :data:`GENERAL` best
-    items, then each kept value shared by 2 to :data:`MAX_SUBSET` of `best` (module docstring)."""
+    items, then each kept value shared by 2 to :data:`MAX_SUBSET` of `best` (module docstring); `facts`
+    gives an item's kept values."""
     order = {d.item: i for i, d in enumerate(best)}
     score = {d.item: d.score for d in best}
     found: list[tuple[tuple[Fact, ...], tuple[str, ...]]] = [((), tuple(d.item for d in best[:GENERAL]))]
     by_value: dict[Fact, list[str]] = {}
     for d in best:
-        for fact in graph.facts.get(d.item, ()):
+        for fact in facts(d.item):
             by_value.setdefault(fact, []).append(d.item)
     shared = [(fact, tuple(items)) for fact, items in by_value.items() if 2 <= len(items) <= MAX_SUBSET]
     shared.sort(key=lambda fs: (-len(fs[1]), -sum(score[i] for i in fs[1]), fs[0]))

@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 # The `details` keys that become relations, per category; any other category uses "*". Chosen from the keys
 # the Amazon Reviews 2023 metadata carries in those categories that name a shared property (not a size, a
@@ -60,6 +63,9 @@ def normalize_value(text: str, relation: str = "") -> str:
     >>> normalize_value("Penguin Books; Reprint edition (May 1, 2007)", "details.Publisher")
     'Penguin Books'
     """
+    if text.isascii() and "(" not in text and ";" not in text and " ".join(text.split()) == text:
+        if not text[:10].lower() == "visit the ":  # nothing to change (most values): no regex at all
+            return text
     text = _SPACES.sub(" ", unicodedata.normalize("NFKC", text)).strip()
     if relation == "details.Publisher":
         text = text.split(";")[0]
@@ -123,70 +129,236 @@ def item_facts(
 
 @dataclass(frozen=True, slots=True)
 class Graph:
-    """The kept relation values of every catalogue item, and the items holding each value."""
+    """The kept relation values of a catalogue's items, the items numbered ``0 .. n_items - 1`` (the
+    catalogue's order): index arrays both ways, and how many values each item's metadata gives of each
+    relation (kept or not). A catalogue of millions of items costs a few integers per (item, value) pair,
+    no Python object per item.
 
-    facts: dict[str, tuple[Fact, ...]]  # parent_asin -> its kept values, sorted
-    holders: dict[tuple[str, str], frozenset[str]]  # Fact.key -> the items holding it
+    Values are numbered in :class:`Fact` order (relation, then the shown spelling), so an item's values in
+    index order are its facts sorted.
+    """
+
+    n_items: int
+    facts: list[Fact]  # value -> its relation and shown spelling (the smallest of its spellings)
+    keys: list[tuple[str, str]]  # value -> its Fact.key (relation, value_key)
+    holder_start: np.ndarray  # value -> where its items start in `holder_items` (n_values + 1)
+    holder_items: np.ndarray  # the items holding each value, ascending (int32)
+    item_start: np.ndarray  # item -> where its values start in `item_values` (n_items + 1)
+    item_values: np.ndarray  # each item's kept values, ascending (int32)
+    relations: tuple[str, ...]  # every relation the metadata names, sorted
+    # item x relation -> how many values the item's metadata gives of it (kept or not, uint16): an item
+    # lacks a kept value provably only where it names another value of that relation (a misinformed
+    # claim's test), and names a value unambiguously ("the director of X") only where it holds one
+    arity: np.ndarray
     dropped: dict[str, int]  # why values were dropped: too_rare, too_common (counts of distinct values)
-    # parent_asin -> the relations its metadata gives any value of (kept or not): an item lacks a kept value
-    # provably only where it names another value of that relation (a misinformed claim's test)
-    relations: dict[str, frozenset[str]] = field(default_factory=dict)
-    # parent_asin -> relation -> how many values its metadata gives (kept or not): an item names a value
-    # unambiguously ("the director of X") only where it holds that relation's one value
-    arity: dict[str, dict[str, int]] = field(default_factory=dict)
+    index: dict[tuple[str, str], int] = field(default_factory=dict)  # Fact.key -> value
 
-    def single(self, asin: str, relation: str) -> bool:
-        """Whether `asin` holds exactly one value of `relation`, counting the values dropped as too rare or
+    def holders(self, value: int) -> np.ndarray:
+        """The items holding a kept value, ascending."""
+        return self.holder_items[self.holder_start[value] : self.holder_start[value + 1]]
+
+    def values(self, item: int) -> np.ndarray:
+        """An item's kept values, ascending (= its facts in order)."""
+        return self.item_values[self.item_start[item] : self.item_start[item + 1]]
+
+    def item_facts(self, item: int) -> tuple[Fact, ...]:
+        """An item's kept facts, sorted."""
+        return tuple(self.facts[v] for v in self.values(item).tolist())
+
+    def single(self, item: int, relation: str) -> bool:
+        """Whether `item` holds exactly one value of `relation`, counting the values dropped as too rare or
         too common (a reader of "the genre of X" thinks of all of X's genres).
 
         >>> drama, war = Fact("genre", "Drama"), Fact("genre", "War")
-        >>> g = build_graph({"a": [drama], "b": [drama, war]}, min_items=2, max_share=1)
-        >>> g.single("a", "genre"), g.single("b", "genre")
+        >>> g = build_graph([[drama], [drama, war]], min_items=2, max_share=1)
+        >>> g.single(0, "genre"), g.single(1, "genre")
         (True, False)
         """
-        return self.arity.get(asin, {}).get(relation, 0) == 1
+        return bool(self.arity_of(relation)[item] == 1)
 
-    def lacks(self, asin: str, fact: Fact) -> bool:
-        """Whether `asin` provably lacks `fact`: it has a value of the relation, and not this one.
+    def arity_of(self, relation: str) -> np.ndarray:
+        """Per item, how many values its metadata gives of `relation` (zeros for a relation never met)."""
+        if relation not in self.relations:
+            return np.zeros(self.n_items, dtype=np.uint16)
+        return self.arity[:, self.relations.index(relation)]
 
-        >>> g = build_graph({"a": [Fact("author", "Ann")], "b": [Fact("author", "Ann")],
-        ...                  "c": [Fact("author", "Bo")], "d": []}, min_items=2, max_share=1)
-        >>> [g.lacks(a, Fact("author", "Ann")) for a in "abcd"]
+    def lacks(self, items: np.ndarray, value: int) -> np.ndarray:
+        """Per item of `items`, whether it provably lacks `value`: it has a value of the relation, not this.
+
+        >>> g = build_graph([[Fact("author", "Ann")], [Fact("author", "Ann")], [Fact("author", "Bo")], []],
+        ...                 min_items=2, max_share=1)
+        >>> g.lacks(np.arange(4), g.index[("author", "ann")]).tolist()
         [False, False, True, False]
         """
-        return fact.relation in self.relations.get(asin, ()) and asin not in self.holders.get(fact.key, ())
+        items = np.asarray(items, dtype=np.int64)
+        named = self.arity_of(self.facts[value].relation)[items] > 0
+        return named & ~contains(self.holders(value), items)
 
 
-def build_graph(item_facts_by_asin: Mapping[str, list[Fact]], *, min_items: int, max_share: float) -> Graph:
-    """Keep the values held by at least `min_items` items and by at most `max_share` of the catalogue.
+def contains(sorted_items: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """Per item of `items`, whether the ascending array `sorted_items` holds it.
 
-    A value's shown spelling is the smallest of its spellings, so the graph does not depend on input order.
-
-    >>> graph = build_graph({"a": [Fact("author", "Ann")], "b": [Fact("author", "ANN")],
-    ...                      "c": [Fact("author", "Bo")]}, min_items=2, max_share=0.9)
-    >>> graph.facts["a"], graph.dropped
-    ((Fact(relation='author', value='ANN'),), {'too_rare': 1, 'too_common': 0})
+    >>> contains(np.array([2, 5, 9]), np.array([5, 6, 9, 1])).tolist()
+    [True, False, True, False]
     """
-    holders: dict[tuple[str, str], set[str]] = defaultdict(set)
-    spellings: dict[tuple[str, str], str] = {}
-    for asin, facts in item_facts_by_asin.items():
-        for fact in facts:
-            holders[fact.key].add(asin)
-            spellings[fact.key] = min(spellings.get(fact.key, fact.value), fact.value)
-    limit = max_share * len(item_facts_by_asin)
-    why = Counter(
-        "too_rare" if len(items) < min_items else "too_common" if len(items) > limit else "kept"
-        for items in holders.values()
+    at = np.searchsorted(sorted_items, items)
+    found = np.zeros(len(items), dtype=bool)
+    inside = at < len(sorted_items)
+    found[inside] = sorted_items[at[inside]] == np.asarray(items)[inside]
+    return found
+
+
+def intersect(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The items of two ascending arrays held by both, ascending: the smaller looked up in the larger, so a
+    value held by most of a catalogue costs what the other side does.
+
+    >>> intersect(np.array([1, 3, 5, 7]), np.array([3, 4, 7])).tolist()
+    [3, 7]
+    """
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    return small[contains(large, small)]
+
+
+def is_subset(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether every item of the ascending array `a` is in the ascending array `b`.
+
+    >>> is_subset(np.array([3, 7]), np.array([1, 3, 7])), is_subset(np.array([3, 8]), np.array([3, 7]))
+    (True, False)
+    """
+    return len(a) <= len(b) and bool(contains(b, a).all())
+
+
+@dataclass(slots=True)
+class FactRows:
+    """Every relation value the catalogue's items are given, before the thresholds, one row per (item,
+    relation, value) in precedence order: an item's earlier row of a key wins (its metadata's in
+    :func:`item_facts` order, then ``--item-attributes`` rows in file order). Values are :class:`Fact`
+    values (normalized); relations and values are stored once each (codes into their lists)."""
+
+    item: list[np.ndarray] = field(default_factory=list)
+    relation: list[np.ndarray] = field(default_factory=list)
+    value: list[np.ndarray] = field(default_factory=list)
+    relation_names: dict[str, int] = field(default_factory=dict)
+    value_texts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, items: np.ndarray, relations: Iterable[str], values: Iterable[str]) -> None:
+        """Append rows (in precedence order after the rows already added)."""
+        self.item.append(np.asarray(items, dtype=np.int32))
+        self.relation.append(_codes(relations, self.relation_names))
+        self.value.append(_codes(values, self.value_texts))
+
+    def add_arrow(self, items: np.ndarray, relation: str, values: pa.Array) -> None:
+        """Append rows of one relation whose values (normalized) are an Arrow string array: each distinct
+        text is looked at once (a catalogue of millions of items has far fewer distinct values)."""
+        encoded = values.dictionary_encode()
+        codes = _codes(encoded.dictionary.to_pylist(), self.value_texts)
+        self.item.append(np.asarray(items, dtype=np.int32))
+        self.relation.append(
+            np.full(len(values), self.relation_names.setdefault(relation, len(self.relation_names)))
+        )
+        self.value.append(codes[encoded.indices.to_numpy(zero_copy_only=False)])
+
+    def add_facts(self, items: Iterable[int], facts: Iterable[Sequence[Fact]]) -> None:
+        """Append each item's facts (Python records: a small catalogue, or ``--item-attributes`` rows)."""
+        pairs = [(item, fact) for item, item_facts in zip(items, facts, strict=True) for fact in item_facts]
+        self.add(
+            np.array([i for i, _ in pairs], dtype=np.int32),
+            [f.relation for _, f in pairs],
+            [f.value for _, f in pairs],
+        )
+
+
+def _codes(texts: Iterable[str], table: dict[str, int]) -> np.ndarray:
+    return np.fromiter((table.setdefault(t, len(table)) for t in texts), dtype=np.int64)
+
+
+def graph_from_rows(rows: FactRows, n_items: int, *, min_items: int, max_share: float) -> Graph:
+    """Keep the values held by at least `min_items` items and by at most `max_share` of the `n_items`
+    catalogue items (:func:`build_graph` on index arrays: the same graph)."""
+    item = np.concatenate(rows.item) if rows.item else np.empty(0, dtype=np.int32)
+    relation = np.concatenate(rows.relation) if rows.relation else np.empty(0, dtype=np.int64)
+    value = np.concatenate(rows.value) if rows.value else np.empty(0, dtype=np.int64)
+    relation_names = list(rows.relation_names)
+    value_texts = list(rows.value_texts)
+    # a key is (relation, value_key(value)): value keys once per distinct value text
+    vkey_of: dict[str, int] = {}
+    vkey = np.fromiter((vkey_of.setdefault(value_key(t), len(vkey_of)) for t in value_texts), dtype=np.int64)
+    pair = relation * max(len(vkey_of), 1) + vkey[value]
+    pairs, key = np.unique(pair, return_inverse=True)
+    key = key.astype(np.int64)
+    # an item's first row of a key wins (stable: rows keep their precedence within an item and key)
+    order = np.lexsort((key, item))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (item[order][1:] != item[order][:-1]) | (key[order][1:] != key[order][:-1])
+    kept_rows = order[first]
+    item, key, value, relation = item[kept_rows], key[kept_rows], value[kept_rows], relation[kept_rows]
+    holders = np.bincount(key, minlength=len(pairs))
+    limit = max_share * n_items
+    kept = (holders >= min_items) & (holders <= limit)
+    seen = holders > 0
+    dropped = {
+        "too_rare": int((seen & (holders < min_items)).sum()),
+        "too_common": int((seen & (holders >= min_items) & (holders > limit)).sum()),
+    }
+    # the shown spelling: the smallest value text of the key's rows
+    rank = np.empty(len(value_texts), dtype=np.int64)  # code point order, as Python's min compares text
+    rank[pc.sort_indices(pa.array(value_texts, pa.string())).to_numpy()] = np.arange(len(value_texts))
+    smallest = np.full(len(pairs), np.iinfo(np.int64).max)
+    np.minimum.at(smallest, key, rank[value])
+    by_rank = np.argsort(rank)
+    vkeys = list(vkey_of)
+    names = {
+        k: (relation_names[int(pairs[k]) // max(len(vkey_of), 1)], value_texts[by_rank[smallest[k]]])
+        for k in np.flatnonzero(kept).tolist()
+    }
+    ordered = sorted(names, key=names.__getitem__)  # Fact order: relation, then spelling
+    number = np.full(len(pairs), -1, dtype=np.int64)
+    number[ordered] = np.arange(len(ordered))
+    facts = [Fact(*names[k]) for k in ordered]
+    keys = [
+        (f.relation, vkeys[int(pairs[k]) % max(len(vkey_of), 1)]) for k, f in zip(ordered, facts, strict=True)
+    ]
+    has = number[key] >= 0
+    holder_start, holder_items = _csr(number[key][has], item[has], len(ordered))
+    item_start, item_values = _csr(item[has], number[key][has], n_items)
+    sorted_relations = tuple(sorted(relation_names))
+    column = np.array([sorted_relations.index(r) for r in relation_names], dtype=np.int64)
+    arity = np.zeros((n_items, len(sorted_relations)), dtype=np.uint16)
+    np.add.at(arity, (item, column[relation]), 1)
+    index = {k: v for v, k in enumerate(keys)}
+    return Graph(
+        n_items,
+        facts,
+        keys,
+        holder_start,
+        holder_items,
+        item_start,
+        item_values,
+        sorted_relations,
+        arity,
+        dropped,
+        index,
     )
-    kept = {key: frozenset(items) for key, items in holders.items() if min_items <= len(items) <= limit}
-    facts = {
-        asin: tuple(sorted(Fact(f.relation, spellings[f.key]) for f in item if f.key in kept))
-        for asin, item in item_facts_by_asin.items()
-    }
-    relations = {asin: frozenset(f.relation for f in item) for asin, item in item_facts_by_asin.items()}
-    arity = {
-        asin: dict(Counter(f.relation for f in {f.key: f for f in item}.values()))
-        for asin, item in item_facts_by_asin.items()
-    }
-    dropped = {"too_rare": why["too_rare"], "too_common": why["too_common"]}
-    return Graph(facts, kept, dropped, relations, arity)
+
+
+def _csr(rows: np.ndarray, columns: np.ndarray, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row starts and the columns of each row, ascending (int32)."""
+    order = np.lexsort((columns, rows))
+    start = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=start[1:])
+    return start, columns[order].astype(np.int32)
+
+
+def build_graph(item_facts_by_item: Sequence[Sequence[Fact]], *, min_items: int, max_share: float) -> Graph:
+    """The graph of a small catalogue given as each item's facts (item ``i`` = the ``i``-th list): keep the
+    values held by at least `min_items` items and by at most `max_share` of the catalogue. A value's shown
+    spelling is the smallest of its spellings, so the graph does not depend on input order.
+
+    >>> graph = build_graph([[Fact("author", "Ann")], [Fact("author", "ANN")], [Fact("author", "Bo")]],
+    ...                     min_items=2, max_share=0.9)
+    >>> graph.item_facts(0), graph.holders(0).tolist(), graph.dropped
+    ((Fact(relation='author', value='ANN'),), [0, 1], {'too_rare': 1, 'too_common': 0})
+    """
+    rows = FactRows()
+    rows.add_facts(range(len(item_facts_by_item)), item_facts_by_item)
+    return graph_from_rows(rows, len(item_facts_by_item), min_items=min_items, max_share=max_share)

@@ -214,11 +214,14 @@ def read_item_attributes(path: str) -> Iterator[tuple[str, Fact]]:
         if reader.fieldnames is None or set(reader.fieldnames) != {"item_id", "relation", "value"}:
             raise BuildError(f"--item-attributes {path}: header {reader.fieldnames}; {fix}")
         records = [(number, row) for number, row in enumerate(reader, start=2)]
+    normalized: dict[str, str] = {}  # each distinct value normalized once (a cast repeats its names)
     for number, record in records:
         names = ("item_id", "relation", "value")
         values = [record.get(k) if isinstance(record, dict) else None for k in names]
         if not all(isinstance(v, str | int) and str(v).strip() for v in values):
             raise BuildError(f"--item-attributes {path} line {number}: {fix}")
         item, relation, value = (str(v).strip() for v in values)
-        if normalize_value(value):
-            yield item, Fact(relation, normalize_value(value))
+        if value not in normalized:
+            normalized[value] = normalize_value(value)
+        if normalized[value]:
+            yield item, Fact(relation, normalized[value])

@@ -29,11 +29,17 @@ from __future__ import annotations
 
 import random
 import zlib
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataset_builder.recbench_plus.kg import Fact, Graph, value_key
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy import sparse
+
+from dataset_builder.recbench_plus.kg import Fact, Graph, contains, intersect, is_subset, value_key
 from perrec_eval.tasks.recbench_plus.metrics import condition_group
 from perrec_eval.tasks.recbench_plus.parsing import normalize_title
 
@@ -85,55 +91,168 @@ class Item:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """Conditions shared by a subset of one user's history."""
+    """Conditions shared by a subset of one user's history (items by their catalogue index)."""
 
     conditions: tuple[Fact, ...]
-    subset: tuple[str, ...]  # parent_asin, in history order
+    subset: tuple[int, ...]  # in history order
+    values: tuple[int, ...] = ()  # the conditions' values in the graph
+
+
+class Holdings:
+    """The catalogue-wide tests of growing a combination, remembered across users: whether every item
+    holding a combination's values holds one more (it would add nothing), and the items holding them all.
+    Users meet the same common values (a category, a language), whose items number in the hundreds of
+    thousands at the size of a real category."""
+
+    def __init__(self, graph: Graph, limit: int = 4096) -> None:
+        self.graph = graph
+        self.held: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
+        self.subset: dict[tuple[tuple[int, ...], int], bool] = {}
+        self.implied: dict[tuple[int, int], bool] = {}
+        self.limit = limit
+
+    def items(self, values: tuple[int, ...]) -> np.ndarray:
+        """The catalogue items holding every value of `values`."""
+        if len(values) == 1:
+            return self.graph.holders(values[0])
+        found = self.held.get(values)
+        if found is None:
+            found = intersect(self.items(values[:-1]), self.graph.holders(values[-1]))
+            self.held[values] = found
+            if len(self.held) > self.limit:
+                self.held.popitem(last=False)
+        else:
+            self.held.move_to_end(values)
+        return found
+
+    def implies(self, value: int, other: int) -> bool:
+        """Whether every item holding `value` holds `other` (adding `value` to a combination holding `other`
+        would narrow nothing in the catalogue that `other` did not)."""
+        key = (value, other)
+        if key not in self.implied:
+            if len(self.implied) > 64 * self.limit:
+                self.implied.clear()
+            self.implied[key] = is_subset(self.graph.holders(value), self.graph.holders(other))
+        return self.implied[key]
+
+    def within(self, values: tuple[int, ...], value: int) -> bool:
+        """Whether every item holding all of `values` holds `value` too."""
+        key = (values, value)
+        if key not in self.subset:
+            if len(self.subset) > 64 * self.limit:
+                self.subset.clear()
+            self.subset[key] = is_subset(self.items(values), self.graph.holders(value))
+        return self.subset[key]
 
 
 def candidates(
-    history: Sequence[str],
+    history: Sequence[int],
     graph: Graph,
     *,
     min_subset: int,
     max_subset: int,
     max_conditions: int = MAX_CONDITIONS,
+    holdings: Holdings | None = None,
 ) -> list[Candidate]:
-    """Every candidate of one to `max_conditions` conditions of a history (deterministic order).
+    """Every candidate of one to `max_conditions` conditions of a history of catalogue items (deterministic
+    order).
+
+    A combination of values grows by a value of a later key (keys in :attr:`Fact.key` order) and another
+    relation, when the history items holding them all are still at least `min_subset` and the value adds
+    something in the catalogue (neither do all the items holding the combination hold it, nor does it imply
+    one of the combination's values). Only the values held by at least `min_subset` of the combination's
+    own history items are tried (counted from those items' values), so the work follows the combinations
+    the history supports, not every combination of its shared values; the catalogue-wide tests compare
+    index arrays, the smaller looked up in the larger, and are remembered across users (`holdings`).
 
     >>> from dataset_builder.recbench_plus.kg import build_graph
     >>> ann, p = Fact("author", "Ann"), Fact("store", "P")
-    >>> g = build_graph({"a": [ann, p], "b": [ann, p], "c": [ann], "d": [p]}, min_items=2, max_share=1)
-    >>> [(len(c.conditions), c.subset) for c in candidates(["a", "b", "c"], g, min_subset=2, max_subset=5)]
-    [(1, ('a', 'b', 'c')), (1, ('a', 'b')), (2, ('a', 'b'))]
+    >>> g = build_graph([[ann, p], [ann, p], [ann], [p]], min_items=2, max_share=1)
+    >>> [(len(c.conditions), c.subset) for c in candidates([0, 1, 2], g, min_subset=2, max_subset=5)]
+    [(1, (0, 1, 2)), (1, (0, 1)), (2, (0, 1))]
     """
-    by_value: dict[tuple[str, str], list[str]] = {}
-    facts: dict[tuple[str, str], Fact] = {}
-    for asin in dict.fromkeys(history):
-        for fact in graph.facts.get(asin, ()):
-            by_value.setdefault(fact.key, []).append(asin)
-            facts.setdefault(fact.key, fact)
-    shared = sorted(key for key, items in by_value.items() if len(items) >= min_subset)
-    found = [Candidate((facts[k],), tuple(by_value[k])) for k in shared if len(by_value[k]) <= max_subset]
-    # grow each combination by a value of a later key and another relation (each combination once)
-    level = [((k,), tuple(by_value[k]), graph.holders[k]) for k in shared]
+    holdings = holdings or Holdings(graph)
+    items = list(dict.fromkeys(history))
+    by_value: dict[int, list[int]] = {}
+    for position, item in enumerate(items):
+        for value in graph.values(item).tolist():
+            by_value.setdefault(value, []).append(position)
+    shared = sorted(
+        (v for v, held in by_value.items() if len(held) >= min_subset), key=graph.keys.__getitem__
+    )
+    relation = [graph.facts[v].relation for v in shared]
+    found = [
+        Candidate((graph.facts[v],), tuple(items[p] for p in by_value[v]), (v,))
+        for v in shared
+        if len(by_value[v]) <= max_subset
+    ]
+    if not shared:
+        return found
+    # history position x shared value (by rank): which position holds which value
+    columns = [r for r, v in enumerate(shared) for _ in by_value[v]]
+    positions = [p for v in shared for p in by_value[v]]
+    holds = sparse.csr_matrix((np.ones(len(positions), dtype=np.int32), (positions, columns)),
+                              shape=(len(items), len(shared)))  # fmt: skip
+    inside = [set(by_value[v]) for v in shared]
+    codes = {name: n for n, name in enumerate(sorted(set(relation)))}
+    relation_bit = np.array([1 << codes[name] for name in relation], dtype=np.int64)
+    blocks = []
+    for bit in np.unique(relation_bit).tolist():
+        ranks = np.flatnonzero(relation_bit == bit)
+        blocks.append((bit, ranks, holds[:, ranks].tocsr()))
+    level = [((r,), tuple(by_value[v])) for r, v in enumerate(shared)]
     for _ in range(max_conditions - 1):
         grown = []
-        for keys, subset, held in level:
-            for key in shared[shared.index(keys[-1]) + 1 :]:
-                if key[0] in {k[0] for k in keys} or held <= graph.holders[key]:
-                    continue
-                if any(graph.holders[key] <= graph.holders[k] for k in keys):
-                    continue
-                inside = set(by_value[key])
-                narrowed = tuple(asin for asin in subset if asin in inside)
-                if len(narrowed) < min_subset:
-                    continue
-                grown.append(((*keys, key), narrowed, held & graph.holders[key]))
-                if len(narrowed) <= max_subset:
-                    found.append(Candidate(tuple(facts[k] for k in (*keys, key)), narrowed))
+        used = np.array([np.bitwise_or.reduce(relation_bit[list(combo)]) for combo, _ in level])
+        values_of = [tuple(shared[c] for c in combo) for combo, _ in level]
+        for e, r in _supported(level, blocks, len(items), min_subset, used):
+            combo, subset = level[e]
+            values = values_of[e]
+            if holdings.within(values, shared[r]) or any(holdings.implies(shared[r], v) for v in values):
+                continue
+            narrowed = tuple(p for p in subset if p in inside[r])
+            grown.append(((*combo, r), narrowed))
+            if len(narrowed) <= max_subset:
+                chosen = (*values, shared[r])
+                facts = tuple(graph.facts[v] for v in chosen)
+                found.append(Candidate(facts, tuple(items[p] for p in narrowed), chosen))
         level = grown
+        if not level:
+            break
     return found
+
+
+def _supported(
+    level: Sequence[tuple[tuple[int, ...], tuple[int, ...]]],
+    blocks: Sequence[tuple[int, np.ndarray, sparse.csr_matrix]],
+    n_positions: int,
+    min_subset: int,
+    used: np.ndarray,
+) -> list[tuple[int, int]]:
+    """The (combination, value rank) pairs of a level in order, the value after the combination's last one,
+    of a relation the combination has not (`used`: each combination's relations as bits), and held by at
+    least `min_subset` of the combination's history positions. One sparse product per relation (`blocks`:
+    its bit, its values' ranks, and which history positions hold them) counts, for every combination
+    without that relation, its positions holding each of the relation's values."""
+    lengths = [len(subset) for _, subset in level]
+    rows = np.repeat(np.arange(len(level)), lengths)
+    cols = np.fromiter((p for _, subset in level for p in subset), dtype=np.int64, count=int(sum(lengths)))
+    members = sparse.csr_matrix((np.ones(len(cols), dtype=np.int32), (rows, cols)),
+                                shape=(len(level), n_positions))  # fmt: skip
+    last = np.array([combo[-1] for combo, _ in level], dtype=np.int64)
+    found_rows, found_cols = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+    for bit, columns, holds in blocks:
+        free = np.flatnonzero((used & bit) == 0)
+        if not free.size:
+            continue
+        counts = ((members if free.size == len(level) else members[free]) @ holds).tocoo()
+        row, col = free[counts.row], columns[counts.col]
+        keep = (counts.data >= min_subset) & (col > last[row])
+        found_rows.append(row[keep])
+        found_cols.append(col[keep])
+    row, col = np.concatenate(found_rows), np.concatenate(found_cols)
+    order = np.lexsort((col, row))
+    return list(zip(row[order].tolist(), col[order].tolist(), strict=True))
 
 
 def choose(found: Sequence[Candidate], per_user: int, rng: random.Random) -> list[Candidate]:
@@ -208,69 +327,113 @@ def leaks(text: str, conditions: Sequence[Fact]) -> bool:
 
 @dataclass(slots=True)
 class Catalogue:
-    """What writing queries reads of one domain, computed once: the graph, the items, the asins most popular
-    first (`ranked`), each title normalized, and each value's reference order (cached as asked)."""
+    """What writing queries reads of one domain: the graph and the items by index (ids, titles,
+    popularity), the items most popular first (`ranked`, ties by id), titles normalized as they are asked
+    for, and each value's reference order (cached as asked). Nothing per item but arrays, so a catalogue of
+    millions of items costs tens of bytes each."""
 
     graph: Graph
-    items: Mapping[str, Item]
-    ranked: list[str] = field(init=False)
-    normalized: dict[str, str] = field(init=False)
-    _orders: dict[tuple[str, str, bool], list[str]] = field(init=False, default_factory=dict)
+    asins: pa.Array  # item -> parent_asin
+    titles: pa.Array  # item -> title
+    popularity: np.ndarray  # item -> reviews in the source
+    ranked: np.ndarray = field(init=False)
+    _id_rank: np.ndarray = field(init=False)  # item -> its id's place in code point order
+    _normalized: dict[int, str] = field(init=False, default_factory=dict)
+    _orders: dict[tuple[int, bool], np.ndarray] = field(init=False, default_factory=dict)
+    _index: dict[str, int] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.ranked = sorted(self.items, key=lambda asin: (-self.items[asin].popularity, asin))
-        self.normalized = {asin: normalize_title(item.title) for asin, item in self.items.items()}
+        by_id = pc.sort_indices(self.asins).to_numpy()  # code point order, as Python sorts text
+        self._id_rank = np.empty(len(by_id), dtype=np.int64)
+        self._id_rank[by_id] = np.arange(len(by_id))
+        self.ranked = np.lexsort((self._id_rank, -self.popularity))
 
-    def reference_order(self, fact: Fact, *, unambiguous: bool = True) -> list[str]:
-        """The items holding `fact`, most popular first (then by asin); with `unambiguous`, only those
+    @classmethod
+    def of(cls, graph: Graph, items: Sequence[Item]) -> Catalogue:
+        """A small catalogue from its items (item ``i`` = ``items[i]``)."""
+        return cls(
+            graph,
+            pa.array([i.parent_asin for i in items], pa.string()),
+            pa.array([i.title for i in items], pa.string()),
+            np.array([i.popularity for i in items], dtype=np.int64),
+        )
+
+    def item(self, index: int) -> Item:
+        return Item(self.asins[index].as_py(), self.titles[index].as_py(), int(self.popularity[index]))
+
+    def to_json(self, index: int) -> dict[str, str]:
+        return {"parent_asin": self.asins[index].as_py(), "title": self.titles[index].as_py()}
+
+    def normalized(self, index: int) -> str:
+        """The item's title as answers are compared (`normalize_title`)."""
+        if index not in self._normalized:
+            self._normalized[index] = normalize_title(self.titles[index].as_py())
+        return self._normalized[index]
+
+    def index_of(self, asin: str) -> int:
+        """The index of an item id (a small catalogue's lookups: demographics, tests)."""
+        if self._index is None:
+            self._index = {a: i for i, a in enumerate(self.asins.to_pylist())}
+        return self._index[asin]
+
+    def reference_order(self, value: int, *, unambiguous: bool = True) -> np.ndarray:
+        """The items holding a value, most popular first (then by id); with `unambiguous`, only those
         holding no other value of the relation (`Graph.single`: "the author of X" is ambiguous when X has
         two authors, even if one of them was dropped as too rare)."""
-        key = (*fact.key, unambiguous)
+        key = (value, unambiguous)
         if key not in self._orders:
-            holders = [a for a in self.graph.holders[fact.key] if a in self.items]
+            holders = self.graph.holders(value)
             if unambiguous:
-                holders = [a for a in holders if self.graph.single(a, fact.relation)]
-            self._orders[key] = sorted(holders, key=lambda a: (-self.items[a].popularity, a))
+                holders = holders[self.graph.arity_of(self.graph.facts[value].relation)[holders] == 1]
+            self._orders[key] = holders[np.lexsort((self._id_rank[holders], -self.popularity[holders]))]
         return self._orders[key]
 
 
 def references(
-    conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[str], *, unambiguous: bool = True
+    conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[int], *, unambiguous: bool = True
 ) -> list[Item] | None:
-    """One reference item per condition outside `exclude`, whose title names no hidden value and that is not
-    already a reference (the first in :meth:`Catalogue.reference_order`); None when some condition has
-    none."""
-    chosen: list[Item] = []
+    """One reference item per condition outside `exclude` (item indices), whose title names no hidden value
+    and that is not already a reference (the first in :meth:`Catalogue.reference_order`); None when some
+    condition has none."""
+    chosen: list[int] = []
     for fact in conditions:
-        skip = exclude | {item.parent_asin for item in chosen}
-        order = catalogue.reference_order(fact, unambiguous=unambiguous)
-        pool = (catalogue.items[a] for a in order if a not in skip)
-        found = next((item for item in pool if not leaks(item.title, conditions)), None)
+        skip = exclude | set(chosen)
+        order = catalogue.reference_order(catalogue.graph.index[fact.key], unambiguous=unambiguous)
+        pool = (i for i in order.tolist() if i not in skip)
+        found = next((i for i in pool if not leaks(catalogue.titles[i].as_py(), conditions)), None)
         if found is None:
             return None
         chosen.append(found)
-    return chosen
+    return [catalogue.item(i) for i in chosen]
+
+
+_CLAIM_BLOCK = 4096  # popular items looked at a block at a time for a false claim
 
 
 def false_claim(
-    conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[str], salt: str
+    conditions: Sequence[Fact], catalogue: Catalogue, exclude: set[int], salt: str
 ) -> tuple[Fact, Item] | None:
     """A false claim for a misinformed query: the first condition that some catalogue item outside `exclude`
     provably lacks (:meth:`Graph.lacks`), and one of the `FALSE_CLAIM_POOL` most popular such items (chosen
     by a hash of `salt`, so claims vary across queries); None when no condition has one. No item titled like
     an excluded one is named."""
-    titles = {catalogue.normalized[a] for a in exclude if a in catalogue.items}
+    titles = {catalogue.normalized(i) for i in exclude}
+    excluded = np.array(sorted(exclude), dtype=np.int64)
     for fact in conditions:
-        pool: list[str] = []
-        for asin in catalogue.ranked:
-            if asin in exclude or not catalogue.graph.lacks(asin, fact):
-                continue
-            if catalogue.normalized[asin] not in titles:
-                pool.append(asin)
-                if len(pool) == FALSE_CLAIM_POOL:
-                    break
+        value = catalogue.graph.index[fact.key]
+        pool: list[int] = []
+        for start in range(0, len(catalogue.ranked), _CLAIM_BLOCK):
+            block = catalogue.ranked[start : start + _CLAIM_BLOCK]
+            block = block[catalogue.graph.lacks(block, value) & ~contains(excluded, block)]
+            for i in block.tolist():
+                if catalogue.normalized(i) not in titles:
+                    pool.append(i)
+                    if len(pool) == FALSE_CLAIM_POOL:
+                        break
+            if len(pool) == FALSE_CLAIM_POOL:
+                break
         if pool:
-            return fact, catalogue.items[pool[zlib.crc32(salt.encode()) % len(pool)]]
+            return fact, catalogue.item(pool[zlib.crc32(salt.encode()) % len(pool)])
     return None
 
 
@@ -296,14 +459,14 @@ def interest_text(seed: Item, domain: str) -> str:
     return INTEREST.format(title=seed.title, noun=NOUNS.get(domain, "items"))
 
 
-def _shown(history: Sequence[str], hidden: set[str], catalogue: Catalogue) -> list[dict[str, str]]:
+def _shown(history: Sequence[int], hidden: set[int], catalogue: Catalogue) -> list[dict[str, str]]:
     """The history shown: every item not hidden, less any titled like a hidden one (an answer cannot tell
     them apart), in time order."""
-    titles = {catalogue.normalized[a] for a in hidden}
+    titles = {catalogue.normalized(i) for i in hidden}
     return [
-        catalogue.items[a].to_json()
-        for a in dict.fromkeys(history)
-        if a not in hidden and catalogue.normalized[a] not in titles
+        catalogue.to_json(i)
+        for i in dict.fromkeys(history)
+        if i not in hidden and catalogue.normalized(i) not in titles
     ]
 
 
@@ -313,15 +476,15 @@ def _skip(counts: dict[str, int], config: str) -> None:
 
 def rows_of_user(
     user_id: str,
-    history: Sequence[str],
+    history: Sequence[int],
     chosen: Sequence[Candidate],
     catalogue: Catalogue,
     domain: str,
     counts: dict[str, int],
 ) -> dict[str, list[dict[str, Any]]]:
     """The rows of every query type of one user's chosen candidates (`counts` records the queries a type
-    could not write)."""
-    items = catalogue.items
+    could not write); `history` holds catalogue item indices in time order."""
+    as_json = catalogue.to_json
     rows: dict[str, list[dict[str, Any]]] = {config: [] for config in TYPES}
     everything = set(history)
     for n, candidate in enumerate(chosen):
@@ -331,7 +494,7 @@ def rows_of_user(
             "user_id": user_id,
             "domain": domain,
             "conditions": [fact.to_json() for fact in conditions],
-            "ground_truth": [items[a].to_json() for a in candidate.subset],
+            "ground_truth": [as_json(i) for i in candidate.subset],
             "history": _shown(history, set(candidate.subset), catalogue),
         }
         rows["explicit"].append({**base, "query": explicit_text(conditions, domain)})
@@ -356,17 +519,17 @@ def rows_of_user(
         seed, *truth = candidate.subset
         if len(conditions) > 1:  # one interest query per one-condition candidate: its seed, then the rest
             continue
-        if catalogue.normalized[seed] in {catalogue.normalized[a] for a in truth}:
+        if catalogue.normalized(seed) in {catalogue.normalized(i) for i in truth}:
             _skip(counts, "interest")
         else:
             rows["interest"].append(
                 {
                     **base,
-                    "query": interest_text(items[seed], domain),
+                    "query": interest_text(catalogue.item(seed), domain),
                     "conditions": [],
-                    "ground_truth": [items[a].to_json() for a in truth],
+                    "ground_truth": [as_json(i) for i in truth],
                     "history": _shown(history, set(truth), catalogue),
-                    "seeds": [items[seed].to_json()],
+                    "seeds": [as_json(seed)],
                 }
             )
     return rows

@@ -68,8 +68,15 @@ ten days earlier (appended at the end of the review file). ``synth_truth.json`` 
 ``twin_reviews`` and the ``twins`` mapping per domain. A build must leave these out of the histories of the
 original's queries (``dataset_builder/perrecbench/twins.py``).
 
-Modules: ``vocab`` (words, titles, review texts), ``model`` (the draws above) and ``writer`` (raw lines,
-faults, atomic files); the settings are :class:`dataset_builder.config.SynthConfig`.
+``shape="amazon"`` (``--shape amazon``) writes another kind of data instead: a real category's sparsity,
+sizes and text lengths (most users with one or two reviews, a 5-core of a third of the reviews, Books'
+29.5M reviews by 10.3M users on 4.4M items at ``--reviews-per-domain 29500000``), a block of users at a time,
+for measuring the builders at a real category's scale (:mod:`dataset_builder.synth.amazon`, with the figures
+it matches and where they come from).
+
+Modules: ``vocab`` (words, titles, review texts), ``model`` (the draws above), ``amazon`` (the Amazon
+shape) and ``writer`` (raw lines, faults, atomic files); the settings are
+:class:`dataset_builder.config.SynthConfig`.
 """
 
 from __future__ import annotations

@@ -269,7 +269,12 @@ _B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 
 def user_ids(n_users: int) -> np.ndarray:
     """28-character ids like the real ones (``A`` + 27 base-32 characters); user i has one id everywhere."""
-    index = np.arange(n_users, dtype=np.uint64)
+    return user_ids_of(np.arange(n_users, dtype=np.uint64))
+
+
+def user_ids_of(index: np.ndarray) -> np.ndarray:
+    """The ids of users ``index`` (:func:`user_ids` of a block of users, without the others')."""
+    index = np.asarray(index, dtype=np.uint64)
     head = _encode(_mix64(index, 0x5EED), 13, _B32)  # unique: 13 base-32 digits hold 64 bits
     tail = _encode(_mix64(index, 0xA11CE), 14, _B32)
     return np.char.add(np.char.add("A", head), tail)

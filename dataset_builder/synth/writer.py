@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from dataset_builder.config import MS_PER_DAY, SYNTH_MARKER, BuildConfigError, SynthConfig, parse_domains
-from dataset_builder.synth import model
+from dataset_builder.synth import amazon, model
 from dataset_builder.synth.vocab import (
     AUTHOR_CATEGORIES,
     FIRST_NAMES,
@@ -383,6 +383,7 @@ def write_synthetic(
     gzip: bool = False,
     dirty: bool = False,
     twins: bool = False,
+    shape: str = "dense",
 ) -> dict:
     """Write synthetic raw files for each domain plus ``synth_truth.json``; return a small summary.
 
@@ -394,6 +395,9 @@ def write_synthetic(
         gzip: write ``.jsonl.gz`` instead of ``.jsonl``.
         dirty: plant the faults documented in :mod:`dataset_builder.synth` in the first domain.
         twins: plant twin items (:func:`_twin_lines`); off, the files are those of earlier versions.
+        shape: ``dense`` (the planted model of :mod:`dataset_builder.synth`) or ``amazon`` (a real
+            category's sparsity and text lengths, written a block of users at a time:
+            :mod:`~dataset_builder.synth.amazon`).
 
     Returns:
         ``{"out", "truth", "seed", "reviews_per_domain", "domains": {name: counts}, "faults", "seconds",
@@ -411,10 +415,13 @@ def write_synthetic(
         gzip=gzip,
         dirty=dirty,
         twins=twins,
+        shape=shape,
     )
     out, names = config.out, config.domains
     if out.exists() and not out.is_dir():
         raise BuildConfigError(f"--out {out} is a file; pass a folder path")
+    if shape == "amazon":
+        amazon.check_disk(config)
     suffix = ".jsonl.gz" if gzip else ".jsonl"
     claim_files(out, [f for name in names for f in (f"{name}{suffix}", f"meta_{name}{suffix}")])
     started = time.perf_counter()
@@ -424,6 +431,7 @@ def write_synthetic(
         "reviews_per_domain": reviews_per_domain,
         "gzip": gzip,
         "dirty": dirty,
+        **({"shape": shape} if shape != "dense" else {}),  # the dense files' truth stays as it was
         "model": "rating = clip(round(base + user_bias[u] + item_quality[i] + user_topic_affinity[u, "
         "item_topic[i]] + noise), 1, 5)",
         "signal": asdict(model.SIGNAL),
@@ -432,9 +440,12 @@ def write_synthetic(
     }
     planted: dict[str, _RawJSON] = {}
     for position, name in enumerate(progress.bar(names, desc="synth domains", unit="domain", leave=False)):
-        counts, parameters, faults = _write_domain(
-            out, name, reviews_per_domain, seed, suffix, dirty and position == 0, twins
-        )
+        if shape == "amazon":
+            counts, parameters, faults = _write_amazon_domain(out, name, reviews_per_domain, seed, suffix)
+        else:
+            counts, parameters, faults = _write_domain(
+                out, name, reviews_per_domain, seed, suffix, dirty and position == 0, twins
+            )
         summary["domains"][name] = counts
         summary["faults"].extend(faults)
         planted[name] = parameters
@@ -554,3 +565,21 @@ def _write_domain(
         "item_launch_ms": data.item_launch.tolist(),
     }
     return counts, _RawJSON(json.dumps(parameters, separators=(", ", ": "))), recorded
+
+
+def _write_amazon_domain(
+    out: Path, name: str, n: int, seed: int, suffix: str
+) -> tuple[dict, _RawJSON, list[dict]]:
+    """One domain of the Amazon shape (:mod:`dataset_builder.synth.amazon`): its review lines a block of users
+    at a time, then its metadata lines."""
+    review_file, meta_file = f"{name}{suffix}", f"meta_{name}{suffix}"
+    compress = suffix.endswith(".gz")
+    catalogue, degrees, chunks, totals = amazon.review_chunks(name, n, seed)
+    _write_lines(out / review_file, compress, chunks)
+    _write_lines(out / meta_file, compress, amazon.meta_chunks(name, catalogue, totals[0], seed))
+    counts = {
+        "review_file": review_file,
+        "meta_file": meta_file,
+        **amazon.summary(name, n, degrees, catalogue, totals[0], seed),
+    }
+    return counts, _RawJSON(json.dumps(amazon.parameters(name), separators=(", ", ": "))), []

@@ -205,15 +205,15 @@ def test_recbench_plus_build_killed_after_its_stage_resumes_without_reading_agai
 
 
 def test_recbench_plus_kg_normalizes_values_and_drops_rare_and_common_ones():
-    facts = {
-        "a": kg.item_facts("Ann  Lee", "Visit the Harbor Store", ["Books"], None, ()),
-        "b": kg.item_facts("ann lee", "Harbor", ["Books"], '{"Publisher": "P"}', ("Publisher",)),
-        "c": kg.item_facts("Bo", "harbor", ["Books"], None, ()),
-        "d": kg.item_facts(None, None, ["Books", "Fantasy"], None, ()),
-    }
+    facts = [
+        kg.item_facts("Ann  Lee", "Visit the Harbor Store", ["Books"], None, ()),
+        kg.item_facts("ann lee", "Harbor", ["Books"], '{"Publisher": "P"}', ("Publisher",)),
+        kg.item_facts("Bo", "harbor", ["Books"], None, ()),
+        kg.item_facts(None, None, ["Books", "Fantasy"], None, ()),
+    ]
     graph = kg.build_graph(facts, min_items=2, max_share=0.75)
-    assert graph.facts["a"] == (kg.Fact("author", "Ann Lee"), kg.Fact("store", "Harbor"))
-    assert graph.holders[("store", "harbor")] == {"a", "b", "c"}
+    assert graph.item_facts(0) == (kg.Fact("author", "Ann Lee"), kg.Fact("store", "Harbor"))
+    assert graph.holders(graph.index[("store", "harbor")]).tolist() == [0, 1, 2]
     # "Bo", "P" and "Fantasy" are held by one item (too rare); "Books" by all four (> 75 %: too common)
     assert graph.dropped == {"too_rare": 3, "too_common": 1}
 

@@ -229,9 +229,8 @@ def test_implicit_reference_is_never_an_item_with_several_values():
     from dataset_builder.recbench_plus.queries import Catalogue, Item, references
 
     drama, war, rare = Fact("genre", "Drama"), Fact("genre", "War"), Fact("genre", "Rare")
-    facts = {"a": [drama, war], "b": [drama, rare], "c": [war], "d": [war]}
-    graph = build_graph(facts, min_items=2, max_share=1)
-    catalogue = Catalogue(graph, {k: Item(k, k.upper(), 10 - n) for n, k in enumerate("abcd")})
+    graph = build_graph([[drama, war], [drama, rare], [war], [war]], min_items=2, max_share=1)
+    catalogue = Catalogue.of(graph, [Item(k, k.upper(), 10 - n) for n, k in enumerate("abcd")])
     # "b" holds Drama and a genre dropped as too rare: "the genre of B" is still ambiguous
     assert references([drama], catalogue, set()) is None
     assert references([drama], catalogue, set(), unambiguous=False) == [Item("a", "A", 10)]
