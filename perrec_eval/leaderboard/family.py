@@ -887,13 +887,18 @@ def value_text(entry: Mapping[str, Any] | None, metric: str, *, marks: bool = Tr
         text += " (leak)"
     if not marks:
         return text
-    if value.get("best"):
+    return _marked(text, value.get("best"), value.get("tied"), value.get("vs_best"))
+
+
+def _marked(text: str, best: Any, tied: Any, test: Mapping[str, Any] | None) -> Text:
+    """A value with its marks: bold for the best, = on a tie with it (alone: a test against one of its
+    twins says nothing more), † where the paired test finds no difference from it."""
+    if best:
         return (Strong(text),)
-    if value.get("tied"):  # tied with the best: its test against one of its twins says nothing more
+    if tied:
         return text + " ="
-    test = value.get("vs_best")
     if test is not None and test.get("p_value") is not None and not test["p_value"] < ALPHA:
-        text += " †"
+        return text + " †"
     return text
 
 
@@ -907,14 +912,7 @@ def average_text(row: Mapping[str, Any], *, marks: bool = True) -> Text:
         text += f" ({row['average_mostly_failed']})"
     if not marks:
         return text
-    if row.get("average_best"):
-        return (Strong(text),)
-    if row.get("average_tied"):
-        return text + " ="
-    test = row.get("average_vs_best")
-    if test is not None and test.get("p_value") is not None and not test["p_value"] < ALPHA:
-        text += " †"
-    return text
+    return _marked(text, row.get("average_best"), row.get("average_tied"), row.get("average_vs_best"))
 
 
 def column_name(data: Mapping[str, Any], cell: str, metric: str | None = None) -> str:
